@@ -1,0 +1,2 @@
+//! Criterion benchmarks for the Auto engine.
+fn main() {}

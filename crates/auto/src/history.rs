@@ -1,0 +1,130 @@
+//! A server's recent measurements.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::spec::{HISTORY_LEN, HISTORY_MAX_AGE};
+use crate::measurement::{Measurement, Method};
+use crate::time::Timestamp;
+
+/// The last [`HISTORY_LEN`] measurements of one server, oldest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct History {
+    measurements: VecDeque<Measurement>,
+}
+
+impl History {
+    /// An empty history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A history holding `measurements` (the oldest beyond the last five are dropped).
+    pub fn from_measurements(measurements: impl IntoIterator<Item = Measurement>) -> Self {
+        let mut h = Self::new();
+        for m in measurements {
+            h.record(m);
+        }
+        h
+    }
+
+    /// Adds a measurement, keeping time order (a measurement imported out of order
+    /// takes its place by time) and only the last five.
+    pub fn record(&mut self, m: Measurement) {
+        let pos = self.measurements.partition_point(|x| x.at <= m.at);
+        self.measurements.insert(pos, m);
+        while self.measurements.len() > HISTORY_LEN {
+            self.measurements.pop_front();
+        }
+    }
+
+    /// All kept measurements, oldest first.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Measurement> + '_ {
+        self.measurements.iter()
+    }
+
+    /// The latest measurement, whatever its age.
+    pub fn latest(&self) -> Option<&Measurement> {
+        self.measurements.back()
+    }
+
+    /// Whether no measurement is kept.
+    pub fn is_empty(&self) -> bool {
+        self.measurements.is_empty()
+    }
+
+    /// Kept measurements taken with `method` no more than 24 h before `now`, oldest
+    /// first.
+    pub fn recent(
+        &self,
+        method: Method,
+        now: Timestamp,
+    ) -> impl Iterator<Item = &Measurement> + '_ {
+        let oldest = now - HISTORY_MAX_AGE;
+        self.measurements
+            .iter()
+            .filter(move |m| m.method == method && m.at >= oldest)
+    }
+
+    /// The measurements the score uses at `now`: same method as the latest one, no
+    /// older than 24 h. Empty when there is no measurement.
+    pub fn usable(&self, now: Timestamp) -> Vec<Measurement> {
+        match self.latest() {
+            Some(latest) => self.recent(latest.method, now).copied().collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(at: i64, ms: Option<u32>) -> Measurement {
+        Measurement {
+            at: Timestamp::from_secs(at),
+            method: Method::Url,
+            ms,
+        }
+    }
+
+    #[test]
+    fn keeps_the_last_five_in_time_order() {
+        let mut h = History::new();
+        for i in 0..7 {
+            h.record(url(i, Some(i as u32)));
+        }
+        let ats: Vec<i64> = h.iter().map(|m| m.at.as_millis() / 1000).collect();
+        assert_eq!(ats, [2, 3, 4, 5, 6]);
+        h.record(url(3, None)); // out of order: lands by time, oldest drops
+        let ats: Vec<i64> = h.iter().map(|m| m.at.as_millis() / 1000).collect();
+        assert_eq!(ats, [3, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn usable_takes_the_latest_method_within_24_hours() {
+        let now = Timestamp::from_secs(100_000);
+        let mut h = History::new();
+        h.record(url(100_000 - 86_401, Some(10))); // 24 h and 1 s old: too old
+        h.record(url(100_000 - 86_400, Some(20))); // exactly 24 h: usable
+        h.record(Measurement::answered(
+            Timestamp::from_secs(99_000),
+            Method::Tcp,
+            5,
+        ));
+        h.record(url(99_500, None));
+        let usable = h.usable(now);
+        assert_eq!(usable.len(), 2);
+        assert_eq!(usable[0].ms, Some(20));
+        assert_eq!(usable[1].ms, None);
+        h.record(Measurement::answered(
+            Timestamp::from_secs(99_900),
+            Method::Tcp,
+            7,
+        ));
+        let usable: Vec<_> = h.usable(now).iter().map(|m| m.ms).collect();
+        assert_eq!(usable, [Some(5), Some(7)]);
+    }
+}

@@ -1,0 +1,47 @@
+//! # Auto: Switchyard's server-selection engine
+//!
+//! Auto keeps a user's VPN on a working server of the chosen subscription and switches
+//! only when the current server stops answering (`spec/auto.md`). This crate owns:
+//!
+//! - the **engine** ([`Engine`]): a deterministic state machine. It takes timestamped
+//!   [`Event`]s (traffic counters, connect failures, probe replies, subscription
+//!   updates, user actions, network availability) and returns [`Output`]s (probe these
+//!   servers, connect to that one, and reports of what it decided), plus the next
+//!   deadline from [`Policy::poll_timeout`];
+//! - the **score** and **queue** ([`score`], [`queue`]) computed from each server's
+//!   [`Measurement`] history;
+//! - the **simulator** ([`sim`]): replays a scenario in virtual time against Auto or a
+//!   model of a peer's policy (sing-box `urltest`, mihomo `fallback`).
+//!
+//! It never does I/O, never reads a clock and draws no randomness: time comes in as
+//! [`Timestamp`]s with every call, so each rule is testable with exact times. The
+//! client's async driver turns sockets and timers into these calls and decides nothing.
+//!
+//! The engine's durable memory (history, marks, speed results, the server to return
+//! to) is a [`State`] that serializes with serde, so a client restart keeps it.
+
+#![warn(missing_docs)]
+
+pub mod config;
+mod engine;
+pub mod error;
+pub mod event;
+pub mod history;
+pub mod measurement;
+pub mod policy;
+pub mod queue;
+pub mod score;
+pub mod server;
+pub mod sim;
+pub mod time;
+
+pub use config::{AutoConfig, Platform};
+pub use engine::{Engine, State};
+pub use error::InputError;
+pub use event::{
+    Check, CheckId, CheckReport, ConnectReason, Event, Outcome, Output, SwitchReason, Trigger,
+};
+pub use measurement::{Measurement, Method, ProbeReply, ProbeRules};
+pub use policy::Policy;
+pub use server::{Server, ServerId, Subscription};
+pub use time::Timestamp;

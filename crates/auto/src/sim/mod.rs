@@ -1,0 +1,1 @@
+//! The virtual-time simulator (`spec/auto-simulation.md`).

@@ -1,0 +1,5 @@
+//! `switchyard`: one binary for every part of Switchyard.
+
+fn main() {
+    println!("switchyard");
+}
