@@ -123,19 +123,14 @@ pub enum UrlTiming {
 }
 
 /// Which HTTP statuses count as an answer for a URL probe.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExpectedStatus {
     /// 204 or any other 2xx (the default; generate_204-style endpoints).
+    #[default]
     Success,
     /// Exactly one of these statuses.
     OneOf(Vec<u16>),
-}
-
-impl Default for ExpectedStatus {
-    fn default() -> Self {
-        Self::Success
-    }
 }
 
 impl ExpectedStatus {

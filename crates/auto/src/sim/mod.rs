@@ -1,1 +1,3 @@
 //! The virtual-time simulator (`spec/auto-simulation.md`).
+
+pub mod policies;

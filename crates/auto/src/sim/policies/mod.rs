@@ -1,0 +1,1 @@
+//! Models of peers' selection policies, for comparison in the simulator.
