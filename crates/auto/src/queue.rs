@@ -1,6 +1,6 @@
 //! The queue: a subscription's servers in the order Auto prefers them.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use crate::history::History;
 use crate::score::Standing;
@@ -22,8 +22,8 @@ pub struct Place {
 /// Servers without a history or speed entry are unchecked.
 pub fn rank(
     servers: &[Server],
-    histories: &HashMap<ServerId, History>,
-    speeds: &HashMap<ServerId, f64>,
+    histories: &BTreeMap<ServerId, History>,
+    speeds: &BTreeMap<ServerId, f64>,
     now: Timestamp,
 ) -> Vec<Place> {
     let empty = History::new();
@@ -67,12 +67,12 @@ mod tests {
             .iter()
             .map(|s| Server::named(s))
             .collect();
-        let histories = HashMap::from([
+        let histories = BTreeMap::from([
             (ServerId::new("fi"), h(&[Some(60), Some(61), Some(62)])),
             (ServerId::new("de"), h(&[Some(20), Some(25), Some(300)])),
             (ServerId::new("nl"), h(&[Some(15), Some(18), None])),
         ]);
-        let q = rank(&servers, &histories, &HashMap::new(), Timestamp::ZERO);
+        let q = rank(&servers, &histories, &BTreeMap::new(), Timestamp::ZERO);
         let ids: Vec<&str> = q.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(ids, ["fi", "de", "nl"]);
     }
@@ -83,12 +83,12 @@ mod tests {
             "silent", "new1", "fast", "slow", "scored_b", "new2", "scored_a",
         ];
         let servers: Vec<Server> = names.iter().map(|s| Server::named(s)).collect();
-        let histories = HashMap::from([
+        let histories = BTreeMap::from([
             (ServerId::new("silent"), h(&[Some(10), None])),
             (ServerId::new("scored_a"), h(&[Some(300)])),
             (ServerId::new("scored_b"), h(&[Some(300)])),
         ]);
-        let speeds = HashMap::from([(ServerId::new("fast"), 90.0), (ServerId::new("slow"), 20.0)]);
+        let speeds = BTreeMap::from([(ServerId::new("fast"), 90.0), (ServerId::new("slow"), 20.0)]);
         let q = rank(&servers, &histories, &speeds, Timestamp::ZERO);
         let ids: Vec<&str> = q.iter().map(|p| p.id.as_str()).collect();
         assert_eq!(

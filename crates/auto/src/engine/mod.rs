@@ -1,40 +1,226 @@
-//! The Auto engine (being written; this placeholder connects to the first server).
+//! The Auto engine: the state machine of `spec/auto.md`.
+//!
+//! [`Engine`] implements [`Policy`]: feed it [`Event`]s with their times, act on the
+//! [`Output`]s it returns, and call [`Policy::handle_timeout`] at the time
+//! [`Policy::poll_timeout`] names. The modules split the work:
+//! `traffic` (triggers from counters), `limits` (switch limit, cool-downs),
+//! `checks` (when a check starts and what it probes), `decide` (what a check's replies
+//! mean), `actions` (user actions and subscription changes), `state` (durable memory).
 
-use std::collections::{HashMap, VecDeque};
+mod actions;
+mod checks;
+mod decide;
+mod limits;
+mod state;
+mod traffic;
 
-use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+pub use state::State;
 
 use crate::config::AutoConfig;
 use crate::error::InputError;
-use crate::event::{ConnectReason, Event, Output};
-use crate::history::History;
+use crate::event::{Check, CheckId, Event, Output};
 use crate::policy::Policy;
 use crate::server::{ServerId, Subscription};
 use crate::time::Timestamp;
 
-/// What Auto remembers across restarts.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct State {
-    /// Measurement history per server identity.
-    pub history: HashMap<ServerId, History>,
-}
+use limits::Limits;
+use traffic::TrafficWatch;
 
-/// The Auto engine.
+/// Auto, per `spec/auto.md`: keeps the VPN on a working server of one subscription and
+/// switches only when the current server stops answering.
 #[derive(Debug)]
 pub struct Engine {
-    #[allow(dead_code)]
     config: AutoConfig,
+    state: State,
     subs: Vec<Subscription>,
     out: VecDeque<Output>,
+    now: Timestamp,
+    traffic: TrafficWatch,
+    limits: Limits,
+    network_available: bool,
+    running: Option<Running>,
+    /// A check the user's action made moot; its replies are dropped.
+    cancelled: Option<CheckId>,
+    next_check: u64,
+    /// The core failed to connect to the current server (first failure not yet acted on).
+    connect_failed_at: Option<Timestamp>,
+    /// Start of the last scheduled check (or of Auto being turned on).
+    last_scheduled: Timestamp,
+    /// End of the last check.
+    last_check_end: Timestamp,
+    lost: Lost,
+    /// Set after "the neighbours answer": the next check is wide, due at this time.
+    wide_due: Option<Timestamp>,
+    /// Set while on a server of a neighbouring subscription.
+    neighbour: Option<NeighbourStay>,
+    /// Checks in a row in which the return server answered.
+    return_answers: u32,
+    /// A switch was held back by the switch limit: check again at this time.
+    switch_retry_at: Option<Timestamp>,
+}
+
+/// "Network gone" attempts in a row and the pause after the last one.
+#[derive(Clone, Copy, Debug, Default)]
+struct Lost {
+    k: u32,
+    paused: Option<Pause>,
+    /// A network change ended the pause: retry at once.
+    retry_now: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Pause {
+    since: Timestamp,
+    until: Timestamp,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct NeighbourStay {
+    next_own: Timestamp,
+    failures: u32,
+    answers: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Running {
+    check: Check,
+    kind: Kind,
+}
+
+/// What a running check is for; decides how its replies are read.
+#[derive(Clone, Debug)]
+enum Kind {
+    /// The own subscription (regular, scheduled, retry).
+    Own,
+    /// After the neighbours answered: up to 30 own servers plus the neighbours' best.
+    Wide { neighbours: Vec<ServerId> },
+    /// The neighbours, asked after a silent own check whose replies wait here.
+    Neighbours { own: Vec<(ServerId, Option<u32>)> },
+    /// On a neighbour's server: the once-a-minute look at the own subscription.
+    OwnSubscription,
 }
 
 impl Engine {
-    /// A new engine.
+    /// An engine with an empty memory.
     pub fn new(config: AutoConfig) -> Self {
+        Self::with_state(config, State::default())
+    }
+
+    /// An engine resuming from a saved [`State`] (history, marks, speeds, the server to
+    /// return to). Auto stays off until [`Event::AutoOn`]; the saved subscription and
+    /// current server are hints the driver may use to send it.
+    pub fn with_state(config: AutoConfig, state: State) -> Self {
         Self {
             config,
+            state,
             subs: Vec::new(),
             out: VecDeque::new(),
+            now: Timestamp(i64::MIN),
+            traffic: TrafficWatch::default(),
+            limits: Limits::default(),
+            network_available: true,
+            running: None,
+            cancelled: None,
+            next_check: 1,
+            connect_failed_at: None,
+            last_scheduled: Timestamp(i64::MIN),
+            last_check_end: Timestamp(i64::MIN),
+            lost: Lost::default(),
+            wide_due: None,
+            neighbour: None,
+            return_answers: 0,
+            switch_retry_at: None,
+        }
+    }
+
+    /// The durable memory, to save.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// The server in use.
+    pub fn current(&self) -> Option<&ServerId> {
+        self.state.current.as_ref()
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AutoConfig {
+        &self.config
+    }
+
+    fn sub(&self, name: &str) -> Option<&Subscription> {
+        self.subs.iter().find(|s| s.name == name)
+    }
+
+    /// The subscription Auto is on in.
+    fn auto_sub(&self) -> Option<&Subscription> {
+        self.state.auto.as_deref().and_then(|n| self.sub(n))
+    }
+
+    fn known(&self, id: &ServerId) -> bool {
+        self.subs.iter().any(|s| s.contains(id))
+    }
+
+    fn apply(&mut self, event: Event) -> Result<(), InputError> {
+        let now = self.now;
+        match event {
+            Event::Subscriptions(subs) => self.set_subscriptions(now, subs),
+            Event::SubscriptionUpdated(sub) => self.update_subscription(now, sub),
+            Event::AutoOn { subscription } => self.auto_on(now, &subscription),
+            Event::Traffic { sent, received } => self.traffic.sample(now, sent, received),
+            Event::ConnectFailed { server } => {
+                if !self.known(&server) {
+                    return Err(InputError::UnknownServer { server });
+                }
+                if self.state.current.as_ref() == Some(&server) {
+                    self.connect_failed_at.get_or_insert(now);
+                }
+                Ok(())
+            }
+            Event::ProbeResults { check, replies } => self.on_replies(now, check, replies),
+            Event::NetworkAvailable(up) => {
+                let was = std::mem::replace(&mut self.network_available, up);
+                if up && !was {
+                    self.network_changed();
+                }
+                Ok(())
+            }
+            Event::NetworkChanged => {
+                self.network_changed();
+                Ok(())
+            }
+            Event::Mark(ids) => self.mark(ids),
+            Event::Unmark(ids) => {
+                for id in &ids {
+                    self.state.marks.remove(id);
+                }
+                Ok(())
+            }
+            Event::MarksDone => self.marks_done(now),
+            Event::SpeedTest { server, mbps } => {
+                if !mbps.is_finite() || mbps < 0.0 {
+                    return Err(InputError::InvalidSpeed { server, mbps });
+                }
+                self.state.speeds.insert(server, mbps);
+                Ok(())
+            }
+            Event::Measured {
+                server,
+                measurement,
+            } => {
+                self.state.record(&server, measurement);
+                Ok(())
+            }
+        }
+    }
+
+    /// A network change ends a network-lost pause at once and resets its count.
+    fn network_changed(&mut self) {
+        self.lost.k = 0;
+        if self.lost.paused.take().is_some() {
+            self.lost.retry_now = true;
         }
     }
 }
@@ -43,31 +229,24 @@ impl Policy for Engine {
     fn name(&self) -> &'static str {
         "auto"
     }
-    fn handle_event(&mut self, _now: Timestamp, event: Event) -> Result<(), InputError> {
-        match event {
-            Event::Subscriptions(s) => self.subs = s,
-            Event::AutoOn { subscription } => {
-                let sub = self
-                    .subs
-                    .iter()
-                    .find(|s| s.name == subscription)
-                    .ok_or(InputError::UnknownSubscription { name: subscription })?;
-                if let Some(first) = sub.servers.first() {
-                    self.out.push_back(Output::Connect {
-                        server: first.id.clone(),
-                        reason: ConnectReason::AutoOn,
-                    });
-                }
-            }
-            _ => {}
-        }
-        Ok(())
+
+    fn handle_event(&mut self, now: Timestamp, event: Event) -> Result<(), InputError> {
+        self.now = self.now.max(now);
+        let result = self.apply(event);
+        self.start_due_check();
+        result
     }
-    fn handle_timeout(&mut self, _now: Timestamp) {}
+
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.now = self.now.max(now);
+        self.start_due_check();
+    }
+
     fn poll_output(&mut self) -> Option<Output> {
         self.out.pop_front()
     }
+
     fn poll_timeout(&self) -> Option<Timestamp> {
-        None
+        self.next_check_at().map(|(t, _)| t)
     }
 }
