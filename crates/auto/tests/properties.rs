@@ -173,13 +173,14 @@ impl World {
                     }
                     self.pending = Some((c.id, c.servers));
                 }
-                Output::CheckDone(r) if r.outcome == Outcome::NetworkLost => {
-                    if self.e.state().history != self.before_check {
-                        self.violations.push(format!(
-                            "measurements recorded from network-lost check {:?}",
-                            r.id
-                        ));
-                    }
+                Output::CheckDone(r)
+                    if r.outcome == Outcome::NetworkLost
+                        && self.e.state().history != self.before_check =>
+                {
+                    self.violations.push(format!(
+                        "measurements recorded from network-lost check {:?}",
+                        r.id
+                    ));
                 }
                 _ => {}
             }
