@@ -63,12 +63,13 @@ fn checks(root: &Path) -> [Step; 2] {
 
 fn tests(root: &Path) -> [Step; 2] {
     // nextest runs each test in its own process and reports better; it does not run
-    // doctests, so those get their own step either way.
+    // doctests, so those get their own step either way (and `cargo test` skips them
+    // here so they don't run twice).
     let tests = if toolchain::has_nextest(root) {
         Cmd::cargo(root).args(["nextest", "run", "--workspace"])
     } else {
         println!("\n(cargo-nextest not found: using cargo test)");
-        Cmd::cargo(root).args(["test", "--workspace"])
+        Cmd::cargo(root).args(["test", "--workspace", "--lib", "--bins", "--tests"])
     };
     [
         Step {

@@ -64,11 +64,11 @@ fn input() -> Input {
         let server = Server::named(&format!("server-{i:04}"));
         let kind = rng.below(100);
         let base = 20 + rng.below(380);
-        let (silent_percent, unscored, age) = match kind {
-            0..72 => (8, false, Duration::ZERO),
-            72..82 => (50, false, Duration::ZERO),
-            82..96 => (100, true, Duration::ZERO),
-            _ => (0, false, Duration::from_secs(25 * 3600)),
+        // Unchecked servers were measured, but over a day ago.
+        let age = if kind >= 96 {
+            Duration::from_secs(25 * 3600)
+        } else {
+            Duration::ZERO
         };
         if (90..96).contains(&kind) {
             let mbps = f64::from(5 + rng.below(200));
@@ -76,11 +76,12 @@ fn input() -> Input {
         }
         let history = History::from_measurements((0..MEASUREMENTS).map(|k| {
             let at = NOW - age - Duration::from_secs(60 * (MEASUREMENTS - k) as u64);
-            // An unscored server answered at most its oldest probe.
-            let answered = if unscored {
-                k == 0 && rng.chance(50)
-            } else {
-                !rng.chance(silent_percent)
+            let answered = match kind {
+                0..72 => !rng.chance(8),
+                72..82 => !rng.chance(50),
+                // Unscored: at most the oldest probe got an answer.
+                82..96 => k == 0 && rng.chance(50),
+                _ => true,
             };
             if answered {
                 Measurement::answered(at, Method::Url, base + rng.below(base / 2 + 1))
