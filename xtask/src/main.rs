@@ -1,5 +1,71 @@
 //! `cargo xtask`: the one entry point for tests and benchmarks.
+//!
+//! - `cargo xtask test`: formatting, lints, the workspace's tests and doctests, in that
+//!   order, stopping at the first failure ([`test`]).
+//! - `cargo xtask bench [NAME]`: the criterion benchmarks, then their medians and
+//!   ratios against the references into `docs/benchmarks.md` ([`bench`]).
+//!
+//! Every command run is printed first; a failing command's exit code becomes xtask's.
 
-fn main() {
-    println!("xtask");
+mod bench;
+mod cmd;
+mod peers;
+mod test;
+mod toolchain;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::cmd::Failed;
+
+/// Switchyard's development tasks.
+#[derive(Parser)]
+#[command(name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Check formatting and lints, then run every test of the workspace.
+    Test,
+    /// Run the criterion benchmarks and write docs/benchmarks.md.
+    Bench {
+        /// Run only the benchmarks whose name contains NAME (criterion's filter).
+        name: Option<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let done = repo_root().and_then(|root| match cli.task {
+        Task::Test => test::run(&root),
+        Task::Bench { name } => bench::run(&root, name.as_deref()),
+    });
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("\nxtask: {err:#}");
+            let code = err
+                .downcast_ref::<Failed>()
+                .and_then(|f| f.code)
+                .and_then(|c| u8::try_from(c).ok())
+                .filter(|&c| c != 0)
+                .unwrap_or(1);
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// The workspace root: xtask's own manifest directory is one level below it.
+fn repo_root() -> Result<PathBuf> {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest_dir
+        .parent()
+        .context("xtask's manifest directory has no parent")?;
+    Ok(root.to_path_buf())
 }

@@ -1,0 +1,291 @@
+//! `cargo xtask bench [NAME]`: run the criterion benchmarks, then report them.
+//!
+//! Criterion leaves each benchmark's estimates in
+//! `target/criterion/<group>/<id>/new/{benchmark,estimates}.json`. This reads the
+//! median of every benchmark this run measured and, in each group, the ratio of ours
+//! against the group's `reference` benchmark (ratio = ours / reference, so 2.00× means
+//! ours takes twice the reference's time). The table is printed and written into
+//! `docs/benchmarks.md` between the `bench:auto` markers; text outside them is kept.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::cmd::Cmd;
+
+/// The function id that marks a group's reference benchmark.
+const REFERENCE: &str = "reference";
+const DOC: &str = "docs/benchmarks.md";
+const BEGIN: &str = "<!-- bench:auto:begin -->";
+const END: &str = "<!-- bench:auto:end -->";
+
+/// One benchmark's result from this run.
+#[derive(Debug)]
+struct Measured {
+    group: String,
+    function: String,
+    /// The parameter of a parameterised benchmark; the reference must share it.
+    value: Option<String>,
+    full_id: String,
+    median_ns: f64,
+}
+
+/// Runs the benchmarks (only those matching `name`, when given), prints the table
+/// and writes it into `docs/benchmarks.md`.
+pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
+    let mut bench = Cmd::cargo(root).args(["bench", "-p", "switchyard-auto", "--bench", "auto"]);
+    if let Some(name) = name {
+        bench = bench.args(["--", name]);
+    }
+    let started = SystemTime::now();
+    bench.run()?;
+
+    let criterion_dir = target_dir(root)?.join("criterion");
+    let mut measured = Vec::new();
+    collect(&criterion_dir, started, &mut measured)
+        .with_context(|| format!("reading criterion's results in {}", criterion_dir.display()))?;
+    if measured.is_empty() {
+        bail!(
+            "no benchmark results newer than this run in {}: did NAME match any benchmark?",
+            criterion_dir.display()
+        );
+    }
+    measured.sort_by(|a, b| {
+        (&a.group, &a.value, a.function != REFERENCE, &a.function).cmp(&(
+            &b.group,
+            &b.value,
+            b.function != REFERENCE,
+            &b.function,
+        ))
+    });
+
+    let table = table(&measured);
+    println!("\n{table}");
+    let section = section(&bench.line(), &table);
+    let doc = root.join(DOC);
+    let old = match fs::read_to_string(&doc) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "# Benchmarks\n".to_owned(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", doc.display())),
+    };
+    fs::write(&doc, replace_section(&old, &section)?)
+        .with_context(|| format!("writing {}", doc.display()))?;
+    println!("wrote {DOC}");
+    Ok(())
+}
+
+/// Cargo's target directory, as `cargo metadata` reports it.
+fn target_dir(root: &Path) -> Result<PathBuf> {
+    let json = Cmd::cargo(root)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()?;
+    let meta: Value = serde_json::from_slice(&json).context("parsing `cargo metadata`")?;
+    let dir = meta["target_directory"]
+        .as_str()
+        .context("`cargo metadata` gave no target_directory")?;
+    Ok(PathBuf::from(dir))
+}
+
+/// Finds every `new/` directory under `dir` written since `since` and reads it.
+fn collect(dir: &Path, since: SystemTime, out: &mut Vec<Measured>) -> Result<()> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(()); // no results at all: reported by the caller
+    };
+    for entry in entries {
+        let path = entry?.path();
+        if !path.is_dir() {
+            continue;
+        }
+        let estimates = path.join("estimates.json");
+        if path.file_name().is_some_and(|n| n == "new") && estimates.is_file() {
+            if fs::metadata(&estimates)?.modified()? >= since {
+                out.push(read(&path)?);
+            }
+        } else {
+            collect(&path, since, out)?;
+        }
+    }
+    Ok(())
+}
+
+fn read(new_dir: &Path) -> Result<Measured> {
+    let load = |file: &str| -> Result<Value> {
+        let path = new_dir.join(file);
+        let text =
+            fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    };
+    let (id, estimates) = (load("benchmark.json")?, load("estimates.json")?);
+    let text = |v: &Value| v.as_str().map(str::to_owned);
+    let field = |name: &str| {
+        text(&id[name])
+            .with_context(|| format!("{}: no {name}", new_dir.join("benchmark.json").display()))
+    };
+    Ok(Measured {
+        group: field("group_id")?,
+        function: text(&id["function_id"]).unwrap_or_default(),
+        value: text(&id["value_str"]),
+        full_id: field("full_id")?,
+        median_ns: estimates["median"]["point_estimate"]
+            .as_f64()
+            .with_context(|| format!("{}: no median", new_dir.display()))?,
+    })
+}
+
+/// The Markdown table: benchmark, median, ratio against its group's reference.
+fn table(measured: &[Measured]) -> String {
+    let mut t = String::from("| benchmark | median | ours / reference |\n|---|---:|---:|\n");
+    for m in measured {
+        let reference = measured
+            .iter()
+            .find(|r| r.group == m.group && r.value == m.value && r.function == REFERENCE);
+        let ratio = match reference {
+            _ if m.function == REFERENCE => "(reference)".to_owned(),
+            Some(r) => format!("{:.2}×", m.median_ns / r.median_ns),
+            None => "(reference not run)".to_owned(),
+        };
+        t += &format!(
+            "| `{}` | {} | {ratio} |\n",
+            m.full_id,
+            duration(m.median_ns)
+        );
+    }
+    t
+}
+
+/// The generated section: how it was measured, on what, and the table.
+fn section(command: &str, table: &str) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d) = civil_date(i64::try_from(now / 86_400).unwrap_or(0));
+    let nproc = std::thread::available_parallelism().map_or(0, usize::from);
+    format!(
+        "{BEGIN}\n<!-- generated by `cargo xtask bench`: edits here are overwritten -->\n\n\
+         Measured {y:04}-{m:02}-{d:02} with `{command}`; nproc {nproc}, CPU: {cpu}.\n\n\
+         {table}\n{END}",
+        cpu = cpu_model()
+    )
+}
+
+fn cpu_model() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, model)| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// `doc` with the text between the markers replaced by `section` (markers included),
+/// or with `section` appended when the markers are missing.
+fn replace_section(doc: &str, section: &str) -> Result<String> {
+    match (doc.find(BEGIN), doc.find(END)) {
+        (Some(b), Some(e)) if b < e => {
+            Ok(format!("{}{section}{}", &doc[..b], &doc[e + END.len()..]))
+        }
+        (None, None) => Ok(format!("{}\n\n{section}\n", doc.trim_end())),
+        _ => bail!("{DOC}: the markers {BEGIN} and {END} are broken; fix or delete them"),
+    }
+}
+
+/// A duration in nanoseconds with three significant digits and a fitting unit.
+fn duration(ns: f64) -> String {
+    let (v, unit) = match ns {
+        n if n < 1e3 => (n, "ns"),
+        n if n < 1e6 => (n / 1e3, "µs"),
+        n if n < 1e9 => (n / 1e6, "ms"),
+        n => (n / 1e9, "s"),
+    };
+    let decimals = match v {
+        v if v >= 100.0 => 0,
+        v if v >= 10.0 => 1,
+        _ => 2,
+    };
+    format!("{v:.decimals$} {unit}")
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01 (H. Hinnant's
+/// `civil_from_days`), so xtask needs no date crate.
+fn civil_date(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(group: &str, function: &str, median_ns: f64) -> Measured {
+        Measured {
+            group: group.to_owned(),
+            function: function.to_owned(),
+            value: None,
+            full_id: format!("{group}/{function}"),
+            median_ns,
+        }
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_date(0), (1970, 1, 1));
+        assert_eq!(civil_date(-1), (1969, 12, 31));
+        assert_eq!(civil_date(11_016), (2000, 2, 29));
+        assert_eq!(civil_date(19_000), (2022, 1, 8));
+        assert_eq!(civil_date(20_500), (2026, 2, 16));
+    }
+
+    #[test]
+    fn durations_keep_three_significant_digits() {
+        assert_eq!(duration(512.0), "512 ns");
+        assert_eq!(duration(1_234.0), "1.23 µs");
+        assert_eq!(duration(45_678.0), "45.7 µs");
+        assert_eq!(duration(2_500_000.0), "2.50 ms");
+        assert_eq!(duration(3e9), "3.00 s");
+    }
+
+    #[test]
+    fn ratios_are_ours_over_the_reference_of_the_same_group() {
+        let t = table(&[
+            m("g", "reference", 100.0),
+            m("g", "score", 250.0),
+            m("h", "alone", 10.0),
+        ]);
+        assert!(
+            t.contains("| `g/reference` | 100 ns | (reference) |"),
+            "{t}"
+        );
+        assert!(t.contains("| `g/score` | 250 ns | 2.50× |"), "{t}");
+        assert!(
+            t.contains("| `h/alone` | 10.0 ns | (reference not run) |"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn section_is_replaced_in_place_or_appended() {
+        let doc = format!("# B\n\nintro\n\n{BEGIN}\nold\n{END}\n\noutro\n");
+        let new = replace_section(&doc, &format!("{BEGIN}\nnew\n{END}")).unwrap();
+        assert_eq!(
+            new,
+            format!("# B\n\nintro\n\n{BEGIN}\nnew\n{END}\n\noutro\n")
+        );
+        let appended = replace_section("# B\n", "S").unwrap();
+        assert_eq!(appended, "# B\n\nS\n");
+        assert!(replace_section(&format!("{END}{BEGIN}"), "S").is_err());
+    }
+}
