@@ -30,7 +30,7 @@ use traffic::TrafficWatch;
 
 /// Auto, per `spec/auto.md`: keeps the VPN on a working server of one subscription and
 /// switches only when the current server stops answering.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Engine {
     config: AutoConfig,
     state: State,
