@@ -54,6 +54,9 @@
 //!   start and a new ticker; a check still running is abandoned (its replies are accepted
 //!   and reported, and change nothing). A `proxy-provider` update behaves alike for the
 //!   selection: its servers are new objects, alive, and it checks at once (`setProxies`).
+//!   If the current server was removed this is reported as a switch
+//!   ([`SwitchReason::Removed`]); if it is still listed but the restarted group uses
+//!   another, that is the restart's pick ([`ConnectReason::AutoOn`]), not a switch.
 //!
 //! Approximations: the world's failed connections are refusals, so by default every
 //! [`Event::ConnectFailed`] takes the "connection refused" path
@@ -468,5 +471,316 @@ impl Policy for Fallback {
 
     fn poll_timeout(&self) -> Option<Timestamp> {
         self.group.as_ref().map(|g| g.next_tick)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(secs: i64) -> Timestamp {
+        Timestamp::from_secs(secs)
+    }
+
+    fn id(name: &str) -> ServerId {
+        ServerId::new(name)
+    }
+
+    fn drain(p: &mut Fallback) -> Vec<Output> {
+        std::iter::from_fn(|| p.poll_output()).collect()
+    }
+
+    fn started_with(config: FallbackConfig, servers: &[&str]) -> (Fallback, Vec<Output>) {
+        let mut p = Fallback::with_config(config);
+        let subs = vec![Subscription::of_names("Main", servers)];
+        p.handle_event(s(0), Event::Subscriptions(subs)).unwrap();
+        p.handle_event(
+            s(0),
+            Event::AutoOn {
+                subscription: "Main".into(),
+            },
+        )
+        .unwrap();
+        let out = drain(&mut p);
+        (p, out)
+    }
+
+    fn started(servers: &[&str]) -> (Fallback, Vec<Output>) {
+        started_with(FallbackConfig::default(), servers)
+    }
+
+    fn probe(out: &[Output]) -> Option<Check> {
+        out.iter().find_map(|o| match o {
+            Output::Probe(c) => Some(c.clone()),
+            _ => None,
+        })
+    }
+
+    fn answer(p: &mut Fallback, now: Timestamp, check: &Check, replies: &[(&str, Option<u32>)]) {
+        let replies = replies
+            .iter()
+            .map(|(n, r)| (id(n), r.map_or(ProbeReply::NoAnswer, ProbeReply::after)))
+            .collect();
+        p.handle_event(
+            now,
+            Event::ProbeResults {
+                check: check.id,
+                replies,
+            },
+        )
+        .unwrap();
+    }
+
+    fn traffic(p: &mut Fallback, now: Timestamp, sent: u64) {
+        p.handle_event(now, Event::Traffic { sent, received: 0 })
+            .unwrap();
+    }
+
+    fn fail(p: &mut Fallback, now: Timestamp, server: &str) -> Vec<Output> {
+        p.handle_event(now, Event::ConnectFailed { server: id(server) })
+            .unwrap();
+        drain(p)
+    }
+
+    fn tick(p: &mut Fallback, at: Timestamp) -> Vec<Output> {
+        assert_eq!(p.poll_timeout(), Some(at));
+        p.handle_timeout(at);
+        drain(p)
+    }
+
+    fn connect(server: &str, reason: ConnectReason) -> Output {
+        Output::Connect {
+            server: id(server),
+            reason,
+        }
+    }
+
+    fn switched(from: &str, to: &str, reason: SwitchReason) -> Output {
+        Output::Switched {
+            from: id(from),
+            to: id(to),
+            reason,
+        }
+    }
+
+    /// Started on a, b, c with the start check answered by all.
+    fn settled() -> Fallback {
+        let (mut p, out) = started(&["a", "b", "c"]);
+        let all = [("a", Some(90)), ("b", Some(50)), ("c", Some(70))];
+        answer(&mut p, s(1), &probe(&out).unwrap(), &all);
+        drain(&mut p);
+        p
+    }
+
+    #[test]
+    fn defaults_are_mihomo_defaults() {
+        let c = Fallback::new().config().clone();
+        assert_eq!(c.interval, Duration::from_secs(300));
+        assert_eq!(c.timeout, Duration::from_millis(5000));
+        assert!(c.lazy);
+        assert_eq!(c.max_failed_times, 5);
+        assert_eq!(Fallback::new().name(), "fallback");
+    }
+
+    #[test]
+    fn checks_at_start_and_uses_the_first_alive_server_in_list_order() {
+        let (mut p, out) = started(&["a", "b", "c"]);
+        assert_eq!(out[0], connect("a", ConnectReason::AutoOn));
+        let check = probe(&out).unwrap();
+        assert_eq!(check.servers, vec![id("a"), id("b"), id("c")]);
+        assert_eq!(check.timeout, Duration::from_secs(5));
+        assert_eq!(check.trigger, Trigger::Scheduled);
+        assert_eq!(p.poll_timeout(), Some(s(300)));
+        // b is slower than c but earlier in the list.
+        answer(
+            &mut p,
+            s(5),
+            &check,
+            &[("a", None), ("b", Some(300)), ("c", Some(40))],
+        );
+        let out = drain(&mut p);
+        assert!(matches!(&out[0], Output::CheckDone(r) if r.outcome == Outcome::Switch));
+        assert_eq!(
+            out[1..],
+            [
+                switched("a", "b", SwitchReason::CurrentSilent),
+                connect("b", ConnectReason::Switch)
+            ]
+        );
+    }
+
+    #[test]
+    fn moves_when_the_first_dies_and_back_when_it_revives() {
+        let mut p = settled();
+        traffic(&mut p, s(10), 1);
+        let out = tick(&mut p, s(300));
+        let check = probe(&out).unwrap();
+        // One failed check is enough to mark a server dead.
+        answer(
+            &mut p,
+            s(305),
+            &check,
+            &[("a", None), ("b", Some(50)), ("c", Some(70))],
+        );
+        let out = drain(&mut p);
+        assert_eq!(out[1], switched("a", "b", SwitchReason::CurrentSilent));
+        traffic(&mut p, s(400), 2);
+        let out = tick(&mut p, s(600));
+        answer(
+            &mut p,
+            s(601),
+            &probe(&out).unwrap(),
+            &[("a", Some(900)), ("b", Some(50)), ("c", None)],
+        );
+        let out = drain(&mut p);
+        assert_eq!(
+            out[1..],
+            [
+                switched("b", "a", SwitchReason::SwitchBack),
+                connect("a", ConnectReason::SwitchBack)
+            ]
+        );
+    }
+
+    #[test]
+    fn uses_the_first_server_when_none_is_alive() {
+        let mut p = settled();
+        traffic(&mut p, s(10), 1);
+        let out = tick(&mut p, s(300));
+        answer(
+            &mut p,
+            s(305),
+            &probe(&out).unwrap(),
+            &[("a", None), ("b", Some(50)), ("c", None)],
+        );
+        drain(&mut p);
+        traffic(&mut p, s(310), 2);
+        let out = tick(&mut p, s(600));
+        answer(
+            &mut p,
+            s(605),
+            &probe(&out).unwrap(),
+            &[("a", None), ("b", None), ("c", None)],
+        );
+        let out = drain(&mut p);
+        assert_eq!(out[1], switched("b", "a", SwitchReason::CurrentSilent));
+    }
+
+    #[test]
+    fn lazy_checks_skip_unless_used_within_the_last_interval() {
+        let mut p = settled();
+        assert!(tick(&mut p, s(300)).is_empty(), "never used");
+        traffic(&mut p, s(300), 1);
+        // Used exactly one interval before the tick: not "less than", skipped.
+        assert!(tick(&mut p, s(600)).is_empty());
+        traffic(&mut p, s(601), 2);
+        assert!(probe(&tick(&mut p, s(900))).is_some());
+    }
+
+    #[test]
+    fn without_lazy_every_tick_checks() {
+        let config = FallbackConfig {
+            lazy: false,
+            ..FallbackConfig::default()
+        };
+        let (mut p, out) = started_with(config, &["a"]);
+        answer(&mut p, s(1), &probe(&out).unwrap(), &[("a", Some(5))]);
+        drain(&mut p);
+        assert!(probe(&tick(&mut p, s(300))).is_some());
+    }
+
+    #[test]
+    fn a_refused_dial_checks_at_once_and_does_not_mark_the_server() {
+        let mut p = settled();
+        let out = fail(&mut p, s(20), "a");
+        let check = probe(&out).expect("a health check");
+        assert_eq!(check.trigger, Trigger::ConnectFailure);
+        assert_eq!(out.len(), 1, "the dial alone moves nothing: {out:?}");
+        // Further failures while it runs start nothing.
+        assert!(fail(&mut p, s(20), "a").is_empty());
+        answer(
+            &mut p,
+            s(20),
+            &check,
+            &[("a", None), ("b", Some(50)), ("c", Some(70))],
+        );
+        assert_eq!(
+            drain(&mut p)[1],
+            switched("a", "b", SwitchReason::CurrentSilent)
+        );
+        // Within 1 s of that check's start its result is reused.
+        assert!(fail(&mut p, Timestamp::from_millis(20_999), "b").is_empty());
+        assert!(probe(&fail(&mut p, s(21), "b")).is_some());
+    }
+
+    #[test]
+    fn counted_dial_failures_check_at_the_fifth_within_five_seconds() {
+        let config = FallbackConfig {
+            dial_failures_refused: false,
+            ..FallbackConfig::default()
+        };
+        let (mut p, out) = started_with(config, &["a", "b"]);
+        answer(
+            &mut p,
+            s(1),
+            &probe(&out).unwrap(),
+            &[("a", Some(10)), ("b", Some(10))],
+        );
+        drain(&mut p);
+        for t in 10..14 {
+            assert!(fail(&mut p, s(t), "a").is_empty());
+        }
+        let out = fail(&mut p, s(14), "a");
+        let check = probe(&out).expect("fifth failure within 5 s checks");
+        assert_eq!(check.trigger, Trigger::ConnectFailure);
+        answer(&mut p, s(15), &check, &[("a", Some(10)), ("b", Some(10))]);
+        drain(&mut p);
+        // The count restarted; a failure more than 5 s after the first resets it
+        // without counting itself.
+        assert!(fail(&mut p, s(20), "a").is_empty());
+        assert!(fail(&mut p, Timestamp::from_millis(25_001), "a").is_empty());
+        for t in 26..30 {
+            assert!(fail(&mut p, s(t), "a").is_empty(), "failure {t} counted");
+        }
+        assert!(probe(&fail(&mut p, s(30), "a")).is_some());
+    }
+
+    #[test]
+    fn an_update_reloads_with_all_servers_alive() {
+        let (mut p, out) = started(&["a", "b"]);
+        answer(
+            &mut p,
+            s(1),
+            &probe(&out).unwrap(),
+            &[("a", None), ("b", Some(10))],
+        );
+        drain(&mut p);
+        let sub = Subscription::of_names("Main", &["c", "a"]);
+        p.handle_event(s(50), Event::SubscriptionUpdated(sub))
+            .unwrap();
+        let out = drain(&mut p);
+        assert_eq!(out[0], switched("b", "c", SwitchReason::Removed));
+        assert_eq!(out[1], connect("c", ConnectReason::Removed));
+        assert_eq!(probe(&out).unwrap().servers, vec![id("c"), id("a")]);
+        assert_eq!(p.poll_timeout(), Some(s(350)));
+    }
+
+    #[test]
+    fn unknown_checks_are_refused() {
+        let mut p = settled();
+        assert_eq!(
+            p.handle_event(
+                s(2),
+                Event::ProbeResults {
+                    check: CheckId(7),
+                    replies: vec![]
+                }
+            ),
+            Err(InputError::UnknownCheck { check: CheckId(7) })
+        );
+        for ev in [Event::NetworkChanged, Event::NetworkAvailable(false)] {
+            p.handle_event(s(3), ev).unwrap();
+        }
+        assert!(drain(&mut p).is_empty());
     }
 }

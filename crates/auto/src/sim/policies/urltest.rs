@@ -53,6 +53,9 @@
 //!   instance). The model restarts the group: dials go to the first member, a start test
 //!   runs, and a check still running is abandoned (its replies are accepted and
 //!   reported, and change nothing).
+//!   If the current server was removed this is reported as a switch
+//!   ([`SwitchReason::Removed`]); if it is still listed but the restarted group uses
+//!   another, that is the restart's pick ([`ConnectReason::AutoOn`]), not a switch.
 //!
 //! Approximations: the simulator delivers all replies of a test at once, so records are
 //! stored together, each stamped with the test's start plus its own delay (sing-box
