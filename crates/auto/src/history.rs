@@ -76,6 +76,20 @@ impl History {
             None => Vec::new(),
         }
     }
+
+    /// The delays of [`usable`](Self::usable) measurements, oldest first, without
+    /// allocating: fills `out` and returns how many it filled.
+    pub fn usable_delays(&self, now: Timestamp, out: &mut [Option<u32>; HISTORY_LEN]) -> usize {
+        let Some(latest) = self.latest() else {
+            return 0;
+        };
+        let mut n = 0;
+        for m in self.recent(latest.method, now) {
+            out[n] = m.ms;
+            n += 1;
+        }
+        n
+    }
 }
 
 #[cfg(test)]

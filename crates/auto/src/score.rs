@@ -14,7 +14,7 @@ use core::cmp::Ordering;
 
 use serde::Serialize;
 
-use crate::config::spec::SILENT_PENALTY;
+use crate::config::spec::{HISTORY_LEN, SILENT_PENALTY};
 use crate::history::History;
 use crate::measurement::Method;
 use crate::time::Timestamp;
@@ -36,8 +36,10 @@ pub enum Standing {
 impl Standing {
     /// The standing of a server with this history and speed-test result at `now`.
     pub fn of(history: &History, speed_mbps: Option<f64>, now: Timestamp) -> Self {
-        let usable = history.usable(now);
-        if let Some(s) = score_of(&usable) {
+        let mut buf = [None; HISTORY_LEN];
+        let n = history.usable_delays(now, &mut buf);
+        let usable = &buf[..n];
+        if let Some(s) = score_of(usable) {
             return Self::Scored(s);
         }
         if let Some(mbps) = speed_mbps {
@@ -73,21 +75,30 @@ impl Standing {
 /// The score S of a server at `now`, or `None` when it is unscored (fewer than two
 /// usable answers, and the latest usable measurement is not its one answer).
 pub fn score(history: &History, now: Timestamp) -> Option<u64> {
-    score_of(&history.usable(now))
+    let mut buf = [None; HISTORY_LEN];
+    let n = history.usable_delays(now, &mut buf);
+    score_of(&buf[..n])
 }
 
-fn score_of(usable: &[crate::measurement::Measurement]) -> Option<u64> {
-    let mut answered: Vec<u64> = usable.iter().filter_map(|m| m.ms).map(u64::from).collect();
-    let silent = (usable.len() - answered.len()) as u64;
+/// S over usable delays, oldest first (`None`: no answer).
+fn score_of(usable: &[Option<u32>]) -> Option<u64> {
+    let mut answered = [0u64; HISTORY_LEN];
+    let mut n = 0;
+    for ms in usable.iter().flatten() {
+        answered[n] = u64::from(*ms);
+        n += 1;
+    }
+    let silent = (usable.len() - n) as u64;
     let penalty = SILENT_PENALTY * silent;
-    match answered.len() {
+    match n {
         0 => None,
         1 => {
             // Scored only when the one answer is the latest measurement.
-            let last = usable.last()?.ms?;
+            let last = (*usable.last()?)?;
             Some(u64::from(last) + penalty)
         }
         n => {
+            let answered = &mut answered[..n];
             answered.sort_unstable();
             let median = answered[n / 2];
             Some(median + (answered[n - 1] - answered[0]) + penalty)
