@@ -25,7 +25,8 @@ pub use plan::{Action, ActionKind, MAX_PROBE_TIMEOUT_S, MAX_UNTIL_S, Plan};
 pub use report::{Line, LineKind, Report, Summary, format_secs};
 pub use runner::run;
 pub use scenario::{
-    ActionSpec, HistorySpec, IntervalSpec, Scenario, ServerSpec, SubscriptionSpec, WorldSpec,
+    ActionSpec, HistorySpec, IntervalSpec, Scenario, ServerSpec, SubscriptionSpec, UpdateSpec,
+    WorldSpec,
 };
 pub use world::{NetworkState, ServerState, World, WorldEntry, WorldTarget};
 

@@ -116,6 +116,16 @@ impl<'de> Deserialize<'de> for ServerSpec {
     }
 }
 
+/// A subscription update: the subscription now holds these servers, in this order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSpec {
+    /// The subscription's name.
+    pub subscription: String,
+    /// Its servers from now on; new names join the scenario's servers.
+    pub servers: Vec<ServerSpec>,
+}
+
 /// A measurement taken before the run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -187,7 +197,7 @@ pub struct ActionSpec {
     pub done: Option<bool>,
     /// A subscription update.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub update: Option<SubscriptionSpec>,
+    pub update: Option<UpdateSpec>,
     /// `true`: the device moved to another network.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_change: Option<bool>,

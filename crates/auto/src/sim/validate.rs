@@ -180,12 +180,12 @@ impl Scenario {
             ActionKind::AutoOn(sub.clone())
         } else if let Some(up) = &a.update {
             let f = format!("{field}.update");
-            self.known_sub(&format!("{f}.subscription"), &up.name)?;
-            let servers = names.claim(&format!("{f}.servers"), &up.name, &up.servers)?;
+            self.known_sub(&format!("{f}.subscription"), &up.subscription)?;
+            let servers = names.claim(&format!("{f}.servers"), &up.subscription, &up.servers)?;
             ActionKind::Update {
                 speeds: speeds_of(&format!("{f}.servers"), &up.servers)?,
                 subscription: Subscription {
-                    name: up.name.clone(),
+                    name: up.subscription.clone(),
                     servers,
                 },
             }
