@@ -287,10 +287,10 @@ impl Tap for Value {
     fn tap(mut self, pointer: &str, value: Value) -> Self {
         let (parent, key) = pointer.rsplit_once('/').unwrap();
         match self.pointer_mut(parent) {
-            Some(Value::Object(map)) => {
+            Some(Self::Object(map)) => {
                 map.insert(key.to_owned(), value);
             }
-            Some(Value::Array(list)) => list[key.parse::<usize>().unwrap()] = value,
+            Some(Self::Array(list)) => list[key.parse::<usize>().unwrap()] = value,
             _ => panic!("no {parent} in the base scenario"),
         }
         self
