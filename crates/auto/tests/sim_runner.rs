@@ -108,7 +108,10 @@ fn lines(plan: &Plan, policy: &mut dyn Policy) -> Vec<String> {
 const FOUR: &str = r#""subscriptions": [{"name": "A", "servers": ["a", "b", "c", "d"]},
     {"name": "B", "servers": ["e"]}], "auto": "A""#;
 
-fn results(p: &Scripted) -> Vec<(i64, u64, Vec<(String, ProbeReply)>)> {
+/// Delivered probe results: (time ms, check id, replies by server name).
+type Delivered = Vec<(i64, u64, Vec<(String, ProbeReply)>)>;
+
+fn results(p: &Scripted) -> Delivered {
     p.log
         .iter()
         .filter_map(|(t, e)| match e {
