@@ -12,6 +12,7 @@
 //! runs.
 
 mod error;
+mod fields;
 mod plan;
 pub mod policies;
 mod report;

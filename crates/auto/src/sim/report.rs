@@ -7,7 +7,7 @@ use core::fmt::{self, Write as _};
 use core::time::Duration;
 use std::io;
 
-use crate::event::{ConnectReason, Outcome, SwitchReason, Trigger};
+use crate::event::{ConnectReason, Event, Outcome, SwitchReason, Trigger};
 use crate::server::ServerId;
 use crate::time::Timestamp;
 
@@ -226,6 +226,25 @@ impl fmt::Display for Summary {
             self.probes,
             self.checks
         )
+    }
+}
+
+/// The name a refused input is reported under (the scenario's word where there is one).
+pub(crate) fn input_name(event: &Event) -> &'static str {
+    match event {
+        Event::Subscriptions(_) => "subscriptions",
+        Event::SubscriptionUpdated(_) => "update",
+        Event::AutoOn { .. } => "auto_on",
+        Event::Traffic { .. } => "traffic",
+        Event::ConnectFailed { .. } => "connect_failed",
+        Event::ProbeResults { .. } => "probe_results",
+        Event::NetworkAvailable(_) => "network_available",
+        Event::NetworkChanged => "network_change",
+        Event::Mark(_) => "mark",
+        Event::Unmark(_) => "unmark",
+        Event::MarksDone => "done",
+        Event::SpeedTest { .. } => "speed_test",
+        Event::Measured { .. } => "measured",
     }
 }
 

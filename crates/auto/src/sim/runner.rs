@@ -15,8 +15,9 @@
 //!
 //! Outputs are drained after every call. An output that causes an input at once
 //! (`Connect` to a refusing server → `ConnectFailed`) feeds it after the outputs
-//! drained so far, before the next step. Results of a check that complete at once are
-//! delivered at the same instant, after step 5 (the loop comes back to that instant).
+//! drained so far, before the next step. A check whose probes all complete at once gets
+//! its results at the same instant: in step 3 if it started in steps 1-3, otherwise in
+//! a second pass over that instant after step 5 (steps 1, 2 and 5 do not repeat).
 //! Refusing servers are only seen while the network is up: with the network down or
 //! absent, connections time out or can't start, which the traffic already shows.
 
@@ -29,7 +30,7 @@ use crate::server::ServerId;
 use crate::time::Timestamp;
 
 use super::plan::{ActionKind, Plan};
-use super::report::{Line, LineKind, Report, Summary};
+use super::report::{Line, LineKind, Report, Summary, input_name};
 use super::world::{NetworkState, ServerState};
 
 /// Traffic tick period and the bytes each tick adds while traffic flows.
@@ -369,21 +370,10 @@ impl<'a> Runner<'a> {
     }
 
     fn finish(self) -> Report {
-        let (plan, until) = (self.plan, self.plan.until);
-        let mut outage_ms = 0;
-        let mut from = Timestamp::ZERO;
-        let mut server = None;
-        for &(t, next) in self.periods.iter().chain([(until, None)].iter()) {
-            let t = t.min(until);
-            let first = plan.traffic.partition_point(|&(_, to)| to <= from);
-            for &(a, b) in &plan.traffic[first..] {
-                if a >= t {
-                    break;
-                }
-                outage_ms += plan.world.silent_ms(server, a.max(from), b.min(t));
-            }
-            (from, server) = (t, next);
-        }
+        let outage_ms =
+            self.plan
+                .world
+                .outage_ms(&self.plan.traffic, &self.periods, self.plan.until);
         Report {
             lines: self.lines,
             summary: Summary {
@@ -394,24 +384,5 @@ impl<'a> Runner<'a> {
                 checks: self.checks,
             },
         }
-    }
-}
-
-/// The name a refused input is reported under (the scenario's word where there is one).
-fn input_name(event: &Event) -> &'static str {
-    match event {
-        Event::Subscriptions(_) => "subscriptions",
-        Event::SubscriptionUpdated(_) => "update",
-        Event::AutoOn { .. } => "auto_on",
-        Event::Traffic { .. } => "traffic",
-        Event::ConnectFailed { .. } => "connect_failed",
-        Event::ProbeResults { .. } => "probe_results",
-        Event::NetworkAvailable(_) => "network_available",
-        Event::NetworkChanged => "network_change",
-        Event::Mark(_) => "mark",
-        Event::Unmark(_) => "unmark",
-        Event::MarksDone => "done",
-        Event::SpeedTest { .. } => "speed_test",
-        Event::Measured { .. } => "measured",
     }
 }

@@ -239,6 +239,35 @@ impl World {
     }
 }
 
+impl World {
+    /// Milliseconds of traffic without answers over a run: within the `traffic`
+    /// intervals (sorted, disjoint), the time the current server did not answer or the
+    /// network was not up. `connects` lists when the current server changed (its index,
+    /// `None` for a server the world does not know); before the first, there is none.
+    /// Exact, from the timelines; nothing is sampled.
+    pub fn outage_ms(
+        &self,
+        traffic: &[(Timestamp, Timestamp)],
+        connects: &[(Timestamp, Option<usize>)],
+        until: Timestamp,
+    ) -> i64 {
+        let mut outage = 0;
+        let (mut from, mut server) = (Timestamp::ZERO, None);
+        for &(t, next) in connects.iter().chain([(until, None)].iter()) {
+            let t = t.min(until);
+            let first = traffic.partition_point(|&(_, to)| to <= from);
+            for &(a, b) in &traffic[first..] {
+                if a >= t {
+                    break;
+                }
+                outage += self.silent_ms(server, a.max(from), b.min(t));
+            }
+            (from, server) = (t, next);
+        }
+        outage
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
