@@ -1,0 +1,31 @@
+//! `switchyard auto simulate SCENARIO.json [--policy auto|urltest|fallback]`.
+
+use std::io::{self, BufWriter, Write as _};
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use clap::Args;
+use switchyard_auto::sim::{self, POLICIES};
+
+/// Replay a scenario against one policy; print its JSON lines and the summary.
+#[derive(Debug, Args)]
+pub(crate) struct Simulate {
+    /// The scenario file (JSON, see spec/auto-simulation.md).
+    scenario: PathBuf,
+    /// The policy to run.
+    #[arg(long, default_value = "auto", value_parser = POLICIES)]
+    policy: String,
+}
+
+impl Simulate {
+    pub(crate) fn run(self) -> anyhow::Result<()> {
+        let plan = super::load_plan(&self.scenario)?;
+        let mut policy = sim::make_policy(&self.policy, &plan)
+            .with_context(|| format!("--policy {}", self.policy))?;
+        let report = sim::run(&plan, policy.as_mut());
+        let mut out = BufWriter::new(io::stdout().lock());
+        report.write_json_lines(&mut out)?;
+        out.flush()?;
+        Ok(())
+    }
+}

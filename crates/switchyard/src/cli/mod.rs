@@ -1,0 +1,49 @@
+//! The command line: one module per subcommand.
+
+mod auto;
+
+use std::io;
+
+use clap::{Parser, Subcommand};
+use switchyard_auto::sim::{PolicyError, ScenarioError};
+
+/// Switchyard: a self-hosted VPN platform.
+#[derive(Debug, Parser)]
+#[command(name = "switchyard", version, about)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Auto, the client's server selection: simulate and compare policies.
+    #[command(subcommand)]
+    Auto(auto::AutoCommand),
+}
+
+impl Cli {
+    /// Runs the chosen subcommand.
+    pub(crate) fn run(self) -> anyhow::Result<()> {
+        match self.command {
+            Command::Auto(cmd) => cmd.run(),
+        }
+    }
+}
+
+/// Whether the error is only that stdout was closed by its reader.
+pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The exit code for an error: 2 when the user's input is at fault (a scenario, a
+/// file, a policy name), 1 otherwise.
+pub(crate) fn exit_code(err: &anyhow::Error) -> u8 {
+    let bad_input = err.chain().any(|c| {
+        c.is::<ScenarioError>() || c.is::<PolicyError>() || c.is::<auto::InputFileError>()
+    });
+    if bad_input { 2 } else { 1 }
+}
