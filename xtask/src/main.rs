@@ -4,12 +4,15 @@
 //!   order, stopping at the first failure ([`test`]).
 //! - `cargo xtask bench [NAME]`: the criterion benchmarks, then their medians and
 //!   ratios against the references into `docs/benchmarks.md` ([`bench`]).
+//! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
 //!
 //! Every command run is printed first; a failing command's exit code becomes xtask's.
 
 mod bench;
 mod cmd;
+mod docs;
 mod peers;
+mod section;
 mod test;
 mod toolchain;
 
@@ -38,6 +41,8 @@ enum Task {
         /// Run only the benchmarks whose name contains NAME (criterion's filter).
         name: Option<String>,
     },
+    /// Regenerate the command-made sections of the docs (docs/auto.md's comparison).
+    Docs,
 }
 
 fn main() -> ExitCode {
@@ -45,6 +50,7 @@ fn main() -> ExitCode {
     let done = repo_root().and_then(|root| match cli.task {
         Task::Test => test::run(&root),
         Task::Bench { name } => bench::run(&root, name.as_deref()),
+        Task::Docs => docs::run(&root),
     });
     match done {
         Ok(()) => ExitCode::SUCCESS,

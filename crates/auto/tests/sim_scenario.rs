@@ -391,9 +391,11 @@ proptest! {
                 *slot = value;
             }
         }
-        if let Ok(plan) = validate(&v) {
-            if plan.until.as_millis() <= 4_000_000 {
-                let mut policy = sim::make_policy("auto", &plan).unwrap();
+        if let Ok(plan) = validate(&v)
+            && plan.until.as_millis() <= 4_000_000
+        {
+            for name in sim::POLICIES {
+                let mut policy = sim::make_policy(name, &plan).unwrap();
                 let report = sim::run(&plan, policy.as_mut());
                 prop_assert!(report.summary.outage_ms <= plan.until.as_millis());
             }

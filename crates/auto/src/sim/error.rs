@@ -134,10 +134,4 @@ pub enum PolicyError {
         /// The name given.
         name: String,
     },
-    /// The policy is known but its model is not in this build yet.
-    #[error("policy {name:?} is not available yet in this build")]
-    NotAvailable {
-        /// The name given.
-        name: String,
-    },
 }

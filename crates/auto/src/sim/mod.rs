@@ -48,10 +48,8 @@ pub fn make_policy(name: &str, plan: &Plan) -> Result<Box<dyn Policy>, PolicyErr
             probe_timeout: plan.probe_timeout,
             ..AutoConfig::default()
         }))),
-        // Wire the models here once they exist: `Ok(Box::new(policies::UrlTest::new()))`.
-        "urltest" => Err(PolicyError::NotAvailable { name: name.into() }),
-        // and `Ok(Box::new(policies::Fallback::new()))`.
-        "fallback" => Err(PolicyError::NotAvailable { name: name.into() }),
+        "urltest" => Ok(Box::new(policies::UrlTest::new())),
+        "fallback" => Ok(Box::new(policies::Fallback::new())),
         _ => Err(PolicyError::Unknown { name: name.into() }),
     }
 }

@@ -20,8 +20,8 @@ pub(crate) struct Compare {
     paths: Vec<PathBuf>,
 }
 
-/// One row of a table: a policy's summary, or why it could not run.
-type Row = (&'static str, Result<Summary, PolicyError>);
+/// One row of a table: a policy's summary.
+type Row = (&'static str, Summary);
 
 impl Compare {
     pub(crate) fn run(self) -> anyhow::Result<()> {
@@ -40,7 +40,10 @@ impl Compare {
                 || file.display().to_string(),
                 |s| s.to_string_lossy().into(),
             );
-            let rows: Vec<Row> = POLICIES.iter().map(|p| (*p, summarize(p, plan))).collect();
+            let rows = POLICIES
+                .iter()
+                .map(|p| Ok((*p, summarize(p, plan)?)))
+                .collect::<Result<Vec<Row>, PolicyError>>()?;
             if i > 0 {
                 writeln!(out)?;
             }
@@ -84,28 +87,14 @@ fn expand(path: &Path, files: &mut Vec<PathBuf>) -> anyhow::Result<()> {
 
 const HEADER: [&str; 5] = ["policy", "switches", "outage_s", "probes", "checks"];
 
-fn cells(policy: &str, result: &Result<Summary, PolicyError>) -> [String; 5] {
-    match result {
-        Ok(s) => [
-            policy.to_owned(),
-            s.switches.to_string(),
-            format_secs(s.outage_ms),
-            s.probes.to_string(),
-            s.checks.to_string(),
-        ],
-        Err(_) => [
-            policy.to_owned(),
-            "n/a".into(),
-            "n/a".into(),
-            "n/a".into(),
-            "n/a".into(),
-        ],
-    }
-}
-
-fn notes(rows: &[Row]) -> impl Iterator<Item = String> + '_ {
-    rows.iter()
-        .filter_map(|(_, r)| r.as_ref().err().map(|e| e.to_string()))
+fn cells(policy: &str, s: &Summary) -> [String; 5] {
+    [
+        policy.to_owned(),
+        s.switches.to_string(),
+        format_secs(s.outage_ms),
+        s.probes.to_string(),
+        s.checks.to_string(),
+    ]
 }
 
 fn plain(out: &mut impl Write, name: &str, rows: &[Row]) -> io::Result<()> {
@@ -123,9 +112,6 @@ fn plain(out: &mut impl Write, name: &str, rows: &[Row]) -> io::Result<()> {
         }
         writeln!(out, "{line}")?;
     }
-    for note in notes(rows) {
-        writeln!(out, "  note: {note}")?;
-    }
     Ok(())
 }
 
@@ -135,13 +121,6 @@ fn markdown(out: &mut impl Write, name: &str, rows: &[Row]) -> io::Result<()> {
     writeln!(out, "|---|---:|---:|---:|---:|")?;
     for (p, r) in rows {
         writeln!(out, "| {} |", cells(p, r).join(" | "))?;
-    }
-    let notes: Vec<String> = notes(rows).collect();
-    if !notes.is_empty() {
-        writeln!(out)?;
-        for note in notes {
-            writeln!(out, "Note: {note}.")?;
-        }
     }
     Ok(())
 }
