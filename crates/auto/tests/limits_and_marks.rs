@@ -46,7 +46,10 @@ fn no_more_than_3_switches_in_3_minutes_then_retry_when_the_window_allows() {
     assert_eq!((held.outcome, held.held), (Outcome::Stay, true));
     assert_eq!(h.current(), "b");
     h.take();
-    // The window frees at 0 + 180: a retry check then.
+    // The window frees at 0 + 180: a retry check then, and nothing before it.
+    h.at(100.0);
+    h.fire(Event::ConnectFailed { server: id("b") }).unwrap();
+    h.traffic(179.0, true, false);
     h.at(179.9);
     h.no_probe();
     h.at(180.0);

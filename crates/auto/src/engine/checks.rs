@@ -49,6 +49,12 @@ impl Engine {
             }
             return best;
         }
+        if let Some(at) = self.switch_retry_at {
+            // A switch waits for the limit's window: checking before it opens can't
+            // change anything, so only the retry looks again, when it opens.
+            offer(Some(at), Trigger::Retry);
+            return best;
+        }
         offer(self.connect_failed_at, Trigger::ConnectFailure);
         offer(
             self.traffic
@@ -56,7 +62,6 @@ impl Engine {
             Trigger::Stall,
         );
         offer(self.traffic.no_inbound_at(NO_INBOUND), Trigger::NoInbound);
-        offer(self.switch_retry_at, Trigger::Retry);
         // Timers look only at a device in use: something was sent since the last check.
         if let Some(due) = self.wide_due {
             if self.traffic.sent_after(self.last_check_end) {
