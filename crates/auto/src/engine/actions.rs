@@ -26,6 +26,7 @@ impl Engine {
             }
         }
         self.subs = subs;
+        self.reindex();
         if self.state.auto.is_some() && self.auto_sub().is_none() {
             // The subscription Auto was on in is gone: Auto is off.
             self.state.auto = None;
@@ -45,6 +46,7 @@ impl Engine {
             return Err(InputError::UnknownSubscription { name: sub.name });
         };
         *slot = sub;
+        self.reindex();
         self.after_change(now);
         Ok(())
     }
@@ -63,7 +65,7 @@ impl Engine {
         match self.state.current.clone() {
             Some(current) => {
                 let kept =
-                    own.contains(&current) || (self.neighbour.is_some() && self.known(&current));
+                    self.in_auto(&current) || (self.neighbour.is_some() && self.known(&current));
                 if kept {
                     return;
                 }

@@ -158,7 +158,7 @@ impl Engine {
         self.state
             .return_to
             .as_ref()
-            .filter(|id| own.contains(id) && self.state.eligible(own, id))
+            .filter(|id| self.in_auto(id) && self.state.eligible(own, id))
     }
 
     /// The nearest non-empty subscriptions above and below the Auto one.

@@ -192,7 +192,7 @@ impl Engine {
         let candidates: Vec<(ServerId, u32)> = delays
             .iter()
             .filter(|(id, _)| {
-                Some(id) != current && own.contains(id) && self.state.eligible(own, id)
+                Some(id) != current && self.in_auto(id) && self.state.eligible(own, id)
             })
             .filter_map(|(id, d)| d.map(|ms| (id.clone(), ms)))
             .collect();
@@ -216,15 +216,6 @@ impl Engine {
             })
             .min_by(|a, b| a.0.cmp(&b.0))
             .map(|(_, id)| id)
-    }
-
-    /// Position of a server in the subscription list, for ties.
-    fn order_of(&self, id: &ServerId) -> (usize, usize) {
-        self.subs
-            .iter()
-            .enumerate()
-            .find_map(|(i, s)| s.servers.iter().position(|x| &x.id == id).map(|j| (i, j)))
-            .unwrap_or((usize::MAX, usize::MAX))
     }
 
     /// Records a check's measurements and counts the return server's answers in a row.
@@ -286,9 +277,8 @@ impl Engine {
     /// Moves to `to` now (checks' switches and the user's actions alike).
     pub(super) fn move_to(&mut self, now: Timestamp, to: ServerId, reason: SwitchReason) {
         let from = self.state.current.replace(to.clone());
-        let own_has = |id: &ServerId| self.auto_sub().is_some_and(|s| s.contains(id));
-        let leaving_own = from.as_ref().is_some_and(own_has);
-        let to_own = own_has(&to);
+        let leaving_own = from.as_ref().is_some_and(|f| self.in_auto(f));
+        let to_own = self.in_auto(&to);
         match reason {
             SwitchReason::CurrentSilent | SwitchReason::SubscriptionDown if leaving_own => {
                 self.state.return_to = from.clone();

@@ -14,7 +14,7 @@ mod limits;
 mod state;
 mod traffic;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 pub use state::State;
 
@@ -35,6 +35,8 @@ pub struct Engine {
     config: AutoConfig,
     state: State,
     subs: Vec<Subscription>,
+    /// Where each server stands: (subscription index, position), for O(1) look-ups.
+    places: HashMap<ServerId, Vec<(usize, usize)>>,
     out: VecDeque<Output>,
     now: Timestamp,
     traffic: TrafficWatch,
@@ -116,6 +118,7 @@ impl Engine {
             config,
             state,
             subs: Vec::new(),
+            places: HashMap::new(),
             out: VecDeque::new(),
             now: Timestamp(i64::MIN),
             traffic: TrafficWatch::default(),
@@ -160,7 +163,39 @@ impl Engine {
     }
 
     fn known(&self, id: &ServerId) -> bool {
-        self.subs.iter().any(|s| s.contains(id))
+        self.places.contains_key(id)
+    }
+
+    /// Whether the server is in the subscription Auto is on in.
+    fn in_auto(&self, id: &ServerId) -> bool {
+        let Some(auto) = self.state.auto.as_deref() else {
+            return false;
+        };
+        self.places
+            .get(id)
+            .is_some_and(|v| v.iter().any(|&(s, _)| self.subs[s].name == auto))
+    }
+
+    /// The first place of a server in the subscription list, for ties.
+    fn order_of(&self, id: &ServerId) -> (usize, usize) {
+        self.places
+            .get(id)
+            .and_then(|v| v.first())
+            .copied()
+            .unwrap_or((usize::MAX, usize::MAX))
+    }
+
+    /// Rebuilds the look-up of places after the subscriptions changed.
+    fn reindex(&mut self) {
+        self.places.clear();
+        for (i, sub) in self.subs.iter().enumerate() {
+            for (j, server) in sub.servers.iter().enumerate() {
+                self.places
+                    .entry(server.id.clone())
+                    .or_default()
+                    .push((i, j));
+            }
+        }
     }
 
     fn apply(&mut self, event: Event) -> Result<(), InputError> {
