@@ -45,6 +45,47 @@ pub struct AutoConfig {
     pub probe_rules: ProbeRules,
 }
 
+/// A setting of [`AutoConfig`] that can't work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `probe_timeout` is zero or longer than a minute.
+    #[error("probe_timeout: {got_ms} ms is out of range; use 100 ms to 60 s (default 5 s)")]
+    ProbeTimeout {
+        /// The value given, in milliseconds.
+        got_ms: u128,
+    },
+    /// `probe_rules.expected_status` lists no status, or one that is not an HTTP status.
+    #[error("probe_rules.expected_status: {problem}")]
+    ExpectedStatus {
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+impl AutoConfig {
+    /// Checks every setting; the error names the field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let ms = self.probe_timeout.as_millis();
+        if !(100..=60_000).contains(&ms) {
+            return Err(ConfigError::ProbeTimeout { got_ms: ms });
+        }
+        if let crate::measurement::ExpectedStatus::OneOf(list) = &self.probe_rules.expected_status {
+            if list.is_empty() {
+                return Err(ConfigError::ExpectedStatus {
+                    problem: "the list is empty; list at least one status, or use \"success\" for any 2xx".into(),
+                });
+            }
+            if let Some(bad) = list.iter().find(|s| !(100..=599).contains(*s)) {
+                return Err(ConfigError::ExpectedStatus {
+                    problem: format!("{bad} is not an HTTP status (100-599)"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for AutoConfig {
     fn default() -> Self {
         Self {
@@ -138,6 +179,41 @@ mod tests {
         let secs: Vec<u64> = (1..=7).map(|k| network_lost_pause(k).as_secs()).collect();
         assert_eq!(secs, [15, 30, 60, 120, 120, 120, 120]);
         assert_eq!(network_lost_pause(1000).as_secs(), 120);
+    }
+
+    #[test]
+    fn config_validation_names_the_field() {
+        assert_eq!(AutoConfig::default().validate(), Ok(()));
+        let zero = AutoConfig {
+            probe_timeout: Duration::ZERO,
+            ..AutoConfig::default()
+        };
+        assert!(
+            zero.validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("probe_timeout:")
+        );
+        let mut c = AutoConfig::default();
+        c.probe_rules.expected_status = crate::measurement::ExpectedStatus::OneOf(vec![]);
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("probe_rules.expected_status:")
+        );
+        c.probe_rules.expected_status = crate::measurement::ExpectedStatus::OneOf(vec![204, 999]);
+        assert!(c.validate().unwrap_err().to_string().contains("999"));
+    }
+
+    #[test]
+    fn config_reads_from_json_and_refuses_unknown_fields() {
+        let c: AutoConfig =
+            serde_json::from_str(r#"{"platform":"mobile","probe_timeout":2.5}"#).unwrap();
+        assert_eq!(c.platform, Platform::Mobile);
+        assert_eq!(c.probe_timeout, Duration::from_millis(2500));
+        let err = serde_json::from_str::<AutoConfig>(r#"{"probe_timout":2}"#).unwrap_err();
+        assert!(err.to_string().contains("probe_timout"), "{err}");
     }
 
     #[test]

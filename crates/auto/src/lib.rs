@@ -35,7 +35,7 @@ pub mod server;
 pub mod sim;
 pub mod time;
 
-pub use config::{AutoConfig, Platform};
+pub use config::{AutoConfig, ConfigError, Platform};
 pub use engine::{Engine, State};
 pub use error::InputError;
 pub use event::{
