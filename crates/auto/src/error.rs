@@ -83,3 +83,17 @@ pub enum InputError {
         after: u64,
     },
 }
+
+/// Refuses cumulative traffic counters that went backwards.
+pub(crate) fn counters_forward(before: (u64, u64), after: (u64, u64)) -> Result<(), InputError> {
+    for (field, b, a) in [("sent", before.0, after.0), ("received", before.1, after.1)] {
+        if a < b {
+            return Err(InputError::CountersWentBack {
+                field,
+                before: b,
+                after: a,
+            });
+        }
+    }
+    Ok(())
+}

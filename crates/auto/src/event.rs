@@ -146,6 +146,33 @@ pub struct CheckReport {
     pub held: bool,
 }
 
+impl CheckReport {
+    /// The report of `check` whose probed servers got these delays (`None`: no
+    /// answer), in probe order.
+    pub fn new(
+        check: &Check,
+        delays: &[(ServerId, Option<u32>)],
+        outcome: Outcome,
+        held: bool,
+    ) -> Self {
+        Self {
+            id: check.id,
+            trigger: check.trigger,
+            answered: delays
+                .iter()
+                .filter_map(|(id, d)| d.map(|ms| (id.clone(), ms)))
+                .collect(),
+            silent: delays
+                .iter()
+                .filter(|(_, d)| d.is_none())
+                .map(|(id, _)| id.clone())
+                .collect(),
+            outcome,
+            held,
+        }
+    }
+}
+
 /// What started a check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]

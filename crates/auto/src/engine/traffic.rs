@@ -9,7 +9,7 @@
 
 use core::time::Duration;
 
-use crate::error::InputError;
+use crate::error::{InputError, counters_forward};
 use crate::time::Timestamp;
 
 #[derive(Clone, Copy, Debug)]
@@ -48,20 +48,7 @@ impl TrafficWatch {
             self.last = Some(new);
             return Ok(());
         };
-        if sent < prev.sent {
-            return Err(InputError::CountersWentBack {
-                field: "sent",
-                before: prev.sent,
-                after: sent,
-            });
-        }
-        if received < prev.received {
-            return Err(InputError::CountersWentBack {
-                field: "received",
-                before: prev.received,
-                after: received,
-            });
-        }
+        counters_forward((prev.sent, prev.received), (sent, received))?;
         let (out, inn) = (sent > prev.sent, received > prev.received);
         if inn {
             self.stall_since = None;

@@ -70,7 +70,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
-use super::{Inputs, Step, delays, elapsed_more_than, split, validate_replies};
+use super::{Inputs, Step, delays, elapsed_more_than, validate_replies};
 use crate::error::InputError;
 use crate::event::{
     Check, CheckId, CheckReport, ConnectReason, Event, Outcome, Output, SwitchReason, Trigger,
@@ -321,7 +321,7 @@ impl Fallback {
     ) -> Result<(), InputError> {
         if let Some(check) = self.abandoned.get(&id) {
             validate_replies(check, &replies)?;
-            let report = report(check, &delays(check, &replies), Outcome::Stay);
+            let report = CheckReport::new(check, &delays(check, &replies), Outcome::Stay, false);
             self.abandoned.remove(&id);
             self.out.push_back(Output::CheckDone(report));
             return Ok(());
@@ -359,7 +359,7 @@ impl Fallback {
         };
         self.out.insert(
             before,
-            Output::CheckDone(report(&running.check, &delays, outcome)),
+            Output::CheckDone(CheckReport::new(&running.check, &delays, outcome, false)),
         );
         Ok(())
     }
@@ -409,18 +409,6 @@ impl Fallback {
         if !lazy || touched {
             self.request_check(now, Trigger::Scheduled);
         }
-    }
-}
-
-fn report(check: &Check, delays: &[(ServerId, Option<u32>)], outcome: Outcome) -> CheckReport {
-    let (answered, silent) = split(delays);
-    CheckReport {
-        id: check.id,
-        trigger: check.trigger,
-        answered,
-        silent,
-        outcome,
-        held: false,
     }
 }
 

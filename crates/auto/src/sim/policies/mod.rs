@@ -24,7 +24,7 @@ mod urltest;
 pub use fallback::{Fallback, FallbackConfig};
 pub use urltest::{UrlTest, UrlTestConfig};
 
-use crate::error::InputError;
+use crate::error::{InputError, counters_forward};
 use crate::event::{Check, Event};
 use crate::measurement::ProbeReply;
 use crate::server::{ServerId, Subscription};
@@ -100,20 +100,7 @@ impl Inputs {
                 Ok(Step::Start(sub))
             }
             Event::Traffic { sent, received } => {
-                if sent < self.sent {
-                    return Err(InputError::CountersWentBack {
-                        field: "sent",
-                        before: self.sent,
-                        after: sent,
-                    });
-                }
-                if received < self.received {
-                    return Err(InputError::CountersWentBack {
-                        field: "received",
-                        before: self.received,
-                        after: received,
-                    });
-                }
+                counters_forward((self.sent, self.received), (sent, received))?;
                 let grew = sent > self.sent;
                 self.sent = sent;
                 self.received = received;
@@ -214,19 +201,6 @@ fn delays(check: &Check, replies: &[(ServerId, ProbeReply)]) -> Vec<(ServerId, O
 }
 
 /// Split delays into the answered and silent lists of a check report.
-fn split(delays: &[(ServerId, Option<u32>)]) -> (Vec<(ServerId, u32)>, Vec<ServerId>) {
-    let answered = delays
-        .iter()
-        .filter_map(|(s, d)| d.map(|ms| (s.clone(), ms)))
-        .collect();
-    let silent = delays
-        .iter()
-        .filter(|(_, d)| d.is_none())
-        .map(|(s, _)| s.clone())
-        .collect();
-    (answered, silent)
-}
-
 /// Whether `now` is strictly more than `span` after `earlier` (Go's
 /// `time.Since(t) > span`).
 fn elapsed_more_than(now: Timestamp, earlier: Timestamp, span: core::time::Duration) -> bool {
@@ -347,8 +321,12 @@ mod tests {
         assert_eq!(validate_replies(&check, &replies), Ok(()));
         let d = delays(&check, &replies);
         assert_eq!(
-            split(&d),
-            (vec![("a".into(), 80)], vec!["b".into(), "c".into()])
+            d,
+            [
+                ("a".into(), Some(80)),
+                ("b".into(), None),
+                ("c".into(), None)
+            ]
         );
         let stray = vec![("x".into(), ProbeReply::NoAnswer)];
         assert_eq!(

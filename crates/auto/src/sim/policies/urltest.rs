@@ -67,7 +67,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
-use super::{Inputs, Step, delays, elapsed_more_than, split, validate_replies};
+use super::{Inputs, Step, delays, elapsed_more_than, validate_replies};
 use crate::error::InputError;
 use crate::event::{
     Check, CheckId, CheckReport, ConnectReason, Event, Outcome, Output, SwitchReason, Trigger,
@@ -276,7 +276,7 @@ impl UrlTest {
     ) -> Result<(), InputError> {
         if let Some(check) = self.abandoned.get(&id) {
             validate_replies(check, &replies)?;
-            let report = report(check, &delays(check, &replies), Outcome::Stay);
+            let report = CheckReport::new(check, &delays(check, &replies), Outcome::Stay, false);
             self.abandoned.remove(&id);
             self.out.push_back(Output::CheckDone(report));
             return Ok(());
@@ -304,7 +304,11 @@ impl UrlTest {
                 }
             }
         }
-        let silent: Vec<ServerId> = split(&delays).1;
+        let silent: Vec<ServerId> = delays
+            .iter()
+            .filter(|(_, d)| d.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
         let before = self.out.len();
         let moved = self.update_selection(&silent);
         let outcome = if moved {
@@ -313,8 +317,10 @@ impl UrlTest {
             Outcome::Stay
         };
         // The report comes before the switch it caused.
-        self.out
-            .insert(before, Output::CheckDone(report(&check, &delays, outcome)));
+        self.out.insert(
+            before,
+            Output::CheckDone(CheckReport::new(&check, &delays, outcome, false)),
+        );
         Ok(())
     }
 
@@ -399,18 +405,6 @@ impl Group {
             Some((server, _)) => (Some(server.clone()), true),
             None => (self.servers.first().cloned(), false),
         }
-    }
-}
-
-fn report(check: &Check, delays: &[(ServerId, Option<u32>)], outcome: Outcome) -> CheckReport {
-    let (answered, silent) = split(delays);
-    CheckReport {
-        id: check.id,
-        trigger: check.trigger,
-        answered,
-        silent,
-        outcome,
-        held: false,
     }
 }
 
