@@ -46,7 +46,7 @@ fn nobody_answering_asks_the_2_best_of_the_nearest_subscriptions_above_and_below
 }
 
 #[test]
-fn network_gone_stays_records_nothing_and_retries_after_15_30_60_120_120_seconds() {
+fn the_figure_network_drops_stays_records_nothing_and_retries_after_15_30_60_120_120_seconds() {
     let mut h = four_subscriptions();
     let before: Vec<usize> = ["fi", "de", "cn", "uk"]
         .iter()
