@@ -1,0 +1,308 @@
+//! The node's configuration: one typed structure, read from TOML by hand or JSON from
+//! the panel, validated as a whole before it replaces the running one.
+//!
+//! Every default lives here, with the trade-off it makes.
+
+mod secret;
+mod validate;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+pub use secret::{Secret, constant_time_eq};
+pub use validate::{ConfigError, parse_uuid, ss_key};
+
+/// The whole node configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConfig {
+    /// Set by whoever writes the config (the panel counts up); informational for the
+    /// node, reported in status so the writer knows what is applied.
+    #[serde(default)]
+    pub version: u64,
+    /// Node-wide settings.
+    #[serde(default)]
+    pub node: NodeSettings,
+    /// The control API.
+    #[serde(default)]
+    pub control: ControlSettings,
+    /// User-facing listeners.
+    #[serde(default)]
+    pub inbounds: Vec<InboundConfig>,
+    /// Users and their credentials.
+    #[serde(default)]
+    pub users: Vec<UserConfig>,
+    /// Where traffic can go. `direct` and `block` exist even when not listed.
+    #[serde(default)]
+    pub outbounds: Vec<OutboundConfig>,
+    /// Which outbound carries what.
+    #[serde(default)]
+    pub route: RouteConfig,
+}
+
+/// Node-wide settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NodeSettings {
+    /// Where the node keeps its last good config and its traffic journal.
+    pub state_dir: PathBuf,
+    /// Let users reach loopback, private, link-local and other non-global addresses.
+    /// Off by default: a user must not reach the node's admin ports or its LAN.
+    pub allow_private_destinations: bool,
+    /// A client must finish its handshake (TLS, WebSocket, protocol header) within this
+    /// many seconds. 10 s: a slow mobile link finishes well inside it, a prober that
+    /// trickles bytes is cut soon.
+    pub handshake_timeout_s: u64,
+    /// A proxied connection with no traffic either way for this many seconds is closed.
+    /// 300 s: long enough for idle keep-alive connections of apps, short enough to free
+    /// the memory of dead ones.
+    pub idle_timeout_s: u64,
+    /// A connection that fails authentication and has no fallback is held this many
+    /// seconds, then closed without a word, so probers learn nothing from timing.
+    pub unauthenticated_hold_s: u64,
+}
+
+impl Default for NodeSettings {
+    fn default() -> Self {
+        Self {
+            state_dir: PathBuf::from("switchyard-node-state"),
+            allow_private_destinations: false,
+            handshake_timeout_s: 10,
+            idle_timeout_s: 300,
+            unauthenticated_hold_s: 30,
+        }
+    }
+}
+
+/// The control API (status, stats, config, metrics).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ControlSettings {
+    /// Address of the HTTP API. Must be a loopback address: remote control arrives over
+    /// the channel the node dials to the panel (a later part), never an open port.
+    pub listen: SocketAddr,
+}
+
+impl Default for ControlSettings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9090),
+        }
+    }
+}
+
+/// The protocol an inbound speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// VLESS (no flow), TCP and UDP.
+    Vless,
+    /// Trojan, CONNECT and UDP ASSOCIATE.
+    Trojan,
+    /// Shadowsocks 2022, multi-user.
+    Shadowsocks,
+    /// SOCKS5 with username/password, for local use and tests.
+    Socks,
+}
+
+/// How bytes travel under the protocol.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Transport {
+    /// Raw TCP.
+    #[default]
+    Tcp,
+    /// WebSocket: the upgrade request must ask for `path` (and `host`, when set).
+    Ws {
+        /// The request path, starting with `/`.
+        path: String,
+        /// The expected `Host` header; any when unset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
+    },
+}
+
+/// What protects the transport.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Security {
+    /// Nothing (Shadowsocks brings its own encryption; others only for tests or behind
+    /// a TLS-terminating proxy).
+    #[default]
+    None,
+    /// TLS 1.2/1.3 with a certificate chain and key from PEM files.
+    Tls {
+        /// The certificate chain, PEM.
+        cert: PathBuf,
+        /// The private key, PEM.
+        key: PathBuf,
+    },
+}
+
+/// The Shadowsocks 2022 methods the node serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SsMethod {
+    /// `2022-blake3-aes-128-gcm` (16-byte keys).
+    #[serde(rename = "2022-blake3-aes-128-gcm")]
+    Aes128Gcm,
+    /// `2022-blake3-aes-256-gcm` (32-byte keys).
+    #[serde(rename = "2022-blake3-aes-256-gcm")]
+    Aes256Gcm,
+    /// `2022-blake3-chacha20-poly1305` (32-byte keys).
+    #[serde(rename = "2022-blake3-chacha20-poly1305")]
+    Chacha20Poly1305,
+}
+
+impl SsMethod {
+    /// Key length in bytes.
+    pub const fn key_len(self) -> usize {
+        match self {
+            Self::Aes128Gcm => 16,
+            Self::Aes256Gcm | Self::Chacha20Poly1305 => 32,
+        }
+    }
+}
+
+/// One user-facing listener.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InboundConfig {
+    /// Unique id (letters, digits, `-`, `_`); names the inbound in stats and the API.
+    pub tag: String,
+    /// What operators and users see.
+    #[serde(default)]
+    pub name: String,
+    /// The protocol.
+    pub protocol: Protocol,
+    /// Address to listen on; all addresses by default.
+    #[serde(default = "unspecified")]
+    pub listen: IpAddr,
+    /// Port to listen on.
+    pub port: u16,
+    /// Transport under the protocol.
+    #[serde(default)]
+    pub transport: Transport,
+    /// TLS or nothing.
+    #[serde(default)]
+    pub security: Security,
+    /// Where a connection that fails authentication is handed, byte for byte (a web
+    /// server, so an active prober sees an ordinary website).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<SocketAddr>,
+    /// Shadowsocks only: the method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<SsMethod>,
+    /// Shadowsocks only: the server key (base64), the first part of users' passwords.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<Secret>,
+}
+
+fn unspecified() -> IpAddr {
+    IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+}
+
+/// A user and the credentials it may use.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserConfig {
+    /// Unique name; traffic is counted under it.
+    pub name: String,
+    /// A disabled user is refused and its connections are closed.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// VLESS UUID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vless: Option<Secret>,
+    /// Trojan password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trojan: Option<Secret>,
+    /// Shadowsocks 2022 user key (base64, the method's key length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadowsocks: Option<Secret>,
+    /// SOCKS5 password (the user name is `name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socks: Option<Secret>,
+    /// The most distinct source addresses the user may have online at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address_limit: Option<u32>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Where traffic can go.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutboundConfig {
+    /// Unique tag that routes name.
+    pub tag: String,
+    /// What it does.
+    #[serde(rename = "type")]
+    pub kind: OutboundKind,
+}
+
+/// Kinds of outbound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutboundKind {
+    /// Connect to the destination from this node.
+    Direct,
+    /// Refuse.
+    Block,
+}
+
+/// Routing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RouteConfig {
+    /// The outbound for everything (rules come with the tunnel).
+    #[serde(rename = "final")]
+    pub final_outbound: String,
+}
+
+impl Default for RouteConfig {
+    fn default() -> Self {
+        Self {
+            final_outbound: "direct".into(),
+        }
+    }
+}
+
+impl NodeConfig {
+    /// Parses TOML (a config file) and validates it.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let config: Self = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Parses JSON (from the panel or the control API) and validates it.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let config: Self =
+            serde_json::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The outbound an unrouted connection takes.
+    pub fn final_outbound(&self) -> OutboundKind {
+        self.outbound(&self.route.final_outbound)
+            .unwrap_or(OutboundKind::Block)
+    }
+
+    /// The kind of the outbound tagged `tag` (`direct` and `block` are built in).
+    pub fn outbound(&self, tag: &str) -> Option<OutboundKind> {
+        self.outbounds
+            .iter()
+            .find(|o| o.tag == tag)
+            .map(|o| o.kind)
+            .or(match tag {
+                "direct" => Some(OutboundKind::Direct),
+                "block" => Some(OutboundKind::Block),
+                _ => None,
+            })
+    }
+}

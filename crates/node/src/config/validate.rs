@@ -1,0 +1,300 @@
+//! Validation of a whole [`NodeConfig`]: every error names the field.
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+
+use base64::Engine as _;
+use thiserror::Error;
+
+use super::{NodeConfig, OutboundKind, Protocol, Security, SsMethod, Transport};
+
+/// Why a config was refused. The running config stays in force.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The text is not valid TOML/JSON for this structure.
+    #[error("config does not parse: {0}")]
+    Parse(String),
+    /// A field has a value that can't work.
+    #[error("{field}: {problem}")]
+    Invalid {
+        /// Path of the field, like `inbounds[2].port`.
+        field: String,
+        /// What is wrong and what would be right.
+        problem: String,
+    },
+}
+
+fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+/// Parses a UUID in its 36-character form (or 32 hex digits).
+pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
+    let hex: Vec<u8> = text.bytes().filter(|&b| b != b'-').collect();
+    let dashes_ok = match text.len() {
+        36 => [8, 13, 18, 23].iter().all(|&i| text.as_bytes()[i] == b'-') && hex.len() == 32,
+        32 => hex.len() == 32,
+        _ => false,
+    };
+    if !dashes_ok {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, pair) in hex.chunks(2).enumerate() {
+        let s = std::str::from_utf8(pair).ok()?;
+        out[i] = u8::from_str_radix(s, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Decodes a Shadowsocks 2022 key (standard base64) and checks its length.
+pub fn ss_key(text: &str, method: SsMethod) -> Result<Vec<u8>, String> {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| format!("not base64 ({e})"))?;
+    if key.len() != method.key_len() {
+        return Err(format!(
+            "decodes to {} bytes; {method:?} needs {} (generate one with `openssl rand -base64 {}`)",
+            key.len(),
+            method.key_len(),
+            method.key_len()
+        ));
+    }
+    Ok(key)
+}
+
+fn tag_ok(tag: &str) -> bool {
+    !tag.is_empty()
+        && tag.len() <= 64
+        && tag
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+impl NodeConfig {
+    /// Checks the whole config; the first problem found is returned, naming its field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let n = &self.node;
+        if !(1..=300).contains(&n.handshake_timeout_s) {
+            return Err(invalid(
+                "node.handshake_timeout_s",
+                "must be 1 to 300 seconds",
+            ));
+        }
+        if !(10..=86_400).contains(&n.idle_timeout_s) {
+            return Err(invalid(
+                "node.idle_timeout_s",
+                "must be 10 to 86400 seconds",
+            ));
+        }
+        if n.unauthenticated_hold_s > 600 {
+            return Err(invalid(
+                "node.unauthenticated_hold_s",
+                "must be at most 600 seconds",
+            ));
+        }
+        if !self.control.listen.ip().is_loopback() {
+            return Err(invalid(
+                "control.listen",
+                format!(
+                    "{} is not a loopback address; the control API listens on loopback only",
+                    self.control.listen
+                ),
+            ));
+        }
+        self.validate_inbounds()?;
+        self.validate_users()?;
+        self.validate_outbounds()
+    }
+
+    fn validate_inbounds(&self) -> Result<(), ConfigError> {
+        let mut tags = HashSet::new();
+        let mut ports: HashMap<u16, Vec<(IpAddr, usize)>> = HashMap::new();
+        for (i, ib) in self.inbounds.iter().enumerate() {
+            let f = |name: &str| format!("inbounds[{i}].{name}");
+            if !tag_ok(&ib.tag) {
+                return Err(invalid(f("tag"), "use 1-64 letters, digits, '-' or '_'"));
+            }
+            if !tags.insert(ib.tag.as_str()) {
+                return Err(invalid(
+                    f("tag"),
+                    format!("{:?} is used by another inbound", ib.tag),
+                ));
+            }
+            if ib.port == 0 {
+                return Err(invalid(f("port"), "must be 1-65535"));
+            }
+            let same_port = ports.entry(ib.port).or_default();
+            if let Some((_, j)) = same_port.iter().find(|(ip, _)| {
+                *ip == ib.listen || ip.is_unspecified() || ib.listen.is_unspecified()
+            }) {
+                return Err(invalid(
+                    f("port"),
+                    format!(
+                        "{}:{} overlaps inbounds[{j}] ({:?})",
+                        ib.listen, ib.port, self.inbounds[*j].tag
+                    ),
+                ));
+            }
+            same_port.push((ib.listen, i));
+            if let Transport::Ws { path, .. } = &ib.transport
+                && !path.starts_with('/')
+            {
+                return Err(invalid(f("transport.path"), "must start with '/'"));
+            }
+            match ib.protocol {
+                Protocol::Shadowsocks => {
+                    let Some(method) = ib.method else {
+                        return Err(invalid(
+                            f("method"),
+                            "a shadowsocks inbound needs a 2022 method",
+                        ));
+                    };
+                    let Some(password) = &ib.password else {
+                        return Err(invalid(
+                            f("password"),
+                            "a shadowsocks inbound needs the server key",
+                        ));
+                    };
+                    ss_key(password.expose(), method).map_err(|p| invalid(f("password"), p))?;
+                    if ib.transport != Transport::Tcp || ib.security != Security::None {
+                        return Err(invalid(
+                            f("transport"),
+                            "shadowsocks runs on plain TCP/UDP (it brings its own encryption)",
+                        ));
+                    }
+                    if ib.fallback.is_some() {
+                        return Err(invalid(f("fallback"), "shadowsocks has no fallback"));
+                    }
+                }
+                Protocol::Socks => {
+                    if ib.transport != Transport::Tcp {
+                        return Err(invalid(f("transport"), "socks runs on plain TCP"));
+                    }
+                    if ib.fallback.is_some() {
+                        return Err(invalid(f("fallback"), "socks has no fallback"));
+                    }
+                }
+                Protocol::Vless | Protocol::Trojan => {}
+            }
+            if ib.protocol != Protocol::Shadowsocks
+                && (ib.method.is_some() || ib.password.is_some())
+            {
+                return Err(invalid(
+                    f("method"),
+                    "method and password are for shadowsocks inbounds",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_users(&self) -> Result<(), ConfigError> {
+        let mut names = HashSet::new();
+        let mut seen: HashMap<(&str, String), usize> = HashMap::new();
+        for (i, u) in self.users.iter().enumerate() {
+            let f = |name: &str| format!("users[{i}].{name}");
+            if u.name.is_empty() || u.name.len() > 128 || u.name.chars().any(char::is_control) {
+                return Err(invalid(f("name"), "use 1-128 printable characters"));
+            }
+            if !names.insert(u.name.as_str()) {
+                return Err(invalid(
+                    f("name"),
+                    format!("{:?} is used by another user", u.name),
+                ));
+            }
+            if let Some(id) = &u.vless
+                && parse_uuid(id.expose()).is_none()
+            {
+                return Err(invalid(
+                    f("vless"),
+                    "is not a UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)",
+                ));
+            }
+            if let Some(key) = &u.shadowsocks {
+                for ib in self
+                    .inbounds
+                    .iter()
+                    .filter(|ib| ib.protocol == Protocol::Shadowsocks)
+                {
+                    if let Some(method) = ib.method {
+                        ss_key(key.expose(), method).map_err(|p| {
+                            invalid(f("shadowsocks"), format!("for inbound {:?}: {p}", ib.tag))
+                        })?;
+                    }
+                }
+            }
+            if u.address_limit == Some(0) {
+                return Err(invalid(
+                    f("address_limit"),
+                    "must be at least 1 (omit it for no limit)",
+                ));
+            }
+            let creds = [
+                (
+                    "vless",
+                    u.vless
+                        .as_ref()
+                        .map(|s| s.expose().to_ascii_lowercase().replace('-', "")),
+                ),
+                ("trojan", u.trojan.as_ref().map(|s| s.expose().to_owned())),
+                (
+                    "shadowsocks",
+                    u.shadowsocks.as_ref().map(|s| s.expose().to_owned()),
+                ),
+            ];
+            for (kind, cred) in creds {
+                if let Some(cred) = cred
+                    && let Some(j) = seen.insert((kind, cred), i)
+                {
+                    return Err(invalid(
+                        f(kind),
+                        format!(
+                            "the same credential as users[{j}] ({:?}); each user needs its own",
+                            self.users[j].name
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_outbounds(&self) -> Result<(), ConfigError> {
+        let mut tags = HashSet::new();
+        for (i, o) in self.outbounds.iter().enumerate() {
+            let field = format!("outbounds[{i}].tag");
+            if !tag_ok(&o.tag) {
+                return Err(invalid(field, "use 1-64 letters, digits, '-' or '_'"));
+            }
+            if !tags.insert(o.tag.as_str()) {
+                return Err(invalid(
+                    field,
+                    format!("{:?} is used by another outbound", o.tag),
+                ));
+            }
+            let builtin = match o.tag.as_str() {
+                "direct" => Some(OutboundKind::Direct),
+                "block" => Some(OutboundKind::Block),
+                _ => None,
+            };
+            if builtin.is_some_and(|b| b != o.kind) {
+                return Err(invalid(
+                    field,
+                    format!("{:?} is a built-in outbound of another type", o.tag),
+                ));
+            }
+        }
+        if self.outbound(&self.route.final_outbound).is_none() {
+            return Err(invalid(
+                "route.final",
+                format!("no outbound is tagged {:?}", self.route.final_outbound),
+            ));
+        }
+        Ok(())
+    }
+}

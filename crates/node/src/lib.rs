@@ -1,0 +1,15 @@
+//! # The Switchyard node
+//!
+//! The data plane on each server: user-facing inbounds (VLESS, Trojan, Shadowsocks
+//! 2022, SOCKS5) over TCP, TLS and WebSocket, outbounds (`direct`, `block`), per-user
+//! accounting with a durable journal, live configuration applied as a difference, and
+//! the control API (`/v1/status`, `/v1/stats`, `/v1/config`, `/metrics`).
+
+pub mod accounting;
+pub mod config;
+pub mod journal;
+pub mod outbound;
+pub mod relay;
+pub mod sessions;
+
+pub use config::{ConfigError, NodeConfig};

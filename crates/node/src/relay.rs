@@ -1,0 +1,163 @@
+//! Carrying bytes both ways between a user and a destination, counting them.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Bytes read per call. 16 KiB: a TLS record's worth, so one read fills one record on
+/// the way back, while an idle connection's two buffers stay small.
+pub const BUFFER: usize = 16 * 1024;
+
+/// Why a relay ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Both sides closed.
+    Closed,
+    /// Nothing moved either way for the idle timeout.
+    Idle,
+    /// The node closed it (user removed or disabled, inbound removed).
+    Cancelled,
+}
+
+/// Relays between `user` and `remote` until both directions end, nothing moves for
+/// `idle`, or `cancel` fires. `count(up, down)` is called for every chunk carried.
+pub async fn relay<U, R>(
+    user: U,
+    remote: R,
+    idle: Duration,
+    cancel: &CancellationToken,
+    count: impl Fn(u64, u64) + Send + Sync,
+) -> io::Result<Ended>
+where
+    U: AsyncRead + AsyncWrite + Send,
+    R: AsyncRead + AsyncWrite + Send,
+{
+    let start = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let (ur, uw) = tokio::io::split(user);
+    let (rr, rw) = tokio::io::split(remote);
+    let count = &count;
+    let up = pump(ur, rw, &last, start, move |n| count(n, 0));
+    let down = pump(rr, uw, &last, start, move |n| count(0, n));
+    let both = async {
+        let (a, b) = tokio::join!(up, down);
+        a.and(b)
+    };
+    let idle_watch = async {
+        loop {
+            let since = Duration::from_millis(last.load(Ordering::Relaxed));
+            let deadline = start + since + idle;
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep_until(deadline).await;
+        }
+    };
+    tokio::select! {
+        r = both => r.map(|()| Ended::Closed),
+        () = idle_watch => Ok(Ended::Idle),
+        () = cancel.cancelled() => Ok(Ended::Cancelled),
+    }
+}
+
+async fn pump<Rd, Wr>(
+    mut r: Rd,
+    mut w: Wr,
+    last: &AtomicU64,
+    start: Instant,
+    count: impl Fn(u64),
+) -> io::Result<()>
+where
+    Rd: AsyncRead + Unpin,
+    Wr: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; BUFFER];
+    loop {
+        let n = r.read(&mut buf).await?;
+        if n == 0 {
+            // Half-close: the other direction may still carry the answer.
+            let _ = w.shutdown().await;
+            return Ok(());
+        }
+        w.write_all(&buf[..n]).await?;
+        count(n as u64);
+        let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        last.fetch_max(elapsed, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[tokio::test]
+    async fn carries_both_ways_with_half_close_and_counts() {
+        // Pipes larger than the test's writes: the test writes before it reads.
+        let (user, mut user_peer) = tokio::io::duplex(1 << 16);
+        let (remote, mut remote_peer) = tokio::io::duplex(1 << 16);
+        let counted = Arc::new(Mutex::new((0u64, 0u64)));
+        let c = counted.clone();
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(async move {
+            relay(
+                user,
+                remote,
+                Duration::from_secs(60),
+                &cancel,
+                move |u, d| {
+                    let mut g = c.lock().unwrap();
+                    g.0 += u;
+                    g.1 += d;
+                },
+            )
+            .await
+        });
+        user_peer.write_all(b"request").await.unwrap();
+        user_peer.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        remote_peer.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"request");
+        remote_peer.write_all(&[7u8; 5000]).await.unwrap();
+        remote_peer.shutdown().await.unwrap();
+        let mut back = Vec::new();
+        user_peer.read_to_end(&mut back).await.unwrap();
+        assert_eq!(back, vec![7u8; 5000]);
+        assert_eq!(task.await.unwrap().unwrap(), Ended::Closed);
+        assert_eq!(*counted.lock().unwrap(), (7, 5000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_connections_end_after_the_timeout() {
+        let (user, mut user_peer) = tokio::io::duplex(64);
+        let (remote, _remote_peer) = tokio::io::duplex(64);
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(async move {
+            relay(user, remote, Duration::from_secs(300), &cancel, |_, _| {}).await
+        });
+        tokio::time::sleep(Duration::from_secs(200)).await;
+        user_peer.write_all(b"x").await.unwrap(); // activity moves the deadline
+        tokio::time::sleep(Duration::from_secs(299)).await;
+        assert!(!task.is_finished());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(task.await.unwrap().unwrap(), Ended::Idle);
+    }
+
+    #[tokio::test]
+    async fn cancellation_ends_the_relay() {
+        let (user, _u) = tokio::io::duplex(64);
+        let (remote, _r) = tokio::io::duplex(64);
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        let task = tokio::spawn(async move {
+            relay(user, remote, Duration::from_secs(300), &c, |_, _| {}).await
+        });
+        cancel.cancel();
+        assert_eq!(task.await.unwrap().unwrap(), Ended::Cancelled);
+    }
+}
