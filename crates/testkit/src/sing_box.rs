@@ -80,8 +80,10 @@ fn default_paths() -> Vec<PathBuf> {
             paths.push(target.join(&relative));
         }
     }
-    let workspace_target = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target");
-    paths.push(workspace_target.join(&relative));
+    // crates/testkit -> the workspace root.
+    if let Some(workspace) = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2) {
+        paths.push(workspace.join("target").join(&relative));
+    }
     paths.dedup();
     paths
 }
