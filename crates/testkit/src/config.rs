@@ -72,8 +72,12 @@ pub fn direct_outbound() -> Value {
 }
 
 /// A VLESS outbound to `server` with user `uuid`, over plain TCP (add `tls`,
-/// `transport` or `flow` as needed). UDP goes as XUDP unless `packet_encoding` says
-/// otherwise: sing-box's default.
+/// `transport` or `flow` as needed).
+///
+/// UDP: with no `packet_encoding` field (as here) sing-box 1.14 sends XUDP, a VLESS
+/// request with command 3 (Mux) carrying mux.cool frames; `"packet_encoding": ""`
+/// gives plain VLESS UDP (command 2, length-prefixed packets to one destination);
+/// `"packetaddr"` is command 2 to `sp.packet-addr.v2fly.arpa`.
 pub fn vless_outbound(server: SocketAddr, uuid: &str) -> Value {
     json!({
         "type": "vless",

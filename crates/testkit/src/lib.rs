@@ -5,8 +5,8 @@
 //! the traffic somewhere to go. It owns:
 //!
 //! - [`SingBox`]: a sing-box process run from a JSON config, checked first with
-//!   `sing-box check`, started, waited for until its inbound ports accept connections,
-//!   and killed on drop; its log's tail goes into every error and is printed when a
+//!   `sing-box check`, started, waited for until it holds every inbound's port, and
+//!   killed on drop; its log's tail goes into every error and is printed when a
 //!   test panics. [`config`] builds the configs the tests need (a client with a
 //!   `mixed` SOCKS5/HTTP inbound and one outbound; a server with one inbound), and
 //!   [`sing_box::binary`] finds the pinned binary that `cargo xtask peers` installs.
