@@ -5,6 +5,8 @@
 //! - `cargo xtask bench [NAME]`: the criterion benchmarks, then their medians and
 //!   ratios against the references into `docs/benchmarks.md` ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
+//! - `cargo xtask peers`: installs the pinned real peers the tests drive, such as the
+//!   sing-box client, when missing ([`peers`]); `test` does this before the tests.
 //!
 //! Every command run is printed first; a failing command's exit code becomes xtask's.
 
@@ -43,6 +45,8 @@ enum Task {
     },
     /// Regenerate the command-made sections of the docs (docs/auto.md's comparison).
     Docs,
+    /// Install the pinned peers the tests drive (sing-box into target/peers) when missing.
+    Peers,
 }
 
 fn main() -> ExitCode {
@@ -51,6 +55,7 @@ fn main() -> ExitCode {
         Task::Test => test::run(&root),
         Task::Bench { name } => bench::run(&root, name.as_deref()),
         Task::Docs => docs::run(&root),
+        Task::Peers => peers::run(&root),
     });
     match done {
         Ok(()) => ExitCode::SUCCESS,

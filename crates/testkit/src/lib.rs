@@ -1,0 +1,65 @@
+//! # Test support: real peers and local targets on 127.0.0.1
+//!
+//! Integration tests of the node, the client and the tunnel use this crate (as a
+//! dev-dependency only) to drive the **real sing-box** against our code and to give
+//! the traffic somewhere to go. It owns:
+//!
+//! - [`SingBox`]: a sing-box process run from a JSON config, checked first with
+//!   `sing-box check`, started, waited for until it holds every inbound's port, and
+//!   killed on drop; its log's tail goes into every error and is printed when a
+//!   test panics. [`config`] builds the configs the tests need (a client with a
+//!   `mixed` SOCKS5/HTTP inbound and one outbound; a server with one inbound), and
+//!   [`sing_box::binary`] finds the pinned binary that `cargo xtask peers` installs.
+//! - [`HttpTarget`]: a tiny HTTP/1.1 server serving deterministic bytes
+//!   ([`pattern`]) and a sink that answers with the length and checksum of what it
+//!   read, with [`http`] helpers to fetch through a proxy and verify.
+//! - [`UdpEcho`]: a UDP echo server, with a helper that sends datagrams through a
+//!   SOCKS5 UDP ASSOCIATE and checks the echoes ([`socks5`] is the client).
+//! - [`TestCert`]: a self-signed certificate for a name, as PEM text and files.
+//! - [`free_port`]: a port for configs that need a fixed one.
+//!
+//! Everything here listens on or connects to 127.0.0.1 only; nothing reaches outside
+//! the machine. Errors are `anyhow` with context, since this is test support: a
+//! failing test should say what broke and show sing-box's own words.
+
+#![warn(missing_docs)]
+
+pub mod cert;
+pub mod config;
+pub mod http;
+pub mod pattern;
+pub mod sing_box;
+mod sockets;
+pub mod socks5;
+pub mod udp_echo;
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+
+use anyhow::{Context, Result};
+
+pub use cert::TestCert;
+pub use http::HttpTarget;
+pub use sing_box::SingBox;
+pub use udp_echo::UdpEcho;
+
+/// 127.0.0.1, the only address the tests use.
+pub const LOCALHOST: Ipv4Addr = Ipv4Addr::LOCALHOST;
+
+/// A TCP port on 127.0.0.1 that was free a moment ago, for configs that must name a
+/// fixed port (sing-box's `listen_port`).
+///
+/// It binds `127.0.0.1:0`, reads the port the kernel chose and releases it, so there
+/// is a small race: another process may take the port before the config's owner
+/// binds it. The kernel hands out ephemeral ports in sequence, which makes that rare;
+/// when it happens, the owner fails to bind and [`SingBox::start`] reports sing-box's
+/// "address already in use". Servers of our own should bind port 0 instead.
+pub fn free_port() -> Result<u16> {
+    let listener =
+        TcpListener::bind((LOCALHOST, 0)).context("binding 127.0.0.1:0 for a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// `127.0.0.1:port`.
+pub fn local(port: u16) -> SocketAddr {
+    SocketAddr::from((LOCALHOST, port))
+}
