@@ -11,5 +11,8 @@ pub mod journal;
 pub mod outbound;
 pub mod relay;
 pub mod sessions;
+pub mod tls;
+pub mod users;
+pub mod ws;
 
 pub use config::{ConfigError, NodeConfig};
