@@ -5,12 +5,14 @@
 //! - `cargo xtask bench [NAME]`: the criterion benchmarks, then their medians and
 //!   ratios against the references into `docs/benchmarks.md` ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
+//! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target for SECONDS each ([`fuzz`]).
 //!
 //! Every command run is printed first; a failing command's exit code becomes xtask's.
 
 mod bench;
 mod cmd;
 mod docs;
+mod fuzz;
 mod peers;
 mod section;
 mod test;
@@ -43,6 +45,12 @@ enum Task {
     },
     /// Regenerate the command-made sections of the docs (docs/auto.md's comparison).
     Docs,
+    /// Run every cargo-fuzz target in fuzz/ for SECONDS each; fail on a crash.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(default_value_t = fuzz::DEFAULT_SECONDS)]
+        seconds: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -51,6 +59,7 @@ fn main() -> ExitCode {
         Task::Test => test::run(&root),
         Task::Bench { name } => bench::run(&root, name.as_deref()),
         Task::Docs => docs::run(&root),
+        Task::Fuzz { seconds } => fuzz::run(&root, seconds),
     });
     match done {
         Ok(()) => ExitCode::SUCCESS,
