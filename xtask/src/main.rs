@@ -7,12 +7,14 @@
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
 //! - `cargo xtask peers`: installs the pinned real peers the tests drive, such as the
 //!   sing-box client, when missing ([`peers`]); `test` does this before the tests.
+//! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target for SECONDS each ([`fuzz`]).
 //!
 //! Every command run is printed first; a failing command's exit code becomes xtask's.
 
 mod bench;
 mod cmd;
 mod docs;
+mod fuzz;
 mod peers;
 mod section;
 mod test;
@@ -47,6 +49,12 @@ enum Task {
     Docs,
     /// Install the pinned peers the tests drive (sing-box into target/peers) when missing.
     Peers,
+    /// Run every cargo-fuzz target in fuzz/ for SECONDS each; fail on a crash.
+    Fuzz {
+        /// Seconds per target.
+        #[arg(default_value_t = fuzz::DEFAULT_SECONDS)]
+        seconds: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -56,6 +64,7 @@ fn main() -> ExitCode {
         Task::Bench { name } => bench::run(&root, name.as_deref()),
         Task::Docs => docs::run(&root),
         Task::Peers => peers::run(&root),
+        Task::Fuzz { seconds } => fuzz::run(&root, seconds),
     });
     match done {
         Ok(()) => ExitCode::SUCCESS,

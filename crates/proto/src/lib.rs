@@ -1,0 +1,53 @@
+//! # Switchyard's wire codecs
+//!
+//! The byte formats the node's inbounds speak, as pure functions over byte slices:
+//!
+//! - [`address`]: the destination [`Address`] and its two wire forms (SOCKS5/Trojan
+//!   and VLESS/Mux.Cool);
+//! - [`vless`]: the VLESS request and response headers and VLESS UDP framing;
+//! - [`xudp`]: Mux.Cool frames as XUDP uses them (VLESS command 3), the default
+//!   packet encoding of sing-box's VLESS client;
+//! - [`trojan`]: the Trojan request, the password hash and Trojan UDP framing;
+//! - [`socks5`]: the server side of SOCKS5 (RFC 1928) with username/password
+//!   authentication (RFC 1929) and the UDP request header;
+//! - [`websocket`]: the HTTP/1.1 WebSocket upgrade request and its `101` response,
+//!   with the early-data forms of sing-box and Xray.
+//!
+//! This crate never does I/O, never spawns, never reads a clock: the node's async
+//! driver reads bytes into a buffer and hands them here.
+//!
+//! ## The parsing contract
+//! Every parser reads bytes that come from the network, so every parser:
+//! - never panics, whatever the bytes (fuzzed with cargo-fuzz, see `fuzz/`);
+//! - bounds memory: no allocation is sized by an untrusted length beyond a small fixed
+//!   cap (a domain is at most 255 bytes, a VLESS addons block 255, an HTTP head 8 KiB);
+//! - returns `Ok(None)` when the buffer holds only a prefix of a valid message, so the
+//!   caller reads more and calls again with the longer buffer; any prefix of a valid
+//!   message gives `Ok(None)`, never an error;
+//! - returns `Ok(Some((message, consumed)))` with the number of bytes the message used;
+//!   bytes past `consumed` belong to the payload and are the caller's;
+//! - returns a typed error naming what was wrong (`VlessError::UnsupportedCommand(9)`,
+//!   `Socks5Error::BadVersion(4)`) as soon as the bytes seen so far cannot start a valid
+//!   message.
+//!
+//! Encoders append to a `Vec<u8>`: `fn encode(&self, out: &mut Vec<u8>)`.
+
+#![warn(missing_docs)]
+
+pub mod address;
+mod base64;
+pub mod socks5;
+pub mod trojan;
+pub mod vless;
+pub mod websocket;
+pub mod xudp;
+
+pub use address::{Address, AddressError};
+
+/// A payload too large for the 16-bit length field of a frame or packet.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("payload of {0} bytes is larger than the 65535 a 16-bit length allows")]
+pub struct PayloadTooLarge(pub usize);
+
+#[cfg(test)]
+mod testing;
