@@ -7,7 +7,10 @@
 
 pub mod accounting;
 pub mod config;
+pub mod control;
+mod inbound;
 pub mod journal;
+pub mod node;
 pub mod outbound;
 pub mod relay;
 pub mod sessions;
@@ -16,3 +19,4 @@ pub mod users;
 pub mod ws;
 
 pub use config::{ConfigError, NodeConfig};
+pub use node::{ApplyError, Node};

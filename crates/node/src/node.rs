@@ -94,7 +94,10 @@ pub struct Shared {
 impl Shared {
     /// The runtime in force now.
     pub fn runtime(&self) -> Arc<Runtime> {
-        self.runtime.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.runtime
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -115,7 +118,9 @@ pub struct Node {
 
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Node").field("state_dir", &self.state_dir).finish_non_exhaustive()
+        f.debug_struct("Node")
+            .field("state_dir", &self.state_dir)
+            .finish_non_exhaustive()
     }
 }
 
@@ -183,7 +188,10 @@ impl Node {
             started_ms: now_ms(),
         });
         node.apply(config).await?;
-        tokio::spawn(Self::sample_throughput(node.shared.clone(), node.stop.clone()));
+        tokio::spawn(Self::sample_throughput(
+            node.shared.clone(),
+            node.stop.clone(),
+        ));
         tokio::spawn(Self::journal_loop(node.clone()));
         Ok(node)
     }
@@ -236,20 +244,32 @@ impl Node {
                 .iter()
                 .any(|old| old.tag == ib.tag && !shape_changed(old, ib));
             if !unchanged {
-                bound.push(inbound::bind(ib).await.map_err(|problem| ApplyError::Inbound {
-                    tag: ib.tag.clone(),
-                    problem,
-                })?);
+                bound.push(
+                    inbound::bind(ib)
+                        .await
+                        .map_err(|problem| ApplyError::Inbound {
+                            tag: ib.tag.clone(),
+                            problem,
+                        })?,
+                );
             }
         }
         // 2. Keep the new config as the last good one before it takes effect.
         self.save(&new)?;
         // 3. Swap what the data path reads.
-        *self.shared.runtime.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(Runtime::from_config(&new));
+        *self
+            .shared
+            .runtime
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Arc::new(Runtime::from_config(&new));
         let close = users_to_close(&running.config.users, &new.users);
         if !close.is_empty() {
             let n = self.shared.sessions.close_users(|u| close.contains(u));
-            tracing::info!(users = close.len(), connections = n, "closed connections of changed users");
+            tracing::info!(
+                users = close.len(),
+                connections = n,
+                "closed connections of changed users"
+            );
         }
         // 4. Stop removed and changed inbounds; start the new listeners.
         let keep: HashSet<&str> = new

@@ -14,23 +14,8 @@ use crate::config::OutboundKind;
 /// still connect; a dead one frees the user's connection soon.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A destination: an address or a name to resolve, and a port.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Destination {
-    /// An IP address.
-    Ip(SocketAddr),
-    /// A domain name.
-    Domain(String, u16),
-}
-
-impl std::fmt::Display for Destination {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Ip(a) => write!(f, "{a}"),
-            Self::Domain(d, p) => write!(f, "{d}:{p}"),
-        }
-    }
-}
+/// A destination: an address, or a name to resolve, and a port.
+pub use switchyard_proto::Address as Destination;
 
 /// Why a destination was not reached.
 #[derive(Debug, Error)]

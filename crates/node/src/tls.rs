@@ -10,7 +10,11 @@ use tokio_rustls::TlsAcceptor;
 
 /// Builds an acceptor from PEM files; the error says which file and what is wrong.
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
-    let open = |p: &Path| File::open(p).map(BufReader::new).map_err(|e| format!("{}: {e}", p.display()));
+    let open = |p: &Path| {
+        File::open(p)
+            .map(BufReader::new)
+            .map_err(|e| format!("{}: {e}", p.display()))
+    };
     let certs = rustls_pemfile::certs(&mut open(cert)?)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{}: not a PEM certificate chain: {e}", cert.display()))?;
@@ -26,7 +30,13 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, String> {
         .map_err(|e| e.to_string())?
         .with_no_client_auth()
         .with_single_cert(certs, key_der)
-        .map_err(|e| format!("{} and {} don't make a usable pair: {e}", cert.display(), key.display()))?;
+        .map_err(|e| {
+            format!(
+                "{} and {} don't make a usable pair: {e}",
+                cert.display(),
+                key.display()
+            )
+        })?;
     // No ALPN: clients of these protocols offer varied lists (h2, http/1.1 or none)
     // and speak raw bytes or HTTP/1.1 WebSocket whatever they offered.
     Ok(TlsAcceptor::from(Arc::new(config)))

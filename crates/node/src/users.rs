@@ -55,7 +55,8 @@ impl Users {
                 t.trojan.insert(trojan_hash(pw.expose()), user.clone());
             }
             if let Some(pw) = &u.socks {
-                t.socks.insert(u.name.clone(), (pw.expose().to_owned(), user.clone()));
+                t.socks
+                    .insert(u.name.clone(), (pw.expose().to_owned(), user.clone()));
             }
             if let Some(key) = &u.shadowsocks {
                 use base64::Engine as _;

@@ -45,7 +45,11 @@ fn ws_err(e: tokio_tungstenite::tungstenite::Error) -> io::Error {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for WsStream<S> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         loop {
             if !self.pending.is_empty() {
                 let n = self.pending.len().min(buf.remaining());
@@ -56,7 +60,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for WsStream<S> {
             match ready!(Pin::new(&mut self.inner).poll_next(cx)) {
                 None | Some(Ok(Message::Close(_))) => return Poll::Ready(Ok(())),
                 Some(Ok(Message::Binary(b))) => self.pending = b,
-                Some(Ok(Message::Text(t))) => self.pending = Bytes::from(t.as_str().as_bytes().to_vec()),
+                Some(Ok(Message::Text(t))) => {
+                    self.pending = Bytes::from(t.as_str().as_bytes().to_vec())
+                }
                 // Pings are answered by tungstenite on the next write or flush.
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Poll::Ready(Err(ws_err(e))),
@@ -66,7 +72,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for WsStream<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for WsStream<S> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
         ready!(Pin::new(&mut self.inner).poll_ready(cx)).map_err(ws_err)?;
         Pin::new(&mut self.inner)
             .start_send(Message::Binary(Bytes::copy_from_slice(data)))
@@ -80,7 +90,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for WsStream<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match ready!(Pin::new(&mut self.inner).poll_close(cx)) {
-            Ok(()) | Err(tokio_tungstenite::tungstenite::Error::ConnectionClosed) => Poll::Ready(Ok(())),
+            Ok(()) | Err(tokio_tungstenite::tungstenite::Error::ConnectionClosed) => {
+                Poll::Ready(Ok(()))
+            }
             Err(e) => Poll::Ready(Err(ws_err(e))),
         }
     }

@@ -287,6 +287,26 @@ impl NodeConfig {
         Ok(config)
     }
 
+    /// The state directory a config file names, read leniently (for finding the last
+    /// good config when the file itself does not parse): `node.state_dir` if it can be
+    /// read, else the default, relative to the file's directory either way.
+    pub fn default_state_dir_of(path: &std::path::Path) -> PathBuf {
+        #[derive(Deserialize)]
+        struct Lenient {
+            node: Option<LenientNode>,
+        }
+        #[derive(Deserialize)]
+        struct LenientNode {
+            state_dir: Option<PathBuf>,
+        }
+        let dir = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| toml::from_str::<Lenient>(&t).ok())
+            .and_then(|l| l.node?.state_dir)
+            .unwrap_or_else(|| NodeSettings::default().state_dir);
+        path.parent().unwrap_or(std::path::Path::new(".")).join(dir)
+    }
+
     /// The outbound an unrouted connection takes.
     pub fn final_outbound(&self) -> OutboundKind {
         self.outbound(&self.route.final_outbound)

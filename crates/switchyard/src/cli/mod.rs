@@ -1,6 +1,7 @@
 //! The command line: one module per subcommand.
 
 mod auto;
+mod node;
 
 use std::io;
 
@@ -20,6 +21,8 @@ enum Command {
     /// Auto, the client's server selection: simulate and compare policies.
     #[command(subcommand)]
     Auto(auto::AutoCommand),
+    /// Run a node (the data plane): inbounds, accounting, control API.
+    Node(node::NodeArgs),
 }
 
 impl Cli {
@@ -27,6 +30,7 @@ impl Cli {
     pub(crate) fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Auto(cmd) => cmd.run(),
+            Command::Node(args) => args.run(),
         }
     }
 }
@@ -43,7 +47,10 @@ pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// file, a policy name), 1 otherwise.
 pub(crate) fn exit_code(err: &anyhow::Error) -> u8 {
     let bad_input = err.chain().any(|c| {
-        c.is::<ScenarioError>() || c.is::<PolicyError>() || c.is::<auto::InputFileError>()
+        c.is::<ScenarioError>()
+            || c.is::<PolicyError>()
+            || c.is::<auto::InputFileError>()
+            || c.is::<node::BadConfig>()
     });
     if bad_input { 2 } else { 1 }
 }

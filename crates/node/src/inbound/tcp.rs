@@ -1,0 +1,63 @@
+//! An authenticated user's TCP connection: admission, dial, relay.
+
+use std::net::SocketAddr;
+
+use tokio::io::AsyncWriteExt;
+
+use super::{BoxIo, Ctx};
+use crate::node::Runtime;
+use crate::outbound::Destination;
+use crate::relay::relay;
+use crate::users::User;
+
+/// Bytes exchanged before the relay starts.
+pub(crate) struct Preamble<'a> {
+    /// The protocol's answer to the client, if any.
+    pub(crate) response: &'a [u8],
+    /// Payload the client sent with its header.
+    pub(crate) first: &'a [u8],
+}
+
+/// Proxies `stream` of `user` to `dest`: checks the address limit, dials, writes the
+/// preamble, then relays until done. Bytes are counted on the user and the inbound.
+pub(crate) async fn proxy(
+    ctx: &Ctx,
+    rt: &Runtime,
+    user: &User,
+    peer: SocketAddr,
+    mut stream: BoxIo,
+    dest: Destination,
+    Preamble { response, first }: Preamble<'_>,
+) {
+    let admission = match ctx.shared.accounting.admit(
+        &user.name,
+        &ctx.config.tag,
+        peer.ip(),
+        user.address_limit,
+    ) {
+        Ok(a) => a,
+        Err(e) => return tracing::info!(inbound = %ctx.config.tag, "{e}"),
+    };
+    let session = ctx
+        .shared
+        .sessions
+        .register(&user.name, &ctx.config.tag, &ctx.cancel);
+    let mut remote = match rt.dialer.connect(&dest).await {
+        Ok(r) => r,
+        Err(e) => return tracing::debug!(user = %user.name, "{e}"),
+    };
+    if !response.is_empty() && stream.write_all(response).await.is_err() {
+        return;
+    }
+    if !first.is_empty() {
+        if remote.write_all(first).await.is_err() {
+            return;
+        }
+        admission.add(first.len() as u64, 0);
+    }
+    let ended = relay(stream, remote, rt.idle_timeout, &session.cancel, |u, d| {
+        admission.add(u, d)
+    })
+    .await;
+    tracing::trace!(user = %user.name, %dest, ?ended, "connection closed");
+}

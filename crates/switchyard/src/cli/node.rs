@@ -1,0 +1,141 @@
+//! `switchyard node --config FILE`: runs the data plane.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use clap::Args;
+use switchyard_node::{ConfigError, Node, NodeConfig, control};
+
+/// Run a node: the inbounds users connect to, with live config and accounting.
+#[derive(Debug, Args)]
+pub(crate) struct NodeArgs {
+    /// The config file (TOML). Re-read on SIGHUP and when it changes.
+    #[arg(long, short)]
+    config: PathBuf,
+}
+
+/// How often the config file is checked for changes.
+const WATCH_EVERY: Duration = Duration::from_secs(2);
+
+/// An invalid config file at start with no last good config to fall back to.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {source}")]
+pub(crate) struct BadConfig {
+    path: PathBuf,
+    source: ConfigError,
+}
+
+/// Reads and validates the file; a relative `node.state_dir` is taken relative to the
+/// file's directory.
+fn read(path: &Path) -> anyhow::Result<Result<NodeConfig, BadConfig>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(NodeConfig::from_toml(&text)
+        .map(|mut c| {
+            c.node.state_dir = NodeConfig::default_state_dir_of(path);
+            c
+        })
+        .map_err(|source| BadConfig {
+            path: path.to_owned(),
+            source,
+        }))
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+impl NodeArgs {
+    pub(crate) fn run(self) -> anyhow::Result<()> {
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+            )
+            .init();
+        let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+        runtime.block_on(self.serve())
+    }
+
+    async fn serve(self) -> anyhow::Result<()> {
+        let config = match read(&self.config)? {
+            Ok(c) => c,
+            Err(bad) => {
+                // The file is broken: serve the last good config if there is one.
+                let dir = NodeConfig::default_state_dir_of(&self.config);
+                match Node::last_good(&dir) {
+                    Some(good) => {
+                        tracing::error!(
+                            "{bad}; serving the last good config from {}",
+                            dir.display()
+                        );
+                        good
+                    }
+                    None => return Err(bad.into()),
+                }
+            }
+        };
+        let control_addr = config.control.listen;
+        let node = Node::start(config).await?;
+        let listener = tokio::net::TcpListener::bind(control_addr)
+            .await
+            .with_context(|| format!("control API on {control_addr}"))?;
+        tracing::info!("control API on http://{control_addr}");
+        let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
+        watch(&self.config, &node, api).await;
+        node.shutdown().await;
+        Ok(())
+    }
+}
+
+/// Re-applies the config file on SIGHUP and when it changes, until the API stops
+/// (SIGINT or SIGTERM).
+async fn watch(
+    path: &Path,
+    node: &Arc<Node>,
+    mut api: tokio::task::JoinHandle<std::io::Result<()>>,
+) {
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    let mut seen = modified(path);
+    let mut tick = tokio::time::interval(WATCH_EVERY);
+    loop {
+        let why = tokio::select! {
+            _ = &mut api => return,
+            Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => "SIGHUP",
+            _ = tick.tick() => {
+                let now = modified(path);
+                if now == seen { continue }
+                seen = now;
+                "file changed"
+            }
+        };
+        match read(path) {
+            Ok(Ok(config)) => match node.apply(config).await {
+                Ok(()) => tracing::info!("reloaded {} ({why})", path.display()),
+                Err(e) => {
+                    tracing::error!("{}: not applied, the old config stays: {e}", path.display())
+                }
+            },
+            Ok(Err(bad)) => tracing::error!("not applied, the old config stays: {bad}"),
+            Err(e) => tracing::error!("{e:#}"),
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+    tracing::info!("stopping");
+}
