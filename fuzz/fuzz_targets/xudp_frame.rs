@@ -10,7 +10,9 @@ fuzz_target!(|data: &[u8]| {
     while let Ok(Some((frame, used))) = Frame::parse(rest) {
         assert!(used > 0 && used <= rest.len());
         let mut again = Vec::new();
-        frame.encode(&mut again).expect("a parsed frame's data fits");
+        frame
+            .encode(&mut again)
+            .expect("a parsed frame's data fits");
         let (reparsed, n) = Frame::parse(&again).unwrap().unwrap();
         assert_eq!(n, again.len());
         // Target and data survive; skipped metadata bytes and targets of End and
