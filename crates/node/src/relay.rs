@@ -85,6 +85,8 @@ where
             return Ok(());
         }
         w.write_all(&buf[..n]).await?;
+        // Message transports (WebSocket) buffer until flushed.
+        w.flush().await?;
         count(n as u64);
         let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
         last.fetch_max(elapsed, Ordering::Relaxed);

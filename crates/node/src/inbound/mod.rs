@@ -197,7 +197,7 @@ async fn upgrade(
     };
     let mut response = Vec::with_capacity(256);
     request.encode_response(&mut response);
-    if stream.write_all(&response).await.is_err() {
+    if stream.write_all(&response).await.is_err() || stream.flush().await.is_err() {
         return None;
     }
     let mut early = request.early_data.unwrap_or_default();

@@ -23,7 +23,7 @@ fn unspecified() -> Address {
 async fn send(stream: &mut BoxIo, encode: impl FnOnce(&mut Vec<u8>)) -> bool {
     let mut out = Vec::with_capacity(32);
     encode(&mut out);
-    stream.write_all(&out).await.is_ok()
+    stream.write_all(&out).await.is_ok() && stream.flush().await.is_ok()
 }
 
 pub(crate) async fn serve(

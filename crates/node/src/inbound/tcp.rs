@@ -46,7 +46,9 @@ pub(crate) async fn proxy(
         Ok(r) => r,
         Err(e) => return tracing::debug!(user = %user.name, "{e}"),
     };
-    if !response.is_empty() && stream.write_all(response).await.is_err() {
+    if !response.is_empty()
+        && (stream.write_all(response).await.is_err() || stream.flush().await.is_err())
+    {
         return;
     }
     if !first.is_empty() {

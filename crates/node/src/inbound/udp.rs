@@ -225,6 +225,7 @@ pub(crate) async fn associate(
                 out.clear();
                 framing.encode(from, &datagram[..n], &mut out);
                 stream.write_all(&out).await.map_err(|e| e.to_string())?;
+                stream.flush().await.map_err(|e| e.to_string())?;
                 admission.add(0, n as u64);
                 last = Instant::now();
             }
