@@ -52,6 +52,7 @@ version = 1
 state_dir = "{dir}"
 allow_private_destinations = true
 unauthenticated_hold_s = 2
+handshake_timeout_s = 3
 [control]
 listen = "127.0.0.1:{control}"
 
@@ -89,6 +90,15 @@ pub async fn start_with(inbound: &str, extra: &str) -> Fixture {
     let cert = TestCert::new("node.test").unwrap();
     let port = free_port().unwrap();
     let text = config_text(port, inbound, &cert, dir.path(), extra);
+    start_text(text, dir, cert, port).await
+}
+
+pub async fn start_text(
+    text: String,
+    dir: tempfile::TempDir,
+    cert: TestCert,
+    port: u16,
+) -> Fixture {
     let config = NodeConfig::from_toml(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let node = Node::start(config).await.unwrap();
     Fixture {

@@ -1,0 +1,165 @@
+//! Probe resistance, handshake deadlines and the per-user address limit, with raw
+//! clients on 127.0.0.1 (and 127.0.0.2 for a second source address).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::*;
+use switchyard_node::config::parse_uuid;
+use switchyard_proto::Address;
+use switchyard_proto::vless::{Command, Request};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+/// A local "website": answers any request with a fixed page.
+async fn website() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let _ = s.read(&mut buf).await;
+                let _ = s
+                    .write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello",
+                    )
+                    .await;
+            });
+        }
+    });
+    addr
+}
+
+/// Reads what the server sends within `wait`; `None` if it sent nothing and kept the
+/// connection open that long.
+async fn read_for(s: &mut TcpStream, wait: Duration) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    match tokio::time::timeout(wait, s.read_to_end(&mut out)).await {
+        Ok(_) => Some(out),
+        Err(_) if out.is_empty() => None,
+        Err(_) => Some(out),
+    }
+}
+
+#[tokio::test]
+async fn a_prober_gets_the_fallback_website_byte_for_byte() {
+    let site = website().await;
+    let f = start(&format!("protocol = \"vless\"\nfallback = \"{site}\"")).await;
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let got = read_for(&mut s, Duration::from_secs(5)).await.unwrap();
+    assert!(got.ends_with(b"hello"), "{}", String::from_utf8_lossy(&got));
+    // A well-formed VLESS header with an unknown id goes there too.
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    let mut header = Vec::new();
+    Request {
+        uuid: [9; 16],
+        command: Command::Tcp(Address::Ip(f.http.addr())),
+    }
+    .encode(&mut header);
+    s.write_all(&header).await.unwrap();
+    let got = read_for(&mut s, Duration::from_secs(5)).await.unwrap();
+    assert!(got.starts_with(b"HTTP/1.1 200 OK"));
+}
+
+#[tokio::test]
+async fn trojan_probes_go_to_the_fallback_too() {
+    let site = website().await;
+    let f = start(&format!("protocol = \"trojan\"\nfallback = \"{site}\"")).await;
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(b"GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let got = read_for(&mut s, Duration::from_secs(5)).await.unwrap();
+    assert!(got.ends_with(b"hello"));
+}
+
+#[tokio::test]
+async fn a_websocket_inbound_sends_other_paths_to_the_fallback() {
+    let site = website().await;
+    let f = start(&format!("protocol = \"vless\"\ntransport = {{ type = \"ws\", path = \"/secret\" }}\nfallback = \"{site}\"")).await;
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(
+        b"GET /secret-not HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let got = read_for(&mut s, Duration::from_secs(5)).await.unwrap();
+    assert!(got.ends_with(b"hello"));
+}
+
+#[tokio::test]
+async fn without_a_fallback_a_prober_is_held_in_silence_then_closed() {
+    // The fixture holds for 2 s.
+    let f = start("protocol = \"vless\"").await;
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    assert_eq!(
+        read_for(&mut s, Duration::from_millis(1500)).await,
+        None,
+        "held, no answer"
+    );
+    let closed = read_for(&mut s, Duration::from_secs(5)).await;
+    assert_eq!(closed, Some(Vec::new()), "closed without a byte");
+}
+
+#[tokio::test]
+async fn a_client_that_trickles_its_header_is_cut_at_the_handshake_deadline() {
+    let f = start_with("protocol = \"vless\"", "").await;
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(&[0]).await.unwrap(); // version byte, then nothing
+    // The fixture's handshake deadline is 3 s; the connection is closed by then
+    // without an answer.
+    let got = read_for(&mut s, Duration::from_secs(6)).await;
+    assert_eq!(got, Some(Vec::new()));
+}
+
+async fn vless_from(source: &str, f: &Fixture, uuid: &str) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    let mut s = socket.connect(f.addr()).await.unwrap();
+    let mut header = Vec::new();
+    let uuid = parse_uuid(uuid).unwrap();
+    Request {
+        uuid,
+        command: Command::Tcp(Address::Ip(f.http.addr())),
+    }
+    .encode(&mut header);
+    header.extend_from_slice(b"GET /bytes/10 HTTP/1.1\r\nHost: t\r\n\r\n");
+    s.write_all(&header).await.unwrap();
+    s
+}
+
+#[tokio::test]
+async fn the_address_limit_refuses_one_more_source_address_and_counts_it() {
+    let f = start_with("protocol = \"vless\"", "address_limit = 1").await; // applies to bob
+    let mut first = vless_from("127.0.0.1", &f, BOB_UUID).await;
+    let mut head = [0u8; 2];
+    first.read_exact(&mut head).await.unwrap();
+    assert_eq!(head, [0, 0], "admitted: VLESS response");
+    // Same source again: fine. Another source while the first is online: refused.
+    let mut again = vless_from("127.0.0.1", &f, BOB_UUID).await;
+    again.read_exact(&mut head).await.unwrap();
+    let mut other = vless_from("127.0.0.2", &f, BOB_UUID).await;
+    let got = read_for(&mut other, Duration::from_secs(5)).await;
+    assert_eq!(got, Some(Vec::new()), "refused: closed without an answer");
+    let bob = f.node.shared().accounting.users()["bob"].clone();
+    assert_eq!(bob.refused_by_address_limit, 1);
+    assert_eq!(
+        bob.sources,
+        ["127.0.0.1".parse::<std::net::IpAddr>().unwrap()]
+    );
+    // Alice has no limit.
+    let mut a = vless_from("127.0.0.2", &f, ALICE_UUID).await;
+    a.read_exact(&mut head).await.unwrap();
+    drop((first, again));
+    // Once bob's first source is gone, the other one fits.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut later = vless_from("127.0.0.2", &f, BOB_UUID).await;
+    later.read_exact(&mut head).await.unwrap();
+}
