@@ -27,25 +27,61 @@ fn unknown_fields_and_bad_types_are_refused() {
 fn each_problem_names_its_field() {
     let cases = [
         ("[control]\nlisten = \"0.0.0.0:9090\"", "control.listen:"),
-        ("[node]\nhandshake_timeout_s = 0", "node.handshake_timeout_s:"),
-        ("[[inbounds]]\ntag = \"bad tag\"\nprotocol = \"vless\"\nport = 1", "inbounds[0].tag:"),
-        ("[[inbounds]]\ntag = \"a\"\nprotocol = \"vless\"\nport = 0", "inbounds[0].port:"),
-        (&format!("{INBOUND}{}", INBOUND.replace("\"a\"", "\"b\"")), "inbounds[1].port:"),
+        (
+            "[node]\nhandshake_timeout_s = 0",
+            "node.handshake_timeout_s:",
+        ),
+        (
+            "[[inbounds]]\ntag = \"bad tag\"\nprotocol = \"vless\"\nport = 1",
+            "inbounds[0].tag:",
+        ),
+        (
+            "[[inbounds]]\ntag = \"a\"\nprotocol = \"vless\"\nport = 0",
+            "inbounds[0].port:",
+        ),
+        (
+            &format!("{INBOUND}{}", INBOUND.replace("\"a\"", "\"b\"")),
+            "inbounds[1].port:",
+        ),
         (&format!("{INBOUND}{INBOUND}"), "inbounds[1].tag:"),
-        ("[[inbounds]]\ntag = \"a\"\nprotocol = \"vless\"\nport = 1\ntransport = { type = \"ws\", path = \"x\" }", "inbounds[0].transport.path:"),
-        ("[[inbounds]]\ntag = \"a\"\nprotocol = \"shadowsocks\"\nport = 1", "inbounds[0].method:"),
+        (
+            "[[inbounds]]\ntag = \"a\"\nprotocol = \"vless\"\nport = 1\ntransport = { type = \"ws\", path = \"x\" }",
+            "inbounds[0].transport.path:",
+        ),
+        (
+            "[[inbounds]]\ntag = \"a\"\nprotocol = \"shadowsocks\"\nport = 1",
+            "inbounds[0].method:",
+        ),
         (
             "[[inbounds]]\ntag = \"a\"\nprotocol = \"shadowsocks\"\nport = 1\nmethod = \"2022-blake3-aes-256-gcm\"\npassword = \"c3dpdGNoeWFyZC1zZXJ2ZXI=\"",
             "inbounds[0].password:",
         ),
-        ("[[inbounds]]\ntag = \"a\"\nprotocol = \"socks\"\nport = 1\nfallback = \"127.0.0.1:80\"", "inbounds[0].fallback:"),
+        (
+            "[[inbounds]]\ntag = \"a\"\nprotocol = \"socks\"\nport = 1\nfallback = \"127.0.0.1:80\"",
+            "inbounds[0].fallback:",
+        ),
         ("[[users]]\nname = \"\"", "users[0].name:"),
-        ("[[users]]\nname = \"a\"\n[[users]]\nname = \"a\"", "users[1].name:"),
-        ("[[users]]\nname = \"a\"\nvless = \"nope\"", "users[0].vless:"),
-        ("[[users]]\nname = \"a\"\naddress_limit = 0", "users[0].address_limit:"),
-        ("[[users]]\nname = \"a\"\ntrojan = \"x\"\n[[users]]\nname = \"b\"\ntrojan = \"x\"", "users[1].trojan:"),
+        (
+            "[[users]]\nname = \"a\"\n[[users]]\nname = \"a\"",
+            "users[1].name:",
+        ),
+        (
+            "[[users]]\nname = \"a\"\nvless = \"nope\"",
+            "users[0].vless:",
+        ),
+        (
+            "[[users]]\nname = \"a\"\naddress_limit = 0",
+            "users[0].address_limit:",
+        ),
+        (
+            "[[users]]\nname = \"a\"\ntrojan = \"x\"\n[[users]]\nname = \"b\"\ntrojan = \"x\"",
+            "users[1].trojan:",
+        ),
         ("[route]\nfinal = \"nowhere\"", "route.final:"),
-        ("[[outbounds]]\ntag = \"direct\"\ntype = \"block\"", "outbounds[0].tag:"),
+        (
+            "[[outbounds]]\ntag = \"direct\"\ntype = \"block\"",
+            "outbounds[0].tag:",
+        ),
     ];
     for (text, field) in cases {
         let e = err(text);
@@ -55,11 +91,16 @@ fn each_problem_names_its_field() {
 
 #[test]
 fn json_and_toml_describe_the_same_config() {
-    let toml = format!("version = 3\n{INBOUND}transport = {{ type = \"ws\", path = \"/x\" }}\n[[users]]\nname = \"a\"\ntrojan = \"pw\"\n");
+    let toml = format!(
+        "version = 3\n{INBOUND}transport = {{ type = \"ws\", path = \"/x\" }}\n[[users]]\nname = \"a\"\ntrojan = \"pw\"\n"
+    );
     let a = NodeConfig::from_toml(&toml).unwrap();
     let json = serde_json::to_string(&a).unwrap();
     assert_eq!(NodeConfig::from_json(&json).unwrap(), a);
-    assert!(!format!("{a:?}").contains("pw"), "secrets are redacted in Debug");
+    assert!(
+        !format!("{a:?}").contains("pw"),
+        "secrets are redacted in Debug"
+    );
 }
 
 #[test]
