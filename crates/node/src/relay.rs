@@ -9,9 +9,18 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// Bytes read per call. 16 KiB: a TLS record's worth, so one read fills one record on
-/// the way back, while an idle connection's two buffers stay small.
+/// Bytes read per call while a direction is busy. 16 KiB: a TLS record's worth, so one
+/// read fills one record on the way back.
 pub const BUFFER: usize = 16 * 1024;
+
+/// Bytes read per call while a direction is quiet, from a buffer inside the task
+/// itself. A read that fills it moves the direction to a [`BUFFER`]-sized heap buffer;
+/// that buffer is given back after [`RELEASE_AFTER`] without data, so an idle
+/// connection costs its task and two small buffers, not 32 KiB.
+pub const SMALL_BUFFER: usize = 1024;
+
+/// How long a quiet direction keeps its large buffer.
+pub const RELEASE_AFTER: Duration = Duration::from_secs(2);
 
 /// Why a relay ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -76,9 +85,23 @@ where
     Rd: AsyncRead + Unpin,
     Wr: AsyncWrite + Unpin,
 {
-    let mut buf = vec![0u8; BUFFER];
+    let mut small = [0u8; SMALL_BUFFER];
+    let mut big: Option<Box<[u8]>> = None;
     loop {
-        let n = r.read(&mut buf).await?;
+        let (n, buf): (usize, &[u8]) = match big.as_deref_mut() {
+            // Reads are cancel-safe: a timed-out read loses nothing.
+            Some(b) => match tokio::time::timeout(RELEASE_AFTER, r.read(b)).await {
+                Ok(n) => (n?, &*b),
+                Err(_) => {
+                    big = None;
+                    continue;
+                }
+            },
+            None => {
+                let n = r.read(&mut small).await?;
+                (n, &small[..])
+            }
+        };
         if n == 0 {
             // Half-close: the other direction may still carry the answer.
             let _ = w.shutdown().await;
@@ -88,6 +111,9 @@ where
         // Message transports (WebSocket) buffer until flushed.
         w.flush().await?;
         count(n as u64);
+        if n == SMALL_BUFFER && big.is_none() {
+            big = Some(vec![0u8; BUFFER].into_boxed_slice());
+        }
         let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
         last.fetch_max(elapsed, Ordering::Relaxed);
     }
