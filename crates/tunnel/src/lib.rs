@@ -1,0 +1,20 @@
+//! # The relay→origin tunnel (`spec/tunnel.md`)
+//!
+//! A tunnel carries users' connections from one node, the **relay**, to other nodes,
+//! the **origins**, which send them on. This crate owns the tunnel's pure parts, which
+//! the panel, the standalone CLI and the node all use:
+//! - [`credentials`]: the values derived from the panel's secret, the tunnel's name and
+//!   an origin's name (the origin's credential, the tunnel tag, the certificate name);
+//! - [`placement`]: which origin a user's connection goes to (sticky table plus
+//!   rendezvous hashing), so a user keeps their exit address;
+//! - [`backoff`]: when the dialing side tries again;
+//! - [`frame`]: the link's frame codec.
+//!
+//! No I/O, no clock, no randomness that is not passed in.
+
+#![warn(missing_docs)]
+
+pub mod backoff;
+pub mod credentials;
+pub mod frame;
+pub mod placement;
