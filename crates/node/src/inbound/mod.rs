@@ -5,6 +5,7 @@
 
 mod fallback;
 mod io;
+mod shadowsocks;
 mod socks;
 mod tcp;
 mod trojan;
@@ -37,6 +38,8 @@ pub(crate) struct Bound {
     pub(crate) config: InboundConfig,
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
+    /// Shadowsocks: the UDP socket on the same port.
+    udp: Option<tokio::net::UdpSocket>,
 }
 
 /// A serving inbound.
@@ -58,10 +61,11 @@ pub(crate) async fn bind(config: &InboundConfig) -> Result<Bound, String> {
         Security::None => None,
         Security::Tls { cert, key } => Some(crate::tls::acceptor(cert, key)?),
     };
-    if config.protocol == Protocol::Shadowsocks {
-        return Err("shadowsocks inbounds are not available in this build yet".into());
-    }
     let addr = SocketAddr::new(config.listen, config.port);
+    let udp = match config.protocol {
+        Protocol::Shadowsocks => Some(shadowsocks::bind_udp(addr)?),
+        _ => None,
+    };
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()
     } else {
@@ -84,6 +88,7 @@ pub(crate) async fn bind(config: &InboundConfig) -> Result<Bound, String> {
         config: config.clone(),
         listener,
         tls,
+        udp,
     })
 }
 
@@ -97,7 +102,10 @@ impl Bound {
             cancel: cancel.clone(),
             shared,
         });
-        tokio::spawn(accept_loop(ctx, self.listener));
+        match self.udp {
+            Some(udp) => tokio::spawn(shadowsocks::serve(ctx, self.listener, udp)),
+            None => tokio::spawn(accept_loop(ctx, self.listener)),
+        };
         Running { cancel }
     }
 }
@@ -162,7 +170,7 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, peer: SocketAddr) {
         Protocol::Vless => vless::serve(&ctx, &rt, stream, peer, deadline).await,
         Protocol::Trojan => trojan::serve(&ctx, &rt, stream, peer, deadline).await,
         Protocol::Socks => socks::serve(&ctx, &rt, stream, peer, local, deadline).await,
-        Protocol::Shadowsocks => {}
+        Protocol::Shadowsocks => {} // served by shadowsocks::serve
     }
 }
 
