@@ -22,8 +22,7 @@ const AES_128: &str = "2022-blake3-aes-128-gcm";
 const AES_256: &str = "2022-blake3-aes-256-gcm";
 const CHACHA: &str = "2022-blake3-chacha20-poly1305";
 
-/// 16-byte keys for `2022-blake3-aes-128-gcm` (the fixture's `SS_SERVER_KEY` and
-/// `SS_ALICE_KEY` decode to 17 bytes, which the config validation refuses).
+/// 16-byte keys for `2022-blake3-aes-128-gcm`; Alice's replaces the fixture's.
 const SERVER_KEY_16: &str = "c3dpdGNoeWFyZC1zcy0xNg==";
 const ALICE_KEY_16: &str = "YWxpY2Utc3Mta2V5LTE2Yg==";
 /// 32-byte keys for the 256-bit methods.
