@@ -13,6 +13,7 @@ pub mod journal;
 pub mod node;
 pub mod outbound;
 pub mod relay;
+pub mod route;
 pub mod sessions;
 pub mod tls;
 pub mod users;
