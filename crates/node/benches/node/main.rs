@@ -51,6 +51,9 @@ const CPS_BODY: u64 = 1024;
 const IDLE_CONNECTIONS: usize = 1000;
 /// Repetitions of each measurement; the median is reported.
 const REPS: usize = 5;
+/// Repetitions of the memory measurement, each with fresh processes: its spread is
+/// small, and each costs a thousand TLS handshakes.
+const MEM_REPS: usize = 3;
 
 /// Credentials, the same for both servers.
 const UUID: &str = "6f1c3f2e-9a0b-4c5d-8e7f-102132435465";
@@ -260,7 +263,7 @@ async fn bench_protocol(protocol: Protocol, suites: &mut Vec<String>) -> Result<
 
     // Memory: a fresh server (and client) per repetition, so each starts from the
     // same state.
-    for rep in 0..REPS {
+    for rep in 0..MEM_REPS {
         for side in in_order(&sides, rep) {
             let mut pair = Pair::start(side, protocol, &cert).await?;
             let proxy = pair.proxy()?;

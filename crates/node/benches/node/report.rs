@@ -1,7 +1,9 @@
 //! Medians, ratios and the Markdown table.
 
 use crate::server::Side;
-use crate::{BULK_BYTES, BULK_WIDE, CPS_BODY, CPS_REQUESTS, IDLE_CONNECTIONS, Protocol, REPS};
+use crate::{
+    BULK_BYTES, BULK_WIDE, CPS_BODY, CPS_REQUESTS, IDLE_CONNECTIONS, MEM_REPS, Protocol, REPS,
+};
 
 /// What a row measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,7 +116,7 @@ pub(crate) fn markdown(rows: &[Row], suites: &[String], ours_serves_ss: bool) ->
          sequential requests for {CPS_BODY} bytes, each on a new connection through the \
          client and the server. Memory: the server's VmRSS growth with {IDLE_CONNECTIONS} \
          idle proxied connections open, divided by {IDLE_CONNECTIONS}, in a fresh server \
-         process per repetition.\n",
+         process per repetition, median of {MEM_REPS}.\n",
         BULK_BYTES >> 20
     );
     if !ours_serves_ss {
