@@ -218,6 +218,7 @@ async fn bench_protocol(protocol: Protocol, suites: &mut Vec<String>) -> Result<
     let mut rows: Vec<Row> = [
         Metric::Bulk1,
         Metric::BulkWide,
+        Metric::CpuPerGb,
         Metric::Cps,
         Metric::IdleMem,
     ]
@@ -245,18 +246,23 @@ async fn bench_protocol(protocol: Protocol, suites: &mut Vec<String>) -> Result<
             for side in in_order(&sides, rep) {
                 let pair = &pairs.iter().find(|(s, _)| *s == side).expect("started").1;
                 let proxy = pair.proxy()?;
+                let cpu_before = pair.server.cpu_seconds()?;
                 let one = load::bulk(proxy, &target, BULK_BYTES, 1).await?;
                 let wide = load::bulk(proxy, &target, BULK_BYTES, BULK_WIDE).await?;
+                // The server's CPU time per GB carried, over both downloads.
+                let cpu_ms = (pair.server.cpu_seconds()? - cpu_before) * 1e3
+                    / (2.0 * BULK_BYTES as f64 / 1e9);
                 let cps =
                     load::connections_per_second(proxy, &target, CPS_REQUESTS, CPS_BODY).await?;
                 println!(
                     "  rep {rep} {:>8}: bulk×1 {one:7.1} MB/s, bulk×{BULK_WIDE} {wide:7.1} MB/s, \
-                     {cps:6.0} conn/s",
+                     {cps:6.0} conn/s, server CPU {cpu_ms:4.0} ms/GB",
                     side.name()
                 );
                 rows[0].push(side, one);
                 rows[1].push(side, wide);
-                rows[2].push(side, cps);
+                rows[2].push(side, cpu_ms);
+                rows[3].push(side, cps);
             }
         }
     }
@@ -275,7 +281,7 @@ async fn bench_protocol(protocol: Protocol, suites: &mut Vec<String>) -> Result<
                 side.name(),
                 per_conn / 1024.0
             );
-            rows[3].push(side, per_conn);
+            rows[4].push(side, per_conn);
         }
     }
     Ok(rows)

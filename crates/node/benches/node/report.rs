@@ -12,6 +12,8 @@ pub(crate) enum Metric {
     Bulk1,
     /// Download over [`BULK_WIDE`] connections at once, MB/s.
     BulkWide,
+    /// The server's CPU time per GB downloaded, milliseconds.
+    CpuPerGb,
     /// New proxied connections per second.
     Cps,
     /// Server resident memory per idle proxied connection, bytes.
@@ -23,6 +25,7 @@ impl Metric {
         match self {
             Self::Bulk1 => "download, 1 connection".to_owned(),
             Self::BulkWide => format!("download, {BULK_WIDE} connections"),
+            Self::CpuPerGb => "server CPU per GB downloaded".to_owned(),
             Self::Cps => "new connections".to_owned(),
             Self::IdleMem => "memory per idle connection".to_owned(),
         }
@@ -31,6 +34,7 @@ impl Metric {
     fn value(self, v: f64) -> String {
         match self {
             Self::Bulk1 | Self::BulkWide => format!("{v:.0} MB/s"),
+            Self::CpuPerGb => format!("{v:.0} ms"),
             Self::Cps => format!("{v:.0} conn/s"),
             Self::IdleMem => format!("{:.1} KiB", v / 1024.0),
         }
@@ -41,7 +45,7 @@ impl Metric {
         let (goal, met) = match self {
             Self::Bulk1 | Self::BulkWide => ("≥ 1.00", ratio >= 1.0),
             Self::IdleMem => ("≤ 0.50", ratio <= 0.5),
-            Self::Cps => return "—".to_owned(),
+            Self::CpuPerGb | Self::Cps => return "—".to_owned(),
         };
         format!("{goal}: {}", if met { "met" } else { "**not met**" })
     }
@@ -112,7 +116,8 @@ pub(crate) fn markdown(rows: &[Row], suites: &[String], ours_serves_ss: bool) ->
     }
     t += &format!(
         "\nMedians of {REPS} repetitions (MB = 10^6 bytes). Download: {} MiB per case from \
-         the local HTTP target, every byte checked. New connections: {CPS_REQUESTS} \
+         the local HTTP target, every byte checked. Server CPU: the server process's user and system time \
+         (`/proc/PID/stat`) over both downloads, per GB; lower is better. New connections: {CPS_REQUESTS} \
          sequential requests for {CPS_BODY} bytes, each on a new connection through the \
          client and the server. Memory: the server's VmRSS growth with {IDLE_CONNECTIONS} \
          idle proxied connections open, divided by {IDLE_CONNECTIONS}, in a fresh server \
