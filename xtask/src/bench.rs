@@ -1,4 +1,11 @@
-//! `cargo xtask bench [NAME]`: run the criterion benchmarks, then report them.
+//! `cargo xtask bench [NAME]`: run the benchmarks, then report them.
+//!
+//! `cargo xtask bench node` runs the node's end-to-end benchmark
+//! (`crates/node/benches/node/`): it installs the pinned peers, builds our release
+//! binary, runs the bench (which measures our node and sing-box as separate server
+//! processes side by side) and writes the table it reports into `docs/benchmarks.md`
+//! between the `bench:node` markers. Any other NAME filters the criterion benchmarks;
+//! no NAME runs the criterion benchmarks, then the node benchmark.
 //!
 //! Criterion leaves each benchmark's estimates in
 //! `target/criterion/<group>/<id>/new/{benchmark,estimates}.json`. This reads the
@@ -15,6 +22,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::cmd::Cmd;
+use crate::peers;
 use crate::section::Section;
 
 /// The function id that marks a group's reference benchmark.
@@ -25,6 +33,17 @@ const SECTION: Section = Section {
     begin: "<!-- bench:auto:begin -->",
     end: "<!-- bench:auto:end -->",
 };
+
+/// The NAME that runs the node's end-to-end benchmark.
+const NODE: &str = "node";
+const NODE_SECTION: Section = Section {
+    doc: DOC,
+    begin: "<!-- bench:node:begin -->",
+    end: "<!-- bench:node:end -->",
+};
+/// The variables the node bench reads: where our binary is, where to put its table.
+const NODE_BINARY_ENV: &str = "SWITCHYARD_BIN";
+const NODE_REPORT_ENV: &str = "SWITCHYARD_NODE_BENCH_REPORT";
 
 /// One benchmark's result from this run.
 #[derive(Debug)]
@@ -37,10 +56,23 @@ struct Measured {
     median_ns: f64,
 }
 
-/// Runs the benchmarks (only those matching `name`, when given) and prints the table;
-/// a full run (no `name`) also writes it into `docs/benchmarks.md`, so the document
-/// always shows one whole run.
+/// `node` runs the node benchmark; any other `name` runs the criterion benchmarks
+/// matching it; no `name` runs all of them.
 pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
+    match name {
+        Some(NODE) => node(root),
+        Some(filter) => criterion(root, Some(filter)),
+        None => {
+            criterion(root, None)?;
+            node(root)
+        }
+    }
+}
+
+/// Runs the criterion benchmarks (only those matching `name`, when given) and prints
+/// the table; a full run (no `name`) also writes it into `docs/benchmarks.md`, so the
+/// document always shows one whole run.
+fn criterion(root: &Path, name: Option<&str>) -> Result<()> {
     let mut bench = Cmd::cargo(root).args(["bench", "-p", "switchyard-auto", "--bench", "auto"]);
     if let Some(name) = name {
         bench = bench.args(["--", name]);
@@ -73,16 +105,65 @@ pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
         println!("(a filtered run: {DOC} is left as it is; run without NAME to rewrite it)");
         return Ok(());
     }
-    let section = section(&bench.line(), &table);
-    let doc = root.join(DOC);
+    let body = format!(
+        "{}\n\n{table}",
+        measured_with(&format!("`{}`", bench.line()))
+    );
+    write_section(root, &SECTION, &SECTION.wrap("cargo xtask bench", &body))
+}
+
+/// The node benchmark: peers, our release binary, the bench, its table into the doc.
+fn node(root: &Path) -> Result<()> {
+    let peers = peers::install(root)?;
+    let build = Cmd::cargo(root).args(["build", "--release", "-p", "switchyard"]);
+    build.run()?;
+    let target = target_dir(root)?;
+    let report = target.join("node-bench.md");
+    match fs::remove_file(&report) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing {}", report.display()));
+        }
+        _ => {}
+    }
+    let cargo_bench = ["cargo", "bench", "-p", "switchyard-node", "--bench", "node"];
+    Cmd::new("env")
+        .dir(root)
+        .args(peers.env())
+        .args([
+            format!(
+                "{NODE_BINARY_ENV}={}",
+                target.join("release/switchyard").display()
+            ),
+            format!("{NODE_REPORT_ENV}={}", report.display()),
+        ])
+        .args(cargo_bench)
+        .run()?;
+    let table = fs::read_to_string(&report)
+        .with_context(|| format!("reading the node bench's report {}", report.display()))?;
+    let how = format!(
+        "`cargo xtask bench node` (`{}`, then `{}`)",
+        build.line(),
+        cargo_bench.join(" ")
+    );
+    let body = format!("{}\n\n{table}", measured_with(&how));
+    write_section(
+        root,
+        &NODE_SECTION,
+        &NODE_SECTION.wrap("cargo xtask bench node", &body),
+    )
+}
+
+/// Replaces `at`'s generated section of the doc with `section`.
+fn write_section(root: &Path, at: &Section, section: &str) -> Result<()> {
+    let doc = root.join(at.doc);
     let old = match fs::read_to_string(&doc) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "# Benchmarks\n".to_owned(),
         Err(e) => return Err(e).with_context(|| format!("reading {}", doc.display())),
     };
-    fs::write(&doc, SECTION.replace(&old, &section)?)
+    fs::write(&doc, at.replace(&old, section)?)
         .with_context(|| format!("writing {}", doc.display()))?;
-    println!("wrote {DOC}");
+    println!("wrote {}", at.doc);
     Ok(())
 }
 
@@ -165,18 +246,17 @@ fn table(measured: &[Measured]) -> String {
     t
 }
 
-/// The generated section: how it was measured, on what, and the table.
-fn section(command: &str, table: &str) -> String {
+/// "Measured DATE with HOW; nproc N, CPU: MODEL.": how and on what.
+fn measured_with(how: &str) -> String {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let (y, m, d) = civil_date(i64::try_from(now / 86_400).unwrap_or(0));
     let nproc = std::thread::available_parallelism().map_or(0, usize::from);
-    let body = format!(
-        "Measured {y:04}-{m:02}-{d:02} with `{command}`; nproc {nproc}, CPU: {cpu}.\n\n{table}",
+    format!(
+        "Measured {y:04}-{m:02}-{d:02} with {how}; nproc {nproc}, CPU: {cpu}.",
         cpu = cpu_model()
-    );
-    SECTION.wrap("cargo xtask bench", &body)
+    )
 }
 
 fn cpu_model() -> String {

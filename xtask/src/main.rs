@@ -2,8 +2,10 @@
 //!
 //! - `cargo xtask test`: formatting, lints, the workspace's tests and doctests, in that
 //!   order, stopping at the first failure ([`test`]).
-//! - `cargo xtask bench [NAME]`: the criterion benchmarks, then their medians and
-//!   ratios against the references into `docs/benchmarks.md` ([`bench`]).
+//! - `cargo xtask bench [NAME]`: the criterion benchmarks and the node's end-to-end
+//!   benchmark against sing-box (`cargo xtask bench node` for that one alone), then
+//!   their medians and ratios against the references into `docs/benchmarks.md`
+//!   ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
 //! - `cargo xtask peers`: installs the pinned real peers the tests drive, such as the
 //!   sing-box client, when missing ([`peers`]); `test` does this before the tests.
@@ -40,9 +42,10 @@ struct Cli {
 enum Task {
     /// Check formatting and lints, then run every test of the workspace.
     Test,
-    /// Run the criterion benchmarks and write docs/benchmarks.md.
+    /// Run the benchmarks and write docs/benchmarks.md.
     Bench {
-        /// Run only the benchmarks whose name contains NAME (criterion's filter).
+        /// `node`: only the node benchmark against sing-box; anything else: only the
+        /// criterion benchmarks whose name contains NAME (criterion's filter).
         name: Option<String>,
     },
     /// Regenerate the command-made sections of the docs (docs/auto.md's comparison).

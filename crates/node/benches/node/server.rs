@@ -1,0 +1,246 @@
+//! The servers under test, each its own process: our release binary and sing-box.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use tempfile::TempDir;
+use tokio::time::{Instant, sleep};
+
+use switchyard_testkit::{TestCert, config, free_port};
+
+use crate::Protocol;
+
+/// The variable naming our binary; by default the release build beside this bench.
+pub(crate) const BINARY_ENV: &str = "SWITCHYARD_BIN";
+
+/// `/proc/PID/stat` counts CPU time in clock ticks: `USER_HZ`, 100 on Linux.
+const CLOCK_TICKS: f64 = 100.0;
+
+/// How long a server may take to listen.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Which server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    Ours,
+    SingBox,
+}
+
+impl Side {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Ours => "ours",
+            Self::SingBox => "sing-box",
+        }
+    }
+}
+
+/// `switchyard`, built with `cargo build --release -p switchyard`: [`BINARY_ENV`] when
+/// set, else `<target>/release/switchyard` (this bench runs from
+/// `<target>/release/deps/`).
+pub(crate) fn ours_binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(BINARY_ENV) {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe()?;
+    let path = exe
+        .ancestors()
+        .nth(2)
+        .context("the bench's own path is too short")?
+        .join("switchyard");
+    if !path.is_file() {
+        bail!(
+            "{} is missing: run `cargo build --release -p switchyard` first (`cargo xtask \
+             bench node` does), or set {BINARY_ENV}",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+/// A server process listening on 127.0.0.1, killed when dropped.
+pub(crate) struct Server {
+    side: Side,
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    // Config, state and log; removed after the process is gone.
+    _dir: TempDir,
+}
+
+impl Server {
+    /// Starts `side` serving `protocol` and waits until it listens.
+    pub(crate) async fn start(side: Side, protocol: Protocol, cert: &TestCert) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("switchyard-nbench-")
+            .tempdir()?;
+        let port = free_port()?;
+        let mut command = match side {
+            Side::Ours => {
+                let path = dir.path().join("node.toml");
+                fs::write(&path, ours_config(protocol, port, cert, dir.path())?)?;
+                let mut c = Command::new(ours_binary()?);
+                c.arg("node").arg("--config").arg(&path);
+                // The same level as sing-box's configs (warn): no per-connection logs.
+                c.env("RUST_LOG", "warn");
+                c
+            }
+            Side::SingBox => {
+                let path = dir.path().join("config.json");
+                let value = config::server(protocol.sing_box_inbound(port, cert));
+                fs::write(&path, serde_json::to_string_pretty(&value)?)?;
+                let mut c = Command::new(switchyard_testkit::sing_box::binary()?);
+                c.args(["run", "--disable-color", "-c"]).arg(&path);
+                c
+            }
+        };
+        let log = dir.path().join("server.log");
+        let out = File::create(&log)?;
+        let child = command
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out)
+            .spawn()
+            .with_context(|| format!("starting {}", side.name()))?;
+        let mut server = Self {
+            side,
+            child,
+            port,
+            log,
+            _dir: dir,
+        };
+        server.wait_listening().await?;
+        Ok(server)
+    }
+
+    /// The port it serves on, on 127.0.0.1.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its resident memory (`VmRSS`), in bytes.
+    pub(crate) fn rss(&mut self) -> Result<u64> {
+        self.ensure_running()?;
+        let path = format!("/proc/{}/status", self.child.id());
+        let status = fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .with_context(|| format!("{path} has no VmRSS"))?;
+        Ok(kib * 1024)
+    }
+
+    /// CPU time it has used so far (user and system, all threads), in seconds.
+    pub(crate) fn cpu_seconds(&self) -> Result<f64> {
+        let path = format!("/proc/{}/stat", self.child.id());
+        let stat = fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        // Fields after the command name (which may hold spaces, within parentheses):
+        // state is field 3, utime 14 and stime 15.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let tick = |i: usize| -> Result<f64> {
+            let v: u64 = fields
+                .get(i)
+                .and_then(|f| f.parse().ok())
+                .with_context(|| format!("{path}: no field {}", i + 3))?;
+            Ok(v as f64 / CLOCK_TICKS)
+        };
+        Ok(tick(11)? + tick(12)?)
+    }
+
+    /// Fails, with the log's tail, when the process has exited.
+    pub(crate) fn ensure_running(&mut self) -> Result<()> {
+        if let Some(status) = self.child.try_wait()? {
+            let text = fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(20).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            bail!(
+                "{} exited ({status}); its log ends with:\n{}",
+                self.side.name(),
+                tail.join("\n")
+            );
+        }
+        Ok(())
+    }
+
+    /// Waits until the process itself holds a listening socket on the port.
+    async fn wait_listening(&mut self) -> Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            self.ensure_running()?;
+            if listens(self.child.id(), self.port)? {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "{} did not listen on 127.0.0.1:{} within {START_TIMEOUT:?}",
+                    self.side.name(),
+                    self.port
+                );
+            }
+            sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn ours_config(protocol: Protocol, port: u16, cert: &TestCert, dir: &Path) -> Result<String> {
+    Ok(format!(
+        r#"version = 1
+[node]
+state_dir = "{state}"
+allow_private_destinations = true
+[control]
+listen = "127.0.0.1:{control}"
+
+[[inbounds]]
+tag = "bench"
+name = "Benchmark"
+listen = "127.0.0.1"
+port = {port}
+{inbound}
+
+{user}"#,
+        state = dir.join("state").display(),
+        control = free_port()?,
+        inbound = protocol.ours_inbound(cert),
+        user = protocol.ours_user(),
+    ))
+}
+
+/// Whether process `pid` holds a TCP socket listening on `port`: its socket inodes
+/// (`/proc/<pid>/fd`) against the listening sockets of `/proc/<pid>/net/tcp`.
+fn listens(pid: u32, port: u16) -> Result<bool> {
+    let mut inodes = HashSet::new();
+    let fd_dir = format!("/proc/{pid}/fd");
+    for entry in fs::read_dir(&fd_dir).with_context(|| format!("reading {fd_dir}"))? {
+        let Ok(target) = fs::read_link(entry?.path()) else {
+            continue;
+        };
+        let target = target.to_string_lossy().into_owned();
+        if let Some(inode) = target
+            .strip_prefix("socket:[")
+            .and_then(|t| t.strip_suffix(']'))
+        {
+            inodes.insert(inode.to_owned());
+        }
+    }
+    let table = fs::read_to_string(format!("/proc/{pid}/net/tcp"))?;
+    let local = format!("0100007F:{port:04X}");
+    Ok(table.lines().skip(1).any(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        f.len() > 9 && f[1] == local && f[3] == "0A" && inodes.contains(f[9])
+    }))
+}
