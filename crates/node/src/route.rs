@@ -46,15 +46,21 @@ impl Cidr {
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip) {
             (IpAddr::V4(net), IpAddr::V4(ip)) => {
-                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u32::MAX
+                    .checked_shl(32 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u32::from(net) & mask == u32::from(ip) & mask
             }
             (IpAddr::V6(net), IpAddr::V6(ip)) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.prefix))
+                    .unwrap_or(0);
                 u128::from(net) & mask == u128::from(ip) & mask
             }
             (IpAddr::V6(_), IpAddr::V4(v4)) => self.contains(IpAddr::V6(v4.to_ipv6_mapped())),
-            (IpAddr::V4(_), IpAddr::V6(v6)) => v6.to_ipv4_mapped().is_some_and(|v4| self.contains(IpAddr::V4(v4))),
+            (IpAddr::V4(_), IpAddr::V6(v6)) => v6
+                .to_ipv4_mapped()
+                .is_some_and(|v4| self.contains(IpAddr::V4(v4))),
         }
     }
 }
@@ -74,7 +80,9 @@ impl Serialize for Cidr {
 impl<'de> Deserialize<'de> for Cidr {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
-        Self::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not an IP network like 10.0.0.0/8")))
+        Self::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not an IP network like 10.0.0.0/8"))
+        })
     }
 }
 
@@ -105,7 +113,9 @@ impl<'de> Deserialize<'de> for PortRange {
             .split_once('-')
             .and_then(|(a, b)| Some(Self(a.trim().parse().ok()?, b.trim().parse().ok()?)))
             .filter(|r| r.0 <= r.1);
-        parsed.ok_or_else(|| serde::de::Error::custom(format!("{text:?} is not a port range like \"1000-2000\"")))
+        parsed.ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not a port range like \"1000-2000\""))
+        })
     }
 }
 
@@ -164,7 +174,8 @@ impl Rule {
                 self.domain.iter().any(|d| d.eq_ignore_ascii_case(n))
                     || self.domain_suffix.iter().any(|s| suffix_matches(n, s))
             });
-        let by_ip = self.ip_cidr.is_empty() || ip.is_some_and(|ip| self.ip_cidr.iter().any(|c| c.contains(ip)));
+        let by_ip = self.ip_cidr.is_empty()
+            || ip.is_some_and(|ip| self.ip_cidr.iter().any(|c| c.contains(ip)));
         let by_port = self.port.is_empty() || self.port.iter().any(|p| p.contains(dest.port()));
         let by_network = self.network.is_none_or(|n| n == network);
         by_name && by_ip && by_port && by_network
@@ -181,7 +192,12 @@ impl Rule {
 }
 
 /// The outbound tag for a connection: the first matching rule's, else `final_tag`.
-pub fn route<'a>(rules: &'a [Rule], final_tag: &'a str, dest: &Address, network: Network) -> &'a str {
+pub fn route<'a>(
+    rules: &'a [Rule],
+    final_tag: &'a str,
+    dest: &Address,
+    network: Network,
+) -> &'a str {
     rules
         .iter()
         .find(|r| r.matches(dest, network))
@@ -231,14 +247,22 @@ mod tests {
         let t = |d: &Address, n| route(&r, "tunnel-eu", d, n);
         assert_eq!(t(&dom("x.ads.example", 443), Network::Tcp), "block");
         assert_eq!(t(&dom("ads.example", 443), Network::Udp), "block");
-        assert_eq!(t(&dom("badads.example", 443), Network::Tcp), "tunnel-eu", "suffix needs a dot boundary");
+        assert_eq!(
+            t(&dom("badads.example", 443), Network::Tcp),
+            "tunnel-eu",
+            "suffix needs a dot boundary"
+        );
         assert_eq!(t(&dom("INTRANET.corp.", 80), Network::Tcp), "direct");
         assert_eq!(t(&ip("10.1.2.3:80"), Network::Tcp), "direct");
         assert_eq!(t(&ip("[2001:db8::1]:80"), Network::Udp), "direct");
         assert_eq!(t(&ip("[::ffff:10.0.0.1]:80"), Network::Tcp), "direct");
         assert_eq!(t(&ip("11.0.0.1:80"), Network::Tcp), "tunnel-eu");
         assert_eq!(t(&dom("mail.example", 25), Network::Tcp), "block");
-        assert_eq!(t(&dom("mail.example", 25), Network::Udp), "tunnel-eu", "network must match too");
+        assert_eq!(
+            t(&dom("mail.example", 25), Network::Udp),
+            "tunnel-eu",
+            "network must match too"
+        );
         assert_eq!(t(&ip("1.2.3.4:6885"), Network::Tcp), "block");
         assert_eq!(t(&ip("1.2.3.4:6890"), Network::Tcp), "tunnel-eu");
         // Domain rules never match an address, IP rules never match a name.
@@ -249,10 +273,19 @@ mod tests {
     fn cidrs_and_ranges_parse_strictly() {
         assert!(Cidr::parse("10.0.0.0/33").is_none());
         assert!(Cidr::parse("10.0.0/8").is_none());
-        assert!(Cidr::parse("0.0.0.0/0").unwrap().contains("8.8.8.8".parse().unwrap()));
-        assert!(Cidr::parse("192.168.1.1").unwrap().contains("192.168.1.1".parse().unwrap()));
-        let bad: Result<Vec<Rule>, _> = toml::from_str::<toml::Table>("[[rules]]\nport = [\"9-1\"]\noutbound = \"x\"")
-            .map(|t| t["rules"].clone().try_into().unwrap_or_default());
+        assert!(
+            Cidr::parse("0.0.0.0/0")
+                .unwrap()
+                .contains("8.8.8.8".parse().unwrap())
+        );
+        assert!(
+            Cidr::parse("192.168.1.1")
+                .unwrap()
+                .contains("192.168.1.1".parse().unwrap())
+        );
+        let bad: Result<Vec<Rule>, _> =
+            toml::from_str::<toml::Table>("[[rules]]\nport = [\"9-1\"]\noutbound = \"x\"")
+                .map(|t| t["rules"].clone().try_into().unwrap_or_default());
         assert!(bad.map_or(true, |r: Vec<Rule>| r.is_empty()));
     }
 }

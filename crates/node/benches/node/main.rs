@@ -38,7 +38,7 @@ use crate::server::{Server, Side};
 
 /// Whether our node serves Shadowsocks-2022 in this build. While it is `false` the
 /// Shadowsocks rows measure sing-box only and show ours as "n/a".
-const OURS_SERVES_SHADOWSOCKS: bool = false;
+const OURS_SERVES_SHADOWSOCKS: bool = true;
 
 /// Bytes downloaded per bulk case (split evenly over its connections).
 const BULK_BYTES: u64 = 256 << 20;

@@ -38,7 +38,7 @@ pub(crate) async fn reject(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo, read: Vec
 async fn hold(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo) {
     let deadline = tokio::time::Instant::now() + rt.unauthenticated_hold;
     let mut drained = 0usize;
-    let mut sink = [0u8; 4096];
+    let mut sink = vec![0u8; 4096];
     loop {
         let read = tokio::select! {
             r = tokio::time::timeout_at(deadline, stream.read(&mut sink)) => r,

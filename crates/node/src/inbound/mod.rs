@@ -245,11 +245,13 @@ pub(crate) async fn read_header<T, E: std::fmt::Display>(
         if buf.len() >= MAX_HEADER {
             return Header::Rejected(format!("header longer than {MAX_HEADER} bytes"));
         }
-        let mut chunk = [0u8; 2048];
-        let want = chunk.len().min(MAX_HEADER - buf.len());
-        match timeout_at(deadline, stream.read(&mut chunk[..want])).await {
+        // Read into the buffer's spare room: no array lives in the connection's future.
+        let want = 2048.min(MAX_HEADER - buf.len());
+        buf.reserve(want);
+        let mut limited = (&mut *stream).take(want as u64);
+        match timeout_at(deadline, limited.read_buf(buf)).await {
             Ok(Ok(0)) | Ok(Err(_)) => return Header::Closed,
-            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+            Ok(Ok(_)) => {}
             Err(_) => return Header::Closed,
         }
     }
