@@ -68,10 +68,7 @@ impl Runtime {
     fn from_config(c: &NodeConfig) -> Self {
         Self {
             users: Users::build(c),
-            dialer: Dialer {
-                outbound: c.final_outbound(),
-                allow_private: c.node.allow_private_destinations,
-            },
+            dialer: Dialer::from_config(c),
             handshake_timeout: Duration::from_secs(c.node.handshake_timeout_s),
             idle_timeout: Duration::from_secs(c.node.idle_timeout_s),
             unauthenticated_hold: Duration::from_secs(c.node.unauthenticated_hold_s),

@@ -8,7 +8,10 @@ use std::time::Duration;
 use thiserror::Error;
 use tokio::net::{TcpStream, UdpSocket, lookup_host};
 
-use crate::config::OutboundKind;
+use std::collections::HashMap;
+
+use crate::config::{NodeConfig, OutboundKind};
+use crate::route::{Network, Rule, route};
 
 /// Connecting to a destination takes at most this long. 10 s: slow destinations
 /// still connect; a dead one frees the user's connection soon.
@@ -72,19 +75,60 @@ fn private_v4(v4: Ipv4Addr) -> bool {
         || o[0] >= 240
 }
 
-/// Dials destinations for users.
+/// Dials destinations for users, through the outbound the route picks.
 #[derive(Clone, Debug)]
 pub struct Dialer {
-    /// Where unrouted traffic goes.
-    pub outbound: OutboundKind,
+    rules: Vec<Rule>,
+    final_tag: String,
+    outbounds: HashMap<String, OutboundKind>,
     /// Whether private and loopback destinations are allowed.
     pub allow_private: bool,
 }
 
 impl Dialer {
-    /// The addresses `dest` stands for, checked against the private-range rule.
-    pub async fn resolve(&self, dest: &Destination) -> Result<Vec<SocketAddr>, DialError> {
-        if self.outbound == OutboundKind::Block {
+    /// The dialer of a (validated) config: its rules, outbounds and final outbound.
+    pub fn from_config(c: &NodeConfig) -> Self {
+        let mut outbounds: HashMap<String, OutboundKind> = [
+            ("direct".to_owned(), OutboundKind::Direct),
+            ("block".to_owned(), OutboundKind::Block),
+        ]
+        .into();
+        outbounds.extend(c.outbounds.iter().map(|o| (o.tag.clone(), o.kind)));
+        Self {
+            rules: c.route.rules.clone(),
+            final_tag: c.route.final_outbound.clone(),
+            outbounds,
+            allow_private: c.node.allow_private_destinations,
+        }
+    }
+
+    /// A dialer sending everything through one kind of outbound.
+    pub fn all(kind: OutboundKind, allow_private: bool) -> Self {
+        Self {
+            rules: Vec::new(),
+            final_tag: "all".into(),
+            outbounds: [("all".to_owned(), kind)].into(),
+            allow_private,
+        }
+    }
+
+    /// The outbound for a connection to `dest` over `network`.
+    pub fn outbound_for(&self, dest: &Destination, network: Network) -> OutboundKind {
+        let tag = route(&self.rules, &self.final_tag, dest, network);
+        self.outbounds
+            .get(tag)
+            .copied()
+            .unwrap_or(OutboundKind::Block)
+    }
+
+    /// The addresses `dest` stands for, routed and checked against the private-range
+    /// rule.
+    pub async fn resolve(
+        &self,
+        dest: &Destination,
+        network: Network,
+    ) -> Result<Vec<SocketAddr>, DialError> {
+        if self.outbound_for(dest, network) == OutboundKind::Block {
             return Err(DialError::Blocked(dest.clone()));
         }
         let addrs: Vec<SocketAddr> = match dest {
@@ -108,7 +152,7 @@ impl Dialer {
 
     /// Opens a TCP connection to `dest`.
     pub async fn connect(&self, dest: &Destination) -> Result<TcpStream, DialError> {
-        let addrs = self.resolve(dest).await?;
+        let addrs = self.resolve(dest, Network::Tcp).await?;
         let mut last = io::Error::new(io::ErrorKind::NotFound, "no addresses");
         for addr in addrs {
             match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
@@ -174,33 +218,24 @@ mod tests {
 
     #[tokio::test]
     async fn loopback_is_refused_unless_allowed_and_block_blocks() {
-        let strict = Dialer {
-            outbound: OutboundKind::Direct,
-            allow_private: false,
-        };
+        let strict = Dialer::all(OutboundKind::Direct, false);
         let dest = Destination::Ip("127.0.0.1:9".parse().unwrap());
         assert!(matches!(
-            strict.resolve(&dest).await,
+            strict.resolve(&dest, Network::Tcp).await,
             Err(DialError::Private(_))
         ));
         let name = Destination::Domain("localhost".into(), 9);
         assert!(matches!(
-            strict.resolve(&name).await,
+            strict.resolve(&name, Network::Tcp).await,
             Err(DialError::Private(_))
         ));
-        let open = Dialer {
-            outbound: OutboundKind::Direct,
-            allow_private: true,
-        };
+        let open = Dialer::all(OutboundKind::Direct, true);
         assert_eq!(
-            open.resolve(&dest).await.unwrap(),
+            open.resolve(&dest, Network::Tcp).await.unwrap(),
             ["127.0.0.1:9".parse().unwrap()]
         );
-        let block = Dialer {
-            outbound: OutboundKind::Block,
-            allow_private: true,
-        };
-        let err = block.resolve(&dest).await.unwrap_err();
+        let block = Dialer::all(OutboundKind::Block, true);
+        let err = block.resolve(&dest, Network::Tcp).await.unwrap_err();
         assert_eq!(err.to_string(), "127.0.0.1:9: blocked by the route");
     }
 }

@@ -163,3 +163,40 @@ async fn the_address_limit_refuses_one_more_source_address_and_counts_it() {
     let mut later = vless_from("127.0.0.2", &f, BOB_UUID).await;
     later.read_exact(&mut head).await.unwrap();
 }
+
+#[tokio::test]
+async fn route_rules_pick_the_outbound_per_destination() {
+    let f = start("protocol = \"vless\"").await;
+    let other = switchyard_testkit::HttpTarget::start().await.unwrap();
+    let mut c = f.node.config().await;
+    c.route.rules = vec![switchyard_node::route::Rule {
+        ip_cidr: vec![switchyard_node::route::Cidr::parse("127.0.0.0/8").unwrap()],
+        port: vec![switchyard_node::route::Ports::One(other.addr().port())],
+        outbound: "block".into(),
+        ..Default::default()
+    }];
+    f.node.apply(c).await.unwrap();
+    let node = f.addr();
+    let fetch = |target: SocketAddr| async move {
+        let mut s = TcpStream::connect(node).await.unwrap();
+        let mut header = Vec::new();
+        let uuid = parse_uuid(ALICE_UUID).unwrap();
+        Request {
+            uuid,
+            command: Command::Tcp(Address::Ip(target)),
+        }
+        .encode(&mut header);
+        header.extend_from_slice(b"GET /bytes/10 HTTP/1.1\r\nHost: t\r\n\r\n");
+        s.write_all(&header).await.unwrap();
+        read_for(&mut s, Duration::from_secs(5))
+            .await
+            .unwrap_or_default()
+    };
+    assert!(
+        fetch(f.http.addr())
+            .await
+            .ends_with(&switchyard_testkit::pattern::bytes(10))
+    );
+    assert!(fetch(other.addr()).await.is_empty(), "blocked by the rule");
+    assert_eq!(other.requests(), 0);
+}

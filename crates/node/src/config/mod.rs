@@ -258,15 +258,19 @@ pub enum OutboundKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RouteConfig {
-    /// The outbound for everything (rules come with the tunnel).
+    /// The outbound for what no rule matches.
     #[serde(rename = "final")]
     pub final_outbound: String,
+    /// Rules tried in order; the first that matches picks the outbound.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<crate::route::Rule>,
 }
 
 impl Default for RouteConfig {
     fn default() -> Self {
         Self {
             final_outbound: "direct".into(),
+            rules: Vec::new(),
         }
     }
 }
@@ -305,12 +309,6 @@ impl NodeConfig {
             .and_then(|l| l.node?.state_dir)
             .unwrap_or_else(|| NodeSettings::default().state_dir);
         path.parent().unwrap_or(std::path::Path::new(".")).join(dir)
-    }
-
-    /// The outbound an unrouted connection takes.
-    pub fn final_outbound(&self) -> OutboundKind {
-        self.outbound(&self.route.final_outbound)
-            .unwrap_or(OutboundKind::Block)
     }
 
     /// The kind of the outbound tagged `tag` (`direct` and `block` are built in).

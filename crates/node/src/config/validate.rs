@@ -289,6 +289,20 @@ impl NodeConfig {
                 ));
             }
         }
+        for (i, rule) in self.route.rules.iter().enumerate() {
+            if rule.is_catch_all() {
+                return Err(invalid(
+                    format!("route.rules[{i}]"),
+                    "has no condition; set route.final for what no rule matches",
+                ));
+            }
+            if self.outbound(&rule.outbound).is_none() {
+                return Err(invalid(
+                    format!("route.rules[{i}].outbound"),
+                    format!("no outbound is tagged {:?}", rule.outbound),
+                ));
+            }
+        }
         if self.outbound(&self.route.final_outbound).is_none() {
             return Err(invalid(
                 "route.final",

@@ -131,7 +131,7 @@ impl Outlet {
             Some(a) => *a,
             None => {
                 let a = *dialer
-                    .resolve(to)
+                    .resolve(to, crate::route::Network::Udp)
                     .await
                     .map_err(|e| e.to_string())?
                     .first()
