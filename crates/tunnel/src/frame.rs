@@ -167,6 +167,52 @@ fn kind_name(k: Kind) -> &'static str {
     }
 }
 
+/// Why a stream was reset: the one byte of a `Reset` frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResetReason {
+    /// The stream was abandoned (its handle dropped before it finished).
+    Abort,
+    /// The `Open` was refused: stream limit, going away, or nobody accepting.
+    Refused,
+    /// The accepting side could not reach the destination.
+    ConnectFailed,
+    /// A reason this version does not know.
+    Other(u8),
+}
+
+impl ResetReason {
+    /// The reason's byte.
+    pub fn to_byte(self) -> u8 {
+        match self {
+            Self::Abort => 0,
+            Self::Refused => 1,
+            Self::ConnectFailed => 2,
+            Self::Other(b) => b,
+        }
+    }
+
+    /// The reason a byte stands for.
+    pub fn from_byte(b: u8) -> Self {
+        match b {
+            0 => Self::Abort,
+            1 => Self::Refused,
+            2 => Self::ConnectFailed,
+            b => Self::Other(b),
+        }
+    }
+}
+
+impl std::fmt::Display for ResetReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Abort => f.write_str("aborted"),
+            Self::Refused => f.write_str("refused"),
+            Self::ConnectFailed => f.write_str("destination unreachable"),
+            Self::Other(b) => write!(f, "reason {b}"),
+        }
+    }
+}
+
 /// The network of a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Network {

@@ -8,13 +8,17 @@
 //! - [`placement`]: which origin a user's connection goes to (sticky table plus
 //!   rendezvous hashing), so a user keeps their exit address;
 //! - [`backoff`]: when the dialing side tries again;
-//! - [`frame`]: the link's frame codec.
+//! - [`frame`]: the link's frame codec;
+//! - [`mux`]: streams multiplexed over one link (the one part here with I/O: tokio
+//!   tasks around a pure state machine).
 //!
-//! No I/O, no clock, no randomness that is not passed in.
+//! Apart from [`mux`]'s driver tasks: no I/O, no clock, no randomness that is not
+//! passed in.
 
 #![warn(missing_docs)]
 
 pub mod backoff;
 pub mod credentials;
 pub mod frame;
+pub mod mux;
 pub mod placement;

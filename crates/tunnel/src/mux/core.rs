@@ -1,0 +1,439 @@
+//! The link's state machine: streams, windows, the send schedule, liveness.
+//!
+//! No I/O and no clock: the driver feeds it received bytes and the time, takes the
+//! bytes to send, and asks when to wake it next ([`Core::poll_timeout`]). Wakers are
+//! kept here as plain data so that stream handles and driver tasks can wait on it.
+
+use std::collections::{HashMap, VecDeque};
+use std::task::Waker;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::error::{MuxError, ProtocolError};
+use super::stream_state::StreamState;
+use super::{MuxConfig, Side};
+use crate::frame::{Frame, Kind, MAX_PAYLOAD, Network, Open, ResetReason, parse_datagram};
+
+/// Control frames waiting to be sent beyond this are a peer's abuse (pings we must
+/// answer while it does not read): further `Pong`s are dropped.
+const CONTROL_LIMIT: usize = 256 * 1024;
+/// A round-trip sample older than this is refreshed with a `Ping` when a stream grants.
+const RTT_REFRESH: Duration = Duration::from_secs(2);
+
+/// One link's state.
+#[derive(Debug)]
+pub(crate) struct Core {
+    side: Side,
+    pub(super) config: MuxConfig,
+    pub(super) streams: HashMap<u32, StreamState>,
+    /// The next id this side opens.
+    next_local: u32,
+    /// The highest id the peer opened.
+    last_peer: u32,
+    /// Encoded control frames, sent before any stream's data.
+    pub(super) control: Vec<u8>,
+    /// Streams with queued frames, in round-robin order.
+    pub(super) ring: VecDeque<u32>,
+    incoming: VecDeque<(u32, Open)>,
+    incoming_waker: Option<Waker>,
+    incoming_alive: bool,
+    pub(super) handles: usize,
+    writer: Option<Waker>,
+    closed: Option<MuxError>,
+    going_away: bool,
+    pub(super) bytes: u64,
+    last_rx: Instant,
+    last_ping: Instant,
+    ping_seq: u64,
+    ping_out: Option<(u64, Instant)>,
+    pub(super) rtt: Option<(Duration, Instant)>,
+}
+
+impl Core {
+    /// A link that started at `now`; it measures the round trip at once.
+    pub(crate) fn new(side: Side, config: MuxConfig, now: Instant) -> Self {
+        let mut core = Self {
+            side,
+            config,
+            streams: HashMap::new(),
+            next_local: match side {
+                Side::Opener => 1,
+                Side::Acceptor => 2,
+            },
+            last_peer: 0,
+            control: Vec::new(),
+            ring: VecDeque::new(),
+            incoming: VecDeque::new(),
+            incoming_waker: None,
+            incoming_alive: true,
+            handles: 1,
+            writer: None,
+            closed: None,
+            going_away: false,
+            bytes: 0,
+            last_rx: now,
+            last_ping: now,
+            ping_seq: 0,
+            ping_out: None,
+            rtt: None,
+        };
+        core.ping(now);
+        core
+    }
+
+    /// Why the link ended, if it did.
+    pub(crate) fn closed(&self) -> Option<&MuxError> {
+        self.closed.as_ref()
+    }
+
+    /// Fails unless the link is up.
+    pub(super) fn check_open(&self) -> Result<(), MuxError> {
+        self.closed.clone().map_or(Ok(()), Err)
+    }
+
+    /// Ends the link: every stream and waiter fails with `why` (the first reason wins).
+    pub(crate) fn close(&mut self, why: MuxError) {
+        if self.closed.is_some() {
+            return;
+        }
+        tracing::debug!(error = %why, "link closed");
+        self.closed = Some(why);
+        self.control = Vec::new();
+        self.ring.clear();
+        for s in self.streams.values_mut() {
+            s.wake_all();
+        }
+        self.incoming.clear();
+        if let Some(w) = self.incoming_waker.take() {
+            w.wake();
+        }
+        self.wake_writer();
+    }
+
+    /// Opens a stream: queues its `Open` and returns its id.
+    pub(crate) fn open(&mut self, open: &Open, now: Instant) -> Result<u32, MuxError> {
+        self.check_open()?;
+        if self.going_away || self.next_local > u32::MAX - 2 {
+            return Err(MuxError::GoingAway);
+        }
+        if self.streams.len() >= self.config.max_streams {
+            return Err(MuxError::StreamLimit(self.config.max_streams));
+        }
+        let id = self.next_local;
+        self.next_local += 2;
+        let mut payload = Vec::new();
+        open.encode(&mut payload);
+        debug_assert!(payload.len() <= MAX_PAYLOAD);
+        self.push_control(Kind::Open, id, &payload);
+        self.streams.insert(id, StreamState::new(open.network, now));
+        Ok(id)
+    }
+
+    /// Stops taking new streams and tells the peer to open none.
+    pub(crate) fn go_away(&mut self) {
+        if !self.going_away && self.closed.is_none() {
+            self.going_away = true;
+            self.push_control(Kind::GoAway, 0, &[]);
+        }
+    }
+
+    /// Number of streams the link holds.
+    pub(crate) fn open_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Takes the next stream the peer opened, or registers `waker`.
+    pub(crate) fn poll_accept(&mut self, waker: &Waker) -> Option<Option<(u32, Open)>> {
+        if self.closed.is_some() {
+            return Some(None);
+        }
+        match self.incoming.pop_front() {
+            Some(next) => Some(Some(next)),
+            None => {
+                self.incoming_waker = Some(waker.clone());
+                None
+            }
+        }
+    }
+
+    /// The acceptor of incoming streams is gone: refuse queued and future ones.
+    pub(crate) fn drop_incoming(&mut self) {
+        self.incoming_alive = false;
+        while let Some((id, _)) = self.incoming.pop_front() {
+            self.abort(id, ResetReason::Refused);
+        }
+    }
+
+    /// Whether nothing at all can use the link any more.
+    pub(crate) fn unused(&self) -> bool {
+        self.handles == 0 && !self.incoming_alive
+    }
+
+    /// Handles the frames at the start of `buf` received at `now`; returns how many
+    /// bytes were used (a partial frame stays). Closes the link on a protocol error.
+    pub(crate) fn handle_bytes(&mut self, buf: &[u8], now: Instant) -> usize {
+        let mut at = 0;
+        while self.closed.is_none() {
+            match Frame::parse(&buf[at..]) {
+                Ok(Some((frame, used))) => {
+                    at += used;
+                    self.last_rx = now;
+                    if let Err(e) = self.handle_frame(frame, now) {
+                        self.close(e.into());
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => self.close(ProtocolError::Frame(e).into()),
+            }
+        }
+        at
+    }
+
+    fn handle_frame(&mut self, f: Frame<'_>, now: Instant) -> Result<(), ProtocolError> {
+        let link_level = matches!(f.kind, Kind::Ping | Kind::Pong | Kind::GoAway);
+        if link_level != (f.stream == 0) {
+            return Err(ProtocolError::MisplacedFrame {
+                stream: f.stream,
+                kind: f.kind,
+            });
+        }
+        match f.kind {
+            Kind::Ping => {
+                if self.control.len() < CONTROL_LIMIT {
+                    self.push_control(Kind::Pong, 0, f.payload);
+                }
+            }
+            Kind::Pong => {
+                let seq = u64::from_be_bytes(f.payload.try_into().unwrap_or_default());
+                if let Some((out, sent)) = self.ping_out
+                    && out == seq
+                {
+                    self.ping_out = None;
+                    self.rtt = Some((now.saturating_duration_since(sent), now));
+                }
+            }
+            Kind::GoAway => self.going_away = true,
+            Kind::Open => self.handle_open(f.stream, f.payload, now)?,
+            Kind::Data => self.handle_data(f.stream, f.payload)?,
+            Kind::Window => {
+                let inc = f.window().unwrap_or(0);
+                if let Some(s) = self.known_stream(f.stream, f.kind)? {
+                    s.send_credit = s
+                        .send_credit
+                        .checked_add(inc)
+                        .ok_or(ProtocolError::WindowOverflow(f.stream))?;
+                    s.wake_write();
+                }
+            }
+            Kind::Fin => {
+                if let Some(s) = self.known_stream(f.stream, f.kind)? {
+                    s.fin_received = true;
+                    s.wake_read();
+                    self.maybe_remove(f.stream);
+                }
+            }
+            Kind::Reset => {
+                let reason = ResetReason::from_byte(f.payload[0]);
+                if let Some(s) = self.known_stream(f.stream, f.kind)? {
+                    s.on_reset(reason);
+                    self.maybe_remove(f.stream);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn handle_open(&mut self, id: u32, payload: &[u8], now: Instant) -> Result<(), ProtocolError> {
+        if id == 0 || self.is_local(id) || id <= self.last_peer {
+            return Err(ProtocolError::BadStreamId(id));
+        }
+        self.last_peer = id;
+        let open =
+            Open::parse(payload).map_err(|error| ProtocolError::BadOpen { stream: id, error })?;
+        if self.going_away || !self.incoming_alive || self.streams.len() >= self.config.max_streams
+        {
+            self.push_control(Kind::Reset, id, &[ResetReason::Refused.to_byte()]);
+            return Ok(());
+        }
+        self.streams.insert(id, StreamState::new(open.network, now));
+        self.incoming.push_back((id, open));
+        if let Some(w) = self.incoming_waker.take() {
+            w.wake();
+        }
+        Ok(())
+    }
+
+    fn handle_data(&mut self, id: u32, payload: &[u8]) -> Result<(), ProtocolError> {
+        let Some(s) = self.known_stream(id, Kind::Data)? else {
+            return Ok(());
+        };
+        if s.fin_received || s.reset_received.is_some() {
+            return Err(ProtocolError::DataAfterFin(id));
+        }
+        // Fits: a payload is at most 16 KiB.
+        let n = payload.len() as u32;
+        s.recv
+            .on_data(n)
+            .map_err(|excess| ProtocolError::WindowExceeded { stream: id, excess })?;
+        if s.network == Network::Udp {
+            parse_datagram(payload)
+                .map_err(|error| ProtocolError::BadDatagram { stream: id, error })?;
+        }
+        if !s.dropped && !payload.is_empty() {
+            s.chunks.push_back(payload.to_vec());
+            s.wake_read();
+        }
+        self.bytes += u64::from(n);
+        Ok(())
+    }
+
+    /// The stream a frame is for: `None` if it is gone (late frames are harmless),
+    /// an error if it was never opened.
+    fn known_stream(
+        &mut self,
+        id: u32,
+        kind: Kind,
+    ) -> Result<Option<&mut StreamState>, ProtocolError> {
+        let opened = if self.is_local(id) {
+            id < self.next_local
+        } else {
+            id <= self.last_peer
+        };
+        if !opened {
+            return Err(ProtocolError::UnknownStream { stream: id, kind });
+        }
+        Ok(self.streams.get_mut(&id))
+    }
+
+    fn is_local(&self, id: u32) -> bool {
+        (id % 2 == 1) == (self.side == Side::Opener)
+    }
+
+    /// Appends the bytes to send next to `out`: all control frames, then one frame
+    /// per stream in round-robin order until `out` holds `limit` bytes.
+    pub(crate) fn poll_transmit(&mut self, out: &mut Vec<u8>, limit: usize) {
+        out.append(&mut self.control);
+        while out.len() < limit {
+            let Some(id) = self.ring.pop_front() else {
+                break;
+            };
+            let Some(s) = self.streams.get_mut(&id) else {
+                continue;
+            };
+            s.in_ring = false;
+            let Some(frame) = s.queue.pop_front() else {
+                continue;
+            };
+            s.queued_bytes -= frame.len();
+            out.extend_from_slice(&frame);
+            if s.queue.is_empty() {
+                self.maybe_remove(id);
+            } else {
+                s.in_ring = true;
+                self.ring.push_back(id);
+            }
+            if let Some(s) = self.streams.get_mut(&id) {
+                s.wake_write_if_room();
+            }
+        }
+    }
+
+    /// Whether there is anything to send.
+    pub(crate) fn has_transmit(&self) -> bool {
+        !self.control.is_empty() || !self.ring.is_empty()
+    }
+
+    /// Registers the writer task's waker.
+    pub(crate) fn set_writer(&mut self, waker: &Waker) {
+        self.writer = Some(waker.clone());
+    }
+
+    pub(super) fn wake_writer(&mut self) {
+        if let Some(w) = self.writer.take() {
+            w.wake();
+        }
+    }
+
+    pub(super) fn push_control(&mut self, kind: Kind, stream: u32, payload: &[u8]) {
+        Frame {
+            kind,
+            flags: 0,
+            stream,
+            payload,
+        }
+        .encode(&mut self.control);
+        self.wake_writer();
+    }
+
+    pub(super) fn schedule(&mut self, id: u32) {
+        if let Some(s) = self.streams.get_mut(&id)
+            && !s.in_ring
+        {
+            s.in_ring = true;
+            self.ring.push_back(id);
+        }
+        self.wake_writer();
+    }
+
+    /// Forgets the stream and tells the peer, unless the peer already reset it.
+    pub(super) fn abort(&mut self, id: u32, reason: ResetReason) {
+        if let Some(s) = self.streams.remove(&id)
+            && s.reset_received.is_none()
+            && self.closed.is_none()
+        {
+            self.push_control(Kind::Reset, id, &[reason.to_byte()]);
+        }
+    }
+
+    /// Forgets a dropped stream once it has nothing left to send.
+    pub(super) fn maybe_remove(&mut self, id: u32) {
+        if self
+            .streams
+            .get(&id)
+            .is_some_and(|s| s.dropped && (s.queue.is_empty() || s.reset_received.is_some()))
+        {
+            self.streams.remove(&id);
+        }
+    }
+
+    /// Sends a `Ping`; its `Pong` gives a round-trip sample.
+    pub(super) fn ping(&mut self, now: Instant) {
+        self.ping_seq += 1;
+        self.ping_out = Some((self.ping_seq, now));
+        self.last_ping = now;
+        self.push_control(Kind::Ping, 0, &self.ping_seq.to_be_bytes());
+    }
+
+    /// Refreshes a stale round-trip sample.
+    pub(super) fn refresh_rtt(&mut self, now: Instant) {
+        let stale = self
+            .rtt
+            .is_none_or(|(_, at)| now.saturating_duration_since(at) > RTT_REFRESH);
+        if stale && self.ping_out.is_none() {
+            self.ping(now);
+        }
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must run next.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        if self.closed.is_some() {
+            return None;
+        }
+        let dead = self.last_rx + self.config.idle_timeout;
+        let ping = self.last_rx.max(self.last_ping) + self.config.keepalive;
+        Some(dead.min(ping))
+    }
+
+    /// Pings an idle link and closes a dead one.
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        if self.closed.is_some() {
+            return;
+        }
+        if now >= self.last_rx + self.config.idle_timeout {
+            self.close(MuxError::Timeout(self.config.idle_timeout));
+        } else if now >= self.last_rx.max(self.last_ping) + self.config.keepalive {
+            self.ping(now);
+        }
+    }
+}
