@@ -8,13 +8,17 @@
 //! - [`placement`]: which origin a user's connection goes to (sticky table plus
 //!   rendezvous hashing), so a user keeps their exit address;
 //! - [`backoff`]: when the dialing side tries again;
-//! - [`frame`]: the link's frame codec.
+//! - [`frame`]: the link's frame codec;
+//! - [`link`]: how a link is made and trusted (certificates, pins, transports, the
+//!   hello, the dialer).
 //!
-//! No I/O, no clock, no randomness that is not passed in.
+//! Everything but [`link`] is pure: no I/O, no clock, no randomness that is not passed
+//! in. [`link`] is the async shell around those parts.
 
 #![warn(missing_docs)]
 
 pub mod backoff;
 pub mod credentials;
 pub mod frame;
+pub mod link;
 pub mod placement;
