@@ -9,16 +9,19 @@
 //!   rendezvous hashing), so a user keeps their exit address;
 //! - [`backoff`]: when the dialing side tries again;
 //! - [`frame`]: the link's frame codec;
-//! - [`mux`]: streams multiplexed over one link (the one part here with I/O: tokio
-//!   tasks around a pure state machine).
+//! - [`mux`]: streams multiplexed over one link (tokio tasks around a pure state
+//!   machine);
+//! - [`link`]: how a link is made and trusted (certificates, pins, transports, the
+//!   hello, the dialer).
 //!
-//! Apart from [`mux`]'s driver tasks: no I/O, no clock, no randomness that is not
-//! passed in.
+//! [`backoff`], [`credentials`], [`frame`] and [`placement`] are pure: no I/O, no clock,
+//! no randomness that is not passed in. [`mux`] and [`link`] are the async shells.
 
 #![warn(missing_docs)]
 
 pub mod backoff;
 pub mod credentials;
 pub mod frame;
+pub mod link;
 pub mod mux;
 pub mod placement;

@@ -1,0 +1,304 @@
+//! How a link's bytes travel: TCP+TLS or WebSocket+TLS, dialed or accepted, both ending
+//! in one boxed byte stream ([`LinkStream`]).
+//!
+//! ```text
+//! Tls:        TCP ─ TLS 1.3 (pinned) ─ link bytes
+//! WebSocket:  TCP ─ HTTP/1.1 Upgrade (path, Host) ─ binary messages ─ TLS 1.3 (pinned) ─ link bytes
+//! ```
+//! The WebSocket profile carries the pinned TLS *inside* the messages, so an HTTP
+//! reverse proxy or CDN that passes WebSocket upgrades can carry the link without
+//! holding its key: trust stays end to end, the proxy sees only an ordinary upgrade.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::ServerConfig;
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
+
+use super::cert::client_config;
+use super::pin::{Pin, PinError, pin_error_in};
+use super::ws::{WsStream, config as ws_config};
+
+/// Anything a link can run over.
+pub trait LinkIo: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> LinkIo for T {}
+
+/// A link's byte stream after TLS, whatever carries it.
+pub type LinkStream = Box<dyn LinkIo>;
+
+/// How a profile carries its links.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Transport {
+    /// TLS straight on TCP.
+    Tls,
+    /// TLS inside WebSocket binary messages, after an HTTP/1.1 Upgrade.
+    WebSocket {
+        /// The request path, e.g. `/tunnel`; the listening side accepts only this one.
+        path: String,
+        /// The `Host` the dialing side sends (what a proxy or CDN routes on); the
+        /// listening side does not check it, since proxies may rewrite it.
+        host: String,
+    },
+}
+
+/// One address of the listening side, as the dialing side sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Target {
+    /// `host:port` to connect to.
+    pub addr: String,
+    /// The tunnel's certificate name: the SNI sent and the name checked.
+    pub name: String,
+    /// What the certificate must match.
+    pub pin: Pin,
+    /// TLS or WebSocket.
+    pub transport: Transport,
+}
+
+impl core::fmt::Display for Target {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match &self.transport {
+            Transport::Tls => write!(f, "tls://{}", self.addr),
+            Transport::WebSocket { path, .. } => write!(f, "ws://{}{path}", self.addr),
+        }
+    }
+}
+
+/// Why a link could not be dialed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The TCP connection failed.
+    #[error("{target}: TCP connect failed ({kind:?}): {reason}")]
+    Tcp {
+        /// Where to.
+        target: String,
+        /// The OS error's kind (`ConnectionRefused` when nothing listens).
+        kind: io::ErrorKind,
+        /// The OS error.
+        reason: String,
+    },
+    /// The WebSocket upgrade failed (wrong path, a proxy that does not pass upgrades).
+    #[error("{target}: WebSocket upgrade failed: {reason}; check the profile's path and host")]
+    WebSocket {
+        /// Where to.
+        target: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The peer's certificate is not the pinned one.
+    #[error("{target}: {error}")]
+    Pin {
+        /// Where to.
+        target: String,
+        /// The pin check's verdict.
+        error: PinError,
+    },
+    /// The TLS handshake failed for another reason (expired, bad signature, protocol).
+    #[error("{target}: TLS handshake failed: {reason}")]
+    Tls {
+        /// Where to.
+        target: String,
+        /// What rustls said.
+        reason: String,
+    },
+    /// Nothing completed within the deadline.
+    #[error("{target}: no link within {after:?}; the address may be blocked")]
+    Timeout {
+        /// Where to.
+        target: String,
+        /// The deadline.
+        after: Duration,
+    },
+}
+
+fn tls_error(target: &Target, e: io::Error) -> ConnectError {
+    let source: Option<&(dyn std::error::Error + 'static)> = e.get_ref().map(|e| e as _);
+    match source.and_then(pin_error_in) {
+        Some(p) => ConnectError::Pin {
+            target: target.to_string(),
+            error: p.clone(),
+        },
+        None => ConnectError::Tls {
+            target: target.to_string(),
+            reason: e.to_string(),
+        },
+    }
+}
+
+/// Dials `target` and completes TLS (and the upgrade, for WebSocket) within `deadline`.
+pub async fn connect(target: &Target, deadline: Duration) -> Result<LinkStream, ConnectError> {
+    tokio::time::timeout(deadline, connect_inner(target))
+        .await
+        .unwrap_or_else(|_| {
+            Err(ConnectError::Timeout {
+                target: target.to_string(),
+                after: deadline,
+            })
+        })
+}
+
+async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
+    let tcp = TcpStream::connect(&target.addr)
+        .await
+        .map_err(|e| ConnectError::Tcp {
+            target: target.to_string(),
+            kind: e.kind(),
+            reason: e.to_string(),
+        })?;
+    // Many small frames share a link: don't let Nagle hold them back.
+    let _ = tcp.set_nodelay(true);
+    let tls = TlsConnector::from(client_config(&target.name, target.pin));
+    let sni = ServerName::try_from(target.name.clone()).map_err(|e| ConnectError::Tls {
+        target: target.to_string(),
+        reason: format!("certificate name {:?}: {e}", target.name),
+    })?;
+    match &target.transport {
+        Transport::Tls => {
+            let s = tls
+                .connect(sni, tcp)
+                .await
+                .map_err(|e| tls_error(target, e))?;
+            Ok(Box::new(s))
+        }
+        Transport::WebSocket { path, host } => {
+            let ws_fail = |reason: String| ConnectError::WebSocket {
+                target: target.to_string(),
+                reason,
+            };
+            let request = format!("ws://{host}{path}")
+                .into_client_request()
+                .map_err(|e| ws_fail(e.to_string()))?;
+            let (ws, _) =
+                tokio_tungstenite::client_async_with_config(request, tcp, Some(ws_config()))
+                    .await
+                    .map_err(|e| ws_fail(e.to_string()))?;
+            let s = tls
+                .connect(sni, WsStream::new(ws))
+                .await
+                .map_err(|e| tls_error(target, e))?;
+            Ok(Box::new(s))
+        }
+    }
+}
+
+/// Why an incoming connection did not become a link's byte stream.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AcceptError {
+    /// The WebSocket upgrade was missing, malformed or for another path.
+    #[error("from {peer}: WebSocket upgrade refused: {reason}")]
+    WebSocket {
+        /// Who connected.
+        peer: SocketAddr,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The TLS handshake failed.
+    #[error("from {peer}: TLS handshake failed: {reason}")]
+    Tls {
+        /// Who connected.
+        peer: SocketAddr,
+        /// What rustls said.
+        reason: String,
+    },
+    /// The peer did not finish within the deadline.
+    #[error("from {peer}: no handshake within {after:?}")]
+    Timeout {
+        /// Who connected.
+        peer: SocketAddr,
+        /// The deadline.
+        after: Duration,
+    },
+}
+
+/// The listening side of one profile: turns accepted TCP connections into link streams.
+#[derive(Clone)]
+pub struct Acceptor {
+    tls: TlsAcceptor,
+    transport: Transport,
+}
+
+impl Acceptor {
+    /// An acceptor serving `tls` (see [`super::cert::server_config`]) over `transport`.
+    pub fn new(tls: Arc<ServerConfig>, transport: Transport) -> Self {
+        Self {
+            tls: TlsAcceptor::from(tls),
+            transport,
+        }
+    }
+
+    /// Accepts one TCP connection and completes its handshake within `deadline`.
+    ///
+    /// Handshakes run one after another here; a server that must not let one slow peer
+    /// hold up others accepts on the listener itself and calls [`Self::handshake`] in a
+    /// task per connection. Cancel-safety: cancelling loses at most the connection
+    /// being handshaken, never one still queued on the listener.
+    pub async fn accept(
+        &self,
+        listener: &TcpListener,
+        deadline: Duration,
+    ) -> io::Result<Result<(LinkStream, SocketAddr), AcceptError>> {
+        let (tcp, peer) = listener.accept().await?;
+        Ok(self.handshake(tcp, peer, deadline).await.map(|s| (s, peer)))
+    }
+
+    /// Completes the upgrade (for WebSocket) and TLS on an accepted connection.
+    pub async fn handshake(
+        &self,
+        tcp: TcpStream,
+        peer: SocketAddr,
+        deadline: Duration,
+    ) -> Result<LinkStream, AcceptError> {
+        tokio::time::timeout(deadline, self.handshake_inner(tcp, peer))
+            .await
+            .unwrap_or(Err(AcceptError::Timeout {
+                peer,
+                after: deadline,
+            }))
+    }
+
+    async fn handshake_inner(
+        &self,
+        tcp: TcpStream,
+        peer: SocketAddr,
+    ) -> Result<LinkStream, AcceptError> {
+        let _ = tcp.set_nodelay(true);
+        let tls_fail = |e: io::Error| AcceptError::Tls {
+            peer,
+            reason: e.to_string(),
+        };
+        match &self.transport {
+            Transport::Tls => Ok(Box::new(self.tls.accept(tcp).await.map_err(tls_fail)?)),
+            Transport::WebSocket { path, .. } => {
+                let want = path.clone();
+                let check = move |req: &Request, resp: Response| {
+                    if req.uri().path() == want {
+                        Ok(resp)
+                    } else {
+                        let mut no = ErrorResponse::new(None);
+                        *no.status_mut() = StatusCode::NOT_FOUND;
+                        Err(no)
+                    }
+                };
+                let ws =
+                    tokio_tungstenite::accept_hdr_async_with_config(tcp, check, Some(ws_config()))
+                        .await
+                        .map_err(|e| AcceptError::WebSocket {
+                            peer,
+                            reason: e.to_string(),
+                        })?;
+                let s = self.tls.accept(WsStream::new(ws)).await.map_err(tls_fail)?;
+                Ok(Box::new(s))
+            }
+        }
+    }
+}
