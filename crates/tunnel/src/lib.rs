@@ -25,3 +25,4 @@ pub mod frame;
 pub mod link;
 pub mod mux;
 pub mod placement;
+pub mod pool;

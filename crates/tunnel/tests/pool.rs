@@ -1,0 +1,116 @@
+//! The relay's pool over real multiplexed links (in-memory pipes): origin by user,
+//! profile by balancing, link by load; losing a profile moves nobody.
+
+use switchyard_proto::Address;
+use switchyard_tunnel::frame::{Network, Open};
+use switchyard_tunnel::mux::{Incoming, Mux, MuxConfig, MuxHandle, Side};
+use switchyard_tunnel::pool::{Balancing, Pool, PoolError};
+
+/// A link: the relay's handle and the origin's incoming streams (kept alive).
+fn link() -> (MuxHandle, Incoming, MuxHandle) {
+    let (a, b) = tokio::io::duplex(1 << 16);
+    let (relay, _) = Mux::start(a, Side::Opener, MuxConfig::default());
+    let (origin, incoming) = Mux::start(b, Side::Acceptor, MuxConfig::default());
+    (relay, incoming, origin)
+}
+
+fn open(user: &str) -> Open {
+    Open {
+        network: Network::Tcp,
+        user: user.into(),
+        destination: Address::Domain("example.org".into(), 443),
+    }
+}
+
+struct Links(Vec<(MuxHandle, Incoming, MuxHandle)>);
+
+fn add(pool: &Pool, links: &mut Links, origin: &str, profile: usize) -> (u64, MuxHandle) {
+    let (relay, incoming, far) = link();
+    let id = pool.add(origin, profile, relay.clone());
+    links.0.push((relay.clone(), incoming, far));
+    (id, relay)
+}
+
+#[tokio::test]
+async fn distribute_takes_the_least_loaded_link_across_profiles() {
+    let pool = Pool::new(Balancing::Distribute);
+    let mut keep = Links(vec![]);
+    let (_, a) = add(&pool, &mut keep, "fi", 0);
+    let (_, b) = add(&pool, &mut keep, "fi", 1);
+    let mut streams = vec![];
+    for i in 0..10 {
+        streams.push(pool.open(open(&format!("u{i}")), 0).unwrap());
+    }
+    assert_eq!((a.open_streams(), b.open_streams()), (5, 5));
+    let status = pool.status();
+    assert_eq!(status["fi"].open_streams, 10);
+    assert_eq!(status["fi"].links_per_profile.values().sum::<usize>(), 2);
+}
+
+#[tokio::test]
+async fn priority_uses_the_first_connected_profile_then_the_next() {
+    let pool = Pool::new(Balancing::Priority);
+    let mut keep = Links(vec![]);
+    let (first_id, first) = add(&pool, &mut keep, "fi", 0);
+    let (_, second) = add(&pool, &mut keep, "fi", 1);
+    let s1 = pool.open(open("a"), 0).unwrap();
+    let s2 = pool.open(open("b"), 0).unwrap();
+    assert_eq!((first.open_streams(), second.open_streams()), (2, 0));
+    // Profile 0 is lost: profile 1 carries on, for the same users on the same origin.
+    first.close();
+    pool.remove("fi", first_id);
+    drop((s1, s2));
+    let _s3 = pool.open(open("a"), 1).unwrap();
+    assert_eq!(second.open_streams(), 1);
+}
+
+#[tokio::test]
+async fn losing_a_profile_moves_nobody_losing_an_origin_moves_only_its_users() {
+    let pool = Pool::new(Balancing::Distribute);
+    let mut keep = Links(vec![]);
+    let mut ids = vec![];
+    for origin in ["fi", "de", "nl"] {
+        for profile in 0..2 {
+            ids.push((origin, add(&pool, &mut keep, origin, profile)));
+        }
+    }
+    let where_is = |pool: &Pool, user: &str| -> String {
+        let before: Vec<(String, usize)> = pool
+            .status()
+            .iter()
+            .map(|(o, s)| (o.clone(), s.open_streams))
+            .collect();
+        let s = pool.open(open(user), 0).unwrap();
+        let after = pool.status();
+        let origin = before
+            .iter()
+            .find(|(o, n)| after[o].open_streams > *n)
+            .map(|(o, _)| o.clone())
+            .unwrap();
+        drop(s);
+        origin
+    };
+    let users: Vec<String> = (0..60).map(|i| format!("user-{i}")).collect();
+    let before: Vec<String> = users.iter().map(|u| where_is(&pool, u)).collect();
+    // Lose de's profile 0: nobody moves.
+    let (_, (id, handle)) = ids
+        .iter()
+        .find(|(o, (_, h))| *o == "de" && h.open_streams() == 0)
+        .unwrap();
+    handle.close();
+    pool.remove("de", *id);
+    let same: Vec<String> = users.iter().map(|u| where_is(&pool, u)).collect();
+    assert_eq!(same, before);
+    // Lose all of de: only de's users move.
+    pool.drop_origin("de");
+    let after: Vec<String> = users.iter().map(|u| where_is(&pool, u)).collect();
+    for (b, a) in before.iter().zip(&after) {
+        if b == "de" {
+            assert_ne!(a, "de")
+        } else {
+            assert_eq!(a, b)
+        }
+    }
+    pool.close_all();
+    assert!(matches!(pool.open(open("x"), 0), Err(PoolError::NoOrigin)));
+}
