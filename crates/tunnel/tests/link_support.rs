@@ -53,7 +53,21 @@ pub async fn relay(
     transport: Transport,
     admitted: Admitted,
 ) -> (SocketAddr, Listener, mpsc::Receiver<Accepted>) {
-    let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    relay_on(
+        TcpListener::bind("127.0.0.1:0").await.unwrap(),
+        cert,
+        transport,
+        admitted,
+    )
+}
+
+/// [`relay`] on a bound listener.
+pub fn relay_on(
+    tcp: TcpListener,
+    cert: &IssuedCert,
+    transport: Transport,
+    admitted: Admitted,
+) -> (SocketAddr, Listener, mpsc::Receiver<Accepted>) {
     let addr = tcp.local_addr().unwrap();
     let acceptor = Acceptor::new(
         server_config(&cert.cert_pem, &cert.key_pem).unwrap(),

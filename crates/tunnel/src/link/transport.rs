@@ -280,7 +280,7 @@ impl Acceptor {
             Transport::Tls => Ok(Box::new(self.tls.accept(tcp).await.map_err(tls_fail)?)),
             Transport::WebSocket { path, .. } => {
                 let want = path.clone();
-                // tungstenite's callback type fixes the large error type.
+                // tungstenite's callback signature, not ours.
                 #[allow(clippy::result_large_err)]
                 let check = move |req: &Request, resp: Response| {
                     if req.uri().path() == want {
