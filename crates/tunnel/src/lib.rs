@@ -22,6 +22,7 @@
 pub mod backoff;
 pub mod credentials;
 pub mod frame;
+pub mod half;
 pub mod link;
 pub mod mux;
 pub mod placement;

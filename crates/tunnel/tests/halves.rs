@@ -1,0 +1,218 @@
+//! A relay half and origin halves on 127.0.0.1 (reverse mode, real pinned TLS):
+//! streams reach the destination through the origin chosen for the user; a removed
+//! origin's links drop within a second and it is refused from then on.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use switchyard_proto::Address;
+use switchyard_tunnel::credentials::{TunnelSecret, origin_credential};
+use switchyard_tunnel::frame::{Network, Open};
+use switchyard_tunnel::half::{OriginHalf, OriginSpec, Profile, RelayHalf, RelaySpec};
+use switchyard_tunnel::link::cert::issue;
+use switchyard_tunnel::link::transport::Transport;
+use switchyard_tunnel::pool::Balancing;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const SECRET: TunnelSecret = TunnelSecret([42; 32]);
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A TCP echo server.
+async fn echo() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = l.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    addr
+}
+
+/// An origin half whose handler connects to the destination and records its name.
+fn origin(
+    name: &str,
+    profiles: &[Profile],
+    pin: switchyard_tunnel::link::Pin,
+    seen: Arc<Mutex<Vec<String>>>,
+) -> OriginHalf {
+    let me = name.to_owned();
+    let handler = Arc::new(
+        move |open: Open, mut stream: switchyard_tunnel::mux::MuxStream| {
+            seen.lock().unwrap().push(me.clone());
+            tokio::spawn(async move {
+                let Address::Ip(dest) = open.destination else {
+                    return;
+                };
+                let Ok(mut tcp) = TcpStream::connect(dest).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut stream, &mut tcp).await;
+            });
+        },
+    );
+    OriginHalf::start(
+        OriginSpec {
+            tunnel: "eu".into(),
+            origin: name.into(),
+            credential: origin_credential(&SECRET, "eu", name),
+            pin,
+            profiles: profiles.to_vec(),
+            links: 2,
+        },
+        handler,
+    )
+}
+
+async fn wait_until(mut f: impl FnMut() -> bool) {
+    for _ in 0..200 {
+        if f() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("condition not reached in 5 s");
+}
+
+#[tokio::test]
+async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once() {
+    let cert = issue("eu").unwrap();
+    let profiles = vec![
+        Profile {
+            port: free_port(),
+            transport: Transport::Tls,
+            addresses: vec![],
+        },
+        Profile {
+            port: free_port(),
+            transport: Transport::WebSocket {
+                path: "/t".into(),
+                host: "cdn.test".into(),
+            },
+            addresses: vec![],
+        },
+    ];
+    let profiles: Vec<Profile> = profiles
+        .into_iter()
+        .map(|mut p| {
+            p.addresses = vec![format!("127.0.0.1:{}", p.port)];
+            p
+        })
+        .collect();
+    let relay = RelayHalf::start(RelaySpec {
+        tunnel: "eu".into(),
+        listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        profiles: profiles.clone(),
+        balancing: Balancing::Distribute,
+        cert_pem: cert.cert_pem.clone(),
+        key_pem: cert.key_pem.clone(),
+        origins: ["fi", "de"]
+            .iter()
+            .map(|o| (o.to_string(), origin_credential(&SECRET, "eu", o)))
+            .collect(),
+    })
+    .await
+    .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let _fi = origin("fi", &profiles, cert.pin.clone(), seen.clone());
+    let _de = origin("de", &profiles, cert.pin.clone(), seen.clone());
+    // An impostor with a wrong credential is refused and visible.
+    let mut bad = OriginSpec {
+        tunnel: "eu".into(),
+        origin: "fi".into(),
+        credential: origin_credential(&TunnelSecret([1; 32]), "eu", "fi"),
+        pin: cert.pin.clone(),
+        profiles: profiles.clone(),
+        links: 1,
+    };
+    bad.profiles.truncate(1);
+    let _impostor = OriginHalf::start(bad, Arc::new(|_, _| {}));
+    // 2 origins × 2 profiles × 1 address × 2 links.
+    wait_until(|| relay.links() == 8).await;
+    wait_until(|| {
+        relay
+            .refusals()
+            .iter()
+            .map(|r| r.bad_credential)
+            .sum::<u64>()
+            >= 1
+    })
+    .await;
+
+    let target = echo().await;
+    let mut origins_of = std::collections::HashMap::new();
+    for user in ["alice", "bob", "carol", "dave", "erin", "frank"] {
+        for _ in 0..3 {
+            let open = Open {
+                network: Network::Tcp,
+                user: user.into(),
+                destination: Address::Ip(target),
+            };
+            let mut s = relay.open(open, 0).unwrap();
+            let payload = vec![7u8; 100_000];
+            s.write_all(&payload).await.unwrap();
+            let mut back = vec![0u8; payload.len()];
+            s.read_exact(&mut back).await.unwrap();
+            assert_eq!(back, payload);
+            let last = seen.lock().unwrap().last().cloned().unwrap();
+            let first = origins_of.entry(user).or_insert(last.clone());
+            assert_eq!(*first, last, "{user} stays on one origin");
+        }
+    }
+    assert!(relay.bytes() >= 6 * 3 * 200_000);
+    let on_de: Vec<&str> = origins_of
+        .iter()
+        .filter(|(_, o)| *o == "de")
+        .map(|(u, _)| *u)
+        .collect();
+
+    // Remove de: its links drop within a second; its users move, the others don't.
+    relay.set_origins(vec![("fi".into(), origin_credential(&SECRET, "eu", "fi"))]);
+    tokio::time::timeout(Duration::from_secs(1), async {
+        while relay.origins().contains_key("de") {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("de's links dropped within a second");
+    for (user, before) in &origins_of {
+        let open = Open {
+            network: Network::Tcp,
+            user: (*user).into(),
+            destination: Address::Ip(target),
+        };
+        let mut s = relay.open(open, 0).unwrap();
+        s.write_all(b"x").await.unwrap();
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b).await.unwrap();
+        let now = seen.lock().unwrap().last().cloned().unwrap();
+        if on_de.contains(user) {
+            assert_eq!(now, "fi")
+        } else {
+            assert_eq!(&now, before)
+        }
+    }
+    // de keeps trying and is refused from now on.
+    wait_until(|| {
+        relay
+            .refusals()
+            .iter()
+            .map(|r| r.unknown_origin)
+            .sum::<u64>()
+            >= 1
+    })
+    .await;
+    assert!(!relay.origins().contains_key("de"));
+}
