@@ -269,7 +269,7 @@ impl OriginHalf {
                 p.addresses.iter().map(|a| Target {
                     addr: a.clone(),
                     name: name.clone(),
-                    pin: spec.pin.clone(),
+                    pin: spec.pin,
                     transport: p.transport.clone(),
                 })
             })

@@ -126,14 +126,14 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
     .await
     .unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let _fi = origin("fi", &profiles, cert.pin.clone(), seen.clone());
-    let _de = origin("de", &profiles, cert.pin.clone(), seen.clone());
+    let _fi = origin("fi", &profiles, cert.pin, seen.clone());
+    let _de = origin("de", &profiles, cert.pin, seen.clone());
     // An impostor with a wrong credential is refused and visible.
     let mut bad = OriginSpec {
         tunnel: "eu".into(),
         origin: "fi".into(),
         credential: origin_credential(&TunnelSecret([1; 32]), "eu", "fi"),
-        pin: cert.pin.clone(),
+        pin: cert.pin,
         profiles: profiles.clone(),
         links: 1,
     };
