@@ -36,6 +36,9 @@ pub enum DialError {
     /// Connecting failed or timed out.
     #[error("{0}: {1}")]
     Connect(Destination, io::Error),
+    /// The route sends this into a tunnel, and the tunnel can't take it.
+    #[error("{0}: tunnel {1}: no stream could be opened (no origin connected, or UDP, which tunnels don't carry yet)")]
+    Tunnel(Destination, String),
 }
 
 /// Whether `ip` is anything but a globally routable unicast address: loopback,
@@ -75,12 +78,23 @@ fn private_v4(v4: Ipv4Addr) -> bool {
         || o[0] >= 240
 }
 
+/// Where an outbound sends traffic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Via {
+    /// Out from this node.
+    Direct,
+    /// Nowhere.
+    Block,
+    /// Into the tunnel with this tag (this node is its relay).
+    Tunnel(String),
+}
+
 /// Dials destinations for users, through the outbound the route picks.
 #[derive(Clone, Debug)]
 pub struct Dialer {
     rules: Vec<Rule>,
     final_tag: String,
-    outbounds: HashMap<String, OutboundKind>,
+    outbounds: HashMap<String, Via>,
     /// Whether private and loopback destinations are allowed.
     pub allow_private: bool,
 }
@@ -88,15 +102,21 @@ pub struct Dialer {
 impl Dialer {
     /// The dialer of a (validated) config: its rules, outbounds and final outbound.
     pub fn from_config(c: &NodeConfig) -> Self {
-        let mut outbounds: HashMap<String, OutboundKind> = [
-            ("direct".to_owned(), OutboundKind::Direct),
-            ("block".to_owned(), OutboundKind::Block),
-        ]
-        .into();
-        outbounds.extend(c.outbounds.iter().map(|o| (o.tag.clone(), o.kind)));
+        let mut outbounds: HashMap<String, Via> =
+            [("direct".to_owned(), Via::Direct), ("block".to_owned(), Via::Block)].into();
+        for o in &c.outbounds {
+            let via = match o.kind {
+                OutboundKind::Direct => Via::Direct,
+                OutboundKind::Block => Via::Block,
+            };
+            outbounds.insert(o.tag.clone(), via);
+        }
+        for tag in c.relay_tags() {
+            outbounds.insert(tag.clone(), Via::Tunnel(tag));
+        }
         Self {
             rules: c.route.rules.clone(),
-            final_tag: c.route.final_outbound.clone(),
+            final_tag: c.final_tag(),
             outbounds,
             allow_private: c.node.allow_private_destinations,
         }
@@ -107,18 +127,22 @@ impl Dialer {
         Self {
             rules: Vec::new(),
             final_tag: "all".into(),
-            outbounds: [("all".to_owned(), kind)].into(),
+            outbounds: [(
+                "all".to_owned(),
+                match kind {
+                    OutboundKind::Direct => Via::Direct,
+                    OutboundKind::Block => Via::Block,
+                },
+            )]
+            .into(),
             allow_private,
         }
     }
 
-    /// The outbound for a connection to `dest` over `network`.
-    pub fn outbound_for(&self, dest: &Destination, network: Network) -> OutboundKind {
+    /// Where a connection to `dest` over `network` goes.
+    pub fn via(&self, dest: &Destination, network: Network) -> Via {
         let tag = route(&self.rules, &self.final_tag, dest, network);
-        self.outbounds
-            .get(tag)
-            .copied()
-            .unwrap_or(OutboundKind::Block)
+        self.outbounds.get(tag).cloned().unwrap_or(Via::Block)
     }
 
     /// The addresses `dest` stands for, routed and checked against the private-range
@@ -128,8 +152,11 @@ impl Dialer {
         dest: &Destination,
         network: Network,
     ) -> Result<Vec<SocketAddr>, DialError> {
-        if self.outbound_for(dest, network) == OutboundKind::Block {
-            return Err(DialError::Blocked(dest.clone()));
+        match self.via(dest, network) {
+            Via::Direct => {}
+            Via::Block => return Err(DialError::Blocked(dest.clone())),
+            // UDP through tunnels is not in this build: such datagrams are dropped.
+            Via::Tunnel(tag) => return Err(DialError::Tunnel(dest.clone(), tag)),
         }
         let addrs: Vec<SocketAddr> = match dest {
             Destination::Ip(a) => vec![*a],

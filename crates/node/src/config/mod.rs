@@ -4,6 +4,7 @@
 //! Every default lives here, with the trade-off it makes.
 
 mod secret;
+mod tunnel;
 mod validate;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -12,6 +13,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use secret::{Secret, constant_time_eq};
+pub use tunnel::{
+    OriginHalfConfig, RelayHalfConfig, TunnelConfig, TunnelMode, TunnelOrigin, TunnelProfile,
+    TunnelTransport,
+};
 pub use validate::{ConfigError, parse_uuid, ss_key};
 
 /// The whole node configuration.
@@ -40,6 +45,9 @@ pub struct NodeConfig {
     /// Which outbound carries what.
     #[serde(default)]
     pub route: RouteConfig,
+    /// Tunnel halves on this node.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tunnels: Vec<TunnelConfig>,
 }
 
 /// Node-wide settings.
@@ -258,9 +266,10 @@ pub enum OutboundKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RouteConfig {
-    /// The outbound for what no rule matches.
-    #[serde(rename = "final")]
-    pub final_outbound: String,
+    /// The outbound for what no rule matches. Unset: the tunnel when this node is the
+    /// relay of exactly one, else `direct`.
+    #[serde(rename = "final", default, skip_serializing_if = "Option::is_none")]
+    pub final_outbound: Option<String>,
     /// Rules tried in order; the first that matches picks the outbound.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<crate::route::Rule>,
@@ -269,7 +278,7 @@ pub struct RouteConfig {
 impl Default for RouteConfig {
     fn default() -> Self {
         Self {
-            final_outbound: "direct".into(),
+            final_outbound: None,
             rules: Vec::new(),
         }
     }
@@ -309,6 +318,41 @@ impl NodeConfig {
             .and_then(|l| l.node?.state_dir)
             .unwrap_or_else(|| NodeSettings::default().state_dir);
         path.parent().unwrap_or(std::path::Path::new(".")).join(dir)
+    }
+
+    /// The outbound for what no rule matches: `route.final`, else the tunnel when this
+    /// node is the relay of exactly one, else `direct`.
+    pub fn final_tag(&self) -> String {
+        if let Some(tag) = &self.route.final_outbound {
+            return tag.clone();
+        }
+        let relays: Vec<&TunnelConfig> = self.tunnels.iter().filter(|t| t.relay.is_some()).collect();
+        match relays.as_slice() {
+            [one] => switchyard_tunnel::credentials::tunnel_tag(&one.name),
+            _ => "direct".into(),
+        }
+    }
+
+    /// The tags of the tunnels this node relays.
+    pub fn relay_tags(&self) -> Vec<String> {
+        self.tunnels
+            .iter()
+            .filter(|t| t.relay.is_some())
+            .map(|t| switchyard_tunnel::credentials::tunnel_tag(&t.name))
+            .collect()
+    }
+
+    /// Where the outbound tagged `tag` sends traffic: a built-in, an `[[outbounds]]`
+    /// entry, or a tunnel this node relays.
+    pub fn via(&self, tag: &str) -> Option<crate::outbound::Via> {
+        use crate::outbound::Via;
+        if let Some(kind) = self.outbound(tag) {
+            return Some(match kind {
+                OutboundKind::Direct => Via::Direct,
+                OutboundKind::Block => Via::Block,
+            });
+        }
+        self.relay_tags().into_iter().find(|t| t == tag).map(Via::Tunnel)
     }
 
     /// The kind of the outbound tagged `tag` (`direct` and `block` are built in).

@@ -108,6 +108,7 @@ impl NodeConfig {
         }
         self.validate_inbounds()?;
         self.validate_users()?;
+        self.validate_tunnels()?;
         self.validate_outbounds()
     }
 
@@ -264,6 +265,64 @@ impl NodeConfig {
         Ok(())
     }
 
+    fn validate_tunnels(&self) -> Result<(), ConfigError> {
+        let mut names = HashSet::new();
+        let mut ports: HashSet<u16> = self.inbounds.iter().map(|i| i.port).collect();
+        for (i, t) in self.tunnels.iter().enumerate() {
+            let f = |name: &str| format!("tunnels[{i}].{name}");
+            if t.name.is_empty() || t.name.len() > 64 || t.name.chars().any(char::is_control) {
+                return Err(invalid(f("name"), "use 1-64 printable characters"));
+            }
+            if !names.insert(t.name.as_str()) {
+                return Err(invalid(f("name"), format!("{:?} is used by another tunnel", t.name)));
+            }
+            if t.mode == super::TunnelMode::Direct {
+                return Err(invalid(f("mode"), "direct mode is not available in this build yet; use reverse"));
+            }
+            if !(1..=8).contains(&t.profiles.len()) {
+                return Err(invalid(f("profiles"), "a tunnel has 1 to 8 profiles"));
+            }
+            if !(1..=64).contains(&t.links) {
+                return Err(invalid(f("links"), "must be 1 to 64"));
+            }
+            match (&t.relay, &t.origin) {
+                (Some(_), Some(_)) | (None, None) => {
+                    return Err(invalid(f("relay"), "set exactly one of relay and origin: this node's half"));
+                }
+                (Some(relay), None) => {
+                    for (j, p) in t.profiles.iter().enumerate() {
+                        if p.port == 0 || !ports.insert(p.port) {
+                            return Err(invalid(f(&format!("profiles[{j}].port")), format!("{} is 0 or already used on this node", p.port)));
+                        }
+                    }
+                    let mut seen = HashSet::new();
+                    for (j, o) in relay.origins.iter().enumerate() {
+                        if !seen.insert(o.name.as_str()) {
+                            return Err(invalid(f(&format!("relay.origins[{j}].name")), "used twice"));
+                        }
+                        if switchyard_tunnel::credentials::Credential::from_hex(o.credential.expose()).is_none() {
+                            return Err(invalid(f(&format!("relay.origins[{j}].credential")), "must be 64 hex digits"));
+                        }
+                    }
+                }
+                (None, Some(origin)) => {
+                    if switchyard_tunnel::credentials::Credential::from_hex(origin.credential.expose()).is_none() {
+                        return Err(invalid(f("origin.credential"), "must be 64 hex digits"));
+                    }
+                    if origin.pin.parse::<switchyard_tunnel::link::Pin>().is_err() {
+                        return Err(invalid(f("origin.pin"), "must be cert:<64 hex> or key:<64 hex>"));
+                    }
+                    for (j, p) in t.profiles.iter().enumerate() {
+                        if p.addresses.is_empty() {
+                            return Err(invalid(f(&format!("profiles[{j}].addresses")), "an origin needs the relay's address for every profile"));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn validate_outbounds(&self) -> Result<(), ConfigError> {
         let mut tags = HashSet::new();
         for (i, o) in self.outbounds.iter().enumerate() {
@@ -296,17 +355,17 @@ impl NodeConfig {
                     "has no condition; set route.final for what no rule matches",
                 ));
             }
-            if self.outbound(&rule.outbound).is_none() {
+            if self.via(&rule.outbound).is_none() {
                 return Err(invalid(
                     format!("route.rules[{i}].outbound"),
                     format!("no outbound is tagged {:?}", rule.outbound),
                 ));
             }
         }
-        if self.outbound(&self.route.final_outbound).is_none() {
+        if self.via(&self.final_tag()).is_none() {
             return Err(invalid(
                 "route.final",
-                format!("no outbound is tagged {:?}", self.route.final_outbound),
+                format!("no outbound is tagged {:?}", self.final_tag()),
             ));
         }
         Ok(())
