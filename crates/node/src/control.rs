@@ -6,13 +6,17 @@
 //! - `POST /v1/stats/ack` `{"cursor": N}`: drops records up to `N`;
 //! - `GET /v1/config`, `PUT /v1/config`: the config in force; a new one applied as a
 //!   difference, or refused with the field named;
+//! - `GET /v1/tunnels`, `GET /v1/tunnels/{name}`: every tunnel half's links, streams,
+//!   refusals (relay) or addresses with back-off and last error (origin);
+//!   `POST /v1/tunnels/{name}/reset`: drops the half's links, the dialing side starts
+//!   over at once;
 //! - `GET /metrics`: Prometheus text.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -33,6 +37,9 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/v1/stats", get(stats))
         .route("/v1/stats/ack", post(ack))
         .route("/v1/config", get(get_config).put(put_config))
+        .route("/v1/tunnels", get(tunnels))
+        .route("/v1/tunnels/{name}", get(tunnel))
+        .route("/v1/tunnels/{name}/reset", post(reset_tunnel))
         .route("/metrics", get(metrics))
         .with_state(node)
 }
@@ -124,6 +131,31 @@ async fn ack(State(node): State<Arc<Node>>, Json(ack): Json<Ack>) -> Response {
     }
 }
 
+async fn tunnels(State(node): State<Arc<Node>>) -> Json<serde_json::Value> {
+    Json(json!({ "tunnels": node.tunnels().await }))
+}
+
+async fn tunnel(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Response {
+    match node.tunnel(&name).await {
+        Some(v) => Json(v).into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            format!("no tunnel {name:?} on this node"),
+        ),
+    }
+}
+
+async fn reset_tunnel(State(node): State<Arc<Node>>, Path(name): Path<String>) -> Response {
+    if node.reset_tunnel(&name).await {
+        StatusCode::NO_CONTENT.into_response()
+    } else {
+        error(
+            StatusCode::NOT_FOUND,
+            format!("no tunnel {name:?} on this node"),
+        )
+    }
+}
+
 async fn get_config(State(node): State<Arc<Node>>) -> Json<crate::NodeConfig> {
     Json(node.config().await)
 }
@@ -136,9 +168,9 @@ async fn put_config(State(node): State<Arc<Node>>, body: String) -> Response {
     let version = config.version;
     match node.apply(config).await {
         Ok(()) => Json(json!({ "applied": version })).into_response(),
-        Err(e @ (ApplyError::Invalid(_) | ApplyError::Inbound { .. })) => {
-            error(StatusCode::BAD_REQUEST, e.to_string())
-        }
+        Err(
+            e @ (ApplyError::Invalid(_) | ApplyError::Inbound { .. } | ApplyError::Tunnel { .. }),
+        ) => error(StatusCode::BAD_REQUEST, e.to_string()),
         Err(e) => {
             tracing::error!("applying config: {e}");
             error(

@@ -16,6 +16,7 @@ pub mod relay;
 pub mod route;
 pub mod sessions;
 pub mod tls;
+mod tunnels;
 pub mod users;
 pub mod ws;
 

@@ -15,6 +15,7 @@ use crate::inbound::{self, Bound};
 use crate::journal::{Journal, JournalError};
 use crate::outbound::Dialer;
 use crate::sessions::Sessions;
+use crate::tunnels;
 use crate::users::Users;
 
 /// How often the journal takes a record. 10 s: a crash loses at most this much
@@ -33,6 +34,14 @@ pub enum ApplyError {
     Inbound {
         /// The inbound's tag.
         tag: String,
+        /// What went wrong.
+        problem: String,
+    },
+    /// A tunnel half could not start (port in use, unreadable certificate...).
+    #[error("tunnel {name:?}: {problem}")]
+    Tunnel {
+        /// The tunnel's name.
+        name: String,
         /// What went wrong.
         problem: String,
     },
@@ -62,11 +71,17 @@ pub struct Runtime {
     pub idle_timeout: Duration,
     /// How long a failed authentication without fallback is held.
     pub unauthenticated_hold: Duration,
+    /// Relay halves by tunnel tag: where routes into tunnels open their streams.
+    pub relays: HashMap<String, Arc<switchyard_tunnel::half::RelayHalf>>,
 }
 
 impl Runtime {
-    fn from_config(c: &NodeConfig) -> Self {
+    fn from_config(
+        c: &NodeConfig,
+        relays: HashMap<String, Arc<switchyard_tunnel::half::RelayHalf>>,
+    ) -> Self {
         Self {
+            relays,
             users: Users::build(c),
             dialer: Dialer::from_config(c),
             handshake_timeout: Duration::from_secs(c.node.handshake_timeout_s),
@@ -101,6 +116,7 @@ impl Shared {
 struct Running {
     config: NodeConfig,
     inbounds: HashMap<String, inbound::Running>,
+    tunnels: HashMap<String, tunnels::Running>,
 }
 
 /// A running node.
@@ -166,7 +182,7 @@ impl Node {
         let shared = Arc::new(Shared {
             accounting: Arc::new(Accounting::default()),
             sessions: Arc::new(Sessions::default()),
-            runtime: RwLock::new(Arc::new(Runtime::from_config(&config))),
+            runtime: RwLock::new(Arc::new(Runtime::from_config(&config, HashMap::new()))),
             throughput: (AtomicU64::new(0), AtomicU64::new(0)),
         });
         let node = Arc::new(Self {
@@ -175,9 +191,11 @@ impl Node {
                 config: NodeConfig {
                     inbounds: Vec::new(),
                     users: Vec::new(),
+                    tunnels: Vec::new(),
                     ..config.clone()
                 },
                 inbounds: HashMap::new(),
+                tunnels: HashMap::new(),
             }),
             journal: Mutex::new(journal),
             state_dir,
@@ -251,14 +269,48 @@ impl Node {
                 );
             }
         }
-        // 2. Keep the new config as the last good one before it takes effect.
+        // 2. Tunnel halves: membership changes apply live, other changes rebuild only
+        //    that tunnel's half (the old one stops first: it holds the ports).
+        let gone: Vec<String> = running
+            .tunnels
+            .keys()
+            .filter(|n| !new.tunnels.iter().any(|t| &t.name == *n))
+            .cloned()
+            .collect();
+        for name in gone {
+            running.tunnels.remove(&name);
+        }
+        for t in &new.tunnels {
+            match running.tunnels.get_mut(&t.name) {
+                Some(r) if r.config == *t => {}
+                Some(r) if tunnels::membership_only(&r.config, t) => {
+                    tunnels::update_membership(r, t.clone());
+                }
+                _ => {
+                    running.tunnels.remove(&t.name);
+                    let half = tunnels::start(t, &self.shared).await.map_err(|problem| {
+                        ApplyError::Tunnel {
+                            name: t.name.clone(),
+                            problem,
+                        }
+                    })?;
+                    let run = tunnels::Running {
+                        config: t.clone(),
+                        half,
+                    };
+                    running.tunnels.insert(t.name.clone(), run);
+                }
+            }
+        }
+        // 3. Keep the new config as the last good one, then swap what the data path
+        //    reads.
         self.save(&new)?;
-        // 3. Swap what the data path reads.
+        let relays = tunnels::relays(&running.tunnels);
         *self
             .shared
             .runtime
             .write()
-            .unwrap_or_else(|p| p.into_inner()) = Arc::new(Runtime::from_config(&new));
+            .unwrap_or_else(|p| p.into_inner()) = Arc::new(Runtime::from_config(&new, relays));
         let close = users_to_close(&running.config.users, &new.users);
         if !close.is_empty() {
             let n = self.shared.sessions.close_users(|u| close.contains(u));
@@ -306,6 +358,40 @@ impl Node {
         std::fs::rename(&tmp, self.state_dir.join(LAST_GOOD)).map_err(err)
     }
 
+    /// Status of every tunnel half on this node.
+    pub async fn tunnels(&self) -> Vec<serde_json::Value> {
+        let running = self.running.lock().await;
+        let mut v: Vec<_> = running.tunnels.values().map(tunnels::status).collect();
+        v.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+        v
+    }
+
+    /// Status of the tunnel `name` (its name or its tag), if this node has a half.
+    pub async fn tunnel(&self, name: &str) -> Option<serde_json::Value> {
+        let running = self.running.lock().await;
+        running
+            .tunnels
+            .values()
+            .find(|r| {
+                r.config.name == name
+                    || switchyard_tunnel::credentials::tunnel_tag(&r.config.name) == name
+            })
+            .map(tunnels::status)
+    }
+
+    /// Drops the tunnel half's links; the dialing side starts over at once.
+    pub async fn reset_tunnel(&self, name: &str) -> bool {
+        let running = self.running.lock().await;
+        let found = running.tunnels.values().find(|r| {
+            r.config.name == name
+                || switchyard_tunnel::credentials::tunnel_tag(&r.config.name) == name
+        });
+        if let Some(r) = found {
+            tunnels::reset(r);
+        }
+        found.is_some()
+    }
+
     /// The journal, for the control API.
     pub fn journal(&self) -> MutexGuard<'_, Journal> {
         self.journal.lock().unwrap_or_else(|p| p.into_inner())
@@ -324,6 +410,7 @@ impl Node {
         for (_, ib) in running.inbounds.drain() {
             ib.stop();
         }
+        running.tunnels.clear();
         if let Err(e) = self.flush_journal() {
             tracing::error!("last journal record: {e}");
         }

@@ -37,7 +37,9 @@ pub enum DialError {
     #[error("{0}: {1}")]
     Connect(Destination, io::Error),
     /// The route sends this into a tunnel, and the tunnel can't take it.
-    #[error("{0}: tunnel {1}: no stream could be opened (no origin connected, or UDP, which tunnels don't carry yet)")]
+    #[error(
+        "{0}: tunnel {1}: no stream could be opened (no origin connected, or UDP, which tunnels don't carry yet)"
+    )]
     Tunnel(Destination, String),
 }
 
@@ -102,8 +104,11 @@ pub struct Dialer {
 impl Dialer {
     /// The dialer of a (validated) config: its rules, outbounds and final outbound.
     pub fn from_config(c: &NodeConfig) -> Self {
-        let mut outbounds: HashMap<String, Via> =
-            [("direct".to_owned(), Via::Direct), ("block".to_owned(), Via::Block)].into();
+        let mut outbounds: HashMap<String, Via> = [
+            ("direct".to_owned(), Via::Direct),
+            ("block".to_owned(), Via::Block),
+        ]
+        .into();
         for o in &c.outbounds {
             let via = match o.kind {
                 OutboundKind::Direct => Via::Direct,

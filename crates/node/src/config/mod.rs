@@ -263,7 +263,7 @@ pub enum OutboundKind {
 }
 
 /// Routing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RouteConfig {
     /// The outbound for what no rule matches. Unset: the tunnel when this node is the
@@ -275,14 +275,6 @@ pub struct RouteConfig {
     pub rules: Vec<crate::route::Rule>,
 }
 
-impl Default for RouteConfig {
-    fn default() -> Self {
-        Self {
-            final_outbound: None,
-            rules: Vec::new(),
-        }
-    }
-}
 
 impl NodeConfig {
     /// Parses TOML (a config file) and validates it.
@@ -326,7 +318,8 @@ impl NodeConfig {
         if let Some(tag) = &self.route.final_outbound {
             return tag.clone();
         }
-        let relays: Vec<&TunnelConfig> = self.tunnels.iter().filter(|t| t.relay.is_some()).collect();
+        let relays: Vec<&TunnelConfig> =
+            self.tunnels.iter().filter(|t| t.relay.is_some()).collect();
         match relays.as_slice() {
             [one] => switchyard_tunnel::credentials::tunnel_tag(&one.name),
             _ => "direct".into(),
@@ -352,7 +345,10 @@ impl NodeConfig {
                 OutboundKind::Block => Via::Block,
             });
         }
-        self.relay_tags().into_iter().find(|t| t == tag).map(Via::Tunnel)
+        self.relay_tags()
+            .into_iter()
+            .find(|t| t == tag)
+            .map(Via::Tunnel)
     }
 
     /// The kind of the outbound tagged `tag` (`direct` and `block` are built in).

@@ -274,10 +274,16 @@ impl NodeConfig {
                 return Err(invalid(f("name"), "use 1-64 printable characters"));
             }
             if !names.insert(t.name.as_str()) {
-                return Err(invalid(f("name"), format!("{:?} is used by another tunnel", t.name)));
+                return Err(invalid(
+                    f("name"),
+                    format!("{:?} is used by another tunnel", t.name),
+                ));
             }
             if t.mode == super::TunnelMode::Direct {
-                return Err(invalid(f("mode"), "direct mode is not available in this build yet; use reverse"));
+                return Err(invalid(
+                    f("mode"),
+                    "direct mode is not available in this build yet; use reverse",
+                ));
             }
             if !(1..=8).contains(&t.profiles.len()) {
                 return Err(invalid(f("profiles"), "a tunnel has 1 to 8 profiles"));
@@ -287,34 +293,60 @@ impl NodeConfig {
             }
             match (&t.relay, &t.origin) {
                 (Some(_), Some(_)) | (None, None) => {
-                    return Err(invalid(f("relay"), "set exactly one of relay and origin: this node's half"));
+                    return Err(invalid(
+                        f("relay"),
+                        "set exactly one of relay and origin: this node's half",
+                    ));
                 }
                 (Some(relay), None) => {
                     for (j, p) in t.profiles.iter().enumerate() {
                         if p.port == 0 || !ports.insert(p.port) {
-                            return Err(invalid(f(&format!("profiles[{j}].port")), format!("{} is 0 or already used on this node", p.port)));
+                            return Err(invalid(
+                                f(&format!("profiles[{j}].port")),
+                                format!("{} is 0 or already used on this node", p.port),
+                            ));
                         }
                     }
                     let mut seen = HashSet::new();
                     for (j, o) in relay.origins.iter().enumerate() {
                         if !seen.insert(o.name.as_str()) {
-                            return Err(invalid(f(&format!("relay.origins[{j}].name")), "used twice"));
+                            return Err(invalid(
+                                f(&format!("relay.origins[{j}].name")),
+                                "used twice",
+                            ));
                         }
-                        if switchyard_tunnel::credentials::Credential::from_hex(o.credential.expose()).is_none() {
-                            return Err(invalid(f(&format!("relay.origins[{j}].credential")), "must be 64 hex digits"));
+                        if switchyard_tunnel::credentials::Credential::from_hex(
+                            o.credential.expose(),
+                        )
+                        .is_none()
+                        {
+                            return Err(invalid(
+                                f(&format!("relay.origins[{j}].credential")),
+                                "must be 64 hex digits",
+                            ));
                         }
                     }
                 }
                 (None, Some(origin)) => {
-                    if switchyard_tunnel::credentials::Credential::from_hex(origin.credential.expose()).is_none() {
+                    if switchyard_tunnel::credentials::Credential::from_hex(
+                        origin.credential.expose(),
+                    )
+                    .is_none()
+                    {
                         return Err(invalid(f("origin.credential"), "must be 64 hex digits"));
                     }
                     if origin.pin.parse::<switchyard_tunnel::link::Pin>().is_err() {
-                        return Err(invalid(f("origin.pin"), "must be cert:<64 hex> or key:<64 hex>"));
+                        return Err(invalid(
+                            f("origin.pin"),
+                            "must be cert:<64 hex> or key:<64 hex>",
+                        ));
                     }
                     for (j, p) in t.profiles.iter().enumerate() {
                         if p.addresses.is_empty() {
-                            return Err(invalid(f(&format!("profiles[{j}].addresses")), "an origin needs the relay's address for every profile"));
+                            return Err(invalid(
+                                f(&format!("profiles[{j}].addresses")),
+                                "an origin needs the relay's address for every profile",
+                            ));
                         }
                     }
                 }

@@ -5,10 +5,13 @@ use std::net::SocketAddr;
 use tokio::io::AsyncWriteExt;
 
 use super::{BoxIo, Ctx};
+use crate::accounting::now_ms;
 use crate::node::Runtime;
-use crate::outbound::Destination;
+use crate::outbound::{Destination, Via};
 use crate::relay::relay;
+use crate::route::Network;
 use crate::users::User;
+use switchyard_tunnel::frame::{Network as TunnelNetwork, Open};
 
 /// Bytes exchanged before the relay starts.
 pub(crate) struct Preamble<'a> {
@@ -42,9 +45,25 @@ pub(crate) async fn proxy(
         .shared
         .sessions
         .register(&user.name, &ctx.config.tag, &ctx.cancel);
-    let mut remote = match rt.dialer.connect(&dest).await {
-        Ok(r) => r,
-        Err(e) => return tracing::debug!(user = %user.name, "{e}"),
+    let mut remote: BoxIo = match rt.dialer.via(&dest, Network::Tcp) {
+        Via::Tunnel(tag) => {
+            let open = Open {
+                network: TunnelNetwork::Tcp,
+                user: user.name.clone(),
+                destination: dest.clone(),
+            };
+            match rt.relays.get(&tag).map(|r| r.open(open, now_ms())) {
+                Some(Ok(stream)) => Box::new(stream),
+                Some(Err(e)) => {
+                    return tracing::debug!(user = %user.name, %dest, "tunnel {tag}: {e}");
+                }
+                None => return tracing::warn!(%dest, "tunnel {tag} is not running"),
+            }
+        }
+        Via::Direct | Via::Block => match rt.dialer.connect(&dest).await {
+            Ok(r) => Box::new(r),
+            Err(e) => return tracing::debug!(user = %user.name, "{e}"),
+        },
     };
     if !response.is_empty()
         && (stream.write_all(response).await.is_err() || stream.flush().await.is_err())

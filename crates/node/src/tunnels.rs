@@ -1,0 +1,208 @@
+//! The node's tunnel halves: started, kept or rebuilt on every config change, and the
+//! origin's handling of the streams the relay opens.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use switchyard_tunnel::credentials::{Credential, tunnel_tag};
+use switchyard_tunnel::frame::{Network as TunnelNetwork, Open, ResetReason};
+use switchyard_tunnel::half::{OriginHalf, OriginSpec, Profile, RelayHalf, RelaySpec};
+use switchyard_tunnel::link::transport::Transport;
+use switchyard_tunnel::mux::MuxStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::{TunnelConfig, TunnelProfile, TunnelTransport};
+use crate::node::Shared;
+use crate::relay::relay;
+
+/// A running half.
+pub(crate) enum Half {
+    /// This node relays the tunnel.
+    Relay(Arc<RelayHalf>),
+    /// This node is one of its origins.
+    Origin(OriginHalf),
+}
+
+/// A tunnel half with the config it runs.
+pub(crate) struct Running {
+    pub(crate) config: TunnelConfig,
+    pub(crate) half: Half,
+}
+
+fn profiles(ps: &[TunnelProfile]) -> Vec<Profile> {
+    ps.iter()
+        .map(|p| Profile {
+            port: p.port,
+            transport: match &p.transport {
+                TunnelTransport::Tls => Transport::Tls,
+                TunnelTransport::Ws { path, host } => Transport::WebSocket {
+                    path: path.clone(),
+                    host: host.clone(),
+                },
+            },
+            addresses: p.addresses.clone(),
+        })
+        .collect()
+}
+
+fn origins(c: &TunnelConfig) -> Vec<(String, Credential)> {
+    c.relay
+        .as_ref()
+        .map(|r| {
+            r.origins
+                .iter()
+                .filter_map(|o| {
+                    Some((o.name.clone(), Credential::from_hex(o.credential.expose())?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `new` differs from `old` only in the relay's admitted origins (a live
+/// membership change, no rebuild).
+pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
+    let strip = |c: &TunnelConfig| {
+        let mut c = c.clone();
+        if let Some(r) = &mut c.relay {
+            r.origins.clear();
+        }
+        c
+    };
+    strip(old) == strip(new)
+}
+
+/// Starts `config`'s half on this node.
+pub(crate) async fn start(config: &TunnelConfig, shared: &Arc<Shared>) -> Result<Half, String> {
+    if let Some(r) = &config.relay {
+        let read = |p: &std::path::Path| {
+            std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+        };
+        let half = RelayHalf::start(RelaySpec {
+            tunnel: config.name.clone(),
+            listen: r.listen,
+            profiles: profiles(&config.profiles),
+            balancing: config.balancing,
+            cert_pem: read(&r.cert)?,
+            key_pem: read(&r.key)?,
+            origins: origins(config),
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        return Ok(Half::Relay(Arc::new(half)));
+    }
+    let Some(o) = &config.origin else {
+        return Err("neither relay nor origin".into());
+    };
+    let spec = OriginSpec {
+        tunnel: config.name.clone(),
+        origin: o.name.clone(),
+        credential: Credential::from_hex(o.credential.expose())
+            .ok_or("credential is not 64 hex digits")?,
+        pin: o.pin.parse().map_err(|e| format!("pin: {e}"))?,
+        profiles: profiles(&config.profiles),
+        links: config.links,
+    };
+    let shared = shared.clone();
+    let handler = Arc::new(move |open: Open, stream: MuxStream| {
+        tokio::spawn(serve_stream(shared.clone(), open, stream));
+    });
+    Ok(Half::Origin(OriginHalf::start(spec, handler)))
+}
+
+/// On an origin: a stream the relay opened goes out through this node's own routing.
+/// Nobody is charged: the user was counted on the relay, and the relay's address is
+/// no user's source address.
+async fn serve_stream(shared: Arc<Shared>, open: Open, stream: MuxStream) {
+    let rt = shared.runtime();
+    if open.network == TunnelNetwork::Udp {
+        // UDP through tunnels is not in this build.
+        return stream.reset(ResetReason::Refused);
+    }
+    let remote = match rt.dialer.connect(&open.destination).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::debug!(user = %open.user, "tunnel stream: {e}");
+            return stream.reset(ResetReason::ConnectFailed);
+        }
+    };
+    let never = CancellationToken::new();
+    let _ = relay(stream, remote, rt.idle_timeout, &never, |_, _| {}).await;
+}
+
+/// The relay halves by tunnel tag, for the data path.
+pub(crate) fn relays(running: &HashMap<String, Running>) -> HashMap<String, Arc<RelayHalf>> {
+    running
+        .values()
+        .filter_map(|r| match &r.half {
+            Half::Relay(h) => Some((tunnel_tag(&r.config.name), h.clone())),
+            Half::Origin(_) => None,
+        })
+        .collect()
+}
+
+/// Status of one half, for the control API.
+pub(crate) fn status(r: &Running) -> Value {
+    let base = json!({ "name": r.config.name, "tag": tunnel_tag(&r.config.name) });
+    let mut v = base;
+    match &r.half {
+        Half::Relay(h) => {
+            let refusals: Vec<Value> = h
+                .refusals()
+                .iter()
+                .map(|f| {
+                    json!({
+                        "wrong_tag": f.wrong_tag, "unknown_origin": f.unknown_origin,
+                        "bad_credential": f.bad_credential,
+                        "last": f.last.as_ref().map(|(_, origin, why)| json!({"origin": origin, "reason": why.to_string()})),
+                    })
+                })
+                .collect();
+            v["role"] = json!("relay");
+            v["state"] = json!(if h.links() > 0 {
+                format!("Connections: {}", h.links())
+            } else {
+                "No connections".into()
+            });
+            v["links"] = json!(h.links());
+            v["payload_bytes"] = json!(h.bytes());
+            v["origins"] = serde_json::to_value(h.origins()).unwrap_or_default();
+            v["refusals_per_profile"] = json!(refusals);
+        }
+        Half::Origin(h) => {
+            let addresses: Vec<Value> = h
+                .status()
+                .iter()
+                .map(|a| {
+                    json!({
+                        "target": a.target, "wanted": a.wanted, "connected": a.connected,
+                        "failures": a.failures,
+                        "next_attempt_in_ms": a.next_attempt_in.map(|d| d.as_millis() as u64),
+                        "last_error": a.last_error.as_ref().map(ToString::to_string),
+                    })
+                })
+                .collect();
+            v["role"] = json!("origin");
+            v["links"] = json!(h.links());
+            v["addresses"] = json!(addresses);
+        }
+    }
+    v
+}
+
+/// Drops the half's links; the dialing side starts over at once.
+pub(crate) fn reset(r: &Running) {
+    match &r.half {
+        Half::Relay(h) => h.reset(),
+        Half::Origin(h) => h.reset(),
+    }
+}
+
+/// Applies a live membership change to a running relay half.
+pub(crate) fn update_membership(r: &mut Running, config: TunnelConfig) {
+    if let Half::Relay(h) = &r.half {
+        h.set_origins(origins(&config));
+    }
+    r.config = config;
+}
