@@ -275,7 +275,6 @@ pub struct RouteConfig {
     pub rules: Vec<crate::route::Rule>,
 }
 
-
 impl NodeConfig {
     /// Parses TOML (a config file) and validates it.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {

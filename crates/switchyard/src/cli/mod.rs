@@ -2,6 +2,7 @@
 
 mod auto;
 mod node;
+mod tunnel;
 
 use std::io;
 
@@ -23,6 +24,9 @@ enum Command {
     Auto(auto::AutoCommand),
     /// Run a node (the data plane): inbounds, accounting, control API.
     Node(node::NodeArgs),
+    /// Tunnels between nodes, for operators without the panel.
+    #[command(subcommand)]
+    Tunnel(tunnel::TunnelCommand),
 }
 
 impl Cli {
@@ -31,6 +35,7 @@ impl Cli {
         match self.command {
             Command::Auto(cmd) => cmd.run(),
             Command::Node(args) => args.run(),
+            Command::Tunnel(cmd) => cmd.run(),
         }
     }
 }
