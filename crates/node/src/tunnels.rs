@@ -13,8 +13,11 @@ use switchyard_tunnel::mux::MuxStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{TunnelConfig, TunnelProfile, TunnelTransport};
-use crate::node::Shared;
+use crate::inbound::udp::Outlet;
+use crate::node::{Runtime, Shared};
 use crate::relay::relay;
+use switchyard_proto::Address;
+use tokio::time::Instant;
 
 /// A running half.
 pub(crate) enum Half {
@@ -117,8 +120,7 @@ pub(crate) async fn start(config: &TunnelConfig, shared: &Arc<Shared>) -> Result
 async fn serve_stream(shared: Arc<Shared>, open: Open, stream: MuxStream) {
     let rt = shared.runtime();
     if open.network == TunnelNetwork::Udp {
-        // UDP through tunnels is not in this build.
-        return stream.reset(ResetReason::Refused);
+        return serve_datagrams(&rt, &open, stream).await;
     }
     let remote = match rt.dialer.connect(&open.destination).await {
         Ok(r) => r,
@@ -129,6 +131,37 @@ async fn serve_stream(shared: Arc<Shared>, open: Open, stream: MuxStream) {
     };
     let never = CancellationToken::new();
     let _ = relay(stream, remote, rt.idle_timeout, &never, |_, _| {}).await;
+}
+
+/// On an origin: a UDP stream's datagrams go out through one socket (this node's
+/// routing; no tunnels chained), answers come back with their source.
+async fn serve_datagrams(rt: &Runtime, open: &Open, stream: MuxStream) {
+    let Ok(mut outlet) = Outlet::open(&open.user, &HashMap::new()).await else {
+        return stream.reset(ResetReason::ConnectFailed);
+    };
+    let mut buf = vec![0u8; 65_536];
+    let mut last = Instant::now();
+    loop {
+        tokio::select! {
+            r = stream.recv_from() => match r {
+                Ok((to, data)) => {
+                    if let Err(e) = outlet.send(&rt.dialer, &to, &data).await {
+                        tracing::debug!(user = %open.user, "tunnel UDP to {to}: {e}");
+                    }
+                    last = Instant::now();
+                }
+                Err(_) => return,
+            },
+            r = outlet.recv(&mut buf) => match r {
+                Ok((n, from)) => {
+                    let _ = stream.send_to(&Address::Ip(from), &buf[..n]);
+                    last = Instant::now();
+                }
+                Err(_) => return,
+            },
+            () = tokio::time::sleep_until(last + rt.idle_timeout) => return,
+        }
+    }
 }
 
 /// The relay halves by tunnel tag, for the data path.

@@ -89,6 +89,15 @@ addresses = ["127.0.0.1:{ws_port}"]
         .as_u64()
         .unwrap();
     assert!(payload >= (5 << 20), "tunnel payload {payload}");
+    // UDP crosses the tunnel too (sing-box sends it as XUDP to the relay).
+    relay.udp.check_via_socks(proxy, 20, 1200).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (up2, down2) = relay.alice();
+    assert!(
+        up2 - up >= 20 * 1200 && down2 - down >= 20 * 1200,
+        "UDP counted on alice"
+    );
+    assert!(origin.shared().accounting.users().is_empty());
     let o = origin.tunnel("eu").await.unwrap();
     assert_eq!(o["role"], "origin");
     assert_eq!(o["links"], 4);

@@ -9,7 +9,7 @@ mod shadowsocks;
 mod socks;
 mod tcp;
 mod trojan;
-mod udp;
+pub(crate) mod udp;
 mod vless;
 
 use std::net::SocketAddr;

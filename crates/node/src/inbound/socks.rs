@@ -128,7 +128,7 @@ async fn associate(
         .register(&user.name, &ctx.config.tag, &ctx.cancel);
     let (Ok(relay), Ok(mut outlet)) = (
         UdpSocket::bind(SocketAddr::new(local.ip(), 0)).await,
-        Outlet::open().await,
+        Outlet::open(&user.name, &rt.relays).await,
     ) else {
         let _ = send(&mut stream, |o| {
             Reply {

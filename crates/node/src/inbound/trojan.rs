@@ -56,9 +56,9 @@ pub(crate) async fn serve(
                 stream,
                 Framing::Trojan,
                 first,
-                &rt.dialer,
+                rt,
+                &user.name,
                 &admission,
-                rt.idle_timeout,
                 &session.cancel,
             )
             .await;

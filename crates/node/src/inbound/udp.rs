@@ -4,7 +4,6 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
-use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UdpSocket;
@@ -16,7 +15,16 @@ use switchyard_proto::{trojan, vless};
 
 use super::BoxIo;
 use crate::accounting::Admission;
-use crate::outbound::{Destination, Dialer};
+use std::sync::Arc;
+
+use switchyard_tunnel::frame::{Network as TunnelNetwork, Open};
+use switchyard_tunnel::half::RelayHalf;
+use switchyard_tunnel::mux::MuxStream;
+use tokio::sync::mpsc;
+
+use crate::accounting::now_ms;
+use crate::node::Runtime;
+use crate::outbound::{Destination, Dialer, Via};
 
 /// Bytes of undecoded stream data an association may hold: one largest packet and
 /// its framing.
@@ -97,28 +105,76 @@ impl Framing {
     }
 }
 
-/// One socket for an association, and the names it resolved.
+/// A datagram and where it came from.
+type Datagram = (SocketAddr, Vec<u8>);
+
+/// Datagrams from tunnels waiting for the association, at most this many.
+const TUNNEL_QUEUE: usize = 256;
+
+/// One socket for an association, the names it resolved, and the UDP streams of the
+/// tunnels its route sends datagrams into.
 pub(crate) struct Outlet {
     socket: UdpSocket,
     v6: bool,
     resolved: HashMap<Destination, SocketAddr>,
+    user: String,
+    relays: HashMap<String, Arc<RelayHalf>>,
+    tunnels: HashMap<String, Arc<MuxStream>>,
+    from_tunnels: (mpsc::Sender<Datagram>, mpsc::Receiver<Datagram>),
 }
 
 impl Outlet {
-    pub(crate) async fn open() -> io::Result<Self> {
+    /// An outlet for `user`'s association; `relays` are the node's tunnels.
+    pub(crate) async fn open(
+        user: &str,
+        relays: &HashMap<String, Arc<RelayHalf>>,
+    ) -> io::Result<Self> {
         // One dual-stack socket when the host has IPv6, else IPv4 only.
-        match UdpSocket::bind((Ipv6Addr::UNSPECIFIED, 0)).await {
-            Ok(socket) => Ok(Self {
-                socket,
-                v6: true,
-                resolved: HashMap::new(),
-            }),
-            Err(_) => Ok(Self {
-                socket: UdpSocket::bind(("0.0.0.0", 0)).await?,
-                v6: false,
-                resolved: HashMap::new(),
-            }),
+        let (socket, v6) = match UdpSocket::bind((Ipv6Addr::UNSPECIFIED, 0)).await {
+            Ok(socket) => (socket, true),
+            Err(_) => (UdpSocket::bind(("0.0.0.0", 0)).await?, false),
+        };
+        Ok(Self {
+            socket,
+            v6,
+            resolved: HashMap::new(),
+            user: user.to_owned(),
+            relays: relays.clone(),
+            tunnels: HashMap::new(),
+            from_tunnels: mpsc::channel(TUNNEL_QUEUE),
+        })
+    }
+
+    /// Sends a datagram into the tunnel `tag`, over one UDP stream per association.
+    fn send_tunnel(&mut self, tag: &str, to: &Destination, data: &[u8]) -> Result<(), String> {
+        if !self.tunnels.contains_key(tag) {
+            let relay = self
+                .relays
+                .get(tag)
+                .ok_or_else(|| format!("tunnel {tag} is not running"))?;
+            let open = Open {
+                network: TunnelNetwork::Udp,
+                user: self.user.clone(),
+                destination: to.clone(),
+            };
+            let stream = relay
+                .open(open, now_ms())
+                .map_err(|e| format!("tunnel {tag}: {e}"))?;
+            self.tunnels.insert(tag.to_owned(), Arc::new(stream));
         }
+        let stream = &self.tunnels[tag];
+        match stream.send_to(to, data) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.tunnels.remove(tag);
+                Err(format!("tunnel {tag}: {e}"))
+            }
+        }
+    }
+
+    /// Takes one datagram from any tunnel stream that has one ready.
+    fn poll_tunnels(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
+        self.from_tunnels.1.try_recv().ok()
     }
 
     pub(crate) async fn send(
@@ -127,6 +183,14 @@ impl Outlet {
         to: &Destination,
         data: &[u8],
     ) -> Result<(), String> {
+        if let Via::Tunnel(tag) = dialer.via(to, crate::route::Network::Udp) {
+            let fresh = !self.tunnels.contains_key(&tag);
+            self.send_tunnel(&tag, to, data)?;
+            if fresh {
+                self.forward_replies(&tag);
+            }
+            return Ok(());
+        }
         let addr = match self.resolved.get(to) {
             Some(a) => *a,
             None => {
@@ -155,8 +219,42 @@ impl Outlet {
             .map_err(|e| format!("{addr}: {e}"))
     }
 
-    pub(crate) async fn recv(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        let (n, from) = self.socket.recv_from(buf).await?;
+    /// Copies a tunnel stream's datagrams into the association's queue (dropping when
+    /// it is full, as a socket buffer would).
+    fn forward_replies(&self, tag: &str) {
+        let Some(stream) = self.tunnels.get(tag) else {
+            return;
+        };
+        let stream = stream.clone();
+        let tx = self.from_tunnels.0.clone();
+        tokio::spawn(async move {
+            while let Ok((from, data)) = stream.recv_from().await {
+                let Destination::Ip(from) = from else {
+                    continue;
+                };
+                if tx.is_closed() {
+                    return;
+                }
+                let _ = tx.try_send((from, data));
+            }
+        });
+    }
+
+    /// The next datagram from a destination, directly or through a tunnel.
+    pub(crate) async fn recv(&mut self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        if let Some((from, data)) = self.poll_tunnels() {
+            let n = data.len().min(buf.len());
+            buf[..n].copy_from_slice(&data[..n]);
+            return Ok((n, from));
+        }
+        let (n, from) = tokio::select! {
+            r = self.socket.recv_from(buf) => r?,
+            Some((from, data)) = self.from_tunnels.1.recv() => {
+                let n = data.len().min(buf.len());
+                buf[..n].copy_from_slice(&data[..n]);
+                (n, from)
+            }
+        };
         let from = match from.ip() {
             IpAddr::V6(v6) => v6
                 .to_ipv4_mapped()
@@ -173,12 +271,13 @@ pub(crate) async fn associate(
     mut stream: BoxIo,
     mut framing: Framing,
     first: Vec<u8>,
-    dialer: &Dialer,
+    rt: &Runtime,
+    user: &str,
     admission: &Admission,
-    idle: Duration,
     cancel: &CancellationToken,
 ) -> Result<(), String> {
-    let mut outlet = Outlet::open()
+    let (dialer, idle) = (&rt.dialer, rt.idle_timeout);
+    let mut outlet = Outlet::open(user, &rt.relays)
         .await
         .map_err(|e| format!("UDP socket: {e}"))?;
     let mut pending = first;

@@ -95,9 +95,9 @@ async fn associate(
         stream,
         framing,
         first.to_vec(),
-        &rt.dialer,
+        rt,
+        &user.name,
         &admission,
-        rt.idle_timeout,
         &session.cancel,
     )
     .await;

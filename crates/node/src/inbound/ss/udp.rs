@@ -219,7 +219,7 @@ fn start(
     let rt = rt.clone();
     let name = user.name.clone();
     tokio::spawn(async move {
-        if let Err(e) = associate(&rt, rx, reply, &admission, &session.cancel).await {
+        if let Err(e) = associate(&rt, &name, rx, reply, &admission, &session.cancel).await {
             tracing::debug!(user = %name, "shadowsocks UDP: {e}");
         }
     });
@@ -276,12 +276,13 @@ impl Reply {
 /// drops it, or `cancel` fires.
 async fn associate(
     rt: &Runtime,
+    user: &str,
     mut from_client: mpsc::Receiver<(Destination, Vec<u8>)>,
     mut reply: Reply,
     admission: &crate::accounting::Admission,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<(), String> {
-    let mut outlet = Outlet::open()
+    let mut outlet = Outlet::open(user, &rt.relays)
         .await
         .map_err(|e| format!("UDP socket: {e}"))?;
     let mut datagram = vec![0u8; MAX_DATAGRAM];
