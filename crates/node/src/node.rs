@@ -278,7 +278,9 @@ impl Node {
             .cloned()
             .collect();
         for name in gone {
-            running.tunnels.remove(&name);
+            if let Some(old) = running.tunnels.remove(&name) {
+                tunnels::stop(old).await;
+            }
         }
         for t in &new.tunnels {
             match running.tunnels.get_mut(&t.name) {
@@ -287,7 +289,9 @@ impl Node {
                     tunnels::update_membership(r, t.clone());
                 }
                 _ => {
-                    running.tunnels.remove(&t.name);
+                    if let Some(old) = running.tunnels.remove(&t.name) {
+                        tunnels::stop(old).await;
+                    }
                     let half = tunnels::start(t, &self.shared).await.map_err(|problem| {
                         ApplyError::Tunnel {
                             name: t.name.clone(),

@@ -53,10 +53,9 @@ where
     let count = &count;
     let up = pump(ur, rw, &last, start, move |n| count(n, 0));
     let down = pump(rr, uw, &last, start, move |n| count(0, n));
-    let both = async {
-        let (a, b) = tokio::join!(up, down);
-        a.and(b)
-    };
+    // An error either way ends both directions at once (a reset stream, a broken
+    // link); a clean end of one direction (half-close) lets the other finish.
+    let both = async { tokio::try_join!(up, down).map(|_| ()) };
     let idle_watch = async {
         loop {
             let since = Duration::from_millis(last.load(Ordering::Relaxed));
@@ -174,6 +173,51 @@ mod tests {
         assert!(!task.is_finished());
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(task.await.unwrap().unwrap(), Ended::Idle);
+    }
+
+    #[tokio::test]
+    async fn an_error_one_way_ends_both_ways() {
+        struct Failing;
+        impl tokio::io::AsyncRead for Failing {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+                _: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<io::Result<()>> {
+                std::task::Poll::Ready(Err(io::Error::from(io::ErrorKind::ConnectionReset)))
+            }
+        }
+        impl tokio::io::AsyncWrite for Failing {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+                b: &[u8],
+            ) -> std::task::Poll<io::Result<usize>> {
+                std::task::Poll::Ready(Ok(b.len()))
+            }
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
+        // The user sends nothing; the remote fails: the relay ends now, not at idle.
+        let (user, _user_peer) = tokio::io::duplex(64);
+        let cancel = CancellationToken::new();
+        let r = tokio::time::timeout(
+            Duration::from_secs(5),
+            relay(user, Failing, Duration::from_secs(300), &cancel, |_, _| {}),
+        )
+        .await
+        .expect("ends at once");
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
     }
 
     #[tokio::test]

@@ -224,6 +224,13 @@ pub(crate) fn status(r: &Running) -> Value {
     v
 }
 
+/// Stops a half; a relay's ports are free when this returns.
+pub(crate) async fn stop(r: Running) {
+    if let Half::Relay(h) = &r.half {
+        h.stop().await;
+    }
+}
+
 /// Drops the half's links; the dialing side starts over at once.
 pub(crate) fn reset(r: &Running) {
     match &r.half {

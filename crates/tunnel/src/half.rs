@@ -88,6 +88,7 @@ pub struct RelayHalf {
     admitted: Admitted,
     gates: Vec<Gate>,
     stop: Cancel,
+    listeners: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl RelayHalf {
@@ -116,18 +117,19 @@ impl RelayHalf {
             listeners.push(l);
         }
         let mut gates = Vec::new();
+        let mut handles = Vec::new();
         for (i, (p, l)) in spec.profiles.iter().zip(listeners).enumerate() {
             let gate = Gate::new(&tag, admitted.clone());
             gates.push(gate.clone());
             let listener = Listener::new(Acceptor::new(tls.clone(), p.transport.clone()), gate);
             let (tx, mut rx) = mpsc::channel(64);
             let stop_l = stop.clone();
-            tokio::spawn(async move {
+            handles.push(tokio::spawn(async move {
                 tokio::select! {
                     () = listener.serve(l, tx) => {}
                     () = stop_l.cancelled() => {}
                 }
-            });
+            }));
             let pool = pool.clone();
             let stop_r = stop.clone();
             tokio::spawn(async move {
@@ -171,6 +173,7 @@ impl RelayHalf {
             admitted,
             gates,
             stop,
+            listeners: std::sync::Mutex::new(handles),
         })
     }
 
@@ -212,6 +215,17 @@ impl RelayHalf {
     /// The tunnel's name.
     pub fn tunnel(&self) -> &str {
         &self.tunnel
+    }
+
+    /// Stops the half: links close and the profiles' ports are free when this returns.
+    pub async fn stop(&self) {
+        self.stop.cancel();
+        self.pool.close_all();
+        let handles =
+            std::mem::take(&mut *self.listeners.lock().unwrap_or_else(|p| p.into_inner()));
+        for h in handles {
+            let _ = h.await;
+        }
     }
 }
 
