@@ -216,3 +216,134 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
     .await;
     assert!(!relay.origins().contains_key("de"));
 }
+
+#[tokio::test]
+async fn direct_mode_the_relay_dials_listening_origins() {
+    use switchyard_tunnel::half::{DirectOrigin, OriginListenSpec, RelayDialSpec};
+    let cert = issue("eu").unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut origins = Vec::new();
+    let mut halves = Vec::new();
+    // Each origin listens on its own ports (one TLS, one WebSocket profile); on one
+    // machine the origins need different ports, so each gets its own "host" below by
+    // port offset: the relay dials 127.0.0.1 with the profile's port, so give each
+    // origin its own relay-side profile list.
+    for name in ["fi", "de"] {
+        let profiles = vec![
+            Profile {
+                port: free_port(),
+                transport: Transport::Tls,
+                addresses: vec![],
+            },
+            Profile {
+                port: free_port(),
+                transport: Transport::WebSocket {
+                    path: "/t".into(),
+                    host: "x".into(),
+                },
+                addresses: vec![],
+            },
+        ];
+        let me = name.to_owned();
+        let seen = seen.clone();
+        let handler = Arc::new(
+            move |open: Open, mut stream: switchyard_tunnel::mux::MuxStream| {
+                seen.lock().unwrap().push(me.clone());
+                tokio::spawn(async move {
+                    let Address::Ip(dest) = open.destination else {
+                        return;
+                    };
+                    let Ok(mut tcp) = TcpStream::connect(dest).await else {
+                        return;
+                    };
+                    let _ = tokio::io::copy_bidirectional(&mut stream, &mut tcp).await;
+                });
+            },
+        );
+        let half = OriginHalf::listen(
+            OriginListenSpec {
+                tunnel: "eu".into(),
+                origin: name.into(),
+                credential: origin_credential(&SECRET, "eu", name),
+                cert_pem: cert.cert_pem.clone(),
+                key_pem: cert.key_pem.clone(),
+                listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                profiles: profiles.clone(),
+            },
+            handler,
+        )
+        .await
+        .unwrap();
+        halves.push(half);
+        origins.push((name, profiles));
+    }
+    // One relay half per origin here, since each origin has its own ports on this one
+    // host (a real deployment shares the profiles' ports across origin hosts).
+    let relays: Vec<RelayHalf> = origins
+        .iter()
+        .map(|(name, profiles)| {
+            RelayHalf::start_direct(RelayDialSpec {
+                tunnel: "eu".into(),
+                profiles: profiles.clone(),
+                balancing: Balancing::Priority,
+                links: 2,
+                pin: cert.pin,
+                origins: vec![DirectOrigin {
+                    name: (*name).into(),
+                    credential: origin_credential(&SECRET, "eu", name),
+                    host: "127.0.0.1".into(),
+                }],
+            })
+        })
+        .collect();
+    for r in &relays {
+        wait_until(|| r.links() == 4).await;
+    }
+    let target = echo().await;
+    for (r, (name, _)) in relays.iter().zip(&origins) {
+        let open = Open {
+            network: Network::Tcp,
+            user: "alice".into(),
+            destination: Address::Ip(target),
+        };
+        let mut s = r.open(open, 0).unwrap();
+        s.write_all(b"ping").await.unwrap();
+        let mut b = [0u8; 4];
+        s.read_exact(&mut b).await.unwrap();
+        assert_eq!(&b, b"ping");
+        assert_eq!(seen.lock().unwrap().last().unwrap(), name);
+        assert_eq!(
+            r.dial_status()[*name]
+                .iter()
+                .map(|a| a.connected)
+                .sum::<usize>(),
+            4
+        );
+    }
+    // A wrong credential is refused by the origin and visible on both sides.
+    let impostor = RelayHalf::start_direct(RelayDialSpec {
+        tunnel: "eu".into(),
+        profiles: origins[0].1.clone(),
+        balancing: Balancing::Distribute,
+        links: 1,
+        pin: cert.pin,
+        origins: vec![DirectOrigin {
+            name: "fi".into(),
+            credential: origin_credential(&TunnelSecret([3; 32]), "eu", "fi"),
+            host: "127.0.0.1".into(),
+        }],
+    });
+    wait_until(|| {
+        halves[0]
+            .refusals()
+            .iter()
+            .map(|r| r.bad_credential)
+            .sum::<u64>()
+            >= 1
+    })
+    .await;
+    assert_eq!(impostor.links(), 0);
+    // Removing the origin drops its links at once.
+    relays[0].set_direct_origins(vec![]);
+    assert_eq!(relays[0].links(), 0);
+}

@@ -89,6 +89,8 @@ pub struct RelayHalf {
     gates: Vec<Gate>,
     stop: Cancel,
     listeners: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Direct mode: the dialers of the origins.
+    direct: Option<direct::DirectState>,
 }
 
 impl RelayHalf {
@@ -138,16 +140,7 @@ impl RelayHalf {
                         a = rx.recv() => match a { Some(a) => a, None => return },
                         () = stop_r.cancelled() => return,
                     };
-                    let (handle, _incoming) =
-                        Mux::start(accepted.stream, Side::Opener, MuxConfig::default());
-                    let id = pool.add(&accepted.origin, i, handle.clone());
-                    let pool = pool.clone();
-                    let origin = accepted.origin;
-                    tokio::spawn(async move {
-                        let why = handle.closed().await;
-                        tracing::debug!(%origin, "tunnel link ended: {why}");
-                        pool.remove(&origin, id);
-                    });
+                    pool_link(&pool, accepted.origin, i, accepted.stream);
                 }
             });
         }
@@ -174,6 +167,7 @@ impl RelayHalf {
             gates,
             stop,
             listeners: std::sync::Mutex::new(handles),
+            direct: None,
         })
     }
 
@@ -207,9 +201,11 @@ impl RelayHalf {
         self.pool.bytes()
     }
 
-    /// Drops every link; origins reconnect.
+    /// Drops every link; the dialing side (origins, or this relay in direct mode)
+    /// starts over at once.
     pub fn reset(&self) {
         self.pool.close_all();
+        self.reset_dialers();
     }
 
     /// The tunnel's name.
@@ -259,7 +255,10 @@ pub type StreamHandler = Arc<dyn Fn(Open, MuxStream) + Send + Sync>;
 /// A running origin half.
 pub struct OriginHalf {
     tunnel: String,
-    dialer: Dialer,
+    /// Reverse mode: the dialer to the relay. Direct mode: none (the origin listens).
+    dialer: Option<Dialer>,
+    /// Direct mode: the gates of the profiles' listeners.
+    gates: Vec<Gate>,
     links: Arc<std::sync::atomic::AtomicUsize>,
     stop: Cancel,
 }
@@ -305,35 +304,27 @@ impl OriginHalf {
                     l = links_rx.recv() => match l { Some(l) => l, None => return },
                     () = stop_l.cancelled() => return,
                 };
-                let (handle, mut incoming) =
-                    Mux::start(link.stream, Side::Acceptor, MuxConfig::default());
-                let (handler, stop_s, count) = (handler.clone(), stop_l.clone(), count.clone());
-                count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tokio::spawn(async move {
-                    loop {
-                        tokio::select! {
-                            next = incoming.next() => match next {
-                                Some((open, stream)) => handler(open, stream),
-                                None => break,
-                            },
-                            () = stop_s.cancelled() => { handle.close(); break }
-                        }
-                    }
-                    count.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                });
+                serve_origin_link(link.stream, handler.clone(), stop_l.clone(), count.clone());
             }
         });
         Self {
             tunnel: spec.tunnel,
-            dialer,
+            dialer: Some(dialer),
+            gates: Vec::new(),
             links,
             stop,
         }
     }
 
-    /// Per relay address: wanted and connected links, back-off, last error.
+    /// Per relay address: wanted and connected links, back-off, last error (reverse
+    /// mode; empty in direct mode, where the relay dials).
     pub fn status(&self) -> Vec<AddressStatus> {
-        self.dialer.status()
+        self.dialer.as_ref().map(Dialer::status).unwrap_or_default()
+    }
+
+    /// Refused link attempts per profile (direct mode, where the origin listens).
+    pub fn refusals(&self) -> Vec<Refusals> {
+        self.gates.iter().map(Gate::refusals).collect()
     }
 
     /// Links up.
@@ -343,7 +334,9 @@ impl OriginHalf {
 
     /// Waiting addresses try again at once.
     pub fn reset(&self) {
-        self.dialer.reset();
+        if let Some(d) = &self.dialer {
+            d.reset();
+        }
     }
 
     /// The tunnel's name.
@@ -357,6 +350,45 @@ impl Drop for OriginHalf {
         self.stop.cancel();
     }
 }
+
+/// On an origin: runs the multiplexer on a link and hands every stream the relay
+/// opens to `handler`.
+fn serve_origin_link(
+    stream: crate::link::LinkStream,
+    handler: StreamHandler,
+    stop: Cancel,
+    count: Arc<std::sync::atomic::AtomicUsize>,
+) {
+    let (handle, mut incoming) = Mux::start(stream, Side::Acceptor, MuxConfig::default());
+    count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                next = incoming.next() => match next {
+                    Some((open, stream)) => handler(open, stream),
+                    None => break,
+                },
+                () = stop.cancelled() => { handle.close(); break }
+            }
+        }
+        count.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    });
+}
+
+/// On the relay: runs the multiplexer on a link of `origin` and pools it until it ends.
+fn pool_link(pool: &Arc<Pool>, origin: String, profile: usize, stream: crate::link::LinkStream) {
+    let (handle, _incoming) = Mux::start(stream, Side::Opener, MuxConfig::default());
+    let id = pool.add(&origin, profile, handle.clone());
+    let pool = pool.clone();
+    tokio::spawn(async move {
+        let why = handle.closed().await;
+        tracing::debug!(%origin, "tunnel link ended: {why}");
+        pool.remove(&origin, id);
+    });
+}
+
+mod direct;
+pub use direct::{DirectOrigin, OriginListenSpec, RelayDialSpec};
 
 /// How long an origin half waits between status samples in tests and tools.
 pub const SETTLE: Duration = Duration::from_millis(50);
