@@ -7,12 +7,16 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use switchyard_tunnel::credentials::{Credential, tunnel_tag};
 use switchyard_tunnel::frame::{Network as TunnelNetwork, Open, ResetReason};
-use switchyard_tunnel::half::{OriginHalf, OriginSpec, Profile, RelayHalf, RelaySpec};
+use switchyard_tunnel::half::{
+    DirectOrigin, OriginHalf, OriginListenSpec, OriginSpec, Profile, RelayDialSpec, RelayHalf,
+    RelaySpec,
+};
+use switchyard_tunnel::link::Pin;
 use switchyard_tunnel::link::transport::Transport;
 use switchyard_tunnel::mux::MuxStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{TunnelConfig, TunnelProfile, TunnelTransport};
+use crate::config::{TunnelConfig, TunnelMode, TunnelProfile, TunnelTransport};
 use crate::inbound::udp::Outlet;
 use crate::node::{Runtime, Shared};
 use crate::relay::relay;
@@ -76,42 +80,99 @@ pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
     strip(old) == strip(new)
 }
 
+fn read(p: Option<&std::path::Path>, what: &str) -> Result<String, String> {
+    let p = p.ok_or_else(|| format!("{what} is not set"))?;
+    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn pin(text: Option<&String>) -> Result<Pin, String> {
+    text.ok_or("pin is not set")?
+        .parse()
+        .map_err(|e| format!("pin: {e}"))
+}
+
+fn direct_origins(c: &TunnelConfig) -> Vec<DirectOrigin> {
+    c.relay
+        .as_ref()
+        .map(|r| {
+            r.origins
+                .iter()
+                .filter_map(|o| {
+                    Some(DirectOrigin {
+                        name: o.name.clone(),
+                        credential: Credential::from_hex(o.credential.expose())?,
+                        host: o.host.clone()?,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Starts `config`'s half on this node.
 pub(crate) async fn start(config: &TunnelConfig, shared: &Arc<Shared>) -> Result<Half, String> {
+    let direct = config.mode == TunnelMode::Direct;
     if let Some(r) = &config.relay {
-        let read = |p: &std::path::Path| {
-            std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+        let half = if direct {
+            RelayHalf::start_direct(RelayDialSpec {
+                tunnel: config.name.clone(),
+                profiles: profiles(&config.profiles),
+                balancing: config.balancing,
+                links: config.links,
+                pin: pin(r.pin.as_ref())?,
+                origins: direct_origins(config),
+            })
+        } else {
+            RelayHalf::start(RelaySpec {
+                tunnel: config.name.clone(),
+                listen: r.listen,
+                profiles: profiles(&config.profiles),
+                balancing: config.balancing,
+                cert_pem: read(r.cert.as_deref(), "relay.cert")?,
+                key_pem: read(r.key.as_deref(), "relay.key")?,
+                origins: origins(config),
+            })
+            .await
+            .map_err(|e| e.to_string())?
         };
-        let half = RelayHalf::start(RelaySpec {
-            tunnel: config.name.clone(),
-            listen: r.listen,
-            profiles: profiles(&config.profiles),
-            balancing: config.balancing,
-            cert_pem: read(&r.cert)?,
-            key_pem: read(&r.key)?,
-            origins: origins(config),
-        })
-        .await
-        .map_err(|e| e.to_string())?;
         return Ok(Half::Relay(Arc::new(half)));
     }
     let Some(o) = &config.origin else {
         return Err("neither relay nor origin".into());
     };
-    let spec = OriginSpec {
-        tunnel: config.name.clone(),
-        origin: o.name.clone(),
-        credential: Credential::from_hex(o.credential.expose())
-            .ok_or("credential is not 64 hex digits")?,
-        pin: o.pin.parse().map_err(|e| format!("pin: {e}"))?,
-        profiles: profiles(&config.profiles),
-        links: config.links,
-    };
+    let credential =
+        Credential::from_hex(o.credential.expose()).ok_or("credential is not 64 hex digits")?;
     let shared = shared.clone();
     let handler = Arc::new(move |open: Open, stream: MuxStream| {
         tokio::spawn(serve_stream(shared.clone(), open, stream));
     });
-    Ok(Half::Origin(OriginHalf::start(spec, handler)))
+    let half = if direct {
+        OriginHalf::listen(
+            OriginListenSpec {
+                tunnel: config.name.clone(),
+                origin: o.name.clone(),
+                credential,
+                cert_pem: read(o.cert.as_deref(), "origin.cert")?,
+                key_pem: read(o.key.as_deref(), "origin.key")?,
+                listen: o.listen,
+                profiles: profiles(&config.profiles),
+            },
+            handler,
+        )
+        .await
+        .map_err(|e| e.to_string())?
+    } else {
+        let spec = OriginSpec {
+            tunnel: config.name.clone(),
+            origin: o.name.clone(),
+            credential,
+            pin: pin(o.pin.as_ref())?,
+            profiles: profiles(&config.profiles),
+            links: config.links,
+        };
+        OriginHalf::start(spec, handler)
+    };
+    Ok(Half::Origin(half))
 }
 
 /// On an origin: a stream the relay opened goes out through this node's own routing.
@@ -202,23 +263,21 @@ pub(crate) fn status(r: &Running) -> Value {
             v["payload_bytes"] = json!(h.bytes());
             v["origins"] = serde_json::to_value(h.origins()).unwrap_or_default();
             v["refusals_per_profile"] = json!(refusals);
+            let dialing: serde_json::Map<String, Value> = h
+                .dial_status()
+                .into_iter()
+                .map(|(origin, addrs)| (origin, json!(addresses(&addrs))))
+                .collect();
+            if !dialing.is_empty() {
+                v["dialing"] = Value::Object(dialing);
+            }
         }
         Half::Origin(h) => {
-            let addresses: Vec<Value> = h
-                .status()
-                .iter()
-                .map(|a| {
-                    json!({
-                        "target": a.target, "wanted": a.wanted, "connected": a.connected,
-                        "failures": a.failures,
-                        "next_attempt_in_ms": a.next_attempt_in.map(|d| d.as_millis() as u64),
-                        "last_error": a.last_error.as_ref().map(ToString::to_string),
-                    })
-                })
-                .collect();
             v["role"] = json!("origin");
             v["links"] = json!(h.links());
-            v["addresses"] = json!(addresses);
+            v["addresses"] = json!(addresses(&h.status()));
+            let refused: u64 = h.refusals().iter().map(|r| r.total()).sum();
+            v["refused"] = json!(refused);
         }
     }
     v
@@ -229,6 +288,19 @@ pub(crate) async fn stop(r: Running) {
     if let Half::Relay(h) = &r.half {
         h.stop().await;
     }
+}
+
+fn addresses(list: &[switchyard_tunnel::link::AddressStatus]) -> Vec<Value> {
+    list.iter()
+        .map(|a| {
+            json!({
+                "target": a.target, "wanted": a.wanted, "connected": a.connected,
+                "failures": a.failures,
+                "next_attempt_in_ms": a.next_attempt_in.map(|d| d.as_millis() as u64),
+                "last_error": a.last_error.as_ref().map(ToString::to_string),
+            })
+        })
+        .collect()
 }
 
 /// Drops the half's links; the dialing side starts over at once.
@@ -242,7 +314,11 @@ pub(crate) fn reset(r: &Running) {
 /// Applies a live membership change to a running relay half.
 pub(crate) fn update_membership(r: &mut Running, config: TunnelConfig) {
     if let Half::Relay(h) = &r.half {
-        h.set_origins(origins(&config));
+        if config.mode == TunnelMode::Direct {
+            h.set_direct_origins(direct_origins(&config));
+        } else {
+            h.set_origins(origins(&config));
+        }
     }
     r.config = config;
 }

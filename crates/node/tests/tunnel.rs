@@ -127,3 +127,45 @@ addresses = ["127.0.0.1:{ws_port}"]
         "nothing carries now"
     );
 }
+
+#[tokio::test]
+async fn direct_mode_the_relay_dials_the_origin() {
+    let cert = issue("eu").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (cert_path, key_path) = (dir.path().join("t.crt"), dir.path().join("t.key"));
+    std::fs::write(&cert_path, &cert.cert_pem).unwrap();
+    std::fs::write(&key_path, &cert.key_pem).unwrap();
+    let port = free_port().unwrap();
+    let credential = origin_credential(&SECRET, "eu", "fi").to_hex();
+    let head = format!(
+        "[[tunnels]]\nname = \"eu\"\nmode = \"direct\"\nlinks = 2\n[[tunnels.profiles]]\nport = {port}\n"
+    );
+    let relay_tunnel = format!(
+        "{head}[tunnels.relay]\npin = \"{}\"\n[[tunnels.relay.origins]]\nname = \"fi\"\ncredential = \"{credential}\"\nhost = \"127.0.0.1\"\n",
+        cert.pin
+    );
+    let origin_dir = tempfile::tempdir().unwrap();
+    let origin_text = format!(
+        "[node]\nstate_dir = \"{}\"\nallow_private_destinations = true\n[control]\nlisten = \"127.0.0.1:{}\"\n{head}[tunnels.origin]\nname = \"fi\"\ncredential = \"{credential}\"\nlisten = \"127.0.0.1\"\ncert = \"{}\"\nkey = \"{}\"\n",
+        origin_dir.path().display(),
+        free_port().unwrap(),
+        cert_path.display(),
+        key_path.display()
+    );
+    // The origin listens first; the relay dials it.
+    let origin = Node::start(NodeConfig::from_toml(&origin_text).unwrap())
+        .await
+        .unwrap();
+    let relay = start_with("protocol = \"vless\"", &relay_tunnel).await;
+    wait_for(async || relay.node.tunnel("eu").await.unwrap()["links"] == 2).await;
+    let status = relay.node.tunnel("eu").await.unwrap();
+    assert_eq!(status["dialing"]["fi"][0]["connected"], 2, "{status}");
+    let client = SingBox::client(vless_outbound(relay.addr(), ALICE_UUID))
+        .await
+        .unwrap();
+    let proxy = client.proxy_addr().unwrap();
+    relay.http.download_via_socks(proxy, 1 << 20).await.unwrap();
+    relay.udp.check_via_socks(proxy, 5, 500).await.unwrap();
+    assert!(origin.shared().accounting.users().is_empty());
+    assert_eq!(origin.tunnel("eu").await.unwrap()["links"], 2);
+}

@@ -114,3 +114,61 @@ async fn init_writes_configs_that_connect_an_origin_to_the_relay() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--profile udp:1"));
 }
+
+#[tokio::test]
+async fn init_direct_mode_has_the_relay_dial_the_origins() {
+    let dir = tempfile::tempdir().unwrap();
+    let p1 = free_port();
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args([
+            "tunnel", "init", "--name", "us", "--relay", "unused", "--mode", "direct",
+        ])
+        .args([
+            "--origin",
+            "fi@127.0.0.1",
+            "--profile",
+            &format!("tls:{p1}"),
+            "--links",
+            "2",
+        ])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+    let node = |extra: String, state: &str| {
+        format!(
+            "[node]\nstate_dir = \"{}\"\nallow_private_destinations = true\n[control]\nlisten = \"127.0.0.1:{}\"\n{extra}",
+            dir.path().join(state).display(),
+            free_port()
+        )
+    };
+    let _fi = Node::start(NodeConfig::from_toml(&node(read("origin-fi.toml"), "fi")).unwrap())
+        .await
+        .unwrap();
+    let relay = Node::start(NodeConfig::from_toml(&node(read("relay.toml"), "relay")).unwrap())
+        .await
+        .unwrap();
+    for _ in 0..200 {
+        if relay.tunnel("us").await.unwrap()["links"] == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(relay.tunnel("us").await.unwrap()["links"], 2);
+    // Direct mode without a host is refused.
+    let bad = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args([
+            "tunnel", "init", "--name", "x", "--relay", "r", "--origin", "o", "--mode", "direct",
+        ])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("NAME@HOST"));
+}

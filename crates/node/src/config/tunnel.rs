@@ -85,14 +85,19 @@ pub enum TunnelTransport {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RelayHalfConfig {
-    /// Address the profiles listen on.
+    /// Reverse mode: address the profiles listen on.
     #[serde(default = "unspecified")]
     pub listen: IpAddr,
-    /// The tunnel certificate (PEM), issued for the tunnel's certificate name.
-    pub cert: PathBuf,
-    /// Its key (PEM).
-    pub key: PathBuf,
-    /// Origins admitted, with their derived credentials.
+    /// Reverse mode: the tunnel certificate (PEM), issued for the tunnel's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<PathBuf>,
+    /// Reverse mode: its key (PEM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<PathBuf>,
+    /// Direct mode: the pin of the tunnel certificate the origins present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
+    /// Origins admitted (reverse) or dialed (direct), with their derived credentials.
     pub origins: Vec<TunnelOrigin>,
 }
 
@@ -108,6 +113,9 @@ pub struct TunnelOrigin {
     pub name: String,
     /// Its credential (64 hex digits).
     pub credential: Secret,
+    /// Direct mode: the origin's host name or address (profiles' ports are dialed there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// An origin's half.
@@ -118,6 +126,16 @@ pub struct OriginHalfConfig {
     pub name: String,
     /// Its credential (64 hex digits).
     pub credential: Secret,
-    /// The relay certificate's pin: `cert:<hex>` or `key:<hex>`.
-    pub pin: String,
+    /// Reverse mode: the relay certificate's pin, `cert:<hex>` or `key:<hex>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<String>,
+    /// Direct mode: address the profiles listen on.
+    #[serde(default = "unspecified")]
+    pub listen: IpAddr,
+    /// Direct mode: the tunnel certificate (PEM) this origin presents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert: Option<PathBuf>,
+    /// Direct mode: its key (PEM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<PathBuf>,
 }

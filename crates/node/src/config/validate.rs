@@ -279,18 +279,37 @@ impl NodeConfig {
                     format!("{:?} is used by another tunnel", t.name),
                 ));
             }
-            if t.mode == super::TunnelMode::Direct {
-                return Err(invalid(
-                    f("mode"),
-                    "direct mode is not available in this build yet; use reverse",
-                ));
-            }
             if !(1..=8).contains(&t.profiles.len()) {
                 return Err(invalid(f("profiles"), "a tunnel has 1 to 8 profiles"));
             }
             if !(1..=64).contains(&t.links) {
                 return Err(invalid(f("links"), "must be 1 to 64"));
             }
+            let direct = t.mode == super::TunnelMode::Direct;
+            let listens = |ports: &mut HashSet<u16>| -> Result<(), ConfigError> {
+                for (j, p) in t.profiles.iter().enumerate() {
+                    if p.port == 0 || !ports.insert(p.port) {
+                        return Err(invalid(
+                            f(&format!("profiles[{j}].port")),
+                            format!("{} is 0 or already used on this node", p.port),
+                        ));
+                    }
+                }
+                Ok(())
+            };
+            let pin_ok = |pin: &Option<String>, field: &str| -> Result<(), ConfigError> {
+                match pin {
+                    Some(p) if p.parse::<switchyard_tunnel::link::Pin>().is_ok() => Ok(()),
+                    _ => Err(invalid(f(field), "must be cert:<64 hex> or key:<64 hex>")),
+                }
+            };
+            let files =
+                |cert: &Option<std::path::PathBuf>, key: &Option<std::path::PathBuf>, at: &str| {
+                    if cert.is_none() || key.is_none() {
+                        return Err(invalid(f(at), "the listening side needs cert and key"));
+                    }
+                    Ok(())
+                };
             match (&t.relay, &t.origin) {
                 (Some(_), Some(_)) | (None, None) => {
                     return Err(invalid(
@@ -299,13 +318,11 @@ impl NodeConfig {
                     ));
                 }
                 (Some(relay), None) => {
-                    for (j, p) in t.profiles.iter().enumerate() {
-                        if p.port == 0 || !ports.insert(p.port) {
-                            return Err(invalid(
-                                f(&format!("profiles[{j}].port")),
-                                format!("{} is 0 or already used on this node", p.port),
-                            ));
-                        }
+                    if direct {
+                        pin_ok(&relay.pin, "relay.pin")?;
+                    } else {
+                        listens(&mut ports)?;
+                        files(&relay.cert, &relay.key, "relay.cert")?;
                     }
                     let mut seen = HashSet::new();
                     for (j, o) in relay.origins.iter().enumerate() {
@@ -325,6 +342,12 @@ impl NodeConfig {
                                 "must be 64 hex digits",
                             ));
                         }
+                        if direct && o.host.as_deref().is_none_or(str::is_empty) {
+                            return Err(invalid(
+                                f(&format!("relay.origins[{j}].host")),
+                                "direct mode dials each origin at its host",
+                            ));
+                        }
                     }
                 }
                 (None, Some(origin)) => {
@@ -335,18 +358,18 @@ impl NodeConfig {
                     {
                         return Err(invalid(f("origin.credential"), "must be 64 hex digits"));
                     }
-                    if origin.pin.parse::<switchyard_tunnel::link::Pin>().is_err() {
-                        return Err(invalid(
-                            f("origin.pin"),
-                            "must be cert:<64 hex> or key:<64 hex>",
-                        ));
-                    }
-                    for (j, p) in t.profiles.iter().enumerate() {
-                        if p.addresses.is_empty() {
-                            return Err(invalid(
-                                f(&format!("profiles[{j}].addresses")),
-                                "an origin needs the relay's address for every profile",
-                            ));
+                    if direct {
+                        listens(&mut ports)?;
+                        files(&origin.cert, &origin.key, "origin.cert")?;
+                    } else {
+                        pin_ok(&origin.pin, "origin.pin")?;
+                        for (j, p) in t.profiles.iter().enumerate() {
+                            if p.addresses.is_empty() {
+                                return Err(invalid(
+                                    f(&format!("profiles[{j}].addresses")),
+                                    "an origin needs the relay's address for every profile",
+                                ));
+                            }
                         }
                     }
                 }

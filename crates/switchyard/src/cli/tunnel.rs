@@ -34,7 +34,7 @@ pub(crate) struct Init {
     /// The relay's address as origins reach it (host name or IP).
     #[arg(long)]
     relay: String,
-    /// An origin's name (repeat for each origin).
+    /// An origin: `NAME` or, for direct mode, `NAME@HOST` (repeat for each origin).
     #[arg(long = "origin", required = true)]
     origins: Vec<String>,
     /// `reverse` (the relay listens; origins dial) or `direct`.
@@ -91,13 +91,31 @@ fn secret() -> anyhow::Result<TunnelSecret> {
 }
 
 impl Init {
-    fn run(self) -> anyhow::Result<()> {
-        if self.mode != "reverse" {
-            bail!(
-                "--mode {}: only reverse is available in this build",
-                self.mode
-            );
+    /// The origins as `(name, host)`; direct mode needs every host.
+    fn origins(&self, direct: bool) -> anyhow::Result<Vec<(String, Option<String>)>> {
+        let mut origins = Vec::new();
+        for o in &self.origins {
+            let (name, host) = o
+                .split_once('@')
+                .map_or((o.as_str(), None), |(n, h)| (n, Some(h)));
+            if name.is_empty() {
+                bail!("--origin {o}: the name is empty");
+            }
+            if direct && host.is_none_or(str::is_empty) {
+                bail!("--origin {o}: direct mode needs NAME@HOST (the relay dials the origin)");
+            }
+            origins.push((name.to_owned(), host.map(str::to_owned)));
         }
+        Ok(origins)
+    }
+
+    fn run(self) -> anyhow::Result<()> {
+        let direct = match self.mode.as_str() {
+            "reverse" => false,
+            "direct" => true,
+            other => bail!("--mode {other}: expected reverse or direct"),
+        };
+        let origins = self.origins(direct)?;
         let profiles: Vec<ProfileArg> = if self.profiles.is_empty() {
             vec![parse_profile("tls:7443")?]
         } else {
@@ -123,32 +141,47 @@ impl Init {
         for p in &profiles {
             let _ = write!(
                 profile_text,
-                "[[tunnels.profiles]]\nport = {}\n{}addresses = [\"{}:{}\"]\n",
-                p.port, p.transport, self.relay, p.port
+                "[[tunnels.profiles]]\nport = {}\n{}",
+                p.port, p.transport
             );
+            if !direct {
+                let _ = writeln!(profile_text, "addresses = [\"{}:{}\"]", self.relay, p.port);
+            }
         }
         let head = format!(
-            "# Tunnel {name:?} ({tag}), written by `switchyard tunnel init`.\n[[tunnels]]\nname = \"{name}\"\nlinks = {links}\n{profile_text}",
+            "# Tunnel {name:?} ({tag}), written by `switchyard tunnel init`.\n[[tunnels]]\nname = \"{name}\"\nmode = \"{mode}\"\nlinks = {links}\n{profile_text}",
             name = self.name,
             tag = tunnel_tag(&self.name),
+            mode = self.mode,
             links = self.links,
         );
-        let mut relay = format!(
-            "{head}[tunnels.relay]\ncert = \"{}\"\nkey = \"{}\"\n",
-            file("crt").display(),
-            file("key").display()
+        let (crt, key) = (
+            file("crt").display().to_string(),
+            file("key").display().to_string(),
         );
-        for origin in &self.origins {
+        let mut relay = if direct {
+            format!("{head}[tunnels.relay]\npin = \"{}\"\n", cert.pin)
+        } else {
+            format!("{head}[tunnels.relay]\ncert = \"{crt}\"\nkey = \"{key}\"\n")
+        };
+        for (origin, host) in &origins {
             let c = origin_credential(&secret, &self.name, origin);
             let _ = write!(
                 relay,
                 "[[tunnels.relay.origins]]\nname = \"{origin}\"\ncredential = \"{}\"\n",
                 c.to_hex()
             );
+            if let Some(host) = host.as_ref().filter(|_| direct) {
+                let _ = writeln!(relay, "host = \"{host}\"");
+            }
+            let half = if direct {
+                format!("cert = \"{crt}\"\nkey = \"{key}\"\n")
+            } else {
+                format!("pin = \"{}\"\n", cert.pin)
+            };
             let snippet = format!(
-                "{head}[tunnels.origin]\nname = \"{origin}\"\ncredential = \"{}\"\npin = \"{}\"\n",
-                c.to_hex(),
-                cert.pin
+                "{head}[tunnels.origin]\nname = \"{origin}\"\ncredential = \"{}\"\n{half}",
+                c.to_hex()
             );
             write_private(
                 &self.out.join(format!("origin-{origin}.toml")),
@@ -160,7 +193,7 @@ impl Init {
             "tunnel {:?} ({}): wrote relay.toml, {} origin snippet(s), the certificate, its key and the secret in {}",
             self.name,
             tunnel_tag(&self.name),
-            self.origins.len(),
+            origins.len(),
             self.out.display()
         );
         Ok(())
