@@ -1,11 +1,15 @@
 //! `cargo xtask bench [NAME]`: run the benchmarks, then report them.
 //!
+//! `cargo xtask bench tunnel` runs the tunnel's end-to-end benchmark
+//! (`crates/tunnel/benches/tunnel/`) against rathole 0.5.0, which it builds first
+//! ([`peers::rathole`]), and writes its table between the `bench:tunnel` markers.
+//!
 //! `cargo xtask bench node` runs the node's end-to-end benchmark
 //! (`crates/node/benches/node/`): it installs the pinned peers, builds our release
 //! binary, runs the bench (which measures our node and sing-box as separate server
 //! processes side by side) and writes the table it reports into `docs/benchmarks.md`
 //! between the `bench:node` markers. Any other NAME filters the criterion benchmarks;
-//! no NAME runs the criterion benchmarks, then the node benchmark.
+//! no NAME runs the criterion benchmarks, then the node and tunnel benchmarks.
 //!
 //! Criterion leaves each benchmark's estimates in
 //! `target/criterion/<group>/<id>/new/{benchmark,estimates}.json`. This reads the
@@ -45,6 +49,17 @@ const NODE_SECTION: Section = Section {
 const NODE_BINARY_ENV: &str = "SWITCHYARD_BIN";
 const NODE_REPORT_ENV: &str = "SWITCHYARD_NODE_BENCH_REPORT";
 
+/// The NAME that runs the tunnel's end-to-end benchmark against rathole.
+const TUNNEL: &str = "tunnel";
+const TUNNEL_SECTION: Section = Section {
+    doc: DOC,
+    begin: "<!-- bench:tunnel:begin -->",
+    end: "<!-- bench:tunnel:end -->",
+};
+/// The variables the tunnel bench reads: rathole's binary, where to put its table.
+const RATHOLE_ENV: &str = "SWITCHYARD_RATHOLE";
+const TUNNEL_REPORT_ENV: &str = "SWITCHYARD_TUNNEL_BENCH_REPORT";
+
 /// One benchmark's result from this run.
 #[derive(Debug)]
 struct Measured {
@@ -61,10 +76,12 @@ struct Measured {
 pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
     match name {
         Some(NODE) => node(root),
+        Some(TUNNEL) => tunnel(root),
         Some(filter) => criterion(root, Some(filter)),
         None => {
             criterion(root, None)?;
-            node(root)
+            node(root)?;
+            tunnel(root)
         }
     }
 }
@@ -150,6 +167,43 @@ fn node(root: &Path) -> Result<()> {
         root,
         &NODE_SECTION,
         &NODE_SECTION.wrap("cargo xtask bench node", &body),
+    )
+}
+
+/// The tunnel benchmark: rathole built when missing, the bench, its table into the doc.
+fn tunnel(root: &Path) -> Result<()> {
+    let rathole = peers::rathole(root)?;
+    let report = target_dir(root)?.join("tunnel-bench.md");
+    match fs::remove_file(&report) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing {}", report.display()));
+        }
+        _ => {}
+    }
+    let cargo_bench = [
+        "cargo",
+        "bench",
+        "-p",
+        "switchyard-tunnel",
+        "--bench",
+        "tunnel",
+    ];
+    Cmd::new("env")
+        .dir(root)
+        .args([
+            format!("{RATHOLE_ENV}={}", rathole.display()),
+            format!("{TUNNEL_REPORT_ENV}={}", report.display()),
+        ])
+        .args(cargo_bench)
+        .run()?;
+    let table = fs::read_to_string(&report)
+        .with_context(|| format!("reading the tunnel bench's report {}", report.display()))?;
+    let how = format!("`cargo xtask bench tunnel` (`{}`)", cargo_bench.join(" "));
+    let body = format!("{}\n\n{table}", measured_with(&how));
+    write_section(
+        root,
+        &TUNNEL_SECTION,
+        &TUNNEL_SECTION.wrap("cargo xtask bench tunnel", &body),
     )
 }
 

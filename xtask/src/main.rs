@@ -3,7 +3,8 @@
 //! - `cargo xtask test`: formatting, lints, the workspace's tests and doctests, in that
 //!   order, stopping at the first failure ([`test`]).
 //! - `cargo xtask bench [NAME]`: the criterion benchmarks and the node's end-to-end
-//!   benchmark against sing-box (`cargo xtask bench node` for that one alone), then
+//!   benchmark against sing-box (`cargo xtask bench node` for that one alone) and the
+//!   tunnel's against rathole (`cargo xtask bench tunnel`), then
 //!   their medians and ratios against the references into `docs/benchmarks.md`
 //!   ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
@@ -44,7 +45,8 @@ enum Task {
     Test,
     /// Run the benchmarks and write docs/benchmarks.md.
     Bench {
-        /// `node`: only the node benchmark against sing-box; anything else: only the
+        /// `node`: only the node benchmark against sing-box; `tunnel`: only the tunnel
+        /// benchmark against rathole; anything else: only the
         /// criterion benchmarks whose name contains NAME (criterion's filter).
         name: Option<String>,
     },

@@ -8,7 +8,9 @@
 //! issue whose tests need it lands: each installs only when missing, pins an exact
 //! version, and fails with what to install by hand when it cannot.
 //!
-//! Pinned today: sing-box ([`SING_BOX_VERSION`]). The tests find it through
+//! Pinned today: sing-box ([`SING_BOX_VERSION`]), and rathole ([`RATHOLE_VERSION`],
+//! the tunnel benchmark's reference, built from its crates.io source by [`rathole`]
+//! when `cargo xtask bench tunnel` needs it). The tests find it through
 //! [`SING_BOX_ENV`], which `cargo xtask test` sets, or at its default path under the
 //! target directory (`crates/testkit` looks there when the variable is unset).
 
@@ -24,6 +26,12 @@ use crate::cmd::Cmd;
 
 /// The pinned sing-box release; `crates/testkit/src/sing_box.rs` pins the same one.
 const SING_BOX_VERSION: &str = "1.14.4";
+
+/// The pinned rathole release, built from its crates.io source.
+const RATHOLE_VERSION: &str = "0.5.0";
+/// The `time` release rathole's lock file is moved to: the `time` it pins does not
+/// build with current compilers (type inference broke in 0.3.29).
+const RATHOLE_TIME_VERSION: &str = "0.3.36";
 
 /// The variable that tells the tests where the sing-box binary is.
 pub(crate) const SING_BOX_ENV: &str = "SWITCHYARD_SING_BOX";
@@ -130,6 +138,142 @@ fn make_executable(path: &Path) -> Result<()> {
             .with_context(|| format!("making {} executable", path.display()))?;
     }
     Ok(())
+}
+
+/// rathole [`RATHOLE_VERSION`] built under `target/peers` when missing, and its path.
+///
+/// `cargo install --locked rathole` fails on current compilers because its lock file
+/// pins `time` 0.3.29, so this fetches the published crate with `cargo fetch` (a
+/// throwaway package depending on exactly that version), copies its source out of
+/// Cargo's registry, moves `time` to [`RATHOLE_TIME_VERSION`] in the copy's lock
+/// file and builds it with its default features (the `tls` transport is native-tls:
+/// OpenSSL, so Debian's `libssl-dev` and `pkg-config`, installed with apt when
+/// missing).
+pub(crate) fn rathole(root: &Path) -> Result<PathBuf> {
+    let dir = target_dir(root)?
+        .join("peers")
+        .join(format!("rathole-{RATHOLE_VERSION}"));
+    let binary = dir.join("target/release/rathole");
+    if !binary.is_file() || !rathole_is_pinned(&binary) {
+        build_rathole(&dir)?;
+        if !rathole_is_pinned(&binary) {
+            bail!(
+                "{} was built but does not say version {RATHOLE_VERSION}: delete {} and \
+                 try again",
+                binary.display(),
+                dir.display()
+            );
+        }
+    }
+    println!("rathole {RATHOLE_VERSION}: {}", binary.display());
+    Ok(binary)
+}
+
+fn rathole_is_pinned(binary: &Path) -> bool {
+    Cmd::new(binary)
+        .args(["--version"])
+        .output()
+        .is_ok_and(|out| {
+            String::from_utf8_lossy(&out)
+                .lines()
+                .any(|l| l.starts_with("Build Version:") && l.trim_end().ends_with(RATHOLE_VERSION))
+        })
+}
+
+fn build_rathole(dir: &Path) -> Result<()> {
+    openssl_dev()?;
+    // Fetch the published crate into Cargo's registry.
+    let fetch = dir.join("fetch");
+    fs::create_dir_all(fetch.join("src"))?;
+    fs::write(
+        fetch.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"rathole-fetch\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\
+             publish = false\n\n[dependencies]\nrathole = \"={RATHOLE_VERSION}\"\n\n\
+             # Not a member of the workspace this directory happens to be in.\n[workspace]\n"
+        ),
+    )?;
+    fs::write(fetch.join("src/lib.rs"), "")?;
+    Cmd::new("cargo").dir(&fetch).args(["fetch"]).run()?;
+    let source = registry_source(&format!("rathole-{RATHOLE_VERSION}"))?;
+    // Copy it out, move `time` in its lock file, build.
+    let src = dir.join("src");
+    if src.exists() {
+        fs::remove_dir_all(&src).with_context(|| format!("removing {}", src.display()))?;
+    }
+    Cmd::new("cp")
+        .args([
+            OsString::from("-r"),
+            source.into_os_string(),
+            src.clone().into_os_string(),
+        ])
+        .run()?;
+    let manifest = src.join("Cargo.toml");
+    let mut text = fs::read_to_string(&manifest)?;
+    text.push_str(
+        "\n# Not a member of the workspace this directory happens to be in.\n[workspace]\n",
+    );
+    fs::write(&manifest, text)?;
+    Cmd::new("cargo")
+        .dir(&src)
+        .args(["update", "-p", "time", "--precise", RATHOLE_TIME_VERSION])
+        .run()?;
+    Cmd::new("env")
+        .dir(&src)
+        .args([format!("CARGO_TARGET_DIR={}", dir.join("target").display())])
+        .args(["cargo", "build", "--release", "--locked"])
+        .run()
+        .context("building rathole from its crates.io source")
+}
+
+/// `name`'s unpacked source in Cargo's registry (after `cargo fetch`).
+fn registry_source(name: &str) -> Result<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .context("neither CARGO_HOME nor HOME is set")?;
+    let registry = home.join("registry/src");
+    for index in
+        fs::read_dir(&registry).with_context(|| format!("reading {}", registry.display()))?
+    {
+        let candidate = index?.path().join(name);
+        if candidate.join("Cargo.toml").is_file() {
+            return Ok(candidate);
+        }
+    }
+    bail!(
+        "`cargo fetch` did not unpack {name} under {}",
+        registry.display()
+    )
+}
+
+/// OpenSSL's headers and `pkg-config`, which rathole's native-tls needs: from apt
+/// when missing.
+fn openssl_dev() -> Result<()> {
+    if Cmd::new("pkg-config")
+        .args(["--exists", "openssl"])
+        .succeeds_quietly()
+    {
+        return Ok(());
+    }
+    Cmd::new("apt-get")
+        .args(["update"])
+        .run()
+        .and_then(|()| {
+            Cmd::new("apt-get")
+                .args([
+                    "install",
+                    "-y",
+                    "--no-install-recommends",
+                    "libssl-dev",
+                    "pkg-config",
+                ])
+                .run()
+        })
+        .context(
+            "installing libssl-dev and pkg-config with apt-get failed: install them by hand \
+             (rathole's TLS transport is built against OpenSSL)",
+        )
 }
 
 /// Cargo's target directory (honours `CARGO_TARGET_DIR` and `.cargo/config.toml`).

@@ -1,0 +1,192 @@
+//! Our tunnel under test: a relay half and one origin half (one TLS profile, [`LINKS`]
+//! links), each on its own tokio runtime with its own worker threads, so they do not
+//! share threads with the client and the target. The origin's handler does what a
+//! node's does with a stream: connects to the destination and copies both ways.
+//!
+//! The memory measurement runs them in a fresh child process (this bench binary with
+//! [`ROLE_ENV`] set): see [`idle_child`].
+
+use std::io::{BufRead, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use switchyard_proto::Address;
+use switchyard_tunnel::credentials::{TunnelSecret, origin_credential};
+use switchyard_tunnel::frame::Open;
+use switchyard_tunnel::half::{OriginHalf, OriginSpec, Profile, RelayHalf, RelaySpec};
+use switchyard_tunnel::link::cert::issue;
+use switchyard_tunnel::link::transport::Transport;
+use switchyard_tunnel::mux::MuxStream;
+use switchyard_tunnel::pool::Balancing;
+use tokio::net::TcpStream;
+use tokio::runtime::Runtime;
+
+use crate::load::{self, Way};
+
+/// Links the origin keeps to the relay.
+pub(crate) const LINKS: usize = 4;
+/// Set (to the target's address) in the memory measurement's child process.
+pub(crate) const ROLE_ENV: &str = "SWITCHYARD_TUNNEL_BENCH_IDLE_TARGET";
+/// The number of idle streams the child opens.
+pub(crate) const STREAMS_ENV: &str = "SWITCHYARD_TUNNEL_BENCH_IDLE_STREAMS";
+
+const SECRET: TunnelSecret = TunnelSecret([7; 32]);
+const TUNNEL: &str = "bench";
+const ORIGIN: &str = "origin";
+
+/// A multi-threaded runtime with `threads` workers named `name`.
+pub(crate) fn runtime(name: &str, threads: usize) -> Result<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .thread_name(name)
+        .enable_all()
+        .build()
+        .with_context(|| format!("building the {name} runtime"))
+}
+
+/// The relay and origin halves, up and linked.
+pub(crate) struct Tunnel {
+    relay: Option<Arc<RelayHalf>>,
+    origin: Option<OriginHalf>,
+    runtimes: Vec<Runtime>,
+}
+
+impl Tunnel {
+    /// Starts both halves and waits for `links` links. The relay listens on
+    /// `listen`; the origin dials `dialed`: `listen` itself, or a sniffing relay in
+    /// front of it.
+    pub(crate) async fn start(
+        links: usize,
+        listen: SocketAddr,
+        dialed: SocketAddr,
+    ) -> Result<Self> {
+        let (relay_rt, origin_rt) = (runtime("relay", 2)?, runtime("origin", 2)?);
+        let cert = issue(TUNNEL).context("issuing the tunnel certificate")?;
+        let port = listen.port();
+        let profile = Profile {
+            port,
+            transport: Transport::Tls,
+            addresses: vec![format!("127.0.0.1:{port}")],
+        };
+        let spec = RelaySpec {
+            tunnel: TUNNEL.into(),
+            listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            profiles: vec![profile.clone()],
+            balancing: Balancing::Distribute,
+            cert_pem: cert.cert_pem.clone(),
+            key_pem: cert.key_pem.clone(),
+            origins: vec![(ORIGIN.into(), origin_credential(&SECRET, TUNNEL, ORIGIN))],
+        };
+        let relay = relay_rt
+            .spawn(RelayHalf::start(spec))
+            .await?
+            .context("starting the relay half")?;
+        let relay = Arc::new(relay);
+        let dialed = Profile {
+            addresses: vec![dialed.to_string()],
+            ..profile
+        };
+        let origin = {
+            let _in_origin_rt = origin_rt.enter();
+            OriginHalf::start(
+                OriginSpec {
+                    tunnel: TUNNEL.into(),
+                    origin: ORIGIN.into(),
+                    credential: origin_credential(&SECRET, TUNNEL, ORIGIN),
+                    pin: cert.pin,
+                    profiles: vec![dialed],
+                    links,
+                },
+                Arc::new(handle),
+            )
+        };
+        let tunnel = Self {
+            relay: Some(relay),
+            origin: Some(origin),
+            runtimes: vec![relay_rt, origin_rt],
+        };
+        let relay = tunnel.relay();
+        load::wait_for("the tunnel's links", Duration::from_secs(15), || {
+            relay.links() == links
+        })
+        .await?;
+        Ok(tunnel)
+    }
+
+    pub(crate) fn relay(&self) -> Arc<RelayHalf> {
+        self.relay.clone().expect("present until dropped")
+    }
+
+    /// The way to `target` through this tunnel.
+    pub(crate) fn way(&self, target: SocketAddr) -> Way {
+        Way::Tunnel(self.relay(), target)
+    }
+}
+
+impl Drop for Tunnel {
+    fn drop(&mut self) {
+        self.relay.take();
+        self.origin.take();
+        // Dropped from async code: the runtimes must not block on their tasks.
+        for rt in self.runtimes.drain(..) {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The origin's routing: the destination over TCP, both ways.
+fn handle(open: Open, mut stream: MuxStream) {
+    tokio::spawn(async move {
+        let Address::Ip(dest) = open.destination else {
+            return;
+        };
+        let Ok(mut tcp) = TcpStream::connect(dest).await else {
+            return;
+        };
+        let _ = tcp.set_nodelay(true);
+        let _ = tokio::io::copy_bidirectional(&mut stream, &mut tcp).await;
+    });
+}
+
+/// The memory measurement's child: both halves in this fresh process, a few
+/// warm-up requests, then `VmRSS` before and after opening the idle streams.
+/// Protocol on stdout/stdin: prints `before KIB`, opens the streams, prints
+/// `opened`; on a line from the parent (the target holds them all) prints
+/// `after KIB`; exits when stdin closes.
+pub(crate) fn idle_child(target: &str) -> Result<()> {
+    let target: SocketAddr = target.parse().context("the target's address")?;
+    let streams: usize = std::env::var(STREAMS_ENV)
+        .context("the number of idle streams")?
+        .parse()?;
+    let client = runtime("client", 1)?;
+    let pid = std::process::id();
+    let (tunnel, held) = client.block_on(async {
+        let listen = load::free_addr()?;
+        let tunnel = Tunnel::start(LINKS, listen, listen).await?;
+        let way = tunnel.way(target);
+        load::first_byte(&way, 20).await?;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        say(&format!("before {}", load::rss_kib(pid)?))?;
+        let held = load::hold(&way, streams).await?;
+        say("opened")?;
+        anyhow::Ok((tunnel, held))
+    })?;
+    let mut lines = std::io::stdin().lock().lines();
+    lines.next().context("the parent went away")??;
+    std::thread::sleep(Duration::from_millis(500));
+    say(&format!("after {}", load::rss_kib(pid)?))?;
+    for _ in lines {}
+    drop(held);
+    drop(tunnel);
+    client.shutdown_background();
+    Ok(())
+}
+
+fn say(line: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()?;
+    Ok(())
+}
