@@ -78,10 +78,22 @@ fn each_problem_names_its_field() {
             "users[1].trojan:",
         ),
         ("[route]\nfinal = \"nowhere\"", "route.final:"),
-        ("[[tunnels]]\nname = \"t\"\nprofiles = []\n[tunnels.relay]\norigins = []", "tunnels[0].profiles:"),
-        ("[[tunnels]]\nname = \"t\"\n[[tunnels.profiles]]\nport = 1\n[tunnels.relay]\norigins = []", "tunnels[0].relay.cert:"),
-        ("[[tunnels]]\nname = \"t\"\nmode = \"direct\"\n[[tunnels.profiles]]\nport = 1\n[tunnels.relay]\norigins = []", "tunnels[0].relay.pin:"),
-        ("[[tunnels]]\nname = \"t\"\n[[tunnels.profiles]]\nport = 1\n[tunnels.origin]\nname = \"o\"\ncredential = \"00\"", "tunnels[0].origin.credential:"),
+        (
+            "[[tunnels]]\nname = \"t\"\nprofiles = []\n[tunnels.relay]\norigins = []",
+            "tunnels[0].profiles:",
+        ),
+        (
+            "[[tunnels]]\nname = \"t\"\n[[tunnels.profiles]]\nport = 1\n[tunnels.relay]\norigins = []",
+            "tunnels[0].relay.cert:",
+        ),
+        (
+            "[[tunnels]]\nname = \"t\"\nmode = \"direct\"\n[[tunnels.profiles]]\nport = 1\n[tunnels.relay]\norigins = []",
+            "tunnels[0].relay.pin:",
+        ),
+        (
+            "[[tunnels]]\nname = \"t\"\n[[tunnels.profiles]]\nport = 1\n[tunnels.origin]\nname = \"o\"\ncredential = \"00\"",
+            "tunnels[0].origin.credential:",
+        ),
         (
             "[[outbounds]]\ntag = \"direct\"\ntype = \"block\"",
             "outbounds[0].tag:",
