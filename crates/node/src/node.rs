@@ -284,9 +284,12 @@ impl Node {
         }
         for t in &new.tunnels {
             match running.tunnels.get_mut(&t.name) {
-                Some(r) if r.config == *t => {}
-                Some(r) if tunnels::membership_only(&r.config, t) => {
+                Some(r) if r.config == *t || tunnels::membership_only(&r.config, t) => {
                     tunnels::update_membership(r, t.clone());
+                    tunnels::refresh_certificate(r).map_err(|problem| ApplyError::Tunnel {
+                        name: t.name.clone(),
+                        problem,
+                    })?;
                 }
                 _ => {
                     if let Some(old) = running.tunnels.remove(&t.name) {

@@ -67,17 +67,33 @@ fn origins(c: &TunnelConfig) -> Vec<(String, Credential)> {
         .unwrap_or_default()
 }
 
-/// Whether `new` differs from `old` only in the relay's admitted origins (a live
-/// membership change, no rebuild).
+/// Whether `new` differs from `old` only in what applies live: the relay's origins
+/// (membership, credentials) and its certificate files (a re-issue).
 pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
     let strip = |c: &TunnelConfig| {
         let mut c = c.clone();
         if let Some(r) = &mut c.relay {
             r.origins.clear();
+            r.cert = None;
+            r.key = None;
         }
         c
     };
     strip(old) == strip(new)
+}
+
+/// Reverse-mode relay: serves the certificate now in its files (re-issued in place or
+/// moved), to new links; links already up stay up.
+pub(crate) fn refresh_certificate(r: &Running) -> Result<(), String> {
+    let (Half::Relay(h), Some(relay)) = (&r.half, &r.config.relay) else {
+        return Ok(());
+    };
+    if r.config.mode == TunnelMode::Direct {
+        return Ok(());
+    }
+    let cert = read(relay.cert.as_deref(), "relay.cert")?;
+    let key = read(relay.key.as_deref(), "relay.key")?;
+    h.set_certificate(&cert, &key).map_err(|e| e.to_string())
 }
 
 fn read(p: Option<&std::path::Path>, what: &str) -> Result<String, String> {

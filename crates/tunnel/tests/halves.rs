@@ -347,3 +347,59 @@ async fn direct_mode_the_relay_dials_listening_origins() {
     relays[0].set_direct_origins(vec![]);
     assert_eq!(relays[0].links(), 0);
 }
+
+#[tokio::test]
+async fn a_reissued_certificate_applies_live_and_key_pins_keep_working() {
+    use switchyard_tunnel::link::cert::reissue;
+    let cert = issue("eu").unwrap();
+    let port = free_port();
+    let profiles = vec![Profile {
+        port,
+        transport: Transport::Tls,
+        addresses: vec![format!("127.0.0.1:{port}")],
+    }];
+    let relay = RelayHalf::start(RelaySpec {
+        tunnel: "eu".into(),
+        listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        profiles: profiles.clone(),
+        balancing: Balancing::Distribute,
+        cert_pem: cert.cert_pem.clone(),
+        key_pem: cert.key_pem.clone(),
+        origins: vec![("fi".into(), origin_credential(&SECRET, "eu", "fi"))],
+    })
+    .await
+    .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let _fi = origin("fi", &profiles, cert.key_pin, seen.clone());
+    wait_until(|| relay.links() == 2).await;
+    let target = echo().await;
+    let open = || Open {
+        network: Network::Tcp,
+        user: "alice".into(),
+        destination: Address::Ip(target),
+    };
+    let mut before = relay.open(open(), 0).unwrap();
+    // Re-issue with the same key; the relay serves it from now on.
+    let again = reissue("eu", &cert.key_pem).unwrap();
+    assert_ne!(again.cert_pem, cert.cert_pem);
+    relay
+        .set_certificate(&again.cert_pem, &again.key_pem)
+        .unwrap();
+    // Links and streams already up carry on.
+    assert_eq!(relay.links(), 2);
+    before.write_all(b"still").await.unwrap();
+    let mut b = [0u8; 5];
+    before.read_exact(&mut b).await.unwrap();
+    assert_eq!(&b, b"still");
+    // New links see the new certificate, and the key pin accepts it.
+    relay.reset();
+    wait_until(|| relay.links() == 2).await;
+    let mut after = relay.open(open(), 0).unwrap();
+    after.write_all(b"new").await.unwrap();
+    let mut b = [0u8; 3];
+    after.read_exact(&mut b).await.unwrap();
+    assert_eq!(&b, b"new");
+    // An origin pinning exactly the new certificate connects: it is what is served.
+    let _exact = origin("fi", &profiles, again.pin, seen.clone());
+    wait_until(|| relay.links() == 4).await;
+}

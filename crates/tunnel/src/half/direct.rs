@@ -74,6 +74,7 @@ impl RelayHalf {
                 pin: spec.pin,
                 dialers: Mutex::new(HashMap::new()),
             }),
+            cert: None,
         };
         half.set_direct_origins(spec.origins);
         half

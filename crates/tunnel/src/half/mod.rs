@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken as Cancel;
 
 use crate::credentials::{Credential, certificate_name, tunnel_tag};
 use crate::frame::{Hello, Open};
-use crate::link::cert::server_config;
+use crate::link::cert::{CertSwap, swappable_server_config};
 use crate::link::transport::{Acceptor, Target, Transport};
 use crate::link::{AddressStatus, Admitted, Dialer, DialerConfig, Gate, Listener, Pin, Refusals};
 use crate::mux::{Mux, MuxConfig, MuxStream, Side};
@@ -91,16 +91,19 @@ pub struct RelayHalf {
     listeners: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Direct mode: the dialers of the origins.
     direct: Option<direct::DirectState>,
+    /// Reverse mode: the certificate served to origins.
+    cert: Option<Arc<CertSwap>>,
 }
 
 impl RelayHalf {
     /// Binds every profile's port and starts admitting origins.
     pub async fn start(spec: RelaySpec) -> Result<Self, HalfError> {
-        let tls =
-            server_config(&spec.cert_pem, &spec.key_pem).map_err(|e| HalfError::Certificate {
+        let (tls, cert) = swappable_server_config(&spec.cert_pem, &spec.key_pem).map_err(|e| {
+            HalfError::Certificate {
                 tunnel: spec.tunnel.clone(),
                 problem: e.to_string(),
-            })?;
+            }
+        })?;
         let tag = tunnel_tag(&spec.tunnel);
         let admitted = Admitted::new(spec.origins.clone());
         let pool = Arc::new(Pool::new(spec.balancing));
@@ -168,6 +171,7 @@ impl RelayHalf {
             stop,
             listeners: std::sync::Mutex::new(handles),
             direct: None,
+            cert: Some(cert),
         })
     }
 
@@ -211,6 +215,20 @@ impl RelayHalf {
     /// The tunnel's name.
     pub fn tunnel(&self) -> &str {
         &self.tunnel
+    }
+
+    /// Reverse mode: serves a re-issued certificate to new links from now on; links
+    /// already up stay up. (Origins that pin the public key need no change when the
+    /// certificate is re-issued with the same key.)
+    pub fn set_certificate(&self, cert_pem: &str, key_pem: &str) -> Result<(), HalfError> {
+        let fail = |e: crate::link::cert::CertError| HalfError::Certificate {
+            tunnel: self.tunnel.clone(),
+            problem: e.to_string(),
+        };
+        match &self.cert {
+            Some(swap) => swap.set(cert_pem, key_pem).map_err(fail),
+            None => Ok(()),
+        }
     }
 
     /// Stops the half: links close and the profiles' ports are free when this returns.

@@ -137,6 +137,64 @@ pub fn server_config(cert_pem: &str, key_pem: &str) -> Result<Arc<ServerConfig>,
     Ok(Arc::new(config))
 }
 
+/// The certificate a listening side serves, swappable while it runs: a re-issued
+/// certificate applies to new links; links already up keep theirs.
+#[derive(Debug)]
+pub struct CertSwap {
+    current: std::sync::RwLock<Arc<rustls::sign::CertifiedKey>>,
+}
+
+impl CertSwap {
+    fn certified(
+        cert_pem: &str,
+        key_pem: &str,
+    ) -> Result<Arc<rustls::sign::CertifiedKey>, CertError> {
+        let (certs, key) = read_pem(cert_pem, key_pem)?;
+        let signing = provider()
+            .key_provider
+            .load_private_key(key)
+            .map_err(|e| CertError::Tls(e.to_string()))?;
+        Ok(Arc::new(rustls::sign::CertifiedKey::new(certs, signing)))
+    }
+
+    /// Serves this certificate and key from now on.
+    pub fn set(&self, cert_pem: &str, key_pem: &str) -> Result<(), CertError> {
+        let next = Self::certified(cert_pem, key_pem)?;
+        *self.current.write().unwrap_or_else(|p| p.into_inner()) = next;
+        Ok(())
+    }
+}
+
+impl rustls::server::ResolvesServerCert for CertSwap {
+    fn resolve(
+        &self,
+        _hello: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(
+            self.current
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        )
+    }
+}
+
+/// Like [`server_config`], with the certificate behind a [`CertSwap`].
+pub fn swappable_server_config(
+    cert_pem: &str,
+    key_pem: &str,
+) -> Result<(Arc<ServerConfig>, Arc<CertSwap>), CertError> {
+    let swap = Arc::new(CertSwap {
+        current: std::sync::RwLock::new(CertSwap::certified(cert_pem, key_pem)?),
+    });
+    let config = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| CertError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_cert_resolver(swap.clone());
+    Ok((Arc::new(config), swap))
+}
+
 /// The dialing side's TLS config: accepts only `pin` for `name`, TLS 1.3 only.
 pub fn client_config(name: &str, pin: Pin) -> Arc<ClientConfig> {
     let provider = provider();
