@@ -26,6 +26,7 @@
 
 pub mod cert;
 pub mod config;
+pub mod fault;
 pub mod http;
 pub mod pattern;
 pub mod sing_box;

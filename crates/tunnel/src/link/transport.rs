@@ -174,6 +174,8 @@ async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
                 target: target.to_string(),
                 reason,
             };
+            // No configured Host: the address dialed, as a browser would send.
+            let host = if host.is_empty() { &target.addr } else { host };
             let request = format!("ws://{host}{path}")
                 .into_client_request()
                 .map_err(|e| ws_fail(e.to_string()))?;
