@@ -1,99 +1,28 @@
-//! WebSocket as a byte stream: binary messages in, binary messages out.
+//! WebSocket inbounds as byte streams.
 //!
 //! The upgrade request is read and checked by the inbound (so a wrong path can go to
 //! the fallback with every byte intact); after the 101 answer the framing is
-//! tungstenite's.
+//! tungstenite's, read and written as bytes by the tunnel crate's [`WsStream`].
 
-use std::io;
-use std::pin::Pin;
-use std::task::{Context, Poll, ready};
-
-use futures_util::{Sink, Stream};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Bytes, Message};
+use tokio_tungstenite::tungstenite::protocol::Role;
 
-/// Largest message accepted from a client. 1 MiB: far above what clients send (a
-/// few KiB to 64 KiB), small enough that a hostile client can't make the node buffer
-/// much.
-pub const MAX_MESSAGE: usize = 1 << 20;
+pub use switchyard_tunnel::ws::{MAX_MESSAGE, WsStream};
 
-/// A WebSocket connection read and written as bytes.
-pub struct WsStream<S> {
-    inner: WebSocketStream<S>,
-    pending: Bytes,
-}
+use crate::inbound::Prefixed;
 
-impl<S: AsyncRead + AsyncWrite + Unpin> WsStream<S> {
-    /// Wraps a stream whose upgrade has been answered; `early` holds data that came
-    /// with the upgrade request (early data), delivered first.
-    pub async fn server(stream: S, early: Vec<u8>) -> Self {
-        let mut config = WebSocketConfig::default();
-        config.max_message_size = Some(MAX_MESSAGE);
-        config.max_frame_size = Some(MAX_MESSAGE);
-        let inner = WebSocketStream::from_raw_socket(stream, Role::Server, Some(config)).await;
-        Self {
-            inner,
-            pending: Bytes::from(early),
-        }
-    }
-}
-
-fn ws_err(e: tokio_tungstenite::tungstenite::Error) -> io::Error {
-    io::Error::other(e)
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for WsStream<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        loop {
-            if !self.pending.is_empty() {
-                let n = self.pending.len().min(buf.remaining());
-                let chunk = self.pending.split_to(n);
-                buf.put_slice(&chunk);
-                return Poll::Ready(Ok(()));
-            }
-            match ready!(Pin::new(&mut self.inner).poll_next(cx)) {
-                None | Some(Ok(Message::Close(_))) => return Poll::Ready(Ok(())),
-                Some(Ok(Message::Binary(b))) => self.pending = b,
-                Some(Ok(Message::Text(t))) => {
-                    self.pending = Bytes::from(t.as_str().as_bytes().to_vec())
-                }
-                // Pings are answered by tungstenite on the next write or flush.
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Poll::Ready(Err(ws_err(e))),
-            }
-        }
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for WsStream<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        ready!(Pin::new(&mut self.inner).poll_ready(cx)).map_err(ws_err)?;
-        Pin::new(&mut self.inner)
-            .start_send(Message::Binary(Bytes::copy_from_slice(data)))
-            .map_err(ws_err)?;
-        Poll::Ready(Ok(data.len()))
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx).map_err(ws_err)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match ready!(Pin::new(&mut self.inner).poll_close(cx)) {
-            Ok(()) | Err(tokio_tungstenite::tungstenite::Error::ConnectionClosed) => {
-                Poll::Ready(Ok(()))
-            }
-            Err(e) => Poll::Ready(Err(ws_err(e))),
-        }
-    }
+/// Wraps a stream whose upgrade has been answered; `early` holds data that came with
+/// the upgrade request (early data), read first.
+pub(crate) async fn server<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    early: Vec<u8>,
+) -> Prefixed<WsStream<S>> {
+    let inner = WebSocketStream::from_raw_socket(
+        stream,
+        Role::Server,
+        Some(switchyard_tunnel::ws::config()),
+    )
+    .await;
+    Prefixed::new(early, WsStream::new(inner))
 }

@@ -27,3 +27,4 @@ pub mod link;
 pub mod mux;
 pub mod placement;
 pub mod pool;
+pub mod ws;

@@ -25,7 +25,6 @@ use switchyard_proto::websocket::{self, EarlyData, UpgradeConfig};
 
 use crate::config::{InboundConfig, Protocol, Security, Transport};
 use crate::node::{Runtime, Shared};
-use crate::ws::WsStream;
 
 pub(crate) use io::{BoxIo, Prefixed};
 
@@ -212,7 +211,7 @@ async fn upgrade(
     // Frames that came right behind the request head are WebSocket frames, not
     // payload: give them back to the WebSocket reader.
     let rest = buf.split_off(used);
-    let ws = WsStream::server(Prefixed::new(rest, stream), std::mem::take(&mut early)).await;
+    let ws = crate::ws::server(Prefixed::new(rest, stream), std::mem::take(&mut early)).await;
     Some(Box::new(ws))
 }
 

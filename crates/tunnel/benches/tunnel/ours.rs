@@ -164,13 +164,15 @@ async fn pump(
     let mut big: Option<Box<[u8]>> = None;
     loop {
         let (n, buf): (usize, &[u8]) = match big.as_deref_mut() {
-            Some(b) => match tokio::time::timeout(std::time::Duration::from_secs(2), r.read(b)).await {
-                Ok(n) => (n?, &*b),
-                Err(_) => {
-                    big = None;
-                    continue;
+            Some(b) => {
+                match tokio::time::timeout(std::time::Duration::from_secs(2), r.read(b)).await {
+                    Ok(n) => (n?, &*b),
+                    Err(_) => {
+                        big = None;
+                        continue;
+                    }
                 }
-            },
+            }
             None => {
                 let n = r.read(&mut small).await?;
                 (n, &small[..])

@@ -24,7 +24,6 @@ pub mod listener;
 pub mod pin;
 pub mod schedule;
 pub mod transport;
-mod ws;
 
 pub use cert::{IssuedCert, issue};
 pub use dialer::{AddressStatus, Dialer, DialerConfig, Link};

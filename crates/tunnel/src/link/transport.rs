@@ -25,7 +25,7 @@ use tokio_tungstenite::tungstenite::http::StatusCode;
 
 use super::cert::client_config;
 use super::pin::{Pin, PinError, pin_error_in};
-use super::ws::{WsStream, config as ws_config};
+use crate::ws::{WsStream, config as ws_config};
 
 /// Anything a link can run over.
 pub trait LinkIo: AsyncRead + AsyncWrite + Send + Unpin {}

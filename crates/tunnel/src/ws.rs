@@ -1,6 +1,6 @@
 //! WebSocket as a byte stream: each write is one binary message, reads concatenate the
-//! binary messages received. The same idea as the node's inbound adapter, kept here
-//! because the tunnel crate does not depend on the node.
+//! binary messages received. Used by the tunnel's WebSocket profiles and by the node's
+//! WebSocket inbounds (after their own upgrade handling).
 
 use std::io;
 use std::pin::Pin;
@@ -15,10 +15,10 @@ use tokio_tungstenite::tungstenite::{Bytes, Message};
 /// Largest message accepted from the peer. 1 MiB: a link writes at most one TLS
 /// record (about 16 KiB) per message, so this only bounds what a hostile peer can make
 /// us buffer.
-pub(crate) const MAX_MESSAGE: usize = 1 << 20;
+pub const MAX_MESSAGE: usize = 1 << 20;
 
 /// The WebSocket settings of both sides.
-pub(crate) fn config() -> WebSocketConfig {
+pub fn config() -> WebSocketConfig {
     let mut config = WebSocketConfig::default();
     config.max_message_size = Some(MAX_MESSAGE);
     config.max_frame_size = Some(MAX_MESSAGE);
@@ -26,14 +26,14 @@ pub(crate) fn config() -> WebSocketConfig {
 }
 
 /// A WebSocket connection read and written as bytes.
-pub(crate) struct WsStream<S> {
+pub struct WsStream<S> {
     inner: WebSocketStream<S>,
     pending: Bytes,
 }
 
 impl<S> WsStream<S> {
     /// Wraps an upgraded connection (either side).
-    pub(crate) fn new(inner: WebSocketStream<S>) -> Self {
+    pub fn new(inner: WebSocketStream<S>) -> Self {
         Self {
             inner,
             pending: Bytes::new(),
