@@ -114,3 +114,17 @@ async fn losing_a_profile_moves_nobody_losing_an_origin_moves_only_its_users() {
     pool.close_all();
     assert!(matches!(pool.open(open("x"), 0), Err(PoolError::NoOrigin)));
 }
+
+#[tokio::test]
+async fn links_set_the_weight_six_links_take_three_times_what_two_take() {
+    let pool = Pool::new(Balancing::Distribute);
+    let mut keep = Links(vec![]);
+    let six: Vec<MuxHandle> = (0..6).map(|_| add(&pool, &mut keep, "fi", 0).1).collect();
+    let two: Vec<MuxHandle> = (0..2).map(|_| add(&pool, &mut keep, "fi", 1).1).collect();
+    let streams: Vec<_> = (0..80)
+        .map(|i| pool.open(open(&format!("u{i}")), 0).unwrap())
+        .collect();
+    let count = |hs: &[MuxHandle]| hs.iter().map(MuxHandle::open_streams).sum::<usize>();
+    assert_eq!((count(&six), count(&two)), (60, 20));
+    drop(streams);
+}

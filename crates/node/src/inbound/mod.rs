@@ -119,6 +119,20 @@ pub(crate) struct Ctx {
 }
 
 async fn accept_loop(ctx: Arc<Ctx>, listener: TcpListener) {
+    let each = ctx.clone();
+    accept_each(&ctx, &listener, |tcp, peer| {
+        tokio::spawn(handle(each.clone(), tcp, peer));
+    })
+    .await;
+}
+
+/// Accepts on `listener` until the inbound stops, handing each connection (with
+/// Nagle off) to `each`.
+pub(crate) async fn accept_each(
+    ctx: &Ctx,
+    listener: &TcpListener,
+    mut each: impl FnMut(TcpStream, SocketAddr),
+) {
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -127,7 +141,7 @@ async fn accept_loop(ctx: Arc<Ctx>, listener: TcpListener) {
         match accepted {
             Ok((tcp, peer)) => {
                 let _ = tcp.set_nodelay(true);
-                tokio::spawn(handle(ctx.clone(), tcp, peer));
+                each(tcp, peer);
             }
             Err(e) => {
                 // Out of file descriptors and the like: wait a little, don't spin.

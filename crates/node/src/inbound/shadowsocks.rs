@@ -189,22 +189,10 @@ pub(crate) async fn serve(ctx: Arc<Ctx>, listener: TcpListener, socket: UdpSocke
         Err(e) => return tracing::error!(inbound = %ctx.config.tag, "shadowsocks: {e}"),
     };
     tokio::spawn(udp::serve(inbound.clone(), Arc::new(socket)));
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            () = ctx.cancel.cancelled() => return,
-        };
-        match accepted {
-            Ok((tcp, peer)) => {
-                let _ = tcp.set_nodelay(true);
-                tokio::spawn(handle(inbound.clone(), tcp, peer));
-            }
-            Err(e) => {
-                tracing::warn!(inbound = %ctx.config.tag, "accept: {e}");
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            }
-        }
-    }
+    super::accept_each(&ctx, &listener, |tcp, peer| {
+        tokio::spawn(handle(inbound.clone(), tcp, peer));
+    })
+    .await;
 }
 
 async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, peer: SocketAddr) {

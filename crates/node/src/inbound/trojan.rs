@@ -40,31 +40,11 @@ pub(crate) async fn serve(
             tcp::proxy(ctx, rt, &user, peer, stream, request.destination, preamble).await;
         }
         Command::UdpAssociate => {
-            let Ok(admission) = ctx
-                .shared
-                .accounting
-                .admit(&user.name, &ctx.config.tag, peer.ip(), user.address_limit)
-                .inspect_err(|e| tracing::info!(inbound = %ctx.config.tag, "{e}"))
-            else {
-                return;
+            let preamble = tcp::Preamble {
+                response: &[],
+                first: &first,
             };
-            let session = ctx
-                .shared
-                .sessions
-                .register(&user.name, &ctx.config.tag, &ctx.cancel);
-            let result = udp::associate(
-                stream,
-                Framing::Trojan,
-                first,
-                rt,
-                &user.name,
-                &admission,
-                &session.cancel,
-            )
-            .await;
-            if let Err(e) = result {
-                tracing::debug!(user = %user.name, "Trojan UDP: {e}");
-            }
+            udp::serve(ctx, rt, &user, peer, stream, Framing::Trojan, preamble).await;
         }
     }
 }

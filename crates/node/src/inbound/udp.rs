@@ -265,6 +265,51 @@ impl Outlet {
     }
 }
 
+/// An authenticated user's UDP association carried in `stream` (VLESS, XUDP,
+/// Trojan): checks the address limit, registers the session, writes the protocol's
+/// answer, then carries datagrams until the stream ends.
+pub(crate) async fn serve(
+    ctx: &super::Ctx,
+    rt: &Runtime,
+    user: &crate::users::User,
+    peer: SocketAddr,
+    mut stream: BoxIo,
+    framing: Framing,
+    super::tcp::Preamble { response, first }: super::tcp::Preamble<'_>,
+) {
+    use tokio::io::AsyncWriteExt;
+    let Ok(admission) = ctx
+        .shared
+        .accounting
+        .admit(&user.name, &ctx.config.tag, peer.ip(), user.address_limit)
+        .inspect_err(|e| tracing::info!(inbound = %ctx.config.tag, "{e}"))
+    else {
+        return;
+    };
+    let session = ctx
+        .shared
+        .sessions
+        .register(&user.name, &ctx.config.tag, &ctx.cancel);
+    if !response.is_empty()
+        && (stream.write_all(response).await.is_err() || stream.flush().await.is_err())
+    {
+        return;
+    }
+    let result = associate(
+        stream,
+        framing,
+        first.to_vec(),
+        rt,
+        &user.name,
+        &admission,
+        &session.cancel,
+    )
+    .await;
+    if let Err(e) = result {
+        tracing::debug!(user = %user.name, inbound = %ctx.config.tag, "UDP: {e}");
+    }
+}
+
 /// Carries a user's UDP association until the stream ends, the user is idle for
 /// `idle`, or `cancel` fires. `first` holds stream bytes already read.
 pub(crate) async fn associate(

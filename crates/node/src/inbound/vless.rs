@@ -43,65 +43,31 @@ pub(crate) async fn serve(
             tcp::proxy(ctx, rt, &user, peer, stream, dest, preamble).await;
         }
         Command::Udp(dest) => {
-            associate(
+            let preamble = tcp::Preamble {
+                response: &RESPONSE,
+                first,
+            };
+            udp::serve(
                 ctx,
                 rt,
                 &user,
                 peer,
                 stream,
                 Framing::Vless { to: dest },
-                first,
+                preamble,
             )
-            .await
+            .await;
         }
         Command::Mux => {
             let framing = Framing::Xudp {
                 session: 0,
                 to: None,
             };
-            associate(ctx, rt, &user, peer, stream, framing, first).await;
+            let preamble = tcp::Preamble {
+                response: &RESPONSE,
+                first,
+            };
+            udp::serve(ctx, rt, &user, peer, stream, framing, preamble).await;
         }
-    }
-}
-
-async fn associate(
-    ctx: &Ctx,
-    rt: &Runtime,
-    user: &crate::users::User,
-    peer: SocketAddr,
-    mut stream: BoxIo,
-    framing: Framing,
-    first: &[u8],
-) {
-    let Ok(admission) = ctx
-        .shared
-        .accounting
-        .admit(&user.name, &ctx.config.tag, peer.ip(), user.address_limit)
-        .inspect_err(|e| tracing::info!(inbound = %ctx.config.tag, "{e}"))
-    else {
-        return;
-    };
-    let session = ctx
-        .shared
-        .sessions
-        .register(&user.name, &ctx.config.tag, &ctx.cancel);
-    if tokio::io::AsyncWriteExt::write_all(&mut stream, &RESPONSE)
-        .await
-        .is_err()
-    {
-        return;
-    }
-    let result = udp::associate(
-        stream,
-        framing,
-        first.to_vec(),
-        rt,
-        &user.name,
-        &admission,
-        &session.cancel,
-    )
-    .await;
-    if let Err(e) = result {
-        tracing::debug!(user = %user.name, "VLESS UDP: {e}");
     }
 }
