@@ -265,5 +265,6 @@ async fn metrics(State(node): State<Arc<Node>>) -> Response {
         "switchyard_journal_pending {}",
         node.journal().pending()
     );
+    shared.inbound_states.write_metrics(&mut out);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }

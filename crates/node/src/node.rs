@@ -101,6 +101,8 @@ pub struct Shared {
     runtime: RwLock<Arc<Runtime>>,
     /// Bytes per second over the last second, up and down.
     pub throughput: (AtomicU64, AtomicU64),
+    /// What each inbound tag keeps across its rebuilds (limits, replay state).
+    pub(crate) inbound_states: Arc<crate::inbound::state::InboundStates>,
 }
 
 impl Shared {
@@ -184,6 +186,7 @@ impl Node {
             sessions: Arc::new(Sessions::default()),
             runtime: RwLock::new(Arc::new(Runtime::from_config(&config, HashMap::new()))),
             throughput: (AtomicU64::new(0), AtomicU64::new(0)),
+            inbound_states: Arc::default(),
         });
         let node = Arc::new(Self {
             shared,

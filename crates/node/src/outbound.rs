@@ -1,5 +1,6 @@
-//! Outbounds: `direct` (connect from this node) and `block`, and the rule that keeps
-//! users away from the node's own loopback and private networks.
+//! Outbounds: `direct` (connect from this node) and `block`, and the rules that keep
+//! users away from the node itself: its loopback, private networks and own interface
+//! addresses (unless allowed), and its control API (always).
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -9,13 +10,21 @@ use thiserror::Error;
 use tokio::net::{TcpStream, UdpSocket, lookup_host};
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::config::{NodeConfig, OutboundKind};
-use crate::route::{Network, Rule, route};
+use crate::route::{Network, Routed, Rule, route};
 
-/// Connecting to a destination takes at most this long. 10 s: slow destinations
-/// still connect; a dead one frees the user's connection soon.
+/// Connecting to a destination takes at most this long in all, over every address
+/// its name resolves to. 10 s: slow destinations still connect; a dead one frees the
+/// user's connection soon.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// One address may take at most this long before the next is tried. 4 s: a
+/// blackholed first address (a dead IPv6 route) leaves time for the others.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(4);
+/// Resolving a name takes at most this long. 5 s: the system resolver retries
+/// within that; a name that has not resolved by then is treated as not resolving.
+pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A destination: an address, or a name to resolve, and a port.
 pub use switchyard_proto::Address as Destination;
@@ -27,9 +36,13 @@ pub enum DialError {
     /// The route sends this traffic to `block`.
     #[error("{0}: blocked by the route")]
     Blocked(Destination),
-    /// The destination is on loopback or a private network and those are not allowed.
-    #[error("{0}: private and loopback destinations are not allowed on this node")]
+    /// The destination is on loopback, a private network or this node's own address,
+    /// and those are not allowed.
+    #[error("{0}: private, loopback and this node's own addresses are not allowed on this node")]
     Private(Destination),
+    /// The destination is this node's control API, which users never reach.
+    #[error("{0}: the node's control API is not a destination")]
+    Control(Destination),
     /// The name does not resolve.
     #[error("{0}: does not resolve: {1}")]
     Resolve(Destination, io::Error),
@@ -54,12 +67,15 @@ pub fn is_private(ip: IpAddr) -> bool {
                 return private_v4(v4);
             }
             let s = v6.segments();
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
+            v6.is_multicast()
+                || s[..6] == [0; 6] // ::/96: unspecified, loopback, IPv4-compatible
                 || (s[0] & 0xfe00) == 0xfc00 // unique local
                 || (s[0] & 0xffc0) == 0xfe80 // link-local
+                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated, still routed on LANs)
                 || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
+                || (s[0] == 0x0064 && s[1] == 0xff9b && s[2..6] == [0; 4]) // NAT64 64:ff9b::/96
+                || (s[0] == 0x0064 && s[1] == 0xff9b && s[2] == 1) // local NAT64 64:ff9b:1::/48
+                || s[0] == 0x2002 // 6to4: embeds any IPv4, the private ones too
                 || v6 == Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0)
         }
     }
@@ -76,6 +92,7 @@ fn private_v4(v4: Ipv4Addr) -> bool {
         || v4.is_documentation()
         || o[0] == 0
         || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64.0.0/10 shared
+        || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0.0/24 protocol assignments
         || (o[0] == 198 && (o[1] & 0xfe) == 18) // 198.18.0.0/15 benchmarking
         || o[0] >= 240
 }
@@ -99,6 +116,30 @@ pub struct Dialer {
     outbounds: HashMap<String, Via>,
     /// Whether private and loopback destinations are allowed.
     pub allow_private: bool,
+    /// The node's own interface addresses, refused like private ones.
+    own: Arc<[IpAddr]>,
+    /// The control API's port: never a user's destination on any local address.
+    control_port: Option<u16>,
+}
+
+/// Where a connection goes, decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan {
+    /// Out from this node, to these addresses in order.
+    Direct(Vec<SocketAddr>),
+    /// Into the tunnel with this tag.
+    Tunnel(String),
+}
+
+/// The node's interface addresses (empty when they can't be read).
+fn own_addresses() -> Arc<[IpAddr]> {
+    match if_addrs::get_if_addrs() {
+        Ok(ifs) => ifs.into_iter().map(|i| i.ip()).collect(),
+        Err(e) => {
+            tracing::warn!("reading this node's interface addresses: {e}");
+            Arc::new([])
+        }
+    }
 }
 
 impl Dialer {
@@ -124,6 +165,8 @@ impl Dialer {
             final_tag: c.final_tag(),
             outbounds,
             allow_private: c.node.allow_private_destinations,
+            own: own_addresses(),
+            control_port: Some(c.control.listen.port()),
         }
     }
 
@@ -141,40 +184,53 @@ impl Dialer {
             )]
             .into(),
             allow_private,
+            own: own_addresses(),
+            control_port: None,
         }
     }
 
-    /// Where a connection to `dest` over `network` goes.
-    pub fn via(&self, dest: &Destination, network: Network) -> Via {
-        let tag = route(&self.rules, &self.final_tag, dest, network);
+    fn tag_via(&self, tag: &str) -> Via {
         self.outbounds.get(tag).cloned().unwrap_or(Via::Block)
     }
 
-    /// The addresses `dest` stands for, routed and checked against the private-range
-    /// rule.
-    pub async fn resolve(
-        &self,
-        dest: &Destination,
-        network: Network,
-    ) -> Result<Vec<SocketAddr>, DialError> {
-        match self.via(dest, network) {
-            Via::Direct => {}
-            Via::Block => return Err(DialError::Blocked(dest.clone())),
-            // UDP through tunnels is not in this build: such datagrams are dropped.
-            Via::Tunnel(tag) => return Err(DialError::Tunnel(dest.clone(), tag)),
+    /// Where a connection to `dest` over `network` goes, by its name alone (a rule
+    /// with IP networks does not match a name here: see [`Dialer::plan`]).
+    pub fn via(&self, dest: &Destination, network: Network) -> Via {
+        match route(&self.rules, &self.final_tag, dest, network, Some(&[])) {
+            Routed::Outbound(tag) => self.tag_via(tag),
+            Routed::NeedsAddresses => Via::Block,
         }
-        let addrs: Vec<SocketAddr> = match dest {
-            Destination::Ip(a) => vec![*a],
-            Destination::Domain(name, port) => lookup_host((name.as_str(), *port))
-                .await
-                .map_err(|e| DialError::Resolve(dest.clone(), e))?
-                .collect(),
+    }
+
+    /// Why this node refuses to send a user to `addr`, if it does.
+    fn refuse(&self, dest: &Destination, addr: SocketAddr) -> Option<DialError> {
+        let ip = match addr.ip() {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+            v4 => v4,
         };
-        // A name that resolves to any private address is refused whole: otherwise a
-        // user could pick a record that points at the node's LAN.
-        if !self.allow_private && addrs.iter().any(|a| is_private(a.ip())) {
-            return Err(DialError::Private(dest.clone()));
+        let local = ip.is_loopback() || ip.is_unspecified() || self.own.contains(&ip);
+        if local && self.control_port == Some(addr.port()) {
+            return Some(DialError::Control(dest.clone()));
         }
+        (!self.allow_private && (is_private(ip) || self.own.contains(&ip)))
+            .then(|| DialError::Private(dest.clone()))
+    }
+
+    async fn lookup(dest: &Destination) -> Result<Vec<SocketAddr>, DialError> {
+        let Destination::Domain(name, port) = dest else {
+            return Ok(vec![match dest {
+                Destination::Ip(a) => *a,
+                Destination::Domain(..) => unreachable!("matched above"),
+            }]);
+        };
+        let found = tokio::time::timeout(RESOLVE_TIMEOUT, lookup_host((name.as_str(), *port)))
+            .await
+            .map_err(|_| {
+                let e = io::Error::new(io::ErrorKind::TimedOut, "resolving timed out");
+                DialError::Resolve(dest.clone(), e)
+            })?
+            .map_err(|e| DialError::Resolve(dest.clone(), e))?;
+        let addrs: Vec<SocketAddr> = found.collect();
         if addrs.is_empty() {
             let e = io::Error::new(io::ErrorKind::NotFound, "no addresses");
             return Err(DialError::Resolve(dest.clone(), e));
@@ -182,21 +238,93 @@ impl Dialer {
         Ok(addrs)
     }
 
-    /// Opens a TCP connection to `dest`.
+    /// Routes `dest` over `network`: resolves the name when a rule with IP networks
+    /// needs its addresses (or the route is direct), and checks every address against
+    /// the node's refusals.
+    pub async fn plan(&self, dest: &Destination, network: Network) -> Result<Plan, DialError> {
+        let mut addrs = None;
+        let tag = match route(&self.rules, &self.final_tag, dest, network, None) {
+            Routed::Outbound(tag) => tag,
+            Routed::NeedsAddresses => {
+                let found = Self::lookup(dest).await?;
+                let ips: Vec<IpAddr> = found.iter().map(SocketAddr::ip).collect();
+                let routed = route(&self.rules, &self.final_tag, dest, network, Some(&ips));
+                addrs = Some(found);
+                match routed {
+                    Routed::Outbound(tag) => tag,
+                    Routed::NeedsAddresses => unreachable!("addresses were given"),
+                }
+            }
+        };
+        match self.tag_via(tag) {
+            Via::Direct => {}
+            Via::Block => return Err(DialError::Blocked(dest.clone())),
+            Via::Tunnel(tag) => return Ok(Plan::Tunnel(tag)),
+        }
+        let addrs = match addrs {
+            Some(a) => a,
+            None => Self::lookup(dest).await?,
+        };
+        // A name that resolves to any refused address is refused whole: otherwise a
+        // user could pick a record that points at the node's LAN.
+        if let Some(refused) = addrs.iter().find_map(|a| self.refuse(dest, *a)) {
+            return Err(refused);
+        }
+        Ok(Plan::Direct(addrs))
+    }
+
+    /// The addresses `dest` stands for, routed and checked against the refusals; a
+    /// route into a tunnel is an error here.
+    pub async fn resolve(
+        &self,
+        dest: &Destination,
+        network: Network,
+    ) -> Result<Vec<SocketAddr>, DialError> {
+        match self.plan(dest, network).await? {
+            Plan::Direct(addrs) => Ok(addrs),
+            Plan::Tunnel(tag) => Err(DialError::Tunnel(dest.clone(), tag)),
+        }
+    }
+
+    /// Opens a TCP connection to `dest` (which must route directly).
     pub async fn connect(&self, dest: &Destination) -> Result<TcpStream, DialError> {
         let addrs = self.resolve(dest, Network::Tcp).await?;
+        Self::connect_to(dest, &addrs).await
+    }
+
+    /// Connects to the first of `addrs` that answers: each gets [`ATTEMPT_TIMEOUT`],
+    /// all together [`CONNECT_TIMEOUT`].
+    pub async fn connect_to(
+        dest: &Destination,
+        addrs: &[SocketAddr],
+    ) -> Result<TcpStream, DialError> {
         let mut last = io::Error::new(io::ErrorKind::NotFound, "no addresses");
-        for addr in addrs {
-            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
-                Ok(Ok(s)) => {
-                    let _ = s.set_nodelay(true);
-                    return Ok(s);
+        let all = async {
+            for addr in addrs {
+                match tokio::time::timeout(ATTEMPT_TIMEOUT, TcpStream::connect(addr)).await {
+                    Ok(Ok(s)) => {
+                        let _ = s.set_nodelay(true);
+                        return Ok(s);
+                    }
+                    Ok(Err(e)) => last = e,
+                    Err(_) => {
+                        last = io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!("{addr}: connect timed out"),
+                        );
+                    }
                 }
-                Ok(Err(e)) => last = e,
-                Err(_) => last = io::Error::new(io::ErrorKind::TimedOut, "connect timed out"),
+            }
+            Err(())
+        };
+        match tokio::time::timeout(CONNECT_TIMEOUT, all).await {
+            Ok(Ok(s)) => Ok(s),
+            Ok(Err(())) => Err(DialError::Connect(dest.clone(), last)),
+            Err(_) => {
+                let e = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
+                Err(DialError::Connect(dest.clone(), e))
             }
         }
-        Err(DialError::Connect(dest.clone(), last))
     }
 
     /// A UDP socket for a user's datagrams (bound to all addresses of the family of

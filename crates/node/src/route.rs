@@ -151,34 +151,49 @@ pub struct Rule {
     pub outbound: String,
 }
 
+/// Whether `name` is `suffix` or a subdomain of it. Compares bytes, never slices the
+/// string: a name from the wire may hold any UTF-8, and a byte index inside a
+/// character must not panic.
 fn suffix_matches(name: &str, suffix: &str) -> bool {
-    let suffix = suffix.trim_start_matches('.');
-    name.len() >= suffix.len()
-        && name[name.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
-        && (name.len() == suffix.len() || name.as_bytes()[name.len() - suffix.len() - 1] == b'.')
+    let (name, suffix) = (name.as_bytes(), suffix.trim_start_matches('.').as_bytes());
+    let Some(cut) = name.len().checked_sub(suffix.len()) else {
+        return false;
+    };
+    name[cut..].eq_ignore_ascii_case(suffix) && (cut == 0 || name[cut - 1] == b'.')
 }
 
 impl Rule {
-    /// Whether a connection to `dest` over `network` matches.
-    pub fn matches(&self, dest: &Address, network: Network) -> bool {
+    /// Whether a connection to `dest` over `network` matches. A name matches a rule's
+    /// IP networks when any address it resolves to (`resolved`) is inside; `None`
+    /// when that is what decides and the name is not resolved yet.
+    pub fn matches(
+        &self,
+        dest: &Address,
+        network: Network,
+        resolved: Option<&[IpAddr]>,
+    ) -> Option<bool> {
         let name = match dest {
             Address::Domain(d, _) => Some(d.trim_end_matches('.')),
             Address::Ip(_) => None,
-        };
-        let ip = match dest {
-            Address::Ip(a) => Some(a.ip()),
-            Address::Domain(..) => None,
         };
         let by_name = self.domain.is_empty() && self.domain_suffix.is_empty()
             || name.is_some_and(|n| {
                 self.domain.iter().any(|d| d.eq_ignore_ascii_case(n))
                     || self.domain_suffix.iter().any(|s| suffix_matches(n, s))
             });
-        let by_ip = self.ip_cidr.is_empty()
-            || ip.is_some_and(|ip| self.ip_cidr.iter().any(|c| c.contains(ip)));
         let by_port = self.port.is_empty() || self.port.iter().any(|p| p.contains(dest.port()));
         let by_network = self.network.is_none_or(|n| n == network);
-        by_name && by_ip && by_port && by_network
+        if !(by_name && by_port && by_network) {
+            return Some(false);
+        }
+        if self.ip_cidr.is_empty() {
+            return Some(true);
+        }
+        let inside = |ip: &IpAddr| self.ip_cidr.iter().any(|c| c.contains(*ip));
+        match dest {
+            Address::Ip(a) => Some(inside(&a.ip())),
+            Address::Domain(..) => resolved.map(|ips| ips.iter().any(inside)),
+        }
     }
 
     /// Whether the rule has no condition at all (it would match everything).
@@ -191,17 +206,33 @@ impl Rule {
     }
 }
 
-/// The outbound tag for a connection: the first matching rule's, else `final_tag`.
+/// Where routing sends a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Routed<'a> {
+    /// The outbound with this tag.
+    Outbound(&'a str),
+    /// A rule with IP networks was reached for a name: resolve it and route again
+    /// with its addresses.
+    NeedsAddresses,
+}
+
+/// The outbound for a connection: the first matching rule's, else `final_tag`.
+/// `resolved` holds the addresses of a name destination, once known.
 pub fn route<'a>(
     rules: &'a [Rule],
     final_tag: &'a str,
     dest: &Address,
     network: Network,
-) -> &'a str {
-    rules
-        .iter()
-        .find(|r| r.matches(dest, network))
-        .map_or(final_tag, |r| r.outbound.as_str())
+    resolved: Option<&[IpAddr]>,
+) -> Routed<'a> {
+    for rule in rules {
+        match rule.matches(dest, network, resolved) {
+            Some(true) => return Routed::Outbound(&rule.outbound),
+            Some(false) => {}
+            None => return Routed::NeedsAddresses,
+        }
+    }
+    Routed::Outbound(final_tag)
 }
 
 #[cfg(test)]
@@ -244,7 +275,10 @@ mod tests {
             outbound = "block"
             "#,
         );
-        let t = |d: &Address, n| route(&r, "tunnel-eu", d, n);
+        let t = |d: &Address, n| match route(&r, "tunnel-eu", d, n, Some(&[])) {
+            Routed::Outbound(tag) => tag,
+            Routed::NeedsAddresses => unreachable!("addresses were given"),
+        };
         assert_eq!(t(&dom("x.ads.example", 443), Network::Tcp), "block");
         assert_eq!(t(&dom("ads.example", 443), Network::Udp), "block");
         assert_eq!(
@@ -265,8 +299,56 @@ mod tests {
         );
         assert_eq!(t(&ip("1.2.3.4:6885"), Network::Tcp), "block");
         assert_eq!(t(&ip("1.2.3.4:6890"), Network::Tcp), "tunnel-eu");
-        // Domain rules never match an address, IP rules never match a name.
+        // Domain rules never match an address; a name with no address matches no IP
+        // rule.
         assert_eq!(t(&dom("10.in-addr.arpa", 80), Network::Tcp), "tunnel-eu");
+    }
+
+    #[test]
+    fn ip_rules_match_the_addresses_a_name_resolves_to() {
+        let r = rules(
+            r#"
+            [[rules]]
+            domain = ["pinned.example"]
+            outbound = "direct"
+            [[rules]]
+            ip_cidr = ["10.0.0.0/8"]
+            outbound = "block"
+            "#,
+        );
+        let name = dom("lan.example", 80);
+        // The name rule decides first without resolving.
+        assert_eq!(
+            route(&r, "tunnel", &dom("pinned.example", 80), Network::Tcp, None),
+            Routed::Outbound("direct")
+        );
+        assert_eq!(
+            route(&r, "tunnel", &name, Network::Tcp, None),
+            Routed::NeedsAddresses
+        );
+        let lan: [IpAddr; 2] = ["1.1.1.1".parse().unwrap(), "10.1.1.1".parse().unwrap()];
+        assert_eq!(
+            route(&r, "tunnel", &name, Network::Tcp, Some(&lan)),
+            Routed::Outbound("block")
+        );
+        assert_eq!(
+            route(&r, "tunnel", &name, Network::Tcp, Some(&lan[..1])),
+            Routed::Outbound("tunnel")
+        );
+    }
+
+    #[test]
+    fn suffixes_compare_bytes_so_non_ascii_names_do_not_panic() {
+        let r = rules("[[rules]]\ndomain_suffix = [\"x.org\", \"é.org\"]\noutbound = \"block\"");
+        let t = |name: &str| match route(&r, "direct", &dom(name, 443), Network::Tcp, None) {
+            Routed::Outbound(tag) => tag,
+            Routed::NeedsAddresses => unreachable!("no IP rules"),
+        };
+        // "é" is two bytes: the cut for "x.org" falls inside it.
+        assert_eq!(t("aé.org"), "direct", "needs a dot boundary");
+        assert_eq!(t("a.é.org"), "block");
+        assert_eq!(t("é.org"), "block");
+        assert_eq!(t("org"), "direct");
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! - [`trojan`]: the Trojan request, the password hash and Trojan UDP framing;
 //! - [`socks5`]: the server side of SOCKS5 (RFC 1928) with username/password
 //!   authentication (RFC 1929) and the UDP request header;
+//! - [`shadowsocks`]: Shadowsocks 2022 (SIP022) UDP client packets, opened with
+//!   checked parsing (the ciphers come from `shadowsocks-crypto`);
 //! - [`websocket`]: the HTTP/1.1 WebSocket upgrade request and its `101` response,
 //!   with the early-data forms of sing-box and Xray.
 //!
@@ -36,6 +38,7 @@
 
 pub mod address;
 mod base64;
+pub mod shadowsocks;
 pub mod socks5;
 pub mod trojan;
 pub mod vless;

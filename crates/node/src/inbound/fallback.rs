@@ -1,52 +1,86 @@
-//! What happens to a connection that fails authentication: the fallback gets it byte
+//! What happens to a connection that fails its handshake: the fallback gets it byte
 //! for byte, or it is held in silence and closed. Never a protocol error: an active
 //! prober must learn nothing.
+//!
+//! What a prober can observe is the same whatever and however many bytes it sent:
+//! - with a fallback, every failed handshake (a wrong header, an unknown user, or a
+//!   header cut short by the prober's silence, EOF or the handshake deadline) is
+//!   handed to the fallback with every byte read so far, so the prober talks to the
+//!   fallback site exactly as if it had connected to it;
+//! - without one, every failed handshake is held: bytes are read and dropped, nothing
+//!   is ever sent, and the connection is closed [`unauthenticated_hold_s`] after it was
+//!   accepted (not after the failure), even if the prober closed its side earlier.
+//!
+//! [`unauthenticated_hold_s`]: crate::config::NodeSettings::unauthenticated_hold_s
+
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::time::{Instant, sleep_until, timeout};
 
-use super::{BoxIo, Ctx};
+use super::{BoxIo, Conn, Ctx};
 use crate::node::Runtime;
+use crate::relay::relay;
 
-/// Bytes a held connection may send before it is closed early (it reads and drops
-/// them meanwhile, so a prober can't tell holding from a slow server).
-const HOLD_DRAIN_LIMIT: usize = 64 * 1024;
+/// Connecting to the fallback takes at most this long. 5 s: the fallback is a local or
+/// nearby site; one that does not answer by then is down, and the connection is held.
+pub(crate) const FALLBACK_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Hands `stream`, whose first bytes `read` have already been taken, to the inbound's
 /// fallback, or holds it and closes it.
-pub(crate) async fn reject(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo, read: Vec<u8>) {
+pub(crate) async fn reject(ctx: &Ctx, rt: &Runtime, stream: BoxIo, read: Vec<u8>, conn: &Conn) {
     let Some(addr) = ctx.config.fallback else {
-        return hold(ctx, rt, stream).await;
+        return hold(ctx, rt, stream, conn).await;
     };
-    let mut site = match TcpStream::connect(addr).await {
-        Ok(s) => s,
-        Err(e) => {
+    let mut site = match timeout(FALLBACK_CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
             tracing::warn!(inbound = %ctx.config.tag, %addr, "fallback unreachable: {e}");
-            return hold(ctx, rt, stream).await;
+            return hold(ctx, rt, stream, conn).await;
+        }
+        Err(_) => {
+            tracing::warn!(inbound = %ctx.config.tag, %addr, "fallback did not answer in {FALLBACK_CONNECT_TIMEOUT:?}");
+            return hold(ctx, rt, stream, conn).await;
         }
     };
+    let _ = site.set_nodelay(true);
     if site.write_all(&read).await.is_err() {
         return;
     }
-    let cancel = ctx.cancel.clone();
-    tokio::select! {
-        _ = tokio::io::copy_bidirectional(&mut stream, &mut site) => {}
-        () = cancel.cancelled() => {}
-    }
+    // The fallback's traffic is nobody's: counted nowhere, ended when idle like a
+    // user's connection, or when the inbound stops.
+    let _ = relay(
+        stream,
+        Box::new(site),
+        rt.idle_timeout,
+        &ctx.cancel,
+        |_, _| {},
+    )
+    .await;
 }
 
-async fn hold(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo) {
-    let deadline = tokio::time::Instant::now() + rt.unauthenticated_hold;
-    let mut drained = 0usize;
+/// Reads and drops until `unauthenticated_hold` after the connection was accepted,
+/// then closes it; says nothing meanwhile.
+async fn hold(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo, conn: &Conn) {
+    let until = conn.accepted + rt.unauthenticated_hold;
     let mut sink = vec![0u8; 4096];
     loop {
         let read = tokio::select! {
-            r = tokio::time::timeout_at(deadline, stream.read(&mut sink)) => r,
+            r = tokio::time::timeout_at(until, stream.read(&mut sink)) => r,
             () = ctx.cancel.cancelled() => return,
         };
         match read {
-            Ok(Ok(n)) if n > 0 && drained + n <= HOLD_DRAIN_LIMIT => drained += n,
-            _ => return,
+            Ok(Ok(n)) if n > 0 => {}
+            // The prober closed its side or the stream failed: wait out the hold all
+            // the same, so closing early shows nothing.
+            Ok(_) => break,
+            Err(_) => return,
         }
+    }
+    drop(sink);
+    tokio::select! {
+        () = sleep_until(until.max(Instant::now())) => {}
+        () = ctx.cancel.cancelled() => {}
     }
 }

@@ -7,6 +7,7 @@ mod fallback;
 mod io;
 mod shadowsocks;
 mod socks;
+pub(crate) mod state;
 mod tcp;
 mod trojan;
 pub(crate) mod udp;
@@ -14,6 +15,8 @@ mod vless;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -92,19 +95,28 @@ pub(crate) async fn bind(config: &InboundConfig) -> Result<Bound, String> {
 }
 
 impl Bound {
-    /// Starts serving.
+    /// Starts serving: the accept loop (and Shadowsocks' UDP loop) run supervised.
     pub(crate) fn start(self, shared: Arc<Shared>) -> Running {
         let cancel = CancellationToken::new();
+        let state = shared.inbound_states.get(&self.config.tag);
         let ctx = Arc::new(Ctx {
             config: self.config,
             tls: self.tls,
             cancel: cancel.clone(),
+            state,
             shared,
         });
+        let listener = Arc::new(self.listener);
         match self.udp {
-            Some(udp) => tokio::spawn(shadowsocks::serve(ctx, self.listener, udp)),
-            None => tokio::spawn(accept_loop(ctx, self.listener)),
-        };
+            Some(udp) => shadowsocks::start(ctx, listener, Arc::new(udp)),
+            None => {
+                let each = ctx.clone();
+                supervise(ctx, "accept", move || {
+                    let (ctx, listener) = (each.clone(), listener.clone());
+                    async move { accept_loop(ctx, &listener).await }
+                });
+            }
+        }
         Running { cancel }
     }
 }
@@ -115,23 +127,88 @@ pub(crate) struct Ctx {
     tls: Option<TlsAcceptor>,
     /// Fires when the inbound is removed or rebuilt.
     pub(crate) cancel: CancellationToken,
+    /// What the inbound's tag keeps across rebuilds.
+    pub(crate) state: Arc<state::InboundState>,
     pub(crate) shared: Arc<Shared>,
 }
 
-async fn accept_loop(ctx: Arc<Ctx>, listener: TcpListener) {
+/// The first pause before restarting a failed task; it doubles up to
+/// [`RESTART_MAX`] while the task keeps failing within a minute of its start.
+const RESTART_FIRST: Duration = Duration::from_millis(100);
+/// The longest pause before a restart.
+const RESTART_MAX: Duration = Duration::from_secs(5);
+
+/// Runs the task `make` builds until the inbound stops; a task that fails (panics)
+/// is logged, counted in `switchyard_inbound_task_restarts_total` and started again,
+/// so one bad packet never leaves an inbound deaf.
+pub(crate) fn supervise<F, Fut>(ctx: Arc<Ctx>, what: &'static str, make: F)
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut pause = RESTART_FIRST;
+        loop {
+            let started = Instant::now();
+            let failed = match tokio::spawn(make()).await {
+                Ok(()) => return,
+                Err(e) => e,
+            };
+            if ctx.cancel.is_cancelled() || !failed.is_panic() {
+                return;
+            }
+            let restarts = ctx.state.restarts.fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::error!(
+                inbound = %ctx.config.tag,
+                restarts,
+                "{what} task failed ({failed}); restarting it in {pause:?}"
+            );
+            if started.elapsed() > Duration::from_secs(60) {
+                pause = RESTART_FIRST;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = ctx.cancel.cancelled() => return,
+            }
+            pause = (pause * 2).min(RESTART_MAX);
+        }
+    });
+}
+
+async fn accept_loop(ctx: Arc<Ctx>, listener: &TcpListener) {
     let each = ctx.clone();
-    accept_each(&ctx, &listener, |tcp, peer| {
-        tokio::spawn(handle(each.clone(), tcp, peer));
+    accept_each(&ctx, listener, |tcp, conn| {
+        tokio::spawn(handle(each.clone(), tcp, conn));
     })
     .await;
 }
 
+/// One accepted connection, as its handshake sees it.
+pub(crate) struct Conn {
+    /// The client's address.
+    pub(crate) peer: SocketAddr,
+    /// When it was accepted: a failed handshake is held until a fixed time after this.
+    pub(crate) accepted: Instant,
+    /// The handshake's deadline.
+    pub(crate) deadline: Instant,
+    pending: state::Unauthenticated,
+}
+
+impl Conn {
+    /// The client proved who it is: it no longer counts against the inbound's
+    /// pre-authentication limits.
+    pub(crate) fn authenticated(&mut self) {
+        self.pending.authenticated();
+    }
+}
+
 /// Accepts on `listener` until the inbound stops, handing each connection (with
-/// Nagle off) to `each`.
+/// Nagle off) to `each`; a connection over the pre-authentication limits (per
+/// inbound, per source address) is closed at once.
 pub(crate) async fn accept_each(
     ctx: &Ctx,
     listener: &TcpListener,
-    mut each: impl FnMut(TcpStream, SocketAddr),
+    mut each: impl FnMut(TcpStream, Conn),
 ) {
     loop {
         let accepted = tokio::select! {
@@ -140,8 +217,23 @@ pub(crate) async fn accept_each(
         };
         match accepted {
             Ok((tcp, peer)) => {
+                let Some(pending) = ctx.state.pending.enter(peer.ip()) else {
+                    ctx.state.limited.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(%peer, inbound = %ctx.config.tag, "too many connections in their handshake: closed");
+                    continue;
+                };
                 let _ = tcp.set_nodelay(true);
-                each(tcp, peer);
+                let now = Instant::now();
+                let rt = ctx.shared.runtime();
+                each(
+                    tcp,
+                    Conn {
+                        peer,
+                        accepted: now,
+                        deadline: now + rt.handshake_timeout,
+                        pending,
+                    },
+                );
             }
             Err(e) => {
                 // Out of file descriptors and the like: wait a little, don't spin.
@@ -152,15 +244,15 @@ pub(crate) async fn accept_each(
     }
 }
 
-async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, peer: SocketAddr) {
+async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
     let rt = ctx.shared.runtime();
     let local = tcp
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::new(ctx.config.listen, ctx.config.port));
-    let deadline = Instant::now() + rt.handshake_timeout;
+    let peer = conn.peer;
     let stream: BoxIo = match &ctx.tls {
         None => Box::new(tcp),
-        Some(acceptor) => match timeout_at(deadline, acceptor.accept(tcp)).await {
+        Some(acceptor) => match timeout_at(conn.deadline, acceptor.accept(tcp)).await {
             Ok(Ok(tls)) => Box::new(tls),
             Ok(Err(e)) => {
                 return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
@@ -173,17 +265,17 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, peer: SocketAddr) {
     let stream = match &ctx.config.transport {
         Transport::Tcp => stream,
         Transport::Ws { path, host } => {
-            match upgrade(&ctx, &rt, stream, path, host.as_deref(), deadline).await {
+            match upgrade(&ctx, &rt, stream, path, host.as_deref(), &conn).await {
                 Some(ws) => ws,
                 None => return,
             }
         }
     };
     match ctx.config.protocol {
-        Protocol::Vless => vless::serve(&ctx, &rt, stream, peer, deadline).await,
-        Protocol::Trojan => trojan::serve(&ctx, &rt, stream, peer, deadline).await,
-        Protocol::Socks => socks::serve(&ctx, &rt, stream, peer, local, deadline).await,
-        Protocol::Shadowsocks => {} // served by shadowsocks::serve
+        Protocol::Vless => vless::serve(&ctx, &rt, stream, conn).await,
+        Protocol::Trojan => trojan::serve(&ctx, &rt, stream, conn).await,
+        Protocol::Socks => socks::serve(&ctx, &rt, stream, conn, local).await,
+        Protocol::Shadowsocks => {} // served by shadowsocks::start
     }
 }
 
@@ -195,7 +287,7 @@ async fn upgrade(
     mut stream: BoxIo,
     path: &str,
     host: Option<&str>,
-    deadline: Instant,
+    conn: &Conn,
 ) -> Option<BoxIo> {
     let config = UpgradeConfig {
         path: path.to_owned(),
@@ -203,7 +295,7 @@ async fn upgrade(
         early_data: EarlyData::Header("Sec-WebSocket-Protocol".into()),
     };
     let mut buf = Vec::with_capacity(1024);
-    let parsed = read_header(&mut stream, &mut buf, deadline, |b| {
+    let parsed = read_header(&mut stream, &mut buf, conn.deadline, |b| {
         websocket::parse_upgrade(b, &config)
     })
     .await;
@@ -211,10 +303,13 @@ async fn upgrade(
         Header::Parsed(r) => r,
         Header::Rejected(why) => {
             tracing::debug!(inbound = %ctx.config.tag, "WebSocket upgrade refused: {why}");
-            fallback::reject(ctx, rt, stream, buf).await;
+            fallback::reject(ctx, rt, stream, buf, conn).await;
             return None;
         }
-        Header::Closed => return None,
+        Header::Incomplete => {
+            fallback::reject(ctx, rt, stream, buf, conn).await;
+            return None;
+        }
     };
     let mut response = Vec::with_capacity(256);
     request.encode_response(&mut response);
@@ -235,8 +330,9 @@ pub(crate) enum Header<T> {
     Parsed((T, usize)),
     /// Not acceptable: the reason (for logs).
     Rejected(String),
-    /// The client went away or the deadline passed.
-    Closed,
+    /// The client stopped sending (closed its side, or the deadline passed) before
+    /// a whole header came: what came so far is in the buffer.
+    Incomplete,
 }
 
 /// Reads into `buf` until `parse` accepts or rejects it, the header grows past
@@ -263,9 +359,8 @@ pub(crate) async fn read_header<T, E: std::fmt::Display>(
         buf.reserve(want);
         let mut limited = (&mut *stream).take(want as u64);
         match timeout_at(deadline, limited.read_buf(buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => return Header::Closed,
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Header::Incomplete,
             Ok(Ok(_)) => {}
-            Err(_) => return Header::Closed,
         }
     }
 }

@@ -15,28 +15,31 @@
 //! Whatever fails (unknown user, bad tag, replayed salt, stale timestamp) is never
 //! answered: TCP connections are held silently and closed, UDP packets are dropped.
 
+#[path = "ss/replay.rs"]
+pub(crate) mod replay;
 #[path = "ss/udp.rs"]
 mod udp;
 #[path = "ss/window.rs"]
 mod window;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, Weak};
 
-use ::shadowsocks::config::{ServerType, ServerUser, ServerUserManager};
-use ::shadowsocks::context::{Context, SharedContext};
+use ::shadowsocks::config::{ServerUser, ServerUserManager};
+use ::shadowsocks::context::SharedContext;
 use ::shadowsocks::crypto::CipherKind;
 use ::shadowsocks::crypto::v2::tcp::TcpCipher;
+use ::shadowsocks::crypto::v2::udp::UdpCipher;
 use ::shadowsocks::relay::socks5::Address;
 use ::shadowsocks::relay::tcprelay::ProxyServerStream;
 use aes::cipher::{BlockDecrypt, KeyInit};
 use bytes::Bytes;
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
-use tokio::time::{Instant, timeout_at};
+use tokio::time::timeout_at;
 
-use super::{BoxIo, Ctx, Prefixed, fallback, tcp};
+use super::state::InboundState;
+use super::{BoxIo, Conn, Ctx, Prefixed, fallback, tcp};
 use crate::config::SsMethod;
 use crate::node::Runtime;
 use crate::outbound::Destination;
@@ -55,9 +58,14 @@ const FIXED_CHUNK_LEN: usize = 1 + 8 + 2 + 16;
 pub(crate) struct Inbound {
     ctx: Arc<Ctx>,
     method: CipherKind,
+    /// The same method, as our UDP decoder names it.
+    ss_method: switchyard_proto::shadowsocks::Method,
     server_key: Bytes,
-    /// The crate's state: salt replay filter, nonce generator.
+    /// The crate's state: salt replay filter, nonce generator. Kept per inbound tag,
+    /// so a rebuilt inbound still refuses salts it has seen.
     context: SharedContext,
+    /// What the inbound's tag keeps across rebuilds.
+    state: Arc<InboundState>,
     keys: Mutex<Arc<Keys>>,
 }
 
@@ -70,6 +78,9 @@ pub(crate) struct Keys {
     by_hash: HashMap<Bytes, (Bytes, Arc<User>)>,
     /// Every key of the method's length, in config order.
     all: Vec<(Bytes, Arc<User>)>,
+    /// Methods without identity headers: every key with its UDP cipher, for the trial
+    /// that finds a packet's user.
+    chacha: Vec<(Bytes, Arc<UdpCipher>, Arc<User>)>,
 }
 
 impl Keys {
@@ -77,6 +88,7 @@ impl Keys {
         let mut manager = ServerUserManager::new();
         let mut by_hash = HashMap::new();
         let mut all = Vec::new();
+        let mut chacha = Vec::new();
         for (key, user) in &rt.users.shadowsocks {
             if key.len() != method.key_len() {
                 continue; // validation rules this out; never hand the crate a bad key
@@ -85,6 +97,10 @@ impl Keys {
             let entry = ServerUser::new(user.name.clone(), key.clone());
             by_hash.insert(entry.clone_identity_hash(), (key.clone(), user.clone()));
             manager.add_user(entry);
+            if !has_eih(method) {
+                let cipher = Arc::new(UdpCipher::new(method, &key, 0));
+                chacha.push((key.clone(), cipher, user.clone()));
+            }
             all.push((key, user.clone()));
         }
         Self {
@@ -92,6 +108,7 @@ impl Keys {
             manager: Arc::new(manager),
             by_hash,
             all,
+            chacha,
         }
     }
 
@@ -101,12 +118,13 @@ impl Keys {
     }
 }
 
-/// The crate's name for a method.
-fn cipher_kind(method: SsMethod) -> CipherKind {
+/// Our decoder's name for a method.
+fn ss_method(method: SsMethod) -> switchyard_proto::shadowsocks::Method {
+    use switchyard_proto::shadowsocks::Method;
     match method {
-        SsMethod::Aes128Gcm => CipherKind::AEAD2022_BLAKE3_AES_128_GCM,
-        SsMethod::Aes256Gcm => CipherKind::AEAD2022_BLAKE3_AES_256_GCM,
-        SsMethod::Chacha20Poly1305 => CipherKind::AEAD2022_BLAKE3_CHACHA20_POLY1305,
+        SsMethod::Aes128Gcm => Method::Aes128Gcm,
+        SsMethod::Aes256Gcm => Method::Aes256Gcm,
+        SsMethod::Chacha20Poly1305 => Method::Chacha20Poly1305,
     }
 }
 
@@ -127,14 +145,18 @@ impl Inbound {
             .as_ref()
             .ok_or("a shadowsocks inbound needs the server key")?;
         let server_key = crate::config::ss_key(password.expose(), method)?;
-        let method = cipher_kind(method);
+        let ss_method = ss_method(method);
+        let method = ss_method.kind();
         let rt = ctx.shared.runtime();
+        let state = ctx.shared.inbound_states.get(&ctx.config.tag);
         Ok(Self {
             keys: Mutex::new(Arc::new(Keys::build(&rt, method))),
             ctx,
             method,
+            ss_method,
             server_key: server_key.into(),
-            context: Context::new_shared(ServerType::Server),
+            context: state.shadowsocks().context.clone(),
+            state,
         })
     }
 
@@ -182,32 +204,48 @@ impl Inbound {
     }
 }
 
-/// Serves TCP on `listener` and UDP on `socket` until the inbound stops.
-pub(crate) async fn serve(ctx: Arc<Ctx>, listener: TcpListener, socket: UdpSocket) {
+/// Serves TCP on `listener` and UDP on `socket` until the inbound stops, each loop
+/// supervised.
+pub(crate) fn start(ctx: Arc<Ctx>, listener: Arc<TcpListener>, socket: Arc<UdpSocket>) {
     let inbound = match Inbound::new(ctx.clone()) {
         Ok(i) => Arc::new(i),
         Err(e) => return tracing::error!(inbound = %ctx.config.tag, "shadowsocks: {e}"),
     };
-    tokio::spawn(udp::serve(inbound.clone(), Arc::new(socket)));
-    super::accept_each(&ctx, &listener, |tcp, peer| {
-        tokio::spawn(handle(inbound.clone(), tcp, peer));
-    })
-    .await;
+    let udp = inbound.clone();
+    super::supervise(ctx.clone(), "shadowsocks UDP", move || {
+        udp::serve(udp.clone(), socket.clone())
+    });
+    super::supervise(ctx, "accept", move || {
+        let (inbound, listener) = (inbound.clone(), listener.clone());
+        async move {
+            super::accept_each(&inbound.ctx.clone(), &listener, |tcp, conn| {
+                tokio::spawn(handle(inbound.clone(), tcp, conn));
+            })
+            .await;
+        }
+    });
 }
 
-async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, peer: SocketAddr) {
+async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, mut conn: Conn) {
     let ctx = &inbound.ctx;
     let rt = ctx.shared.runtime();
     let keys = inbound.keys(&rt);
-    let deadline = Instant::now() + rt.handshake_timeout;
+    let (peer, deadline) = (conn.peer, conn.deadline);
     let salt_len = inbound.method.salt_len();
     let eih = has_eih(inbound.method);
     // The whole fixed part: the crate reads it in a single read, which must not come
-    // up short.
-    let mut head = vec![0u8; salt_len + if eih { EIH_LEN } else { 0 } + FIXED_CHUNK_LEN];
-    match timeout_at(deadline, tcp.read_exact(&mut head)).await {
-        Ok(Ok(_)) => {}
-        _ => return,
+    // up short. A client that stops short is failed like any other, with what it sent.
+    let want = salt_len + if eih { EIH_LEN } else { 0 } + FIXED_CHUNK_LEN;
+    let mut head = Vec::with_capacity(want);
+    while head.len() < want {
+        let mut limited = (&mut tcp).take((want - head.len()) as u64);
+        match timeout_at(deadline, limited.read_buf(&mut head)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            _ => {
+                let stream: BoxIo = Box::new(tcp);
+                return fallback::reject(ctx, &rt, stream, head, &conn).await;
+            }
+        }
     }
     let (salt, rest) = head.split_at(salt_len);
     let found = if eih {
@@ -221,7 +259,7 @@ async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, peer: SocketAddr) {
     };
     let Some((key, manager, user)) = found else {
         tracing::debug!(%peer, inbound = %ctx.config.tag, "shadowsocks: unknown user");
-        return fallback::reject(ctx, &rt, Box::new(Prefixed::new(head, tcp)), Vec::new()).await;
+        return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
     };
     let mut stream = ProxyServerStream::from_stream_with_user_manager(
         inbound.context.clone(),
@@ -235,30 +273,33 @@ async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, peer: SocketAddr) {
         Ok(Err(e)) => {
             tracing::debug!(%peer, inbound = %ctx.config.tag, user = %user.name, "shadowsocks: {e}");
             let held: BoxIo = Box::new(stream.into_inner());
-            return fallback::reject(ctx, &rt, held, Vec::new()).await;
+            return fallback::reject(ctx, &rt, held, Vec::new(), &conn).await;
         }
-        Err(_) => return,
+        Err(_) => {
+            let held: BoxIo = Box::new(stream.into_inner());
+            return fallback::reject(ctx, &rt, held, Vec::new(), &conn).await;
+        }
+    };
+    conn.authenticated();
+    let target = match destination(target) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::debug!(%peer, inbound = %ctx.config.tag, user = %user.name, "shadowsocks: destination: {e}");
+            return;
+        }
     };
     let preamble = tcp::Preamble {
         response: &[],
         first: &[],
     };
-    tcp::proxy(
-        ctx,
-        &rt,
-        &user,
-        peer,
-        Box::new(stream),
-        destination(target),
-        preamble,
-    )
-    .await;
+    tcp::proxy(ctx, &rt, &user, peer, Box::new(stream), target, preamble).await;
 }
 
-/// Our name for the crate's address.
-pub(crate) fn destination(address: Address) -> Destination {
+/// Our name for the crate's address, checked like every other destination (the
+/// crate accepts any UTF-8 as a domain).
+pub(crate) fn destination(address: Address) -> Result<Destination, switchyard_proto::AddressError> {
     match address {
-        Address::SocketAddress(a) => Destination::Ip(a),
-        Address::DomainNameAddress(name, port) => Destination::Domain(name, port),
+        Address::SocketAddress(a) => Ok(Destination::Ip(a)),
+        Address::DomainNameAddress(name, port) => Destination::domain(&name, port),
     }
 }

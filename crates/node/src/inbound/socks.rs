@@ -13,7 +13,7 @@ use switchyard_proto::socks5::{
 };
 
 use super::udp::Outlet;
-use super::{BoxIo, Ctx, Header, read_header, tcp};
+use super::{BoxIo, Conn, Ctx, Header, read_header, tcp};
 use crate::node::Runtime;
 
 fn unspecified() -> Address {
@@ -30,10 +30,10 @@ pub(crate) async fn serve(
     ctx: &Ctx,
     rt: &Runtime,
     mut stream: BoxIo,
-    peer: SocketAddr,
+    mut conn: Conn,
     local: SocketAddr,
-    deadline: Instant,
 ) {
+    let (peer, deadline) = (conn.peer, conn.deadline);
     let mut buf = Vec::with_capacity(64);
     let Header::Parsed((greeting, used)) =
         read_header(&mut stream, &mut buf, deadline, Greeting::parse).await
@@ -67,6 +67,7 @@ pub(crate) async fn serve(
     let Some(user) = user else {
         return tracing::debug!(%peer, inbound = %ctx.config.tag, "SOCKS5: bad credentials");
     };
+    conn.authenticated();
     let request = match read_header(&mut stream, &mut buf, deadline, Request::parse).await {
         Header::Parsed((r, used)) => {
             buf.drain(..used);
@@ -84,7 +85,7 @@ pub(crate) async fn serve(
             .await;
             return;
         }
-        Header::Closed => return,
+        Header::Incomplete => return,
     };
     match request.command {
         Command::Connect => {

@@ -7,7 +7,7 @@ use tokio::io::AsyncWriteExt;
 use super::{BoxIo, Ctx};
 use crate::accounting::now_ms;
 use crate::node::Runtime;
-use crate::outbound::{Destination, Via};
+use crate::outbound::{Destination, Dialer, Plan};
 use crate::relay::relay;
 use crate::route::Network;
 use crate::users::User;
@@ -45,8 +45,12 @@ pub(crate) async fn proxy(
         .shared
         .sessions
         .register(&user.name, &ctx.config.tag, &ctx.cancel);
-    let mut remote: BoxIo = match rt.dialer.via(&dest, Network::Tcp) {
-        Via::Tunnel(tag) => {
+    let plan = match rt.dialer.plan(&dest, Network::Tcp).await {
+        Ok(p) => p,
+        Err(e) => return tracing::debug!(user = %user.name, "{e}"),
+    };
+    let mut remote: BoxIo = match plan {
+        Plan::Tunnel(tag) => {
             let open = Open {
                 network: TunnelNetwork::Tcp,
                 user: user.name.clone(),
@@ -60,7 +64,7 @@ pub(crate) async fn proxy(
                 None => return tracing::warn!(%dest, "tunnel {tag} is not running"),
             }
         }
-        Via::Direct | Via::Block => match rt.dialer.connect(&dest).await {
+        Plan::Direct(addrs) => match Dialer::connect_to(&dest, &addrs).await {
             Ok(r) => Box::new(r),
             Err(e) => return tracing::debug!(user = %user.name, "{e}"),
         },

@@ -1,35 +1,28 @@
 //! Trojan: CONNECT and UDP ASSOCIATE.
 
-use std::net::SocketAddr;
-
-use tokio::time::Instant;
-
 use switchyard_proto::trojan::{Command, Request};
 
 use super::udp::{self, Framing};
-use super::{BoxIo, Ctx, Header, fallback, read_header, tcp};
+use super::{BoxIo, Conn, Ctx, Header, fallback, read_header, tcp};
 use crate::node::Runtime;
 
-pub(crate) async fn serve(
-    ctx: &Ctx,
-    rt: &Runtime,
-    mut stream: BoxIo,
-    peer: SocketAddr,
-    deadline: Instant,
-) {
+pub(crate) async fn serve(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo, mut conn: Conn) {
+    let peer = conn.peer;
     let mut buf = Vec::with_capacity(512);
-    let (request, used) = match read_header(&mut stream, &mut buf, deadline, Request::parse).await {
-        Header::Parsed(r) => r,
-        Header::Rejected(why) => {
-            tracing::debug!(%peer, inbound = %ctx.config.tag, "not Trojan: {why}");
-            return fallback::reject(ctx, rt, stream, buf).await;
-        }
-        Header::Closed => return,
-    };
+    let (request, used) =
+        match read_header(&mut stream, &mut buf, conn.deadline, Request::parse).await {
+            Header::Parsed(r) => r,
+            Header::Rejected(why) => {
+                tracing::debug!(%peer, inbound = %ctx.config.tag, "not Trojan: {why}");
+                return fallback::reject(ctx, rt, stream, buf, &conn).await;
+            }
+            Header::Incomplete => return fallback::reject(ctx, rt, stream, buf, &conn).await,
+        };
     let Some(user) = rt.users.trojan(&request.hash).cloned() else {
         tracing::debug!(%peer, inbound = %ctx.config.tag, "Trojan: unknown password");
-        return fallback::reject(ctx, rt, stream, buf).await;
+        return fallback::reject(ctx, rt, stream, buf, &conn).await;
     };
+    conn.authenticated();
     let first = buf[used..].to_vec();
     match request.command {
         Command::Connect => {

@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 
 use crate::accounting::now_ms;
 use crate::node::Runtime;
-use crate::outbound::{Destination, Dialer, Via};
+use crate::outbound::{Destination, Dialer, Plan};
 
 /// Bytes of undecoded stream data an association may hold: one largest packet and
 /// its framing.
@@ -183,29 +183,30 @@ impl Outlet {
         to: &Destination,
         data: &[u8],
     ) -> Result<(), String> {
-        if let Via::Tunnel(tag) = dialer.via(to, crate::route::Network::Udp) {
-            let fresh = !self.tunnels.contains_key(&tag);
-            self.send_tunnel(&tag, to, data)?;
-            if fresh {
-                self.forward_replies(&tag);
-            }
-            return Ok(());
-        }
         let addr = match self.resolved.get(to) {
             Some(a) => *a,
-            None => {
-                let a = *dialer
-                    .resolve(to, crate::route::Network::Udp)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .first()
-                    .ok_or("no address")?;
-                if self.resolved.len() >= MAX_RESOLVED {
-                    self.resolved.clear();
+            None => match dialer
+                .plan(to, crate::route::Network::Udp)
+                .await
+                .map_err(|e| e.to_string())?
+            {
+                Plan::Tunnel(tag) => {
+                    let fresh = !self.tunnels.contains_key(&tag);
+                    self.send_tunnel(&tag, to, data)?;
+                    if fresh {
+                        self.forward_replies(&tag);
+                    }
+                    return Ok(());
                 }
-                self.resolved.insert(to.clone(), a);
-                a
-            }
+                Plan::Direct(addrs) => {
+                    let a = *addrs.first().ok_or("no address")?;
+                    if self.resolved.len() >= MAX_RESOLVED {
+                        self.resolved.clear();
+                    }
+                    self.resolved.insert(to.clone(), a);
+                    a
+                }
+            },
         };
         let addr = match (self.v6, addr.ip()) {
             (true, IpAddr::V4(v4)) => SocketAddr::new(IpAddr::V6(v4.to_ipv6_mapped()), addr.port()),

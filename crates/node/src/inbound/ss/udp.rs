@@ -1,21 +1,29 @@
-//! Shadowsocks 2022 UDP: one socket on the inbound's port; each client address is an
-//! association with its own outlet, admission and session, answered through the
-//! inbound's socket.
+//! Shadowsocks 2022 UDP: one socket on the inbound's port; each user's client session
+//! is an association with its own outlet, admission and session, answered through the
+//! inbound's socket at the address the session's newest packet came from.
+//!
+//! Packets are opened by our checked decoder (`switchyard_proto::shadowsocks`), never
+//! by the `shadowsocks` crate's, whose address parser panics on a truncated domain.
+//! Packet ids are checked per user and session in a window that outlives the
+//! association and rebuilds of the inbound, so a packet replayed from any address is
+//! dropped.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use ::shadowsocks::crypto::v2::udp::UdpCipher;
 use ::shadowsocks::relay::socks5::Address;
-use ::shadowsocks::relay::udprelay::crypto_io::{decrypt_client_payload, encrypt_server_payload};
+use ::shadowsocks::relay::udprelay::crypto_io::encrypt_server_payload;
 use ::shadowsocks::relay::udprelay::options::UdpSocketControlData;
 use bytes::{Bytes, BytesMut};
+use std::sync::Mutex;
+use switchyard_proto::shadowsocks::{Header, PacketError, open_chacha};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::window::Window;
-use super::{Inbound, Keys, destination, has_eih};
+use super::{Inbound, Keys, has_eih};
 use crate::inbound::udp::Outlet;
 use crate::node::Runtime;
 use crate::outbound::Destination;
@@ -51,29 +59,41 @@ pub(crate) fn bind(addr: SocketAddr) -> Result<UdpSocket, String> {
     UdpSocket::from_std(socket.into()).map_err(|e| format!("UDP socket: {e}"))
 }
 
-/// What the receive loop keeps of an association.
+/// What the receive loop keeps of an association: one per user and client session.
 struct Association {
-    /// The client's session id; a new one from the same address starts over.
-    session_id: u64,
-    /// The user's key, tried first for this client's next packet.
-    key: Bytes,
-    window: Window,
+    /// The session's cipher (AES methods derive a key per session).
+    cipher: Arc<UdpCipher>,
+    /// Where answers go: the address the session's newest packet came from (a client
+    /// that roams keeps its session).
+    client: Arc<Mutex<SocketAddr>>,
     to_outlet: mpsc::Sender<(Destination, Vec<u8>)>,
 }
 
-/// An authenticated packet.
+/// An authenticated packet, decrypted in the receive buffer.
 struct Opened {
-    len: usize,
-    target: Address,
-    control: UdpSocketControlData,
+    session_id: u64,
+    packet_id: u64,
+    target: Destination,
+    payload: std::ops::Range<usize>,
     key: Bytes,
+    cipher: Arc<UdpCipher>,
     user: Arc<User>,
+}
+
+/// The current Unix time in seconds, for packets' timestamps.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// Receives the inbound's datagrams until it stops.
 pub(crate) async fn serve(inbound: Arc<Inbound>, socket: Arc<UdpSocket>) {
     let ctx = inbound.ctx.clone();
-    let mut associations: HashMap<SocketAddr, Association> = HashMap::new();
+    let sessions = &inbound.state.shadowsocks().sessions;
+    let mut associations: HashMap<(Arc<str>, u64), Association> = HashMap::new();
+    // The key each client address used last: tried first (methods without identity).
+    let mut hints: HashMap<SocketAddr, Bytes> = HashMap::new();
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut scratch = vec![0u8; MAX_DATAGRAM];
     loop {
@@ -89,25 +109,41 @@ pub(crate) async fn serve(inbound: Arc<Inbound>, socket: Arc<UdpSocket>) {
         };
         let rt = ctx.shared.runtime();
         let keys = inbound.keys(&rt);
-        let hint = associations.get(&client).map(|a| a.key.clone());
-        let Some(opened) = inbound.open(&keys, hint, &mut buf[..n], &mut scratch) else {
-            tracing::trace!(%client, inbound = %ctx.config.tag, "shadowsocks: dropped a packet");
+        let opened = inbound.open(
+            &keys,
+            &associations,
+            hints.get(&client),
+            &mut buf[..n],
+            &mut scratch,
+        );
+        let opened = match opened {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::trace!(%client, inbound = %ctx.config.tag, "shadowsocks: dropped a packet: {e}");
+                continue;
+            }
+        };
+        let user: Arc<str> = opened.user.name.as_str().into();
+        if !sessions.accept(&user, opened.session_id, opened.packet_id) {
+            tracing::trace!(%client, "shadowsocks: replayed packet id");
             continue;
-        };
-        let payload = if has_eih(inbound.method) {
-            &buf[..opened.len]
-        } else {
-            &scratch[..opened.len]
-        };
-        let stale = associations.get(&client).is_some_and(|a| {
-            a.session_id != opened.control.client_session_id || a.to_outlet.is_closed()
-        });
-        if stale {
-            associations.remove(&client);
         }
-        if !associations.contains_key(&client) {
+        let payload = if has_eih(inbound.method) {
+            &buf[opened.payload.clone()]
+        } else {
+            &scratch[opened.payload.clone()]
+        };
+        let id = (user, opened.session_id);
+        if associations
+            .get(&id)
+            .is_some_and(|a| a.to_outlet.is_closed())
+        {
+            associations.remove(&id);
+        }
+        if !associations.contains_key(&id) {
             if associations.len() >= MAX_ASSOCIATIONS {
                 associations.retain(|_, a| !a.to_outlet.is_closed());
+                hints.retain(|_, _| false);
                 if associations.len() >= MAX_ASSOCIATIONS {
                     continue;
                 }
@@ -115,70 +151,94 @@ pub(crate) async fn serve(inbound: Arc<Inbound>, socket: Arc<UdpSocket>) {
             let Some(association) = start(&inbound, &rt, &socket, client, &opened) else {
                 continue;
             };
-            associations.insert(client, association);
+            associations.insert(id.clone(), association);
         }
-        let Some(association) = associations.get_mut(&client) else {
+        let Some(association) = associations.get_mut(&id) else {
             continue;
         };
-        if !association.window.accept(opened.control.packet_id) {
-            tracing::trace!(%client, "shadowsocks: replayed packet id");
-            continue;
+        {
+            let mut to = association.client.lock().unwrap_or_else(|p| p.into_inner());
+            if *to != client {
+                tracing::debug!(from = %*to, to = %client, "shadowsocks: a UDP session moved");
+                *to = client;
+            }
+        }
+        if hints.len() < MAX_ASSOCIATIONS {
+            hints.insert(client, opened.key.clone());
         }
         let _ = association
             .to_outlet
-            .try_send((destination(opened.target), payload.to_vec()));
+            .try_send((opened.target, payload.to_vec()));
     }
 }
 
 impl Inbound {
-    /// Decrypts a client packet in place (AES: in `packet`; otherwise in `scratch`)
-    /// and finds its user; `hint` is the key this client used last.
+    /// Decrypts a client packet (AES: in place in `packet`; otherwise in `scratch`)
+    /// and finds its user; `hint` is the key this client address used last.
     fn open(
         &self,
         keys: &Keys,
-        hint: Option<Bytes>,
+        associations: &HashMap<(Arc<str>, u64), Association>,
+        hint: Option<&Bytes>,
         packet: &mut [u8],
         scratch: &mut [u8],
-    ) -> Option<Opened> {
-        if has_eih(self.method) {
-            let (len, target, control) = decrypt_client_payload(
-                &self.context,
-                self.method,
-                &self.server_key,
-                packet,
-                Some(&keys.manager),
-            )
-            .ok()?;
-            let control = control?;
-            let (key, user) = keys
-                .by_hash(control.user.as_ref()?.identity_hash())?
-                .clone();
-            return Some(Opened {
-                len,
-                target,
-                control,
+    ) -> Result<Opened, String> {
+        let method = self.ss_method;
+        let now = unix_now();
+        if method.has_identity() {
+            let header =
+                Header::read(method, &self.server_key, packet, true).map_err(|e| e.to_string())?;
+            let identity = header.identity.ok_or("no identity header")?;
+            let (key, user) = keys.by_hash(&identity).cloned().ok_or("unknown user")?;
+            let id: (Arc<str>, u64) = (user.name.as_str().into(), header.session_id);
+            let cipher = match associations.get(&id) {
+                Some(a) => a.cipher.clone(),
+                None => Arc::new(method.cipher(&key, header.session_id)),
+            };
+            let base = packet.as_ptr() as usize;
+            let opened = header
+                .open(&cipher, packet, now)
+                .map_err(|e| e.to_string())?;
+            let at = opened.payload.as_ptr() as usize - base;
+            return Ok(Opened {
+                session_id: opened.session_id,
+                packet_id: opened.packet_id,
+                target: opened.address,
+                payload: at..at + opened.payload.len(),
                 key,
+                cipher,
                 user,
             });
         }
-        // No identity header: the key that opens the packet names the user.
+        // No identity header: the key that opens the packet names the user. At most
+        // the inbound's users are tried (validation caps them for this method).
         let scratch = &mut scratch[..packet.len()];
-        let hinted = hint.and_then(|h| keys.all.iter().find(|(k, _)| *k == h));
-        for (key, user) in hinted.into_iter().chain(keys.all.iter()) {
+        let hinted = hint.and_then(|h| keys.chacha.iter().find(|(k, _, _)| k == h));
+        let mut last = String::from("unknown user");
+        for (key, cipher, user) in hinted.into_iter().chain(keys.chacha.iter()) {
             scratch.copy_from_slice(packet);
-            if let Ok((len, target, Some(control))) =
-                decrypt_client_payload(&self.context, self.method, key, scratch, None)
-            {
-                return Some(Opened {
-                    len,
-                    target,
-                    control,
-                    key: key.clone(),
-                    user: user.clone(),
-                });
+            let base = scratch.as_ptr() as usize;
+            match open_chacha(cipher, scratch, now) {
+                Ok(opened) => {
+                    let at = opened.payload.as_ptr() as usize - base;
+                    return Ok(Opened {
+                        session_id: opened.session_id,
+                        packet_id: opened.packet_id,
+                        target: opened.address,
+                        payload: at..at + opened.payload.len(),
+                        key: key.clone(),
+                        cipher: cipher.clone(),
+                        user: user.clone(),
+                    });
+                }
+                // Authenticated but malformed: this user's packet, refused by name.
+                Err(e) if e != PacketError::Decrypt => {
+                    return Err(format!("user {}: {e}", user.name));
+                }
+                Err(e) => last = e.to_string(),
             }
         }
-        None
+        Err(last)
     }
 }
 
@@ -207,12 +267,13 @@ fn start(
     inbound
         .context
         .generate_nonce(inbound.method, &mut session_id, false);
+    let to = Arc::new(Mutex::new(client));
     let reply = Reply {
         inbound: inbound.clone(),
         socket: socket.clone(),
-        client,
+        client: to.clone(),
         key: opened.key.clone(),
-        client_session_id: opened.control.client_session_id,
+        client_session_id: opened.session_id,
         server_session_id: u64::from_be_bytes(session_id),
         packet_id: 0,
     };
@@ -224,9 +285,8 @@ fn start(
         }
     });
     Some(Association {
-        session_id: opened.control.client_session_id,
-        key: opened.key.clone(),
-        window: Window::default(),
+        cipher: opened.cipher.clone(),
+        client: to,
         to_outlet: tx,
     })
 }
@@ -235,7 +295,7 @@ fn start(
 struct Reply {
     inbound: Arc<Inbound>,
     socket: Arc<UdpSocket>,
-    client: SocketAddr,
+    client: Arc<Mutex<SocketAddr>>,
     key: Bytes,
     client_session_id: u64,
     server_session_id: u64,
@@ -264,11 +324,12 @@ impl Reply {
             payload,
             out,
         );
+        let client = *self.client.lock().unwrap_or_else(|p| p.into_inner());
         self.socket
-            .send_to(out, self.client)
+            .send_to(out, client)
             .await
             .map(|_| ())
-            .map_err(|e| format!("to {}: {e}", self.client))
+            .map_err(|e| format!("to {client}: {e}"))
     }
 }
 

@@ -1,0 +1,205 @@
+//! What the node keeps per inbound tag across rebuilds of that inbound: the
+//! pre-authentication limits, the counters of its protections, and Shadowsocks'
+//! replay state (a salt or packet replayed into a rebuilt inbound is still refused).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use ::shadowsocks::config::ServerType;
+use ::shadowsocks::context::{Context, SharedContext};
+
+use super::shadowsocks::replay::Sessions as SsSessions;
+
+/// Connections of one inbound that may be in their handshake at once. 4096: a
+/// handshake lasts milliseconds for real clients (10 s at worst, the handshake
+/// deadline), so only a flood reaches it; past it, new connections are closed at once.
+pub(crate) const MAX_UNAUTHENTICATED: usize = 4096;
+/// Of those, from one source address. 64: a CGNAT address shares this among its
+/// users, whose handshakes are short; one prober holding idle sockets can't starve
+/// the rest.
+pub(crate) const MAX_UNAUTHENTICATED_PER_SOURCE: usize = 64;
+
+/// Every inbound tag's state.
+#[derive(Default)]
+pub(crate) struct InboundStates {
+    by_tag: Mutex<HashMap<String, Arc<InboundState>>>,
+}
+
+impl InboundStates {
+    /// The state of `tag`, made on first use.
+    pub(crate) fn get(&self, tag: &str) -> Arc<InboundState> {
+        let mut map = self.by_tag.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(tag.to_owned()).or_default().clone()
+    }
+
+    /// Appends the protections' Prometheus lines.
+    pub(crate) fn write_metrics(&self, out: &mut String) {
+        let map = self.by_tag.lock().unwrap_or_else(|p| p.into_inner());
+        let mut tags: Vec<_> = map.iter().collect();
+        tags.sort_by(|a, b| a.0.cmp(b.0));
+        type Metric = (
+            &'static str,
+            &'static str,
+            &'static str,
+            fn(&InboundState) -> u64,
+        );
+        let metrics: [Metric; 3] = [
+            (
+                "switchyard_inbound_unauthenticated",
+                "gauge",
+                "Connections in their handshake now, per inbound.",
+                |s| s.pending.total() as u64,
+            ),
+            (
+                "switchyard_inbound_handshake_limited_total",
+                "counter",
+                "Connections closed at once because too many were in their handshake (per inbound or per source).",
+                |s| s.limited.load(Ordering::Relaxed),
+            ),
+            (
+                "switchyard_inbound_task_restarts_total",
+                "counter",
+                "Times an inbound's accept or receive task failed and was restarted.",
+                |s| s.restarts.load(Ordering::Relaxed),
+            ),
+        ];
+        for (name, kind, help, value) in metrics {
+            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# TYPE {name} {kind}");
+            for (tag, state) in &tags {
+                let _ = writeln!(out, "{name}{{inbound=\"{tag}\"}} {}", value(state));
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for InboundStates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InboundStates").finish_non_exhaustive()
+    }
+}
+
+/// One inbound tag's state.
+#[derive(Default)]
+pub(crate) struct InboundState {
+    /// Connections in their handshake.
+    pub(crate) pending: Arc<Pending>,
+    /// Connections closed by the pre-authentication limits.
+    pub(crate) limited: AtomicU64,
+    /// Failed tasks restarted.
+    pub(crate) restarts: AtomicU64,
+    ss: OnceLock<SsState>,
+}
+
+/// Shadowsocks' replay state of one inbound tag.
+pub(crate) struct SsState {
+    /// The crate's context: the TCP salt filter.
+    pub(crate) context: SharedContext,
+    /// UDP sessions' packet-id windows.
+    pub(crate) sessions: SsSessions,
+}
+
+impl InboundState {
+    /// The Shadowsocks replay state, kept for the tag's lifetime.
+    pub(crate) fn shadowsocks(&self) -> &SsState {
+        self.ss.get_or_init(|| SsState {
+            context: Context::new_shared(ServerType::Server),
+            sessions: SsSessions::default(),
+        })
+    }
+}
+
+/// Counts of connections in their handshake, in total and by source.
+#[derive(Default)]
+pub(crate) struct Pending {
+    counts: Mutex<(usize, HashMap<IpAddr, usize>)>,
+}
+
+impl Pending {
+    fn total(&self) -> usize {
+        self.counts.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// Admits a connection from `ip` into its handshake, or `None` over a limit.
+    pub(crate) fn enter(self: &Arc<Self>, ip: IpAddr) -> Option<Unauthenticated> {
+        self.enter_with(ip, MAX_UNAUTHENTICATED, MAX_UNAUTHENTICATED_PER_SOURCE)
+    }
+
+    fn enter_with(
+        self: &Arc<Self>,
+        ip: IpAddr,
+        total: usize,
+        per: usize,
+    ) -> Option<Unauthenticated> {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let from = counts.1.get(&ip).copied().unwrap_or(0);
+        if counts.0 >= total || from >= per {
+            return None;
+        }
+        counts.0 += 1;
+        counts.1.insert(ip, from + 1);
+        Some(Unauthenticated {
+            pending: Some(self.clone()),
+            ip,
+        })
+    }
+
+    fn leave(&self, ip: IpAddr) {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        counts.0 = counts.0.saturating_sub(1);
+        if let Some(n) = counts.1.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                counts.1.remove(&ip);
+            }
+        }
+    }
+}
+
+/// A connection counted as in its handshake until it authenticates or ends.
+pub(crate) struct Unauthenticated {
+    pending: Option<Arc<Pending>>,
+    ip: IpAddr,
+}
+
+impl Unauthenticated {
+    /// The connection authenticated: it no longer counts.
+    pub(crate) fn authenticated(&mut self) {
+        if let Some(p) = self.pending.take() {
+            p.leave(self.ip);
+        }
+    }
+}
+
+impl Drop for Unauthenticated {
+    fn drop(&mut self) {
+        self.authenticated();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_hold_in_total_and_per_source_and_free_on_authentication() {
+        let p = Arc::new(Pending::default());
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "192.0.2.2".parse().unwrap();
+        let mut from_a: Vec<_> = (0..2).map(|_| p.enter_with(a, 3, 2).unwrap()).collect();
+        assert!(p.enter_with(a, 3, 2).is_none(), "per-source limit");
+        let from_b = p.enter_with(b, 3, 2).unwrap();
+        assert!(p.enter_with(b, 3, 2).is_none(), "total limit");
+        from_a[0].authenticated();
+        assert_eq!(p.total(), 2);
+        let again = p.enter_with(a, 3, 2).unwrap();
+        drop(from_b);
+        drop(again);
+        from_a.clear();
+        assert_eq!(p.total(), 0);
+        assert!(p.counts.lock().unwrap().1.is_empty());
+    }
+}
