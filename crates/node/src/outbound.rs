@@ -362,6 +362,13 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:10.0.0.1",
             "::",
+            "fec0::1",
+            "64:ff9b::a00:1",
+            "64:ff9b:1::1",
+            "::10.0.0.1",
+            "::8.8.8.8",
+            "2002:a00:1::1",
+            "192.0.0.8",
         ] {
             assert!(is_private(ip.parse().unwrap()), "{ip}");
         }
@@ -371,6 +378,9 @@ mod tests {
             "2606:4700::1111",
             "100.128.0.1",
             "172.32.0.1",
+            "192.0.1.1",
+            "2001:4860::8888",
+            "64:ff9b:2::1",
         ] {
             assert!(!is_private(ip.parse().unwrap()), "{ip}");
         }
@@ -397,5 +407,80 @@ mod tests {
         let block = Dialer::all(OutboundKind::Block, true);
         let err = block.resolve(&dest, Network::Tcp).await.unwrap_err();
         assert_eq!(err.to_string(), "127.0.0.1:9: blocked by the route");
+    }
+
+    fn ip(a: &str) -> Destination {
+        Destination::Ip(a.parse().unwrap())
+    }
+
+    #[tokio::test]
+    async fn the_control_api_is_never_a_destination_even_with_private_allowed() {
+        let mut open = Dialer::all(OutboundKind::Direct, true);
+        open.control_port = Some(9090);
+        for dest in [
+            "127.0.0.1:9090",
+            "127.0.0.2:9090",
+            "0.0.0.0:9090",
+            "[::1]:9090",
+            "[::ffff:127.0.0.1]:9090",
+        ] {
+            let err = open.resolve(&ip(dest), Network::Tcp).await.unwrap_err();
+            assert!(matches!(err, DialError::Control(_)), "{dest}: {err}");
+        }
+        let name = Destination::Domain("localhost".into(), 9090);
+        assert!(matches!(
+            open.resolve(&name, Network::Tcp).await,
+            Err(DialError::Control(_))
+        ));
+        assert!(
+            open.resolve(&ip("127.0.0.1:9091"), Network::Tcp)
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn the_nodes_own_addresses_are_refused_like_private_ones() {
+        let mut strict = Dialer::all(OutboundKind::Direct, false);
+        strict.own = Arc::new([
+            "93.184.216.7".parse().unwrap(),
+            "2001:db9::7".parse().unwrap(),
+        ]);
+        for dest in [
+            "93.184.216.7:22",
+            "[2001:db9::7]:22",
+            "[::ffff:93.184.216.7]:22",
+        ] {
+            let err = strict.resolve(&ip(dest), Network::Tcp).await.unwrap_err();
+            assert!(matches!(err, DialError::Private(_)), "{dest}: {err}");
+        }
+        assert!(
+            strict
+                .resolve(&ip("93.184.216.8:22"), Network::Tcp)
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn ip_rules_apply_to_the_addresses_a_name_resolves_to() {
+        let text = r#"
+            [node]
+            allow_private_destinations = true
+            [[route.rules]]
+            ip_cidr = ["127.0.0.0/8"]
+            port = [7]
+            outbound = "block"
+        "#;
+        let config = NodeConfig::from_toml(text).unwrap();
+        let dialer = Dialer::from_config(&config);
+        let name = Destination::Domain("localhost".into(), 7);
+        let err = dialer.plan(&name, Network::Tcp).await.unwrap_err();
+        assert!(matches!(err, DialError::Blocked(_)), "{err}");
+        let other_port = Destination::Domain("localhost".into(), 8);
+        assert!(matches!(
+            dialer.plan(&other_port, Network::Tcp).await,
+            Ok(Plan::Direct(_))
+        ));
     }
 }

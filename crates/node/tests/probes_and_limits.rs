@@ -200,3 +200,91 @@ async fn route_rules_pick_the_outbound_per_destination() {
     assert!(fetch(other.addr()).await.is_empty(), "blocked by the rule");
     assert_eq!(other.requests(), 0);
 }
+
+/// Connects from `source` (a loopback address) to the fixture's inbound.
+async fn connect_from(source: &str, f: &Fixture) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    socket.connect(f.addr()).await.unwrap()
+}
+
+/// Without a fallback, a prober sees the same thing whatever it sends: nothing, then
+/// a close at the same time after connecting (the fixture: hold 2 s, handshake
+/// deadline 3 s, so 3 s), for a cut-short header, a wrong one, and one followed by
+/// closing its side.
+#[tokio::test]
+async fn what_a_prober_sees_does_not_depend_on_what_it_sent() {
+    let f = start("protocol = \"vless\"").await;
+    let probe = |bytes: &'static [u8], close: bool| {
+        let addr = f.addr();
+        async move {
+            let started = tokio::time::Instant::now();
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(bytes).await.unwrap();
+            if close {
+                s.shutdown().await.unwrap();
+            }
+            let got = read_for(&mut s, Duration::from_secs(8)).await;
+            (got, started.elapsed())
+        }
+    };
+    let (partial, wrong, closed) = tokio::join!(
+        probe(&[0, 1, 2], false),
+        probe(b"GET / HTTP/1.1\r\n\r\n", false),
+        probe(&[0, 1, 2], true),
+    );
+    for (what, (got, after)) in [("partial", partial), ("wrong", wrong), ("closed", closed)] {
+        assert_eq!(got, Some(Vec::new()), "{what}: closed without a byte");
+        assert!(
+            (Duration::from_millis(2900)..Duration::from_millis(4500)).contains(&after),
+            "{what}: closed after {after:?}, not at the 3 s every probe gets"
+        );
+    }
+}
+
+/// With a fallback, a header cut short by the client's silence goes to the fallback
+/// at the handshake deadline, with exactly the bytes read so far.
+#[tokio::test]
+async fn a_cut_short_header_goes_to_the_fallback_with_its_bytes() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let site = listener.local_addr().unwrap();
+    let f = start(&format!("protocol = \"vless\"\nfallback = \"{site}\"")).await;
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(&[0, 0xb8, 0x31]).await.unwrap();
+    let (mut at_site, _) = tokio::time::timeout(Duration::from_secs(6), listener.accept())
+        .await
+        .expect("the fallback got the connection")
+        .unwrap();
+    let mut got = [0u8; 3];
+    at_site.read_exact(&mut got).await.unwrap();
+    assert_eq!(got, [0, 0xb8, 0x31]);
+    at_site.write_all(b"site").await.unwrap();
+    let mut answer = [0u8; 4];
+    s.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"site");
+}
+
+/// One source holding idle sockets can't fill the inbound's handshake slots: past 64
+/// from one address, new connections from it are closed at once; other addresses are
+/// served as usual, and the same one is again once the idle sockets are closed at the
+/// handshake deadline (3 s in the fixture).
+#[tokio::test]
+async fn idle_sockets_from_one_source_do_not_starve_the_rest() {
+    let f = start("protocol = \"vless\"").await;
+    let mut idle = Vec::new();
+    for _ in 0..64 {
+        idle.push(connect_from("127.0.0.1", &f).await);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut over = connect_from("127.0.0.1", &f).await;
+    let got = read_for(&mut over, Duration::from_millis(1000)).await;
+    assert_eq!(got, Some(Vec::new()), "the 65th is closed at once");
+    let mut other = vless_from("127.0.0.2", &f, ALICE_UUID).await;
+    let mut head = [0u8; 2];
+    other.read_exact(&mut head).await.unwrap();
+    assert_eq!(head, [0, 0], "another source is served");
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    let mut again = vless_from("127.0.0.1", &f, ALICE_UUID).await;
+    again.read_exact(&mut head).await.unwrap();
+    drop(idle);
+}

@@ -192,3 +192,145 @@ async fn users_added_live_connect_at_once() {
         assert_eq!(counted(&f, "alice"), (0, 0));
     }
 }
+
+/// Raw UDP clients of the fixture's AES-256 inbound, sealing packets as Alice.
+mod raw {
+    use super::*;
+    use base64::Engine as _;
+    use switchyard_proto::Address;
+    use switchyard_proto::shadowsocks::{Method, Sealing, encode_body};
+    use tokio::net::UdpSocket;
+
+    pub(super) fn key(b64: &str) -> Vec<u8> {
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap()
+    }
+
+    /// Alice's packet number `packet_id` of session 77, carrying `body`.
+    pub(super) fn packet(packet_id: u64, body: &[u8]) -> Vec<u8> {
+        let (psk, user) = (key(SERVER_KEY_32), key(ALICE_KEY_32));
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let sealing = Sealing {
+            method: Method::Aes256Gcm,
+            psk: &psk,
+            user_key: Some(&user),
+            session_id: 77,
+            packet_id,
+            now,
+            padding: 0,
+            nonce: [0; 24],
+        };
+        let mut out = Vec::new();
+        sealing.seal_body(body, &mut out).unwrap();
+        out
+    }
+
+    /// A body to `to` with `payload`, stamped now.
+    pub(super) fn body(to: std::net::SocketAddr, payload: &[u8]) -> Vec<u8> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let mut b = Vec::new();
+        encode_body(now, 0, &Address::Ip(to), payload, &mut b);
+        b
+    }
+
+    /// Whether `socket` hears anything within `wait`.
+    pub(super) async fn hears(socket: &UdpSocket, wait: Duration) -> bool {
+        let mut buf = [0u8; 2048];
+        tokio::time::timeout(wait, socket.recv(&mut buf))
+            .await
+            .is_ok()
+    }
+
+    pub(super) async fn client() -> UdpSocket {
+        UdpSocket::bind("127.0.0.1:0").await.unwrap()
+    }
+}
+
+/// The packet that panicked the `shadowsocks` crate's decoder inside the inbound's
+/// UDP task (a domain whose length byte equals the bytes left: no room for the port)
+/// is dropped, and the inbound goes on carrying UDP.
+#[tokio::test]
+async fn a_truncated_domain_is_dropped_and_udp_goes_on() {
+    let f = start_ss(AES_256).await;
+    let mut body = raw::body(f.udp.addr(), b"");
+    body.truncate(11);
+    body.extend_from_slice(&[3, 4, b'a', b'b', b'c', b'd']);
+    let socket = raw::client().await;
+    for id in 0..3 {
+        socket
+            .send_to(&raw::packet(id, &body), f.addr())
+            .await
+            .unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let password = format!("{SERVER_KEY_32}:{ALICE_KEY_32}");
+    let client = SingBox::client(shadowsocks_outbound(f.addr(), AES_256, &password))
+        .await
+        .unwrap();
+    f.udp
+        .check_via_socks(client.proxy_addr().unwrap(), 5, 500)
+        .await
+        .expect("UDP still carried after the hostile packets");
+}
+
+/// A packet replayed from another source address is dropped (the packet-id window
+/// belongs to the session, not the address); a new packet of the session from the new
+/// address is carried and answered there (a client that roamed).
+#[tokio::test]
+async fn a_replay_from_another_address_is_dropped_but_a_roaming_session_is_served() {
+    let f = start_ss(AES_256).await;
+    let first = raw::packet(1, &raw::body(f.udp.addr(), b"one"));
+    let (a, b) = (raw::client().await, raw::client().await);
+    a.send_to(&first, f.addr()).await.unwrap();
+    assert!(raw::hears(&a, Duration::from_secs(3)).await, "answered");
+    assert_eq!(f.udp.datagrams(), 1);
+    b.send_to(&first, f.addr()).await.unwrap();
+    assert!(
+        !raw::hears(&b, Duration::from_millis(700)).await,
+        "replay answered"
+    );
+    assert_eq!(f.udp.datagrams(), 1, "the replay reached the destination");
+    let second = raw::packet(2, &raw::body(f.udp.addr(), b"two"));
+    b.send_to(&second, f.addr()).await.unwrap();
+    assert!(
+        raw::hears(&b, Duration::from_secs(3)).await,
+        "moved session answered"
+    );
+    assert_eq!(f.udp.datagrams(), 2);
+}
+
+/// Rebuilding the inbound (a changed listen address) keeps its replay state: a packet it
+/// carried before is still refused after.
+#[tokio::test]
+async fn replay_state_survives_a_rebuild_of_the_inbound() {
+    let f = start_ss(AES_256).await;
+    let first = raw::packet(1, &raw::body(f.udp.addr(), b"one"));
+    let a = raw::client().await;
+    a.send_to(&first, f.addr()).await.unwrap();
+    assert!(raw::hears(&a, Duration::from_secs(3)).await);
+    let mut config = f.node.config().await;
+    // Any change but the display name rebuilds the inbound.
+    config.inbounds[0].listen = "0.0.0.0".parse().unwrap();
+    config.version += 1;
+    f.node.apply(config).await.unwrap();
+    let c = raw::client().await;
+    c.send_to(&first, f.addr()).await.unwrap();
+    assert!(
+        !raw::hears(&c, Duration::from_millis(700)).await,
+        "replay answered"
+    );
+    assert_eq!(f.udp.datagrams(), 1);
+    let second = raw::packet(2, &raw::body(f.udp.addr(), b"two"));
+    c.send_to(&second, f.addr()).await.unwrap();
+    assert!(
+        raw::hears(&c, Duration::from_secs(3)).await,
+        "rebuilt inbound serves"
+    );
+}

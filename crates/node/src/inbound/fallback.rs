@@ -8,8 +8,9 @@
 //!   handed to the fallback with every byte read so far, so the prober talks to the
 //!   fallback site exactly as if it had connected to it;
 //! - without one, every failed handshake is held: bytes are read and dropped, nothing
-//!   is ever sent, and the connection is closed [`unauthenticated_hold_s`] after it was
-//!   accepted (not after the failure), even if the prober closed its side earlier.
+//!   is ever sent, and the connection is closed a fixed time after it was accepted
+//!   (not after the failure): [`unauthenticated_hold_s`] or the handshake deadline,
+//!   whichever is later, even if the prober closed its side earlier.
 //!
 //! [`unauthenticated_hold_s`]: crate::config::NodeSettings::unauthenticated_hold_s
 
@@ -63,7 +64,9 @@ pub(crate) async fn reject(ctx: &Ctx, rt: &Runtime, stream: BoxIo, read: Vec<u8>
 /// Reads and drops until `unauthenticated_hold` after the connection was accepted,
 /// then closes it; says nothing meanwhile.
 async fn hold(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo, conn: &Conn) {
-    let until = conn.accepted + rt.unauthenticated_hold;
+    // Never before the handshake deadline: a header cut short fails only then, and
+    // must be closed at the same time as one that failed at once.
+    let until = conn.accepted + rt.unauthenticated_hold.max(rt.handshake_timeout);
     let mut sink = vec![0u8; 4096];
     loop {
         let read = tokio::select! {

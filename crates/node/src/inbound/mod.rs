@@ -364,3 +364,62 @@ pub(crate) async fn read_header<T, E: std::fmt::Display>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU32;
+
+    async fn ctx() -> Arc<Ctx> {
+        let config = crate::NodeConfig::from_toml("").unwrap();
+        let node = crate::Node::start(config).await.unwrap();
+        let text = "tag = \"t\"\nprotocol = \"vless\"\nport = 1\n";
+        let inbound: InboundConfig = toml::from_str(text).unwrap();
+        let shared = node.shared().clone();
+        Arc::new(Ctx {
+            state: shared.inbound_states.get("t"),
+            config: inbound,
+            tls: None,
+            cancel: CancellationToken::new(),
+            shared,
+        })
+    }
+
+    /// A task that panics is counted and started again after a pause that doubles;
+    /// one that returns is not restarted.
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_task_is_counted_and_restarted() {
+        let ctx = ctx().await;
+        let runs = Arc::new(AtomicU32::new(0));
+        let counted = runs.clone();
+        supervise(ctx.clone(), "test", move || {
+            let runs = counted.clone();
+            async move {
+                if runs.fetch_add(1, Ordering::SeqCst) < 2 {
+                    panic!("hostile input");
+                }
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        tokio::time::sleep(RESTART_FIRST).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "restarted after 100 ms");
+        tokio::time::sleep(RESTART_FIRST).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 2, "the second pause is 200 ms");
+        tokio::time::sleep(RESTART_FIRST * 2).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 3);
+        assert_eq!(ctx.state.restarts.load(Ordering::SeqCst), 2);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            3,
+            "a task that ends is not restarted"
+        );
+        let mut metrics = String::new();
+        ctx.shared.inbound_states.write_metrics(&mut metrics);
+        assert!(
+            metrics.contains("switchyard_inbound_task_restarts_total{inbound=\"t\"} 2"),
+            "{metrics}"
+        );
+    }
+}
