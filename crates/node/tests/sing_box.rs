@@ -130,3 +130,19 @@ async fn a_wrong_uuid_carries_nothing() {
     assert_eq!(f.http.requests(), 0);
     assert_eq!(f.alice(), (0, 0));
 }
+
+/// sing-box's early data, both forms: in the path (no `early_data_header_name`) and in
+/// `Sec-WebSocket-Protocol`; the inbound's path carries a share link's `?ed=2048`.
+#[tokio::test]
+async fn vless_over_websocket_with_early_data_in_the_path_or_the_header() {
+    for header in [None, Some("Sec-WebSocket-Protocol")] {
+        let f = start("protocol = \"vless\"\ntransport = { type = \"ws\", path = \"/v?ed=2048\" }")
+            .await;
+        let mut out = vless_outbound(f.addr(), ALICE_UUID);
+        out["transport"] = json!({ "type": "ws", "path": "/v", "max_early_data": 2048 });
+        if let Some(name) = header {
+            out["transport"]["early_data_header_name"] = json!(name);
+        }
+        carry(&f, out, false).await;
+    }
+}

@@ -41,12 +41,17 @@ pub enum EarlyData {
     Header(String),
     /// Appended to the path, base64url.
     PathSuffix,
+    /// Either form: in the named header, or appended to the path (sing-box puts it
+    /// there when its `early_data_header_name` is unset). A request for the path
+    /// itself (any query aside) carries none in the path.
+    HeaderOrPath(String),
 }
 
 /// What an inbound's WebSocket transport accepts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpgradeConfig {
-    /// The path, with its leading `/` (a query string in the request is ignored).
+    /// The path, with its leading `/` and without a query (a query string in the
+    /// request is ignored).
     pub path: String,
     /// The host to require in `Host`, without port; `None` accepts any.
     pub host: Option<String>,
@@ -154,8 +159,21 @@ pub fn parse_upgrade(
                 return Err(WebSocketError::WrongPath(target.to_owned()));
             }
         }
+        EarlyData::HeaderOrPath(_) => {
+            let path = target.split_once('?').map_or(target, |(p, _)| p);
+            if path != config.path {
+                let suffix = path
+                    .strip_prefix(config.path.as_str())
+                    .ok_or_else(|| WebSocketError::WrongPath(target.to_owned()))?;
+                early_data = Some(
+                    decode_early(suffix)
+                        .map_err(|_| WebSocketError::WrongPath(target.to_owned()))?,
+                );
+            }
+        }
     }
-    if let EarlyData::Header(name) = &config.early_data
+    if let EarlyData::Header(name) | EarlyData::HeaderOrPath(name) = &config.early_data
+        && early_data.is_none()
         && let Some(value) = header(name).filter(|v| !v.is_empty())
     {
         early_data = Some(decode_early(&value)?);

@@ -76,6 +76,32 @@ fn early_data_in_path() {
     );
 }
 
+/// The node accepts early data either way: in `Sec-WebSocket-Protocol` (Xray, and
+/// sing-box with `early_data_header_name` set) or appended to the path (sing-box
+/// without it); a suffix that is not base64url is a wrong path.
+#[test]
+fn early_data_in_the_header_or_the_path() {
+    let mut config = config();
+    config.early_data = EarlyData::HeaderOrPath("Sec-WebSocket-Protocol".into());
+    let (req, _) = parse_upgrade(request("/wsAQID", "").as_bytes(), &config)
+        .unwrap()
+        .unwrap();
+    assert_eq!(req.early_data, Some(vec![1, 2, 3]));
+    let head = request("/ws?ed=2048", "Sec-WebSocket-Protocol: BAUG\r\n");
+    let (req, _) = parse_upgrade(head.as_bytes(), &config).unwrap().unwrap();
+    assert_eq!(req.early_data, Some(vec![4, 5, 6]));
+    let (req, _) = parse_upgrade(request("/ws?ed=2048", "").as_bytes(), &config)
+        .unwrap()
+        .unwrap();
+    assert_eq!(req.early_data, None);
+    for wrong in ["/w", "/ws!!", "/other"] {
+        assert_eq!(
+            parse_upgrade(request(wrong, "").as_bytes(), &config),
+            Err(WebSocketError::WrongPath(wrong.into()))
+        );
+    }
+}
+
 #[test]
 fn refusals_are_named() {
     let cfg = config();

@@ -17,7 +17,7 @@ pub use tunnel::{
     OriginHalfConfig, RelayHalfConfig, TunnelConfig, TunnelMode, TunnelOrigin, TunnelProfile,
     TunnelTransport,
 };
-pub use validate::{ConfigError, parse_uuid, ss_key};
+pub use validate::{ConfigError, MAX_CHACHA_USERS, parse_uuid, ss_key};
 
 /// The whole node configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -25,6 +25,13 @@ pub enum ConfigError {
     },
 }
 
+/// Most users with Shadowsocks keys a `2022-blake3-chacha20-poly1305` inbound serves.
+/// Without identity headers every new TCP connection and every new UDP session is
+/// opened by trying each user's key in turn (one ChaCha20-Poly1305 open of a 27-byte
+/// chunk, about a microsecond each), so a prober's connection costs at most 1,000 of
+/// them, about a millisecond of CPU.
+pub const MAX_CHACHA_USERS: usize = 1000;
+
 fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ConfigError {
     ConfigError::Invalid {
         field: field.into(),
@@ -147,6 +154,17 @@ impl NodeConfig {
             {
                 return Err(invalid(f("transport.path"), "must start with '/'"));
             }
+            if let Transport::Ws { path, .. } = &ib.transport
+                && let Some((_, query)) = path.split_once('?')
+                && !query
+                    .strip_prefix("ed=")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return Err(invalid(
+                    f("transport.path"),
+                    "a query is not part of the path: only `?ed=N` (the early-data hint of share links, ignored) may follow it",
+                ));
+            }
             match ib.protocol {
                 Protocol::Shadowsocks => {
                     let Some(method) = ib.method else {
@@ -170,6 +188,19 @@ impl NodeConfig {
                     }
                     if ib.fallback.is_some() {
                         return Err(invalid(f("fallback"), "shadowsocks has no fallback"));
+                    }
+                    let keyed = self
+                        .users
+                        .iter()
+                        .filter(|u| u.shadowsocks.is_some())
+                        .count();
+                    if method == SsMethod::Chacha20Poly1305 && keyed > MAX_CHACHA_USERS {
+                        return Err(invalid(
+                            f("method"),
+                            format!(
+                                "2022-blake3-chacha20-poly1305 finds a connection's user by trying every key, so it serves at most {MAX_CHACHA_USERS} users ({keyed} have keys): use 2022-blake3-aes-128-gcm or -256-gcm, whose identity headers name the user"
+                            ),
+                        ));
                     }
                 }
                 Protocol::Socks => {

@@ -289,10 +289,13 @@ async fn upgrade(
     host: Option<&str>,
     conn: &Conn,
 ) -> Option<BoxIo> {
+    // A share link's `?ed=2048` (validation allows no other query) is a hint for
+    // clients: requests are matched on the path alone.
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
     let config = UpgradeConfig {
         path: path.to_owned(),
         host: host.map(str::to_owned),
-        early_data: EarlyData::Header("Sec-WebSocket-Protocol".into()),
+        early_data: EarlyData::HeaderOrPath("Sec-WebSocket-Protocol".into()),
     };
     let mut buf = Vec::with_capacity(1024);
     let parsed = read_header(&mut stream, &mut buf, conn.deadline, |b| {
