@@ -12,17 +12,18 @@ pub use switchyard_tunnel::ws::{MAX_MESSAGE, WsStream};
 
 use crate::inbound::Prefixed;
 
+/// Bytes an inbound's WebSocket reads per call. 16 KiB, one TLS record, instead of
+/// tungstenite's 128 KiB, which every connection, authenticated or not, would hold.
+pub(crate) const READ_BUFFER: usize = 16 * 1024;
+
 /// Wraps a stream whose upgrade has been answered; `early` holds data that came with
 /// the upgrade request (early data), read first.
 pub(crate) async fn server<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     early: Vec<u8>,
 ) -> Prefixed<WsStream<S>> {
-    let inner = WebSocketStream::from_raw_socket(
-        stream,
-        Role::Server,
-        Some(switchyard_tunnel::ws::config()),
-    )
-    .await;
+    let mut config = switchyard_tunnel::ws::config();
+    config.read_buffer_size = READ_BUFFER;
+    let inner = WebSocketStream::from_raw_socket(stream, Role::Server, Some(config)).await;
     Prefixed::new(early, WsStream::new(inner))
 }

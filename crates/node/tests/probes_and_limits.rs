@@ -288,3 +288,39 @@ async fn idle_sockets_from_one_source_do_not_starve_the_rest() {
     again.read_exact(&mut head).await.unwrap();
     drop(idle);
 }
+
+/// A user holds at most 256 UDP associations: the 257th VLESS UDP request is closed
+/// without an answer, and one frees once an association ends.
+#[tokio::test]
+async fn a_user_holds_at_most_256_udp_associations() {
+    let f = start("protocol = \"vless\"").await;
+    let uuid = parse_uuid(ALICE_UUID).unwrap();
+    let udp_request = || {
+        let mut header = Vec::new();
+        Request {
+            uuid,
+            command: Command::Udp(Address::Ip(f.udp.addr())),
+        }
+        .encode(&mut header);
+        header
+    };
+    let mut held = Vec::new();
+    for _ in 0..256 {
+        let mut s = TcpStream::connect(f.addr()).await.unwrap();
+        s.write_all(&udp_request()).await.unwrap();
+        let mut head = [0u8; 2];
+        s.read_exact(&mut head).await.unwrap();
+        held.push(s);
+    }
+    let mut over = TcpStream::connect(f.addr()).await.unwrap();
+    over.write_all(&udp_request()).await.unwrap();
+    let got = read_for(&mut over, Duration::from_secs(5)).await;
+    assert_eq!(got, Some(Vec::new()), "the 257th is refused");
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut again = TcpStream::connect(f.addr()).await.unwrap();
+    again.write_all(&udp_request()).await.unwrap();
+    let mut head = [0u8; 2];
+    again.read_exact(&mut head).await.unwrap();
+    assert_eq!(head, [0, 0]);
+}

@@ -29,7 +29,13 @@ use switchyard_proto::websocket::{self, EarlyData, UpgradeConfig};
 use crate::config::{InboundConfig, Protocol, Security, Transport};
 use crate::node::{Runtime, Shared};
 
-pub(crate) use io::{BoxIo, Prefixed};
+pub(crate) use io::{BoxIo, Gate, Gated, Prefixed};
+
+/// What a WebSocket client may send beneath the WebSocket layer before it has
+/// authenticated. 64 KiB: a VLESS or Trojan header with the first payload chunk of
+/// sing-box (32 KiB) or Xray (8 KiB) fits; a hostile peer cannot make the node
+/// assemble a 1 MiB message before proving who it is.
+pub(crate) const MAX_WS_UNAUTHENTICATED: usize = 64 * 1024;
 
 /// Largest protocol header a client may send before authenticating. 8 KiB: real
 /// headers are under 300 bytes; a WebSocket upgrade under 2 KiB.
@@ -192,13 +198,16 @@ pub(crate) struct Conn {
     /// The handshake's deadline.
     pub(crate) deadline: Instant,
     pending: state::Unauthenticated,
+    /// Opens on authentication: a WebSocket stream reads little until then.
+    gate: Arc<Gate>,
 }
 
 impl Conn {
     /// The client proved who it is: it no longer counts against the inbound's
-    /// pre-authentication limits.
+    /// pre-authentication limits, and its streams read freely.
     pub(crate) fn authenticated(&mut self) {
         self.pending.authenticated();
+        self.gate.open();
     }
 }
 
@@ -232,6 +241,7 @@ pub(crate) async fn accept_each(
                         accepted: now,
                         deadline: now + rt.handshake_timeout,
                         pending,
+                        gate: Arc::default(),
                     },
                 );
             }
@@ -323,7 +333,12 @@ async fn upgrade(
     // Frames that came right behind the request head are WebSocket frames, not
     // payload: give them back to the WebSocket reader.
     let rest = buf.split_off(used);
-    let ws = crate::ws::server(Prefixed::new(rest, stream), std::mem::take(&mut early)).await;
+    let gated = Gated::new(
+        Prefixed::new(rest, stream),
+        conn.gate.clone(),
+        MAX_WS_UNAUTHENTICATED,
+    );
+    let ws = crate::ws::server(gated, std::mem::take(&mut early)).await;
     Some(Box::new(ws))
 }
 

@@ -123,6 +123,9 @@ async fn associate(
     else {
         return;
     };
+    let Some(_slot) = ctx.shared.inbound_states.udp_slot(&user.name) else {
+        return;
+    };
     let session = ctx
         .shared
         .sessions

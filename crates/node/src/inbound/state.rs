@@ -22,10 +22,36 @@ pub(crate) const MAX_UNAUTHENTICATED: usize = 4096;
 /// the rest.
 pub(crate) const MAX_UNAUTHENTICATED_PER_SOURCE: usize = 64;
 
-/// Every inbound tag's state.
+/// UDP associations one user may hold at once, over every inbound. 256: each holds a
+/// socket (a file descriptor) and a task; an app opens one per UDP flow (a game, a
+/// QUIC site), and past this a user's new flows are refused until old ones end or
+/// idle out.
+pub(crate) const MAX_UDP_PER_USER: usize = 256;
+
+/// Every inbound tag's state, and what users hold across inbounds.
 #[derive(Default)]
 pub(crate) struct InboundStates {
     by_tag: Mutex<HashMap<String, Arc<InboundState>>>,
+    udp: Arc<Mutex<HashMap<String, usize>>>,
+    udp_refused: AtomicU64,
+}
+
+/// One of a user's UDP associations, counted until dropped.
+pub(crate) struct UdpSlot {
+    table: Arc<Mutex<HashMap<String, usize>>>,
+    user: String,
+}
+
+impl Drop for UdpSlot {
+    fn drop(&mut self) {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = table.get_mut(&self.user) {
+            *n -= 1;
+            if *n == 0 {
+                table.remove(&self.user);
+            }
+        }
+    }
 }
 
 impl InboundStates {
@@ -33,6 +59,27 @@ impl InboundStates {
     pub(crate) fn get(&self, tag: &str) -> Arc<InboundState> {
         let mut map = self.by_tag.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(tag.to_owned()).or_default().clone()
+    }
+
+    /// A UDP association for `user`, or `None` (logged and counted) when the user
+    /// holds [`MAX_UDP_PER_USER`] already.
+    pub(crate) fn udp_slot(&self, user: &str) -> Option<UdpSlot> {
+        self.udp_slot_with(user, MAX_UDP_PER_USER)
+    }
+
+    fn udp_slot_with(&self, user: &str, max: usize) -> Option<UdpSlot> {
+        let mut table = self.udp.lock().unwrap_or_else(|p| p.into_inner());
+        let held = table.entry(user.to_owned()).or_insert(0);
+        if *held >= max {
+            self.udp_refused.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(%user, "UDP association refused: the user holds {max} already");
+            return None;
+        }
+        *held += 1;
+        Some(UdpSlot {
+            table: self.udp.clone(),
+            user: user.to_owned(),
+        })
     }
 
     /// Appends the protections' Prometheus lines.
@@ -66,6 +113,11 @@ impl InboundStates {
                 |s| s.restarts.load(Ordering::Relaxed),
             ),
         ];
+        let _ = writeln!(
+            out,
+            "# HELP switchyard_udp_associations_refused_total UDP associations refused because the user held too many.\n# TYPE switchyard_udp_associations_refused_total counter\nswitchyard_udp_associations_refused_total {}",
+            self.udp_refused.load(Ordering::Relaxed)
+        );
         for (name, kind, help, value) in metrics {
             let _ = writeln!(out, "# HELP {name} {help}");
             let _ = writeln!(out, "# TYPE {name} {kind}");
@@ -183,6 +235,22 @@ impl Drop for Unauthenticated {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_user_holds_at_most_the_udp_limit_and_dropping_frees_a_slot() {
+        let states = InboundStates::default();
+        let mut held: Vec<_> = (0..3)
+            .map(|_| states.udp_slot_with("alice", 3).unwrap())
+            .collect();
+        assert!(states.udp_slot_with("alice", 3).is_none());
+        assert!(states.udp_slot_with("bob", 3).is_some(), "per user");
+        held.pop();
+        let again = states.udp_slot_with("alice", 3);
+        assert!(again.is_some());
+        drop((held, again));
+        assert!(states.udp.lock().unwrap().is_empty());
+        assert_eq!(states.udp_refused.load(Ordering::Relaxed), 1);
+    }
 
     #[test]
     fn limits_hold_in_total_and_per_source_and_free_on_authentication() {

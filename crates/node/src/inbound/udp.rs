@@ -287,6 +287,9 @@ pub(crate) async fn serve(
     else {
         return;
     };
+    let Some(_slot) = ctx.shared.inbound_states.udp_slot(&user.name) else {
+        return;
+    };
     let session = ctx
         .shared
         .sessions

@@ -258,6 +258,7 @@ fn start(
         .admit(&user.name, &ctx.config.tag, client.ip(), user.address_limit)
         .inspect_err(|e| tracing::info!(inbound = %ctx.config.tag, "{e}"))
         .ok()?;
+    let slot = ctx.shared.inbound_states.udp_slot(&user.name)?;
     let session = ctx
         .shared
         .sessions
@@ -280,6 +281,7 @@ fn start(
     let rt = rt.clone();
     let name = user.name.clone();
     tokio::spawn(async move {
+        let _slot = slot;
         if let Err(e) = associate(&rt, &name, rx, reply, &admission, &session.cancel).await {
             tracing::debug!(user = %name, "shadowsocks UDP: {e}");
         }
