@@ -40,6 +40,13 @@ impl History {
         }
     }
 
+    /// Clamps the dates of measurements taken after `now` to `now` (time order holds).
+    pub fn clamp_future(&mut self, now: Timestamp) {
+        for m in &mut self.measurements {
+            m.at = m.at.min(now);
+        }
+    }
+
     /// All kept measurements, oldest first.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &Measurement> + '_ {
         self.measurements.iter()

@@ -319,12 +319,20 @@ impl<'a> Runner<'a> {
                 silent: report.silent,
                 outcome: report.outcome,
                 held: report.held,
+                timed_out: report.timed_out,
             }),
             Output::Switched { from, to, reason } => {
                 self.switches += 1;
                 self.line(LineKind::Switch { from, to, reason });
             }
             Output::NetworkLost { retry_in } => self.line(LineKind::NetworkLost { retry_in }),
+            Output::NoServer {
+                subscription,
+                deleted,
+            } => self.line(LineKind::NoServer {
+                subscription,
+                deleted,
+            }),
         }
     }
 
