@@ -26,11 +26,14 @@ pub enum Event {
         subscription: String,
     },
     /// Cumulative byte counters of the VPN connection (the traffic meter), sampled by
-    /// the driver about once a second.
+    /// the driver about once a second. They count over the engine's whole run: an
+    /// [`Output::Connect`] to another server must not reset them (a driver whose meter
+    /// restarts adds the totals from before), since counters that go back are refused
+    /// and the traffic triggers then see nothing until the counts pass the old ones.
     Traffic {
-        /// Bytes sent by the device since the VPN connected.
+        /// Bytes sent by the device so far.
         sent: u64,
-        /// Bytes received by the device since the VPN connected.
+        /// Bytes received by the device so far.
         received: u64,
     },
     /// The core could not connect to this server.

@@ -129,3 +129,24 @@ fn a_state_file_from_before_pruning_still_loads() {
     let st: State = serde_json::from_str(old).unwrap();
     assert!(st.absent_since.is_empty());
 }
+
+#[test]
+fn a_result_for_a_server_removed_during_its_check_is_forgotten_a_day_later() {
+    let mut h = H::new(&[("Main", &["a", "b", "c"])]);
+    h.hist_ms("a", &[Some(50), Some(50)]);
+    h.auto_on("Main");
+    h.at(10.0);
+    h.fire(Event::ConnectFailed { server: id("a") }).unwrap();
+    let check = h.probe();
+    assert_eq!(names(&check), ["a", "b", "c"]);
+    // c leaves while the check runs (a stays, so the check goes on) ...
+    update(&mut h, "Main", &["a", "b"]);
+    h.at(12.0);
+    h.reply(&check, &[("a", 50), ("c", 40)]);
+    // ... and its result, recorded at 12, is forgotten like any absent server's.
+    assert!(remembers(&h, "c"));
+    h.at(12.0 + DAY);
+    assert!(remembers(&h, "c"));
+    h.at(12.0 + DAY + 0.001);
+    assert!(!remembers(&h, "c"));
+}

@@ -239,6 +239,8 @@ impl Engine {
     fn commit(&mut self, now: Timestamp, delays: &Delays) {
         let method = self.config.method;
         for (id, ms) in delays {
+            // An update during the check may have removed it from every subscription.
+            self.note_absent(id);
             self.state.record(
                 id,
                 Measurement {
