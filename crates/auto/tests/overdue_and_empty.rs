@@ -222,3 +222,32 @@ fn the_simulator_prints_auto_paused_no_server() {
         "{text}"
     );
 }
+
+#[test]
+fn in_the_simulator_a_pause_disconnects_and_counts_as_outage() {
+    let scenario = serde_json::json!({
+        "until": 100,
+        "subscriptions": [
+            {"name": "Main", "servers": ["fi"]},
+            {"name": "Backup", "servers": ["us"]}
+        ],
+        "auto": "Main",
+        "world": [{"server": "*", "ms": 50}, {"server": "fi", "down": true, "how": "refuse", "from": 40}],
+        "traffic": [{}],
+        "actions": [
+            {"at": 40, "update": {"subscription": "Main", "servers": []}},
+            {"at": 70, "update": {"subscription": "Main", "servers": ["de"]}}
+        ]
+    });
+    let plan = Plan::from_json(&scenario.to_string()).unwrap();
+    let mut policy = sim::make_policy("auto", &plan).unwrap();
+    let report = sim::run(&plan, policy.as_mut());
+    // No refused inputs (the removed fi is no longer dialled) and 30 s without a server.
+    let refused = report
+        .lines
+        .iter()
+        .filter(|l| matches!(l.kind, sim::LineKind::Refused { .. }))
+        .count();
+    assert_eq!(refused, 0);
+    assert_eq!(report.summary.outage_ms, 30_000);
+}

@@ -20,6 +20,8 @@
 //! a second pass over that instant after step 5 (steps 1, 2 and 5 do not repeat).
 //! Refusing servers are only seen while the network is up: with the network down or
 //! absent, connections time out or can't start, which the traffic already shows.
+//! On `NoServer` ("Auto paused: no server") the simulated client disconnects: until the
+//! next `Connect`, traffic goes unanswered and counts as outage.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -329,10 +331,16 @@ impl<'a> Runner<'a> {
             Output::NoServer {
                 subscription,
                 deleted,
-            } => self.line(LineKind::NoServer {
-                subscription,
-                deleted,
-            }),
+            } => {
+                // The simulated client disconnects: with no server of Auto's, traffic
+                // flowing counts as outage until the next `Connect`.
+                self.current = None;
+                self.periods.push((self.now, None));
+                self.line(LineKind::NoServer {
+                    subscription,
+                    deleted,
+                });
+            }
         }
     }
 
