@@ -197,3 +197,20 @@ fn auto_is_on_in_one_subscription_at_a_time() {
         "only Backup's servers are candidates now"
     );
 }
+
+#[test]
+fn an_answer_past_the_probe_timeout_counts_as_no_answer() {
+    // The spec: each probe "counts as 'no answer' past" its timeout (5 s by default),
+    // even if the driver reports the late answer.
+    let mut h = H::new(&[("Main", &["a", "b", "c"])]);
+    h.hist_ms("a", &[Some(10), Some(10)]);
+    h.auto_on("Main");
+    h.at(10.0);
+    h.fire(Event::ConnectFailed { server: id("a") }).unwrap();
+    let c = h.probe();
+    h.reply(&c, &[("a", 5001), ("b", 5000), ("c", 4000)]);
+    let r = h.report();
+    assert_eq!(r.silent, [id("a")]);
+    assert_eq!(answered(&r), [("b", 5000), ("c", 4000)]);
+    assert_eq!(r.outcome, Outcome::Switch);
+}

@@ -63,6 +63,8 @@ impl Engine {
         replies: &[(ServerId, ProbeReply)],
         timed_out: bool,
     ) {
+        // Past the probe timeout a probe counts as no answer, whatever the driver says.
+        let limit = running.check.timeout.as_millis();
         let delays: Vec<(ServerId, Option<u32>)> = running
             .check
             .servers
@@ -72,7 +74,8 @@ impl Engine {
                     .iter()
                     .find(|(r, _)| r == id)
                     .map_or(ProbeReply::NoAnswer, |(_, p)| *p);
-                (id.clone(), self.config.probe_rules.delay(reply))
+                let delay = self.config.probe_rules.delay(reply);
+                (id.clone(), delay.filter(|&ms| u128::from(ms) <= limit))
             })
             .collect();
         self.limits.record_check(now);
