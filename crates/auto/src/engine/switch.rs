@@ -93,24 +93,12 @@ impl Engine {
         self.out.push_back(Output::Connect { server: to, reason });
     }
 
+    /// Reports what a check decided.
     pub(super) fn report(&mut self, check: &Ended, delays: &Delays, outcome: Outcome, held: bool) {
-        let answered = delays
-            .iter()
-            .filter_map(|(id, d)| d.map(|ms| (id.clone(), ms)))
-            .collect();
-        let silent = delays
-            .iter()
-            .filter(|(_, d)| d.is_none())
-            .map(|(id, _)| id.clone())
-            .collect();
-        self.out.push_back(Output::CheckDone(CheckReport {
-            id: check.check.id,
-            trigger: check.check.trigger,
-            answered,
-            silent,
-            outcome,
-            held,
+        let report = CheckReport {
             timed_out: check.timed_out,
-        }));
+            ..CheckReport::new(&check.check, delays, outcome, held)
+        };
+        self.out.push_back(Output::CheckDone(report));
     }
 }
