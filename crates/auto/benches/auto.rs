@@ -25,6 +25,8 @@ use switchyard_auto::{
 const NOW: Timestamp = Timestamp::from_secs(1_750_000_000);
 const SEED: u64 = 0x5357_4954_4348_5944; // "SWITCHYD"
 const SERVERS: usize = 1000;
+/// A very large subscription: nothing in the engine may be quadratic in its size.
+const MANY_SERVERS: usize = 10_000;
 const MEASUREMENTS: i64 = 5;
 
 /// A 64-bit linear congruential generator (Knuth's MMIX constants): enough to spread
@@ -58,15 +60,16 @@ struct Input {
     speeds: BTreeMap<ServerId, f64>,
 }
 
-fn input() -> Input {
+fn input(servers: usize) -> Input {
     let mut rng = Lcg(SEED);
     let mut input = Input {
-        servers: Vec::with_capacity(SERVERS),
+        servers: Vec::with_capacity(servers),
         histories: BTreeMap::new(),
         speeds: BTreeMap::new(),
     };
-    for i in 0..SERVERS {
-        let server = Server::named(&format!("server-{i:04}"));
+    let width = servers.to_string().len().max(4);
+    for i in 0..servers {
+        let server = Server::named(&format!("server-{i:0width$}", width = width));
         let kind = rng.below(100);
         let base = 20 + rng.below(380);
         // Unchecked servers were measured, but over a day ago.
@@ -123,8 +126,15 @@ fn urltest_rank(
 }
 
 fn rank_1000x5(c: &mut Criterion) {
-    let input = input();
-    let mut group = c.benchmark_group("rank_1000x5");
+    rank_group(c, "rank_1000x5", &input(SERVERS));
+}
+
+fn rank_10000x5(c: &mut Criterion) {
+    rank_group(c, "rank_10000x5", &input(MANY_SERVERS));
+}
+
+fn rank_group(c: &mut Criterion, name: &str, input: &Input) {
+    let mut group = c.benchmark_group(name);
     group.bench_function("reference", |b| {
         b.iter(|| urltest_rank(black_box(&input.servers), black_box(&input.histories)));
     });
@@ -137,6 +147,118 @@ fn rank_1000x5(c: &mut Criterion) {
                 black_box(NOW),
             )
         });
+    });
+    group.finish();
+}
+
+/// An engine at [`NOW`] with Auto on in `Main` (the input's servers, their histories and
+/// speed results), `Backup` below it.
+fn auto_on_in(input: &Input) -> Engine {
+    let mut e = Engine::new(AutoConfig::default());
+    let main = Subscription {
+        name: "Main".into(),
+        servers: input.servers.clone(),
+    };
+    let backup = Subscription::of_names("Backup", &["b1", "b2"]);
+    e.handle_event(NOW, Event::Subscriptions(vec![main, backup]))
+        .unwrap();
+    for (id, h) in &input.histories {
+        for m in h.iter() {
+            let measurement = *m;
+            let server = id.clone();
+            e.handle_event(
+                NOW,
+                Event::Measured {
+                    server,
+                    measurement,
+                },
+            )
+            .unwrap();
+        }
+    }
+    for (id, mbps) in &input.speeds {
+        let (server, mbps) = (id.clone(), *mbps);
+        e.handle_event(NOW, Event::SpeedTest { server, mbps })
+            .unwrap();
+    }
+    let on = Event::AutoOn {
+        subscription: "Main".into(),
+    };
+    e.handle_event(NOW, on).unwrap();
+    while e.poll_output().is_some() {}
+    e
+}
+
+/// An update of a 10,000-server subscription that drops the current server and every
+/// tenth other one: the engine validates it, re-indexes, notes 1,000 servers absent and
+/// moves to the best remaining server. The first fifth of the list is marked (a user
+/// who marked a whole country), so finding the best server Auto may use skips marked
+/// ones and asks whether every server is marked. The reference is the sing-box
+/// `urltest` model taking the same update (a reload: every member tested at once).
+fn update_10000(c: &mut Criterion) {
+    let input = input(MANY_SERVERS);
+    let mut engine = auto_on_in(&input);
+    let current = engine.current().cloned().unwrap();
+    let marks: Vec<ServerId> = input
+        .servers
+        .iter()
+        .map(|s| s.id.clone())
+        .filter(|id| *id != current)
+        .take(MANY_SERVERS / 5)
+        .collect();
+    engine.handle_event(NOW, Event::Mark(marks)).unwrap();
+    let kept: Vec<Server> = input
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| s.id != current && i % 10 != 3)
+        .map(|(_, s)| s.clone())
+        .collect();
+    let update = Event::SubscriptionUpdated(Subscription {
+        name: "Main".into(),
+        servers: kept,
+    });
+    let at = NOW + Duration::from_secs(60);
+    // The model is not `Clone`; building it is setup, so not timed.
+    let reference = || {
+        let mut p = sim::policies::UrlTest::new();
+        let main = Subscription {
+            name: "Main".into(),
+            servers: input.servers.clone(),
+        };
+        p.handle_event(NOW, Event::Subscriptions(vec![main]))
+            .unwrap();
+        let on = Event::AutoOn {
+            subscription: "Main".into(),
+        };
+        p.handle_event(NOW, on).unwrap();
+        while p.poll_output().is_some() {}
+        p
+    };
+    let mut group = c.benchmark_group("update_10000");
+    group.sample_size(20);
+    group.bench_function("reference", |b| {
+        b.iter_batched(
+            || (reference(), update.clone()),
+            |(mut p, update)| {
+                p.handle_event(at, update).unwrap();
+                let n = core::iter::from_fn(|| p.poll_output()).count();
+                (p, n)
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    group.bench_function("update", |b| {
+        b.iter_batched(
+            || (engine.clone(), update.clone()),
+            |(mut e, update)| {
+                e.handle_event(at, update).unwrap();
+                let n = core::iter::from_fn(|| e.poll_output()).count();
+                // Returned, so dropping the engine's memory is not timed.
+                (e, n)
+            },
+            BatchSize::LargeInput,
+        );
     });
     group.finish();
 }
@@ -178,34 +300,8 @@ fn wide_check_pending(input: &Input) -> (Engine, Check) {
         )
         .unwrap();
     }
-    let mut e = Engine::new(AutoConfig::default());
-    let main = Subscription {
-        name: "Main".into(),
-        servers: input.servers.clone(),
-    };
-    let backup = Subscription::of_names("Backup", &["b1", "b2"]);
+    let mut e = auto_on_in(input);
     let mut t = NOW;
-    e.handle_event(t, Event::Subscriptions(vec![main, backup]))
-        .unwrap();
-    for (id, h) in &input.histories {
-        for m in h.iter() {
-            e.handle_event(
-                t,
-                Event::Measured {
-                    server: id.clone(),
-                    measurement: *m,
-                },
-            )
-            .unwrap();
-        }
-    }
-    e.handle_event(
-        t,
-        Event::AutoOn {
-            subscription: "Main".into(),
-        },
-    )
-    .unwrap();
     let current = e.current().cloned().unwrap();
     t = t + Duration::from_secs(10);
     e.handle_event(
@@ -233,7 +329,7 @@ fn wide_check_pending(input: &Input) -> (Engine, Check) {
 }
 
 fn check_30(c: &mut Criterion) {
-    let input = input();
+    let input = input(SERVERS);
     let (engine, wide) = wide_check_pending(&input);
     let current = engine.current().cloned().unwrap();
     // Everyone answers but the current server, with spread-out delays.
@@ -371,6 +467,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = rank_1000x5, check_30, simulate_24h_100
+    targets = rank_1000x5, rank_10000x5, check_30, update_10000, simulate_24h_100
 }
 criterion_main!(benches);

@@ -97,6 +97,20 @@ impl Default for AutoConfig {
     }
 }
 
+/// How long after a check's probe timeout the engine waits for the driver's
+/// [`Event::ProbeResults`](crate::Event::ProbeResults) before it ends the check with every
+/// probed server unanswered. The driver reports when its slowest probe times out, so the
+/// results are due at the probe timeout; the grace covers the driver's own delay. Longer
+/// keeps Auto idle behind a driver that lost a check; shorter risks ending a check whose
+/// replies are on their way (they are then dropped).
+pub const RESULTS_GRACE: Duration = Duration::from_secs(1);
+
+/// History, marks and speed results of a server that is in no subscription are
+/// forgotten once it has been absent this long (strictly longer). A day keeps a server
+/// that a provider drops for one update and brings back the next (its history and marks
+/// survive), and no longer than its measurements stay usable (24 h) anyway.
+pub const PRUNE_AFTER: Duration = Duration::from_secs(24 * 3600);
+
 /// The numbers `spec/auto.md` fixes. They are not settings: changing one changes the
 /// product's promised behaviour.
 pub mod spec {

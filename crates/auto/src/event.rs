@@ -26,11 +26,14 @@ pub enum Event {
         subscription: String,
     },
     /// Cumulative byte counters of the VPN connection (the traffic meter), sampled by
-    /// the driver about once a second.
+    /// the driver about once a second. They count over the engine's whole run: an
+    /// [`Output::Connect`] to another server must not reset them (a driver whose meter
+    /// restarts adds the totals from before), since counters that go back are refused
+    /// and the traffic triggers then see nothing until the counts pass the old ones.
     Traffic {
-        /// Bytes sent by the device since the VPN connected.
+        /// Bytes sent by the device so far.
         sent: u64,
-        /// Bytes received by the device since the VPN connected.
+        /// Bytes received by the device so far.
         received: u64,
     },
     /// The core could not connect to this server.
@@ -112,6 +115,19 @@ pub enum Output {
         /// The pause before the next attempt.
         retry_in: Duration,
     },
+    /// Report: **Auto paused, no server.** Auto's subscription has no server to use: an
+    /// update emptied it, Auto was turned on in an empty one, or it was deleted. Auto
+    /// connects nowhere and starts no check until an update brings servers (or, once
+    /// deleted, until the next [`Event::AutoOn`]); the current server is cleared. What
+    /// happens to the VPN connection meanwhile is the driver's choice; the app should
+    /// tell the user.
+    NoServer {
+        /// The subscription Auto was on in.
+        subscription: String,
+        /// The subscription was deleted, so Auto is off; otherwise it is empty and Auto
+        /// is still on in it.
+        deleted: bool,
+    },
 }
 
 /// A check to run: probe `servers` with `method`.
@@ -144,6 +160,10 @@ pub struct CheckReport {
     pub outcome: Outcome,
     /// Set when a switch was due but the switch limit held it back.
     pub held: bool,
+    /// Set when the check's results never came: it ended on its deadline (probe timeout
+    /// plus [`RESULTS_GRACE`](crate::config::RESULTS_GRACE)) with every probed server
+    /// unanswered.
+    pub timed_out: bool,
 }
 
 impl CheckReport {
@@ -169,6 +189,7 @@ impl CheckReport {
                 .collect(),
             outcome,
             held,
+            timed_out: false,
         }
     }
 }

@@ -9,10 +9,23 @@ use crate::measurement::{Measurement, Method};
 use crate::time::Timestamp;
 
 /// The last [`HISTORY_LEN`] measurements of one server, oldest first.
+///
+/// Serialized as a plain list. Reading one back goes through
+/// [`History::from_measurements`], so a saved (or hand-edited) list that is longer than
+/// five or out of time order still gives a history that is neither: the score code
+/// relies on both, and a longer list used to panic it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct History {
+    #[serde(deserialize_with = "five_in_time_order")]
     measurements: VecDeque<Measurement>,
+}
+
+fn five_in_time_order<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<VecDeque<Measurement>, D::Error> {
+    let list = Vec::<Measurement>::deserialize(d)?;
+    Ok(History::from_measurements(list).measurements)
 }
 
 impl History {
@@ -37,6 +50,13 @@ impl History {
         self.measurements.insert(pos, m);
         while self.measurements.len() > HISTORY_LEN {
             self.measurements.pop_front();
+        }
+    }
+
+    /// Clamps the dates of measurements taken after `now` to `now` (time order holds).
+    pub fn clamp_future(&mut self, now: Timestamp) {
+        for m in &mut self.measurements {
+            m.at = m.at.min(now);
         }
     }
 
@@ -115,6 +135,28 @@ mod tests {
         h.record(url(3, None)); // out of order: lands by time, oldest drops
         let ats: Vec<i64> = h.iter().map(|m| m.at.as_millis() / 1000).collect();
         assert_eq!(ats, [3, 3, 4, 5, 6]);
+    }
+
+    #[test]
+    fn a_saved_history_reads_back_as_the_last_five_in_time_order() {
+        let json = r#"[
+            {"at": 7000, "method": "url", "ms": 7}, {"at": 1000, "method": "url", "ms": 1},
+            {"at": 6000, "method": "url", "ms": 6}, {"at": 2000, "method": "url", "ms": 2},
+            {"at": 5000, "method": "url", "ms": 5}, {"at": 3000, "method": "url", "ms": 3},
+            {"at": 4000, "method": "url", "ms": null}
+        ]"#;
+        let h: History = serde_json::from_str(json).unwrap();
+        let ats: Vec<i64> = h.iter().map(|m| m.at.as_millis() / 1000).collect();
+        assert_eq!(ats, [3, 4, 5, 6, 7]);
+        // The score reads it without running past its buffer of five.
+        assert_eq!(
+            crate::score::score(&h, Timestamp::from_secs(8)),
+            Some(6 + 4 + 1000)
+        );
+        assert_eq!(
+            serde_json::from_str::<History>(&serde_json::to_string(&h).unwrap()).unwrap(),
+            h
+        );
     }
 
     #[test]

@@ -14,11 +14,15 @@
 //!   model of a peer's policy (sing-box `urltest`, mihomo `fallback`).
 //!
 //! It never does I/O, never reads a clock and draws no randomness: time comes in as
-//! [`Timestamp`]s with every call, so each rule is testable with exact times. The
-//! client's async driver turns sockets and timers into these calls and decides nothing.
+//! [`Timestamp`]s with every call, from a monotonic clock of the driver's ([`time`]
+//! states the contract and what happens when a clock breaks it), so each rule is
+//! testable with exact times. The client's async driver turns sockets and timers into
+//! these calls and decides nothing.
 //!
 //! The engine's durable memory (history, marks, speed results, the server to return
-//! to) is a [`State`] that serializes with serde, so a client restart keeps it.
+//! to) is a [`State`] that serializes with serde, so a client restart keeps it; it stays
+//! bounded (servers gone from every subscription for a day are forgotten), and
+//! restoring it does not turn Auto on.
 
 #![warn(missing_docs)]
 

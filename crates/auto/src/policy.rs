@@ -10,8 +10,9 @@ pub trait Policy {
     /// The policy's name in reports (`auto`, `urltest`, `fallback`).
     fn name(&self) -> &'static str;
 
-    /// Feed one event that happened at `now`. Times passed in never go backwards. A
-    /// refused event leaves the policy's state unchanged.
+    /// Feed one event that happened at `now`. Times come from a monotonic clock and
+    /// never go backwards (see [`crate::time`]; Auto copes with a step back, a model
+    /// need not). A refused event leaves the policy's state unchanged.
     fn handle_event(&mut self, now: Timestamp, event: Event) -> Result<(), InputError>;
 
     /// Advance the policy's own timers to `now`: call this when the time returned by

@@ -1,8 +1,19 @@
 //! Time as the engine sees it: plain milliseconds passed in by the caller.
 //!
-//! The engine never reads a clock. A real client passes milliseconds since the Unix
-//! epoch (so persisted history stays meaningful across restarts); the simulator passes
-//! milliseconds since the start of the scenario, negative for history before it.
+//! The engine never reads a clock. **Drivers pass a monotonic clock**: one that never
+//! goes backwards while the engine runs. A real client anchors a monotonic clock
+//! (`std::time::Instant`) to the wall clock once at start, `unix_ms_at_start +
+//! elapsed_ms`, so a wall-clock step (NTP, the user setting the time) does not reach the
+//! engine and persisted history stays roughly meaningful across restarts. The simulator
+//! passes milliseconds since the start of the scenario, negative for history before it.
+//!
+//! The engine still copes with a clock that breaks the contract:
+//! - a time earlier than the previous one counts as no time passing, and time runs on
+//!   from there, so a step back never freezes the triggers (the deadlines from
+//!   `poll_timeout` stay on the caller's clock);
+//! - a measurement dated after "now" (imported, or saved before the clock was set back
+//!   across a restart) is clamped to now, so it can't stay "recent" past its day or sort
+//!   after every later measurement.
 
 use core::fmt;
 use core::ops::{Add, Sub};

@@ -86,6 +86,29 @@ fn current_silent_switches_to_the_best_switch_score_not_the_fastest() {
 }
 
 #[test]
+fn s_and_s_prime_pick_different_servers() {
+    // Queue by S: steady (50) before calm (60) before jumpy (305). In the check steady
+    // answers slowly and jumpy fastest; S' = L + (max A - min A) picks calm:
+    //   steady: 200 + (200 - 50) = 350, calm: 65 + (65 - 60) = 70, jumpy: 30 + 280 = 310.
+    // The best by S (steady) and the fastest (jumpy) both lose.
+    let mut h = H::new(&[("Main", &["cur", "jumpy", "calm", "steady"])]);
+    h.hist_ms("cur", &[Some(10), Some(10)]);
+    h.hist_ms("steady", &[Some(50), Some(50), Some(50)]);
+    h.hist_ms("calm", &[Some(60), Some(60), Some(60)]);
+    h.hist_ms("jumpy", &[Some(20), Some(25), Some(300)]);
+    h.auto_on("Main");
+    h.at(10.0);
+    h.fire(Event::ConnectFailed { server: id("cur") }).unwrap();
+    let c = h.probe();
+    assert_eq!(names(&c), ["cur", "steady", "calm", "jumpy"], "the S queue");
+    h.reply(&c, &[("steady", 200), ("calm", 65), ("jumpy", 30)]);
+    assert_eq!(
+        h.switched(),
+        (id("cur"), id("calm"), SwitchReason::CurrentSilent)
+    );
+}
+
+#[test]
 fn switch_score_failures_cost_1000_each() {
     let mut h = H::new(&[("Main", &["cur", "flaky", "slow"])]);
     h.hist_ms("cur", &[Some(10), Some(10)]);
@@ -173,4 +196,21 @@ fn auto_is_on_in_one_subscription_at_a_time() {
         ["us"],
         "only Backup's servers are candidates now"
     );
+}
+
+#[test]
+fn an_answer_past_the_probe_timeout_counts_as_no_answer() {
+    // The spec: each probe "counts as 'no answer' past" its timeout (5 s by default),
+    // even if the driver reports the late answer.
+    let mut h = H::new(&[("Main", &["a", "b", "c"])]);
+    h.hist_ms("a", &[Some(10), Some(10)]);
+    h.auto_on("Main");
+    h.at(10.0);
+    h.fire(Event::ConnectFailed { server: id("a") }).unwrap();
+    let c = h.probe();
+    h.reply(&c, &[("a", 5001), ("b", 5000), ("c", 4000)]);
+    let r = h.report();
+    assert_eq!(r.silent, [id("a")]);
+    assert_eq!(answered(&r), [("b", 5000), ("c", 4000)]);
+    assert_eq!(r.outcome, Outcome::Switch);
 }

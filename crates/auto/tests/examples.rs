@@ -4,14 +4,23 @@
 use serde_json::Value;
 use switchyard_auto::sim::{self, Plan};
 
-/// The JSON lines of `policy` on an example, parsed.
-fn run(example: &str, policy: &str) -> Vec<Value> {
+/// An example scenario's text.
+fn scenario(example: &str) -> String {
     let path = format!(
         "{}/../../examples/auto/{example}.json",
         env!("CARGO_MANIFEST_DIR")
     );
-    let text = std::fs::read_to_string(&path).unwrap();
-    let plan = Plan::from_json(&text).unwrap();
+    std::fs::read_to_string(&path).unwrap()
+}
+
+/// The JSON lines of `policy` on an example, parsed.
+fn run(example: &str, policy: &str) -> Vec<Value> {
+    run_text(&scenario(example), policy)
+}
+
+/// The JSON lines of `policy` on a scenario, parsed.
+fn run_text(text: &str, policy: &str) -> Vec<Value> {
+    let plan = Plan::from_json(text).unwrap();
     let mut p = sim::make_policy(policy, &plan).unwrap();
     let mut out = Vec::new();
     sim::run(&plan, p.as_mut())
@@ -47,13 +56,14 @@ fn sw(t: f64, from: &str, to: &str, reason: &str) -> (f64, String, String, Strin
 #[test]
 fn server_stops_and_comes_back_switch_then_switch_back_after_two_answers() {
     let lines = run("server-stops", "auto");
-    // fi goes silent at 640: stall check at 644 (5 s of data out, nothing back counted
-    // from the 639 sample), silent after the 5 s probe timeout, switch to de (best S').
+    // fi goes silent at 640: stall check at 645 (5 s of data out and nothing back,
+    // counted from the 640 sample, the first to see nothing come back), silent after
+    // the 5 s probe timeout, switch to de (best S').
     // fi answers again from 1500: scheduled checks at 1500 (1 of 2) and 1800 (2 of 2).
     assert_eq!(
         switches(&lines),
         [
-            sw(649.0, "fi", "de", "current_silent"),
+            sw(650.0, "fi", "de", "current_silent"),
             sw(1800.12, "de", "fi", "switch_back")
         ]
     );
@@ -61,9 +71,29 @@ fn server_stops_and_comes_back_switch_then_switch_back_after_two_answers() {
         .iter()
         .find(|l| l["event"] == "check" && l["trigger"] == "stall")
         .unwrap();
-    assert_eq!(check["t"], 644);
+    assert_eq!(check["t"], 645);
     assert_eq!(check["probes"], serde_json::json!(["fi", "de", "nl", "se"]));
-    assert_eq!(summary(&lines)["outage_s"], 9);
+    assert_eq!(summary(&lines)["outage_s"], 10);
+}
+
+#[test]
+fn the_stall_check_starts_5_s_after_replies_stop_on_a_computer_and_2_s_on_a_phone() {
+    // server-stops: fi, with traffic flowing, answers until 640 and not from 640 on.
+    for (platform, at) in [("desktop", 645), ("mobile", 642)] {
+        let mut v: Value = serde_json::from_str(&scenario("server-stops")).unwrap();
+        v["platform"] = platform.into();
+        let lines = run_text(&v.to_string(), "auto");
+        let stall: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["event"] == "check" && l["trigger"] == "stall")
+            .collect();
+        assert_eq!(stall[0]["t"], at, "{platform}");
+        // The probes time out 5 s later and Auto moves on.
+        assert_eq!(
+            switches(&lines)[0],
+            sw(f64::from(at + 5), "fi", "de", "current_silent")
+        );
+    }
 }
 
 #[test]
@@ -149,7 +179,7 @@ fn servers_failing_one_after_another_hit_the_switch_limit() {
     let s = switches(&lines);
     assert_eq!(
         s[..3].iter().map(|x| x.0).collect::<Vec<_>>(),
-        [300.07, 339.0, 365.0]
+        [300.07, 340.0, 365.0]
     );
     // The 4th waits for the window (300.07 + 180) and the 15 s after the held check.
     let held: Vec<f64> = lines
@@ -157,7 +187,7 @@ fn servers_failing_one_after_another_hit_the_switch_limit() {
         .filter(|l| l["held"] == true)
         .map(|l| l["t"].as_f64().unwrap())
         .collect();
-    assert_eq!(held, [399.0]);
+    assert_eq!(held, [400.0]);
     assert_eq!(s[3], sw(485.07, "se", "pl", "current_silent"));
 }
 

@@ -104,25 +104,18 @@ fn the_figure_network_drops_stays_records_nothing_and_retries_after_15_30_60_120
     assert_eq!(h.history_len("fi"), 4);
 }
 
-#[test]
-fn a_network_change_ends_the_pause_at_once_and_resets_the_count() {
-    let mut h = four_subscriptions();
-    let c = fail_at(&mut h, 100.0);
+/// Two "network gone" in a row: the second, at 135, pauses for T_2 = 30 s (to 165),
+/// longer than the 15 s cool-down after that check (to 150).
+fn lost_twice(h: &mut H) {
+    let c = fail_at(h, 100.0);
     h.at(105.0);
     h.reply(&c, &[]);
-    assert_eq!(h.report().outcome, Outcome::AskNeighbours);
     let n = h.probe();
     h.at(110.0);
     h.reply(&n, &[]);
+    assert_eq!(h.report().outcome, Outcome::AskNeighbours);
     assert_eq!(h.report().outcome, Outcome::NetworkLost);
-    h.take();
-    h.at(116.0);
-    h.no_probe();
-    h.fire(Event::NetworkChanged).unwrap();
-    // The 15 s after the last check still hold (it ended at 110).
-    h.at(124.9);
-    h.no_probe();
-    h.at(125.0);
+    h.traffic(125.0, true, false);
     let c = h.probe();
     assert_eq!(c.trigger, Trigger::Retry);
     h.at(130.0);
@@ -130,15 +123,50 @@ fn a_network_change_ends_the_pause_at_once_and_resets_the_count() {
     let n = h.probe();
     h.at(135.0);
     h.reply(&n, &[]);
-    let lost: Vec<u64> = h
-        .take()
-        .into_iter()
-        .filter_map(|(_, o)| match o {
-            Output::NetworkLost { retry_in } => Some(retry_in.as_secs()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(lost, [15], "k restarted at 1");
+    assert_eq!(h.network_lost_pauses(), [15, 30]);
+}
+
+#[test]
+fn without_a_network_change_the_pause_runs_its_full_30_seconds() {
+    let mut h = four_subscriptions();
+    lost_twice(&mut h);
+    h.traffic(164.0, true, false);
+    h.no_probe();
+    h.traffic(165.0, true, false);
+    assert_eq!(h.probe().trigger, Trigger::Retry);
+}
+
+#[test]
+fn a_network_change_ends_the_pause_visibly_before_it_would_have_ended() {
+    let mut h = four_subscriptions();
+    lost_twice(&mut h);
+    // A change at 140, inside the cool-down: the retry comes when the cool-down ends
+    // (150), 15 s before the pause would have (165).
+    h.traffic(140.0, true, false);
+    h.fire(Event::NetworkChanged).unwrap();
+    h.traffic(149.0, true, false);
+    h.no_probe();
+    h.at(150.0);
+    let c = h.probe();
+    assert_eq!((h.now, c.trigger), (s(150.0), Trigger::Retry));
+    // k restarted: the next "network gone" pauses 15 s, not 60.
+    h.at(155.0);
+    h.reply(&c, &[]);
+    let n = h.probe();
+    h.at(160.0);
+    h.reply(&n, &[]);
+    assert_eq!(h.network_lost_pauses(), [15], "k restarted at 1");
+}
+
+#[test]
+fn a_network_change_after_the_cool_down_retries_at_once() {
+    let mut h = four_subscriptions();
+    lost_twice(&mut h);
+    h.traffic(155.0, true, false);
+    h.no_probe();
+    h.fire(Event::NetworkChanged).unwrap();
+    let c = h.probe();
+    assert_eq!((h.now, c.trigger), (s(155.0), Trigger::Retry));
 }
 
 /// Main goes silent at 100 while the neighbours answer; returns the time of the
@@ -287,7 +315,7 @@ fn the_figure_server_stops_then_switch_back_after_two_answers() {
     h.auto_on("Main");
     h.traffic(240.0, true, true);
     let c = h.stall_until_check(400.0);
-    assert_eq!((h.now, c.trigger), (s(245.0), Trigger::Stall));
+    assert_eq!((h.now, c.trigger), (s(246.0), Trigger::Stall));
     h.at(250.0);
     h.reply(&c, &[("nl", 80), ("de", 120)]);
     assert_eq!(h.report().outcome, Outcome::Switch);

@@ -88,6 +88,10 @@ enum Step {
     Network,
     /// The device moves to another network.
     NetworkChanged,
+    /// The driver loses the running check's results: they never arrive.
+    Lose,
+    /// The driver's clock steps back this many seconds (breaking its contract).
+    ClockBack(u16),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -99,9 +103,28 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
+/// Steps of a driver that loses results and whose clock jumps back.
+fn hostile_step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        8 => step(),
+        2 => Just(Step::Lose),
+        1 => (1u16..=7200).prop_map(Step::ClockBack),
+    ]
+}
+
+/// A check ends within the probe timeout plus the grace for the driver's report.
+const CHECK_MAX_MS: i64 = 5_000 + 1_000;
+
 struct World {
     e: Engine,
     now: Timestamp,
+    /// Time passed in ticks, whatever the driver's clock says, except the tick right
+    /// after a step back: the engine can't tell that second from the step and counts
+    /// neither (no time passes on a step back).
+    elapsed_ms: i64,
+    stepped_back: bool,
+    /// Running checks by id, with `elapsed_ms` at their start.
+    started: BTreeMap<CheckId, i64>,
     up: Vec<bool>,
     ids: Vec<ServerId>,
     network: bool,
@@ -136,6 +159,9 @@ impl World {
                 ..AutoConfig::default()
             }),
             now: Timestamp::ZERO,
+            elapsed_ms: 0,
+            stepped_back: false,
+            started: BTreeMap::new(),
             up: vec![true; 14],
             ids,
             network: true,
@@ -168,10 +194,15 @@ impl World {
             match o {
                 Output::Connect { .. } => self.connects.push(self.now),
                 Output::Probe(c) => {
+                    self.started.insert(c.id, self.elapsed_ms);
                     if c.trigger != Trigger::Neighbours {
                         self.before_check = self.e.state().history.clone();
                     }
                     self.pending = Some((c.id, c.servers));
+                }
+                Output::CheckDone(r) if self.overdue(r.id) => {
+                    self.violations
+                        .push(format!("check {:?} ended after {CHECK_MAX_MS} ms", r.id));
                 }
                 Output::CheckDone(r)
                     if r.outcome == Outcome::NetworkLost
@@ -187,19 +218,47 @@ impl World {
         }
     }
 
+    /// Whether check `id` (ending now) ran past its deadline; forgets it.
+    fn overdue(&mut self, id: CheckId) -> bool {
+        self.started
+            .remove(&id)
+            .is_some_and(|at| self.elapsed_ms - at > CHECK_MAX_MS)
+    }
+
+    /// Checks still running past their deadline.
+    fn stuck(&self) -> Vec<CheckId> {
+        self.started
+            .iter()
+            .filter(|&(_, &at)| self.elapsed_ms - at > CHECK_MAX_MS)
+            .map(|(&id, _)| id)
+            .collect()
+    }
+
     fn run(&mut self, steps: &[Step]) {
         for s in steps {
             match s {
                 Step::Tick { secs, out } => {
                     for _ in 0..*secs {
-                        self.now = self.now + std::time::Duration::from_secs(1);
+                        let tick = std::time::Duration::from_secs(1);
+                        self.now = self.now + tick;
+                        if !std::mem::take(&mut self.stepped_back) {
+                            self.elapsed_ms += 1000;
+                        }
                         while let Some(t) = self.e.poll_timeout() {
                             if t > self.now {
                                 break;
                             }
-                            self.e.handle_timeout(t.max(Timestamp::ZERO));
+                            // At the deadline if it fell in this tick, else now.
+                            let at = t.clamp(self.now - tick, self.now);
+                            self.e.handle_timeout(at);
                             self.drain();
-                            if self.e.poll_timeout() == Some(t) {
+                            if let Some(next) = self.e.poll_timeout()
+                                && next <= at
+                            {
+                                // A deadline that handling does not move would make a
+                                // driver spin.
+                                self.violations
+                                    .push(format!("poll_timeout stays at {next} after {at}"));
                                 break;
                             }
                         }
@@ -240,6 +299,11 @@ impl World {
                 Step::Toggle(i) => self.up[*i as usize] = !self.up[*i as usize],
                 Step::Network => self.network = !self.network,
                 Step::NetworkChanged => self.event(Event::NetworkChanged),
+                Step::Lose => self.pending = None,
+                Step::ClockBack(secs) => {
+                    self.now = self.now - std::time::Duration::from_secs(u64::from(*secs));
+                    self.stepped_back = true;
+                }
             }
         }
     }
@@ -257,6 +321,16 @@ proptest! {
                 prop_assert!(t4.since(*t).as_secs() >= 180, "switches at {:?}", w.connects);
             }
         }
+    }
+
+    /// Results lost by the driver and clock steps back never leave a check running past
+    /// its deadline (it used to wait forever; a step back froze its deadline).
+    #[test]
+    fn every_check_ends_by_its_deadline_whatever_the_driver_loses(steps in prop::collection::vec(hostile_step(), 50..600), mobile in any::<bool>()) {
+        let mut w = World::new(if mobile { Platform::Mobile } else { Platform::Desktop });
+        w.run(&steps);
+        prop_assert!(w.violations.is_empty(), "{:?}", w.violations);
+        prop_assert!(w.stuck().is_empty(), "running past the deadline: {:?}", w.stuck());
     }
 
     #[test]

@@ -391,6 +391,7 @@ fn reports_every_output_and_refused_inputs_and_counts_them() {
         silent: vec![ServerId::new("c")],
         outcome: Outcome::Switch,
         held: id == 2,
+        timed_out: false,
     };
     let mut p = Scripted::new(
         "a",

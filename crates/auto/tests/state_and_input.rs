@@ -188,3 +188,21 @@ fn replies_to_a_check_a_user_action_made_moot_are_dropped_quietly() {
     h.reply(&c, &[("c", 5)]);
     assert_eq!(h.current(), "b");
 }
+
+#[test]
+fn a_state_file_with_too_many_or_unordered_measurements_is_read_safely() {
+    // Seven measurements of a, out of order: the score code used to index past its
+    // buffer of five and panic when the queue was ranked.
+    let json = r#"{"history":{"a":[
+        {"at":7000,"method":"url","ms":70},{"at":1000,"method":"url","ms":10},
+        {"at":6000,"method":"url","ms":60},{"at":2000,"method":"url","ms":20},
+        {"at":5000,"method":"url","ms":50},{"at":3000,"method":"url","ms":30},
+        {"at":4000,"method":"url","ms":40}]}}"#;
+    let state: State = serde_json::from_str(json).unwrap();
+    assert_eq!(state.history[&id("a")].iter().count(), 5);
+    let mut h = H::from_engine(
+        Engine::with_state(AutoConfig::default(), state),
+        &[("Main", &["b", "a"])],
+    );
+    assert_eq!(h.auto_on("Main").as_str(), "a");
+}

@@ -21,24 +21,38 @@ fn auto_on_connects_to_the_server_with_the_best_score() {
     h.no_probe();
 }
 
-#[test]
-fn stall_on_a_computer_checks_after_5_seconds() {
-    let mut h = example();
+/// Traffic flows and is answered up to 639; the current server is silent from 640 on
+/// (the 640 sample is the first with data out and nothing back). Returns the check and
+/// asserts that none started a moment before `expect`.
+fn silent_from_640(mut h: H, expect: f64) -> (H, switchyard_auto::Check) {
     h.auto_on("Main");
-    h.traffic(100.0, true, true);
-    let c = h.stall_until_check(200.0);
-    assert_eq!(h.now, s(105.0));
-    assert_eq!(c.trigger, Trigger::Stall);
+    for t in 1..=639 {
+        h.at(f64::from(t));
+        h.sample(true, true);
+        // The scheduled checks at 300 and 600 find everyone answering.
+        if let Some(c) = h.try_probe() {
+            let all: Vec<(&str, u32)> = c.servers.iter().map(|s| (s.as_str(), 50)).collect();
+            h.reply(&c, &all);
+        }
+    }
+    h.traffic(expect - 1.0, true, false);
+    h.at(expect - 0.001);
+    h.no_probe();
+    let c = h.stall_until_check(expect + 10.0);
+    (h, c)
+}
+
+#[test]
+fn stall_on_a_computer_checks_5_seconds_after_replies_stop() {
+    let (h, c) = silent_from_640(example(), 645.0);
+    assert_eq!((h.now, c.trigger), (s(645.0), Trigger::Stall));
     assert_eq!(names(&c), ["fi", "de", "nl"]);
 }
 
 #[test]
-fn stall_on_a_phone_checks_after_2_seconds() {
-    let mut h = H::mobile(&[("Main", &["fi", "de"])]);
-    h.auto_on("Main");
-    h.traffic(100.0, true, true);
-    let c = h.stall_until_check(200.0);
-    assert_eq!((h.now, c.trigger), (s(102.0), Trigger::Stall));
+fn stall_on_a_phone_checks_2_seconds_after_replies_stop() {
+    let (h, c) = silent_from_640(H::mobile(&[("Main", &["fi", "de"])]), 642.0);
+    assert_eq!((h.now, c.trigger), (s(642.0), Trigger::Stall));
 }
 
 #[test]
@@ -49,22 +63,52 @@ fn an_idle_second_breaks_the_stall_run() {
     h.at(101.0);
     h.sample(true, false);
     h.at(102.0);
-    h.sample(false, false); // nothing sent: the run starts over
+    h.sample(false, false); // nothing sent: the run starts over at the next sample
     let c = h.stall_until_check(200.0);
-    assert_eq!((h.now, c.trigger), (s(107.0), Trigger::Stall));
+    assert_eq!((h.now, c.trigger), (s(108.0), Trigger::Stall));
 }
 
 #[test]
-fn sporadic_sending_with_nothing_back_checks_after_30_seconds() {
+fn sporadic_sending_with_nothing_back_checks_30_seconds_after_replies_stop() {
+    for platform_is_mobile in [false, true] {
+        let mut h = if platform_is_mobile {
+            H::mobile(&[("Main", &["fi", "de"])])
+        } else {
+            example()
+        };
+        h.auto_on("Main");
+        h.traffic(100.0, true, true);
+        // Something goes out every other second from 101; nothing comes back. Never
+        // 2 s in a row, so no stall: the 30 s count from the 101 sample.
+        let mut started = None;
+        for t in 101..=140 {
+            h.at(f64::from(t));
+            h.sample(t % 2 == 1, false);
+            if let Some(c) = h.try_probe() {
+                started = Some((h.now, c.trigger));
+                break;
+            }
+        }
+        assert_eq!(
+            started,
+            Some((s(131.0), Trigger::NoInbound)),
+            "mobile: {platform_is_mobile}"
+        );
+    }
+}
+
+#[test]
+fn the_30_seconds_count_from_the_first_unanswered_send_not_the_last_reply() {
     let mut h = example();
     h.auto_on("Main");
     h.traffic(100.0, true, true);
-    // Something goes out every other second; nothing comes back. Never 5 s in a row.
-    for t in 101..=140 {
+    h.traffic(200.0, false, false); // idle: nothing expected back
+    for t in 201..=260 {
         h.at(f64::from(t));
-        h.sample(t % 2 == 1, false);
+        h.sample(t % 3 == 0, false);
         if let Some(c) = h.try_probe() {
-            assert_eq!((h.now, c.trigger), (s(130.0), Trigger::NoInbound));
+            // The first send is seen at 201 (201 % 3 == 0).
+            assert_eq!((h.now, c.trigger), (s(231.0), Trigger::NoInbound));
             return;
         }
     }

@@ -27,10 +27,14 @@ impl Engine {
         }
         self.subs = subs;
         self.reindex();
-        if self.state.auto.is_some() && self.auto_sub().is_none() {
-            // The subscription Auto was on in is gone: Auto is off.
+        if let Some(name) = self.state.auto.clone()
+            && self.sub(&name).is_none()
+        {
+            // The subscription Auto was on in is gone: Auto is off (and says so).
             self.state.auto = None;
-            self.cancel_check();
+            if std::mem::take(&mut self.on) {
+                self.pause_no_server(name, true);
+            }
         }
         self.after_change(now);
         Ok(())
@@ -51,9 +55,11 @@ impl Engine {
         Ok(())
     }
 
-    /// After subscriptions changed: forget a return server that is gone, and replace a
-    /// current server that is gone at once with the best remaining one.
+    /// After subscriptions changed: note which remembered servers are gone, forget a
+    /// return server that is gone, and replace a current server that is gone at once
+    /// with the best remaining one; an emptied subscription pauses Auto, visibly.
     fn after_change(&mut self, now: Timestamp) {
+        self.note_absences();
         if let Some(ret) = &self.state.return_to
             && !self.known(ret)
         {
@@ -61,6 +67,15 @@ impl Engine {
             self.return_answers = 0;
         }
         let Some(own) = self.auto_sub() else { return };
+        if own.servers.is_empty() {
+            // Even on a neighbour's server: Auto's subscription has nothing to offer,
+            // which the user must hear about rather than find out.
+            if self.state.current.is_some() {
+                let name = own.name.clone();
+                self.pause_no_server(name, false);
+            }
+            return;
+        }
         let best = self.state.best(own, 1, &[], now).into_iter().next();
         match self.state.current.clone() {
             Some(current) => {
@@ -70,9 +85,8 @@ impl Engine {
                     return;
                 }
                 self.cancel_check();
-                match best {
-                    Some(best) => self.move_to(now, best, SwitchReason::Removed),
-                    None => self.state.current = None,
+                if let Some(best) = best {
+                    self.move_to(now, best, SwitchReason::Removed);
                 }
             }
             // Auto was on in an empty subscription that now has servers.
@@ -84,6 +98,22 @@ impl Engine {
         }
     }
 
+    /// Auto has no server in its subscription: it stops using one and reports
+    /// [`Output::NoServer`] ("Auto paused: no server").
+    fn pause_no_server(&mut self, subscription: String, deleted: bool) {
+        self.cancel_check();
+        self.state.current = None;
+        self.neighbour = None;
+        self.wide_due = None;
+        self.switch_retry_at = None;
+        self.connect_failed_at = None;
+        self.lost = Lost::default();
+        self.out.push_back(Output::NoServer {
+            subscription,
+            deleted,
+        });
+    }
+
     pub(super) fn auto_on(&mut self, now: Timestamp, name: &str) -> Result<(), InputError> {
         let Some(sub) = self.sub(name) else {
             return Err(InputError::UnknownSubscription {
@@ -92,6 +122,7 @@ impl Engine {
         };
         let best = self.state.best(sub, 1, &[], now).into_iter().next();
         self.state.auto = Some(name.to_owned());
+        self.on = true;
         self.cancel_check();
         self.lost = Lost::default();
         self.wide_due = None;
@@ -103,7 +134,7 @@ impl Engine {
         self.last_check_end = now;
         match best {
             Some(best) => self.connect_first(now, best),
-            None => self.state.current = None,
+            None => self.pause_no_server(name.to_owned(), false),
         }
         Ok(())
     }
@@ -166,11 +197,9 @@ impl Engine {
         Ok(())
     }
 
-    /// Drops the running check; its replies will be ignored.
+    /// Drops the running check; its replies will be ignored (see `on_replies`).
     fn cancel_check(&mut self) {
-        if let Some(running) = self.running.take() {
-            self.cancelled = Some(running.check.id);
-        }
+        self.running = None;
     }
 }
 

@@ -1,10 +1,10 @@
-//! When a check starts, and which servers it probes.
+//! When a check starts, which servers it probes, and when it is overdue.
 
-use crate::config::Platform;
 use crate::config::spec::{
     CHECK_BEST, NEIGHBOUR_BEST, NO_INBOUND, OWN_SUBSCRIPTION_EVERY, SCHEDULED_BEST,
     SCHEDULED_EVERY, WIDE_SIZE,
 };
+use crate::config::{Platform, RESULTS_GRACE};
 use crate::event::{Check, CheckId, Output, Trigger};
 use crate::server::{ServerId, Subscription};
 use crate::time::Timestamp;
@@ -107,9 +107,22 @@ impl Engine {
         }
         self.connect_failed_at = None;
         self.traffic.restart_windows();
-        if let Some((trigger, kind, servers)) = self.plan(trigger, now) {
+        if let Some((trigger, kind, servers)) = self.plan(trigger, now)
+            && !servers.is_empty()
+        {
             self.launch(trigger, kind, servers);
         }
+    }
+
+    /// Ends the running check if its results are overdue: nothing came back by the
+    /// probe timeout plus [`RESULTS_GRACE`], so every probed server counts as
+    /// unanswered and the check is decided as such. Without this a lost result would
+    /// leave Auto waiting forever, as no other check starts while one runs.
+    pub(super) fn end_overdue_check(&mut self) {
+        let Some(running) = self.running.take_if(|r| r.deadline <= self.now) else {
+            return;
+        };
+        self.finish(self.now, running, &[], true);
     }
 
     /// The kind and probe set of a check started by `trigger`.
@@ -202,6 +215,11 @@ impl Engine {
         };
         self.next_check += 1;
         self.out.push_back(Output::Probe(check.clone()));
-        self.running = Some(Running { check, kind });
+        let deadline = self.now + self.config.probe_timeout + RESULTS_GRACE;
+        self.running = Some(Running {
+            check,
+            kind,
+            deadline,
+        });
     }
 }

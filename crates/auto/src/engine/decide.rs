@@ -2,22 +2,26 @@
 //! subscription down, switch back.
 
 use crate::config::spec::{
-    OWN_SUBSCRIPTION_EVERY, OWN_SUBSCRIPTION_FAILURES, OWN_SUBSCRIPTION_PAUSE, SWITCH_BACK_ANSWERS,
-    WIDE_WITHIN, network_lost_pause,
+    OWN_SUBSCRIPTION_FAILURES, OWN_SUBSCRIPTION_PAUSE, SWITCH_BACK_ANSWERS, WIDE_WITHIN,
 };
 use crate::error::InputError;
-use crate::event::{
-    Check, CheckId, CheckReport, ConnectReason, Outcome, Output, SwitchReason, Trigger,
-};
+use crate::event::{Check, CheckId, Outcome, SwitchReason, Trigger};
 use crate::measurement::{Measurement, ProbeReply};
 use crate::score::switch_score;
 use crate::server::ServerId;
 use crate::time::Timestamp;
 
-use super::{Engine, Kind, NeighbourStay, Pause};
+use super::{Engine, Kind, Running};
 
 /// Each probed server with its delay, or `None` for no answer, in probe order.
-type Delays = [(ServerId, Option<u32>)];
+pub(super) type Delays = [(ServerId, Option<u32>)];
+
+/// A check that ended: what its reports name.
+pub(super) struct Ended {
+    pub(super) check: Check,
+    /// It ended on its deadline, without results.
+    pub(super) timed_out: bool,
+}
 
 impl Engine {
     /// Takes the replies of the running check.
@@ -27,12 +31,11 @@ impl Engine {
         check: CheckId,
         replies: Vec<(ServerId, ProbeReply)>,
     ) -> Result<(), InputError> {
-        if self.cancelled == Some(check) {
-            self.cancelled = None;
-            return Ok(());
-        }
         let running = match &self.running {
             Some(r) if r.check.id == check => r,
+            // Issued earlier and no longer running: it ended on its deadline, or a user's
+            // action made it moot. Its replies are late, not wrong.
+            _ if check.0 < self.next_check => return Ok(()),
             _ => return Err(InputError::UnknownCheck { check }),
         };
         if let Some((server, _)) = replies
@@ -47,7 +50,21 @@ impl Engine {
         let Some(running) = self.running.take() else {
             return Ok(());
         };
-        // A server without a reply did not answer.
+        self.finish(now, running, &replies, false);
+        Ok(())
+    }
+
+    /// Ends `running` with these replies (a server without one did not answer) and
+    /// decides what they mean.
+    pub(super) fn finish(
+        &mut self,
+        now: Timestamp,
+        running: Running,
+        replies: &[(ServerId, ProbeReply)],
+        timed_out: bool,
+    ) {
+        // Past the probe timeout a probe counts as no answer, whatever the driver says.
+        let limit = running.check.timeout.as_millis();
         let delays: Vec<(ServerId, Option<u32>)> = running
             .check
             .servers
@@ -57,23 +74,26 @@ impl Engine {
                     .iter()
                     .find(|(r, _)| r == id)
                     .map_or(ProbeReply::NoAnswer, |(_, p)| *p);
-                (id.clone(), self.config.probe_rules.delay(reply))
+                let delay = self.config.probe_rules.delay(reply);
+                (id.clone(), delay.filter(|&ms| u128::from(ms) <= limit))
             })
             .collect();
         self.limits.record_check(now);
         self.last_check_end = now;
         self.traffic.restart_windows();
-        let check = running.check;
+        let check = Ended {
+            check: running.check,
+            timed_out,
+        };
         match running.kind {
             Kind::Own => self.decide_own(now, &check, &delays),
             Kind::Neighbours { own } => self.decide_neighbours(now, &check, &own, &delays),
             Kind::Wide { neighbours } => self.decide_wide(now, &check, &neighbours, &delays),
             Kind::OwnSubscription => self.decide_own_subscription(now, &check, &delays),
         }
-        Ok(())
     }
 
-    fn decide_own(&mut self, now: Timestamp, check: &Check, delays: &Delays) {
+    fn decide_own(&mut self, now: Timestamp, check: &Ended, delays: &Delays) {
         let Some(current) = self.state.current.clone() else {
             return self.report(check, delays, Outcome::Stay, false);
         };
@@ -107,7 +127,7 @@ impl Engine {
         );
     }
 
-    fn decide_neighbours(&mut self, now: Timestamp, check: &Check, own: &Delays, delays: &Delays) {
+    fn decide_neighbours(&mut self, now: Timestamp, check: &Ended, own: &Delays, delays: &Delays) {
         if delays.iter().any(|(_, d)| d.is_some()) {
             self.commit(now, own);
             self.commit(now, delays);
@@ -121,7 +141,7 @@ impl Engine {
     fn decide_wide(
         &mut self,
         now: Timestamp,
-        check: &Check,
+        check: &Ended,
         neighbours: &[ServerId],
         delays: &Delays,
     ) {
@@ -149,7 +169,7 @@ impl Engine {
         self.network_lost(now, check, delays);
     }
 
-    fn decide_own_subscription(&mut self, now: Timestamp, check: &Check, delays: &Delays) {
+    fn decide_own_subscription(&mut self, now: Timestamp, check: &Ended, delays: &Delays) {
         let Some(mut stay) = self.neighbour else {
             return self.report(check, delays, Outcome::Stay, false);
         };
@@ -188,11 +208,11 @@ impl Engine {
         delays: &Delays,
         current: Option<&ServerId>,
     ) -> Option<ServerId> {
-        let own = self.auto_sub()?;
+        let all_marked = self.state.all_marked(self.auto_sub()?);
         let candidates: Vec<(ServerId, u32)> = delays
             .iter()
             .filter(|(id, _)| {
-                Some(id) != current && self.in_auto(id) && self.state.eligible(own, id)
+                Some(id) != current && self.in_auto(id) && self.state.eligible_with(all_marked, id)
             })
             .filter_map(|(id, d)| d.map(|ms| (id.clone(), ms)))
             .collect();
@@ -222,6 +242,8 @@ impl Engine {
     fn commit(&mut self, now: Timestamp, delays: &Delays) {
         let method = self.config.method;
         for (id, ms) in delays {
+            // An update during the check may have removed it from every subscription.
+            self.note_absent(id);
             self.state.record(
                 id,
                 Measurement {
@@ -241,110 +263,6 @@ impl Engine {
                 self.lost.k = 0;
             }
         }
-    }
-
-    /// Every probe silent, neighbours included: stay, record nothing, pause `T_k`.
-    fn network_lost(&mut self, now: Timestamp, check: &Check, delays: &Delays) {
-        self.lost.k += 1;
-        let retry_in = network_lost_pause(self.lost.k);
-        self.lost.paused = Some(Pause {
-            since: now,
-            until: now + retry_in,
-        });
-        self.wide_due = None;
-        self.report(check, delays, Outcome::NetworkLost, false);
-        self.out.push_back(Output::NetworkLost { retry_in });
-    }
-
-    /// A switch a check decided: within the switch limit, or held until the window
-    /// allows and re-checked then.
-    fn switch(
-        &mut self,
-        now: Timestamp,
-        check: &Check,
-        delays: &Delays,
-        to: ServerId,
-        reason: SwitchReason,
-    ) {
-        if !self.limits.switch_allowed(now) {
-            self.switch_retry_at = Some(self.limits.next_switch_allowed(now));
-            return self.report(check, delays, Outcome::Stay, true);
-        }
-        self.report(check, delays, Outcome::Switch, false);
-        self.move_to(now, to, reason);
-    }
-
-    /// Moves to `to` now (checks' switches and the user's actions alike).
-    pub(super) fn move_to(&mut self, now: Timestamp, to: ServerId, reason: SwitchReason) {
-        let from = self.state.current.replace(to.clone());
-        let leaving_own = from.as_ref().is_some_and(|f| self.in_auto(f));
-        let to_own = self.in_auto(&to);
-        match reason {
-            SwitchReason::CurrentSilent | SwitchReason::SubscriptionDown if leaving_own => {
-                self.state.return_to = from.clone();
-                self.return_answers = 0;
-            }
-            SwitchReason::SwitchBack => {
-                self.state.return_to = None;
-                self.return_answers = 0;
-            }
-            _ => {}
-        }
-        if self.state.return_to.as_ref() == Some(&to) {
-            self.state.return_to = None;
-            self.return_answers = 0;
-        }
-        self.neighbour = if to_own {
-            None
-        } else {
-            Some(self.neighbour.unwrap_or(NeighbourStay {
-                next_own: now + OWN_SUBSCRIPTION_EVERY,
-                failures: 0,
-                answers: 0,
-            }))
-        };
-        self.wide_due = None;
-        self.switch_retry_at = None;
-        self.connect_failed_at = None;
-        self.limits.record_switch(now);
-        self.traffic.restart_windows();
-        if let Some(from) = from.filter(|f| *f != to) {
-            self.out.push_back(Output::Switched {
-                from,
-                to: to.clone(),
-                reason,
-            });
-        }
-        let reason = match reason {
-            SwitchReason::SwitchBack => ConnectReason::SwitchBack,
-            SwitchReason::SubscriptionDown => ConnectReason::Neighbour,
-            SwitchReason::Marked => ConnectReason::Marked,
-            SwitchReason::Removed => ConnectReason::Removed,
-            SwitchReason::CurrentSilent | SwitchReason::ConnectFailed | SwitchReason::Faster => {
-                ConnectReason::Switch
-            }
-        };
-        self.out.push_back(Output::Connect { server: to, reason });
-    }
-
-    fn report(&mut self, check: &Check, delays: &Delays, outcome: Outcome, held: bool) {
-        let answered = delays
-            .iter()
-            .filter_map(|(id, d)| d.map(|ms| (id.clone(), ms)))
-            .collect();
-        let silent = delays
-            .iter()
-            .filter(|(_, d)| d.is_none())
-            .map(|(id, _)| id.clone())
-            .collect();
-        self.out.push_back(Output::CheckDone(CheckReport {
-            id: check.id,
-            trigger: check.trigger,
-            answered,
-            silent,
-            outcome,
-            held,
-        }));
     }
 }
 

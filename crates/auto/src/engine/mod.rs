@@ -3,15 +3,20 @@
 //! [`Engine`] implements [`Policy`]: feed it [`Event`]s with their times, act on the
 //! [`Output`]s it returns, and call [`Policy::handle_timeout`] at the time
 //! [`Policy::poll_timeout`] names. The modules split the work:
-//! `traffic` (triggers from counters), `limits` (switch limit, cool-downs),
-//! `checks` (when a check starts and what it probes), `decide` (what a check's replies
-//! mean), `actions` (user actions and subscription changes), `state` (durable memory).
+//! `clock` (the driver's times, made monotonic), `traffic` (triggers from counters),
+//! `limits` (switch limit, cool-downs), `checks` (when a check starts, what it probes,
+//! when it is overdue), `decide` (what a check's replies mean), `switch` (moving to
+//! another server, reports), `actions` (user actions and subscription changes), `prune`
+//! (forgetting servers gone for a day), `state` (durable memory).
 
 mod actions;
 mod checks;
+mod clock;
 mod decide;
 mod limits;
+mod prune;
 mod state;
+mod switch;
 mod traffic;
 
 use std::collections::{HashMap, VecDeque};
@@ -20,11 +25,12 @@ pub use state::State;
 
 use crate::config::AutoConfig;
 use crate::error::InputError;
-use crate::event::{Check, CheckId, Event, Output};
+use crate::event::{Check, Event, Output};
 use crate::policy::Policy;
 use crate::server::{ServerId, Subscription};
 use crate::time::Timestamp;
 
+use clock::Clock;
 use limits::Limits;
 use traffic::TrafficWatch;
 
@@ -38,14 +44,21 @@ pub struct Engine {
     /// Where each server stands: (subscription index, position), for O(1) look-ups.
     places: HashMap<ServerId, Vec<(usize, usize)>>,
     out: VecDeque<Output>,
+    clock: Clock,
+    /// The engine's time of the input being handled (from `clock`).
     now: Timestamp,
+    /// Auto was turned on by [`Event::AutoOn`] in this run. A restored [`State`] names a
+    /// subscription and server, but only the event turns Auto on.
+    on: bool,
     traffic: TrafficWatch,
     limits: Limits,
     network_available: bool,
     running: Option<Running>,
-    /// A check the user's action made moot; its replies are dropped.
-    cancelled: Option<CheckId>,
+    /// The id of the next check; replies to an earlier one that is not running (it ended
+    /// on its deadline, or a user's action made it moot) are dropped.
     next_check: u64,
+    /// When the next server absent from every subscription is due to be forgotten.
+    next_prune: Option<Timestamp>,
     /// The core failed to connect to the current server (first failure not yet acted on).
     connect_failed_at: Option<Timestamp>,
     /// Start of the last scheduled check (or of Auto being turned on).
@@ -89,6 +102,9 @@ struct NeighbourStay {
 struct Running {
     check: Check,
     kind: Kind,
+    /// Past this the check ends with every probed server unanswered: its results are
+    /// not coming.
+    deadline: Timestamp,
 }
 
 /// What a running check is for; decides how its replies are read.
@@ -111,22 +127,27 @@ impl Engine {
     }
 
     /// An engine resuming from a saved [`State`] (history, marks, speeds, the server to
-    /// return to). Auto stays off until [`Event::AutoOn`]; the saved subscription and
-    /// current server are hints the driver may use to send it.
+    /// return to). Restoring does nothing by itself: Auto stays off, connects nowhere and
+    /// starts no check until [`Event::AutoOn`]; the saved subscription and current
+    /// server are hints the driver may use to send it. Once on, the first scheduled
+    /// check comes 5 minutes after the event, as after any [`Event::AutoOn`].
+    /// Measurements dated after the first time passed in are clamped to it.
     pub fn with_state(config: AutoConfig, state: State) -> Self {
-        Self {
+        let mut engine = Self {
             config,
             state,
             subs: Vec::new(),
             places: HashMap::new(),
             out: VecDeque::new(),
+            clock: Clock::default(),
             now: Timestamp(i64::MIN),
+            on: false,
             traffic: TrafficWatch::default(),
             limits: Limits::default(),
             network_available: true,
             running: None,
-            cancelled: None,
             next_check: 1,
+            next_prune: None,
             connect_failed_at: None,
             last_scheduled: Timestamp(i64::MIN),
             last_check_end: Timestamp(i64::MIN),
@@ -135,7 +156,9 @@ impl Engine {
             neighbour: None,
             return_answers: 0,
             switch_retry_at: None,
-        }
+        };
+        engine.schedule_prune();
+        engine
     }
 
     /// The durable memory, to save.
@@ -143,7 +166,7 @@ impl Engine {
         &self.state
     }
 
-    /// The server in use.
+    /// The server in use (before [`Event::AutoOn`], the restored hint).
     pub fn current(&self) -> Option<&ServerId> {
         self.state.current.as_ref()
     }
@@ -157,8 +180,11 @@ impl Engine {
         self.subs.iter().find(|s| s.name == name)
     }
 
-    /// The subscription Auto is on in.
+    /// The subscription Auto is on in (`None` while Auto is off).
     fn auto_sub(&self) -> Option<&Subscription> {
+        if !self.on {
+            return None;
+        }
         self.state.auto.as_deref().and_then(|n| self.sub(n))
     }
 
@@ -168,7 +194,7 @@ impl Engine {
 
     /// Whether the server is in the subscription Auto is on in.
     fn in_auto(&self, id: &ServerId) -> bool {
-        let Some(auto) = self.state.auto.as_deref() else {
+        let Some(auto) = self.state.auto.as_deref().filter(|_| self.on) else {
             return false;
         };
         self.places
@@ -238,17 +264,31 @@ impl Engine {
                 if !mbps.is_finite() || mbps < 0.0 {
                     return Err(InputError::InvalidSpeed { server, mbps });
                 }
+                self.note_absent(&server);
                 self.state.speeds.insert(server, mbps);
                 Ok(())
             }
             Event::Measured {
                 server,
-                measurement,
+                mut measurement,
             } => {
+                // Dated on the driver's clock; never later than now (see `crate::time`).
+                measurement.at = self.clock.to_engine(measurement.at).min(now);
+                self.note_absent(&server);
                 self.state.record(&server, measurement);
                 Ok(())
             }
         }
+    }
+
+    /// Moves the engine's clock to the driver's `now`.
+    fn advance(&mut self, now: Timestamp) {
+        let first = self.clock.unset();
+        self.now = self.clock.advance(now);
+        if first {
+            self.state.clamp_future(self.now);
+        }
+        self.prune_due();
     }
 
     /// A network change ends a network-lost pause at once and resets its count.
@@ -266,14 +306,17 @@ impl Policy for Engine {
     }
 
     fn handle_event(&mut self, now: Timestamp, event: Event) -> Result<(), InputError> {
-        self.now = self.now.max(now);
+        self.advance(now);
+        // The event first: late results still count if they beat the deadline's call.
         let result = self.apply(event);
+        self.end_overdue_check();
         self.start_due_check();
         result
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
-        self.now = self.now.max(now);
+        self.advance(now);
+        self.end_overdue_check();
         self.start_due_check();
     }
 
@@ -282,6 +325,10 @@ impl Policy for Engine {
     }
 
     fn poll_timeout(&self) -> Option<Timestamp> {
-        self.next_check_at().map(|(t, _)| t)
+        let at = match &self.running {
+            Some(running) => Some(running.deadline),
+            None => self.next_check_at().map(|(t, _)| t),
+        };
+        at.map(|t| self.clock.to_driver(t))
     }
 }

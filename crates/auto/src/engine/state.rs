@@ -27,12 +27,27 @@ pub struct State {
     pub current: Option<ServerId>,
     /// The server left on a failure, to switch back to when it answers again.
     pub return_to: Option<ServerId>,
+    /// Servers remembered above that are in no subscription, with the time they were
+    /// first seen missing. After [`PRUNE_AFTER`](crate::config::PRUNE_AFTER) their
+    /// history, marks and speed results are forgotten, so the memory stays bounded.
+    pub absent_since: BTreeMap<ServerId, Timestamp>,
 }
 
 impl State {
     /// Records a measurement of `server`.
     pub(crate) fn record(&mut self, server: &ServerId, m: Measurement) {
         self.history.entry(server.clone()).or_default().record(m);
+    }
+
+    /// Clamps every date after `now` to `now` (a state saved before the clock was set
+    /// back): such a date would stay "recent" too long and sort after every newer one.
+    pub(crate) fn clamp_future(&mut self, now: Timestamp) {
+        for h in self.history.values_mut() {
+            h.clamp_future(now);
+        }
+        for t in self.absent_since.values_mut() {
+            *t = (*t).min(now);
+        }
     }
 
     /// The subscription's servers in queue order.
@@ -46,8 +61,14 @@ impl State {
     }
 
     /// Whether Auto may switch to `id` of `sub`: unmarked, or every server is marked.
+    /// O(servers) when `id` is marked: loops use [`Self::eligible_with`].
     pub(crate) fn eligible(&self, sub: &Subscription, id: &ServerId) -> bool {
-        !self.marks.contains(id) || self.all_marked(sub)
+        self.eligible_with(self.marks.contains(id) && self.all_marked(sub), id)
+    }
+
+    /// [`Self::eligible`] given whether every server of the subscription is marked.
+    pub(crate) fn eligible_with(&self, all_marked: bool, id: &ServerId) -> bool {
+        all_marked || !self.marks.contains(id)
     }
 
     /// The best `n` servers of `sub` Auto may switch to, in queue order, leaving out
@@ -59,10 +80,12 @@ impl State {
         except: &[&ServerId],
         now: Timestamp,
     ) -> Vec<ServerId> {
+        // Once for the whole queue: per server it made this quadratic with many marks.
+        let all_marked = self.all_marked(sub);
         self.queue(&sub.servers, now)
             .into_iter()
             .map(|p| p.id)
-            .filter(|id| !except.contains(&id) && self.eligible(sub, id))
+            .filter(|id| !except.contains(&id) && self.eligible_with(all_marked, id))
             .take(n)
             .collect()
     }

@@ -6,6 +6,15 @@
 //!   sporadic, which the stall rule does not catch);
 //! - **use**: whether anything was sent since a given time (timers only check a device
 //!   that is in use).
+//!
+//! # When a window starts
+//! A sample covers the interval since the previous one. The first sample that shows data
+//! out and nothing in says that replies stopped (or the unanswered sending began) inside
+//! that interval, at its end at the latest. The windows start there, at that sample's
+//! time, so a trigger never fires before the threshold has passed since replies really
+//! stopped; with 1 s samples it fires at most 1 s after that. (Counting from the start
+//! of the interval instead fired up to one sample period early: a server silent from
+//! t = 640 was checked at 644 on a computer and 641 on a phone.)
 
 use core::time::Duration;
 
@@ -14,7 +23,6 @@ use crate::time::Timestamp;
 
 #[derive(Clone, Copy, Debug)]
 struct Sample {
-    at: Timestamp,
     sent: u64,
     received: u64,
 }
@@ -23,9 +31,9 @@ struct Sample {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TrafficWatch {
     last: Option<Sample>,
-    /// Start of the current run of samples with data out and nothing in.
+    /// The first sample of the current run of samples with data out and nothing in.
     stall_since: Option<Timestamp>,
-    /// Start of the interval since the first data sent after the last data received.
+    /// The first sample with data out (and nothing in) after the last data received.
     unanswered_since: Option<Timestamp>,
     /// When data last went out (the end of the sample interval that showed it).
     last_sent_at: Option<Timestamp>,
@@ -39,11 +47,7 @@ impl TrafficWatch {
         sent: u64,
         received: u64,
     ) -> Result<(), InputError> {
-        let new = Sample {
-            at: now,
-            sent,
-            received,
-        };
+        let new = Sample { sent, received };
         let Some(prev) = self.last else {
             self.last = Some(new);
             return Ok(());
@@ -54,8 +58,8 @@ impl TrafficWatch {
             self.stall_since = None;
             self.unanswered_since = None;
         } else if out {
-            self.stall_since.get_or_insert(prev.at);
-            self.unanswered_since.get_or_insert(prev.at);
+            self.stall_since.get_or_insert(now);
+            self.unanswered_since.get_or_insert(now);
         } else {
             // An idle interval breaks the "in a row".
             self.stall_since = None;
@@ -99,15 +103,16 @@ mod tests {
     }
 
     #[test]
-    fn stall_counts_from_the_start_of_the_unanswered_interval() {
+    fn windows_start_at_the_first_sample_that_saw_nothing_come_back() {
         let mut w = TrafficWatch::default();
         w.sample(t(0), 0, 0).unwrap();
         w.sample(t(1), 10, 10).unwrap();
         assert_eq!(w.stall_at(Duration::from_secs(5)), None);
+        // Replies came at 1 and not by 2: they stopped in (1, 2], at 2 at the latest.
         w.sample(t(2), 20, 10).unwrap();
         w.sample(t(3), 30, 10).unwrap();
-        assert_eq!(w.stall_at(Duration::from_secs(5)), Some(t(6)));
-        assert_eq!(w.no_inbound_at(Duration::from_secs(30)), Some(t(31)));
+        assert_eq!(w.stall_at(Duration::from_secs(5)), Some(t(7)));
+        assert_eq!(w.no_inbound_at(Duration::from_secs(30)), Some(t(32)));
         // Something comes back: both windows close.
         w.sample(t(4), 40, 11).unwrap();
         assert_eq!(w.stall_at(Duration::from_secs(5)), None);
@@ -121,9 +126,9 @@ mod tests {
         w.sample(t(1), 10, 0).unwrap();
         w.sample(t(2), 10, 0).unwrap(); // idle
         assert_eq!(w.stall_at(Duration::from_secs(2)), None);
-        assert_eq!(w.no_inbound_at(Duration::from_secs(30)), Some(t(30)));
+        assert_eq!(w.no_inbound_at(Duration::from_secs(30)), Some(t(31)));
         w.sample(t(3), 20, 0).unwrap();
-        assert_eq!(w.stall_at(Duration::from_secs(2)), Some(t(4)));
+        assert_eq!(w.stall_at(Duration::from_secs(2)), Some(t(5)));
         assert!(w.sent_after(t(2)));
         assert!(!w.sent_after(t(3)));
     }
@@ -143,6 +148,6 @@ mod tests {
         );
         assert!(w.sample(t(1), 100, 50).is_err());
         w.sample(t(2), 110, 100).unwrap();
-        assert_eq!(w.stall_at(Duration::ZERO), Some(t(0)));
+        assert_eq!(w.stall_at(Duration::ZERO), Some(t(2)));
     }
 }

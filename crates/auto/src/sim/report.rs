@@ -47,6 +47,16 @@ pub enum LineKind {
         outcome: Outcome,
         /// A switch was due but the switch limit held it back.
         held: bool,
+        /// The results never came: the check ended on its deadline.
+        timed_out: bool,
+    },
+    /// `auto_paused` with `reason: "no_server"`: Auto's subscription was emptied or
+    /// deleted.
+    NoServer {
+        /// The subscription.
+        subscription: String,
+        /// It was deleted (Auto is off), not emptied.
+        deleted: bool,
     },
     /// `switch`: the policy left `from` for `to`.
     Switch {
@@ -178,6 +188,7 @@ impl fmt::Display for Line {
                 silent,
                 outcome,
                 held,
+                timed_out,
             } => {
                 f.write_str("\"event\":\"check_result\",\"answered\":{")?;
                 for (i, (id, ms)) in answered.iter().enumerate() {
@@ -191,6 +202,22 @@ impl fmt::Display for Line {
                 write!(f, ",\"outcome\":\"{}\"", outcome.as_str())?;
                 if *held {
                     f.write_str(",\"held\":true")?;
+                }
+                if *timed_out {
+                    f.write_str(",\"timed_out\":true")?;
+                }
+            }
+            LineKind::NoServer {
+                subscription,
+                deleted,
+            } => {
+                write!(
+                    f,
+                    "\"event\":\"auto_paused\",\"reason\":\"no_server\",\"subscription\":{}",
+                    Str(subscription)
+                )?;
+                if *deleted {
+                    f.write_str(",\"deleted\":true")?;
                 }
             }
             LineKind::Switch { from, to, reason } => write!(
@@ -270,6 +297,7 @@ mod tests {
                 silent: vec![ServerId::new("fi")],
                 outcome: Outcome::Switch,
                 held: false,
+                timed_out: false,
             },
         };
         let text = line.to_string();

@@ -20,6 +20,8 @@
 //! a second pass over that instant after step 5 (steps 1, 2 and 5 do not repeat).
 //! Refusing servers are only seen while the network is up: with the network down or
 //! absent, connections time out or can't start, which the traffic already shows.
+//! On `NoServer` ("Auto paused: no server") the simulated client disconnects: until the
+//! next `Connect`, traffic goes unanswered and counts as outage.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -319,12 +321,26 @@ impl<'a> Runner<'a> {
                 silent: report.silent,
                 outcome: report.outcome,
                 held: report.held,
+                timed_out: report.timed_out,
             }),
             Output::Switched { from, to, reason } => {
                 self.switches += 1;
                 self.line(LineKind::Switch { from, to, reason });
             }
             Output::NetworkLost { retry_in } => self.line(LineKind::NetworkLost { retry_in }),
+            Output::NoServer {
+                subscription,
+                deleted,
+            } => {
+                // The simulated client disconnects: with no server of Auto's, traffic
+                // flowing counts as outage until the next `Connect`.
+                self.current = None;
+                self.periods.push((self.now, None));
+                self.line(LineKind::NoServer {
+                    subscription,
+                    deleted,
+                });
+            }
         }
     }
 

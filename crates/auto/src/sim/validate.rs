@@ -2,7 +2,7 @@
 //! field.
 
 use core::time::Duration;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::config::Platform;
 use crate::measurement::{Measurement, Method};
@@ -319,6 +319,8 @@ impl Names {
     /// another subscription or repeated ones are refused.
     fn claim(&mut self, field: &str, sub: &str, servers: &[ServerSpec]) -> Result<Vec<Server>> {
         let mut out: Vec<Server> = Vec::with_capacity(servers.len());
+        // A set, not a scan of `out`: a scan is quadratic in a large subscription.
+        let mut seen: HashSet<&str> = HashSet::with_capacity(servers.len());
         for (j, s) in servers.iter().enumerate() {
             let f = format!("{field}[{j}]");
             if s.name.is_empty() || s.name == "*" {
@@ -327,7 +329,7 @@ impl Names {
                     format!("{:?} can't be a server name", s.name),
                 ));
             }
-            if out.iter().any(|x| x.name == s.name) {
+            if !seen.insert(&s.name) {
                 return Err(duplicate(f, &s.name));
             }
             match self.owner.get(&s.name) {

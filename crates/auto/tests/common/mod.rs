@@ -48,7 +48,9 @@ impl H {
     pub fn from_engine(e: Engine, subs: &[(&str, &[&str])]) -> Self {
         let mut h = Self {
             e,
-            now: s(-100_000.0),
+            // History comes in at t = 0, dated before it: a measurement dated after the
+            // time of its event would be clamped to that time.
+            now: s(0.0),
             sent: 0,
             received: 0,
             log: vec![],
@@ -251,6 +253,18 @@ impl H {
             Output::Switched { from, to, reason } => (from, to, reason),
             _ => unreachable!(),
         }
+    }
+
+    /// The pauses (`retry_in`, whole seconds) of every `NetworkLost` since the last
+    /// take; takes every output.
+    pub fn network_lost_pauses(&mut self) -> Vec<u64> {
+        self.take()
+            .into_iter()
+            .filter_map(|(_, o)| match o {
+                Output::NetworkLost { retry_in } => Some(retry_in.as_secs()),
+                _ => None,
+            })
+            .collect()
     }
 
     pub fn current(&self) -> &str {

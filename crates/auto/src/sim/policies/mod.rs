@@ -24,6 +24,8 @@ mod urltest;
 pub use fallback::{Fallback, FallbackConfig};
 pub use urltest::{UrlTest, UrlTestConfig};
 
+use std::collections::HashSet;
+
 use crate::error::{InputError, counters_forward};
 use crate::event::{Check, Event};
 use crate::measurement::ProbeReply;
@@ -148,15 +150,19 @@ impl Inputs {
     }
 }
 
+/// Refuses repeated subscription names and servers repeated in one subscription, with
+/// sets (a pairwise scan was quadratic in a large subscription).
 fn validate_subscriptions(list: &[Subscription]) -> Result<(), InputError> {
-    for (i, sub) in list.iter().enumerate() {
-        if list[..i].iter().any(|earlier| earlier.name == sub.name) {
+    let mut names = HashSet::with_capacity(list.len());
+    for sub in list {
+        if !names.insert(sub.name.as_str()) {
             return Err(InputError::DuplicateSubscription {
                 name: sub.name.clone(),
             });
         }
-        for (j, server) in sub.servers.iter().enumerate() {
-            if sub.servers[..j].iter().any(|s| s.id == server.id) {
+        let mut ids = HashSet::with_capacity(sub.servers.len());
+        for server in &sub.servers {
+            if !ids.insert(&server.id) {
                 return Err(InputError::DuplicateServer {
                     subscription: sub.name.clone(),
                     server: server.id.clone(),
