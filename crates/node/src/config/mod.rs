@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use secret::{Secret, constant_time_eq};
+pub use secret::{REDACTED, Secret, constant_time_eq};
 pub use tunnel::{
     OriginHalfConfig, RelayHalfConfig, TunnelConfig, TunnelMode, TunnelOrigin, TunnelProfile,
     TunnelTransport,
@@ -91,12 +91,16 @@ pub struct ControlSettings {
     /// Address of the HTTP API. Must be a loopback address: remote control arrives over
     /// the channel the node dials to the panel (a later part), never an open port.
     pub listen: SocketAddr,
+    /// Serve `GET /metrics` without the bearer token, for a Prometheus that can't send
+    /// one. Off by default: the metrics name every inbound and their traffic.
+    pub metrics_without_token: bool,
 }
 
 impl Default for ControlSettings {
     fn default() -> Self {
         Self {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9090),
+            metrics_without_token: false,
         }
     }
 }

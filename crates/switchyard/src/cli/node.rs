@@ -1,4 +1,7 @@
-//! `switchyard node --config FILE`: runs the data plane.
+//! `switchyard node --config FILE`: runs the data plane; `switchyard node token
+//! --config FILE` prints its control token.
+
+mod token;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,10 +13,19 @@ use switchyard_node::{ConfigError, Node, NodeConfig, control};
 
 /// Run a node: the inbounds users connect to, with live config and accounting.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct NodeArgs {
+    #[command(subcommand)]
+    command: Option<NodeCommand>,
     /// The config file (TOML). Re-read on SIGHUP and when it changes.
-    #[arg(long, short)]
-    config: PathBuf,
+    #[arg(long, short, required = true)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum NodeCommand {
+    /// Print the bearer token of the node's control API (made on first use).
+    Token(token::TokenArgs),
 }
 
 /// How often the config file is checked for changes.
@@ -49,6 +61,11 @@ fn modified(path: &Path) -> Option<SystemTime> {
 
 impl NodeArgs {
     pub(crate) fn run(self) -> anyhow::Result<()> {
+        let config = match (self.command, self.config) {
+            (Some(NodeCommand::Token(args)), _) => return args.run(),
+            (None, Some(config)) => config,
+            (None, None) => anyhow::bail!("--config FILE is required"),
+        };
         tracing_subscriber::fmt()
             .with_env_filter(
                 tracing_subscriber::EnvFilter::try_from_default_env()
@@ -56,38 +73,35 @@ impl NodeArgs {
             )
             .init();
         let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-        runtime.block_on(self.serve())
+        runtime.block_on(serve(config))
     }
+}
 
-    async fn serve(self) -> anyhow::Result<()> {
-        let config = match read(&self.config)? {
-            Ok(c) => c,
-            Err(bad) => {
-                // The file is broken: serve the last good config if there is one.
-                let dir = NodeConfig::default_state_dir_of(&self.config);
-                match Node::last_good(&dir) {
-                    Some(good) => {
-                        tracing::error!(
-                            "{bad}; serving the last good config from {}",
-                            dir.display()
-                        );
-                        good
-                    }
-                    None => return Err(bad.into()),
+async fn serve(path: PathBuf) -> anyhow::Result<()> {
+    let config = match read(&path)? {
+        Ok(c) => c,
+        Err(bad) => {
+            // The file is broken: serve the last good config if there is one.
+            let dir = NodeConfig::default_state_dir_of(&path);
+            match Node::last_good(&dir) {
+                Some(good) => {
+                    tracing::error!("{bad}; serving the last good config from {}", dir.display());
+                    good
                 }
+                None => return Err(bad.into()),
             }
-        };
-        let control_addr = config.control.listen;
-        let node = Node::start(config).await?;
-        let listener = tokio::net::TcpListener::bind(control_addr)
-            .await
-            .with_context(|| format!("control API on {control_addr}"))?;
-        tracing::info!("control API on http://{control_addr}");
-        let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
-        watch(&self.config, &node, api).await;
-        node.shutdown().await;
-        Ok(())
-    }
+        }
+    };
+    let control_addr = config.control.listen;
+    let node = Node::start(config).await?;
+    let listener = tokio::net::TcpListener::bind(control_addr)
+        .await
+        .with_context(|| format!("control API on {control_addr}"))?;
+    tracing::info!("control API on http://{control_addr}");
+    let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
+    watch(&path, &node, api).await;
+    node.shutdown().await;
+    Ok(())
 }
 
 /// Re-applies the config file on SIGHUP and when it changes, until the API stops
