@@ -85,10 +85,6 @@ async fn status(State(node): State<Arc<Node>>) -> Json<serde_json::Value> {
         })
         .collect();
     let shared = node.shared();
-    let (pending, acked, health) = {
-        let j = node.journal();
-        (j.pending(), j.acked(), j.health())
-    };
     Json(json!({
         "version": config.version,
         "uptime_s": (now_ms() - node.started_ms()) / 1000,
@@ -99,10 +95,7 @@ async fn status(State(node): State<Arc<Node>>) -> Json<serde_json::Value> {
             "up_bytes_per_s": shared.throughput.0.load(Ordering::Relaxed),
             "down_bytes_per_s": shared.throughput.1.load(Ordering::Relaxed),
         },
-        "journal": {
-            "pending": pending, "acked": acked,
-            "error": health.error, "write_failures": health.write_failures,
-        },
+        "journal": node.journal_summary(),
         "last_good": node.save_status(),
     }))
 }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::accounting::{Accounting, now_ms};
 use crate::config::{InboundConfig, NodeConfig, Secret};
 use crate::inbound;
-use crate::journal::{Journal, JournalError, Record};
+use crate::journal::{Journal, JournalError, Record, Summary};
 use crate::outbound::Dialer;
 use crate::sessions::Sessions;
 use crate::state::{self, StateError};
@@ -143,6 +143,9 @@ pub struct Node {
     shared: Arc<Shared>,
     running: tokio::sync::Mutex<Running>,
     journal: Arc<Mutex<Journal>>,
+    /// The journal's summary after its last operation: status and metrics read this,
+    /// never the journal itself, which is locked while it syncs.
+    journal_summary: Arc<Mutex<Summary>>,
     state_dir: PathBuf,
     token: Secret,
     metrics_without_token: AtomicBool,
@@ -203,6 +206,7 @@ impl Node {
                 certificates: HashMap::new(),
                 tunnels: HashMap::new(),
             }),
+            journal_summary: Arc::new(Mutex::new(journal.summary())),
             journal: Arc::new(Mutex::new(journal)),
             state_dir,
             token,
@@ -334,17 +338,27 @@ impl Node {
         lock(&self.journal)
     }
 
+    /// The journal's summary after its last operation (never waits for a write).
+    pub fn journal_summary(&self) -> Summary {
+        lock(&self.journal_summary).clone()
+    }
+
     async fn with_journal<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Journal) -> T + Send + 'static,
     ) -> Result<T, JournalError> {
-        let journal = self.journal.clone();
-        state::blocking(move || f(&mut lock(&journal)))
-            .await
-            .map_err(|source| JournalError::Io {
-                path: self.state_dir.join(crate::journal::FILE),
-                source,
-            })
+        let (journal, summary) = (self.journal.clone(), self.journal_summary.clone());
+        state::blocking(move || {
+            let mut j = lock(&journal);
+            let out = f(&mut j);
+            *lock(&summary) = j.summary();
+            out
+        })
+        .await
+        .map_err(|source| JournalError::Io {
+            path: self.state_dir.join(crate::journal::FILE),
+            source,
+        })
     }
 
     /// Journal records after `cursor` (at most `limit`) and the cursor to acknowledge.
@@ -412,7 +426,7 @@ impl Node {
                     tracing::error!("{e}; counting goes on in memory");
                     failing = true;
                 }
-                Ok(_) if failing && node.journal().health().error.is_none() => {
+                Ok(_) if failing && node.journal_summary().health.error.is_none() => {
                     tracing::info!("traffic journal: writing again");
                     failing = false;
                 }

@@ -487,3 +487,75 @@ async fn a_full_disk_shows_in_status_and_metrics_and_the_bytes_arrive_when_space
         }
     );
 }
+
+/// The journal's file on a disk that hangs inside `append` until released.
+#[derive(Debug)]
+struct HangingDisk {
+    inner: Box<dyn Store>,
+    entered: Arc<AtomicBool>,
+    released: Arc<AtomicBool>,
+}
+
+impl Store for HangingDisk {
+    fn load(&mut self) -> std::io::Result<Vec<u8>> {
+        self.inner.load()
+    }
+    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.entered.store(true, Ordering::Relaxed);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !self.released.load(Ordering::Relaxed) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.inner.append(bytes)
+    }
+    fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+        self.inner.truncate(len)
+    }
+    fn replace(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.inner.replace(bytes)
+    }
+    fn path(&self) -> &std::path::Path {
+        self.inner.path()
+    }
+}
+
+#[tokio::test]
+async fn a_hanging_disk_never_stalls_the_control_api() {
+    let f = start("protocol = \"vless\"").await;
+    let (entered, released) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (e, r) = (entered.clone(), released.clone());
+    f.node.journal().wrap_store(move |inner| {
+        Box::new(HangingDisk {
+            inner,
+            entered: e,
+            released: r,
+        })
+    });
+    let alice = f
+        .node
+        .shared()
+        .accounting
+        .admit("alice", "main", "127.0.0.1".parse().unwrap(), None)
+        .unwrap();
+    alice.add(10, 20);
+    let node = f.node.clone();
+    let flush = tokio::spawn(async move { node.flush_journal().await });
+    while !entered.load(Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // A write hangs with the journal locked: status and metrics answer all the same.
+    let began = std::time::Instant::now();
+    assert_eq!(json(&f, "/v1/status").await["journal"]["pending"], 0);
+    assert_eq!(call(&f, "GET", "/metrics", None).await.0, StatusCode::OK);
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+    released.store(true, Ordering::Relaxed);
+    flush.await.unwrap().unwrap();
+    assert_eq!(json(&f, "/v1/status").await["journal"]["pending"], 1);
+}

@@ -78,10 +78,8 @@ pub(super) async fn metrics(State(node): State<Arc<Node>>) -> Response {
         .values()
         .filter(|u| u.open_connections > 0)
         .count() as u64;
-    let (pending, health) = {
-        let j = node.journal();
-        (j.pending() as u64, j.health())
-    };
+    let journal = node.journal_summary();
+    let (pending, health) = (journal.pending as u64, journal.health);
     let saved = node.save_status();
     let single = [
         (

@@ -83,6 +83,19 @@ pub struct Health {
     pub write_failures: u64,
 }
 
+/// The journal at a glance, for status and metrics (kept apart so they never wait
+/// for a write).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Records waiting for acknowledgement.
+    pub pending: usize,
+    /// Sequence number of the last acknowledged record.
+    pub acked: u64,
+    /// Whether writes reach the disk.
+    #[serde(flatten)]
+    pub health: Health,
+}
+
 /// The journal: records not yet acknowledged, mirrored on disk.
 #[derive(Debug)]
 pub struct Journal {
@@ -400,5 +413,14 @@ impl Journal {
     /// Whether writes reach the disk.
     pub fn health(&self) -> Health {
         self.health.clone()
+    }
+
+    /// Pending, acknowledged and health together.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            pending: self.pending(),
+            acked: self.acked,
+            health: self.health(),
+        }
     }
 }

@@ -59,6 +59,15 @@ fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
+/// Runs `f` (file reads) on the blocking pool, off the async workers.
+async fn off_workers<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .context("reading the config file")
+}
+
 impl NodeArgs {
     pub(crate) fn run(self) -> anyhow::Result<()> {
         let config = match (self.command, self.config) {
@@ -78,12 +87,14 @@ impl NodeArgs {
 }
 
 async fn serve(path: PathBuf) -> anyhow::Result<()> {
-    let config = match read(&path)? {
+    let file = path.clone();
+    let config = match off_workers(move || read(&file)).await?? {
         Ok(c) => c,
         Err(bad) => {
             // The file is broken: serve the last good config if there is one.
             let dir = NodeConfig::default_state_dir_of(&path);
-            match Node::last_good(&dir) {
+            let at = dir.clone();
+            match off_workers(move || Node::last_good(&at)).await? {
                 Some(good) => {
                     tracing::error!("{bad}; serving the last good config from {}", dir.display());
                     good
@@ -93,11 +104,18 @@ async fn serve(path: PathBuf) -> anyhow::Result<()> {
         }
     };
     let control_addr = config.control.listen;
+    let token_file = config
+        .node
+        .state_dir
+        .join(switchyard_node::state::TOKEN_FILE);
     let node = Node::start(config).await?;
     let listener = tokio::net::TcpListener::bind(control_addr)
         .await
         .with_context(|| format!("control API on {control_addr}"))?;
-    tracing::info!("control API on http://{control_addr}");
+    tracing::info!(
+        "control API on http://{control_addr} (bearer token in {}; `switchyard node token` prints it)",
+        token_file.display()
+    );
     let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
     watch(&path, &node, api).await;
     node.shutdown().await;
@@ -112,20 +130,25 @@ async fn watch(
     mut api: tokio::task::JoinHandle<std::io::Result<()>>,
 ) {
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    let mut seen = modified(path);
+    let changed = |p: &Path| {
+        let p = p.to_owned();
+        off_workers(move || modified(&p))
+    };
+    let mut seen = changed(path).await.ok().flatten();
     let mut tick = tokio::time::interval(WATCH_EVERY);
     loop {
         let why = tokio::select! {
             _ = &mut api => return,
             Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => "SIGHUP",
             _ = tick.tick() => {
-                let now = modified(path);
+                let now = changed(path).await.ok().flatten();
                 if now == seen { continue }
                 seen = now;
                 "file changed"
             }
         };
-        match read(path) {
+        let file = path.to_owned();
+        match off_workers(move || read(&file)).await.and_then(|r| r) {
             Ok(Ok(config)) => match node.apply(config).await {
                 Ok(()) => tracing::info!("reloaded {} ({why})", path.display()),
                 Err(e) => {
