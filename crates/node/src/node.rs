@@ -3,6 +3,8 @@
 
 mod apply;
 
+pub use apply::SaveStatus;
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,7 +12,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
-use serde::Serialize;
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
@@ -125,17 +126,6 @@ struct Running {
     /// The certificates TLS inbounds serve, swapped live on a renewal.
     certificates: HashMap<String, Arc<crate::tls::Certificate>>,
     tunnels: HashMap<String, tunnels::Running>,
-}
-
-/// Whether the last good config reached the disk.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct SaveStatus {
-    /// The version last saved (none yet: `None`).
-    pub saved_version: Option<u64>,
-    /// The last save's error, while saves fail.
-    pub error: Option<String>,
-    /// Saves that failed since the node started.
-    pub failures: u64,
 }
 
 /// A running node.
@@ -269,33 +259,6 @@ impl Node {
             .iter()
             .map(|c| (c.clone(), self.shared.sessions.count_inbound(&c.tag)))
             .collect()
-    }
-
-    /// Keeps `config` as the last good one. A failure is reported (status, metrics,
-    /// log), never fatal: the config is in force all the same.
-    async fn save(&self, config: &NodeConfig) {
-        let path = self.state_dir.join(LAST_GOOD);
-        let text = serde_json::to_string_pretty(config).unwrap_or_default();
-        let result = state::blocking(move || state::write_atomic(&path, text.as_bytes())).await;
-        let mut saved = lock(&self.saved);
-        match result {
-            Ok(Ok(())) => {
-                saved.saved_version = Some(config.version);
-                saved.error = None;
-            }
-            Ok(Err(e)) => {
-                tracing::error!(
-                    version = config.version,
-                    "{e}; the config is applied but not kept for a restart"
-                );
-                saved.error = Some(e.to_string());
-                saved.failures += 1;
-            }
-            Err(e) => {
-                saved.error = Some(e.to_string());
-                saved.failures += 1;
-            }
-        }
     }
 
     /// Status of every tunnel half on this node.

@@ -79,12 +79,36 @@ async fn read_body(s: &mut TlsStream<TcpStream>, mut at: u64, pace: Duration) ->
     }
 }
 
+const TLS_INBOUND: &str =
+    "protocol = \"vless\"\nsecurity = { type = \"tls\", cert = \"@CERT@\", key = \"@KEY@\" }";
+
+#[tokio::test]
+async fn a_renewal_caught_half_written_keeps_the_old_certificate_and_the_change_applies() {
+    let f = start(TLS_INBOUND).await;
+    let renewed = TestCert::new("node.test").unwrap();
+    std::fs::write(f.cert.cert_path(), renewed.cert_pem()).unwrap();
+    std::fs::write(f.cert.key_path(), "-----BEGIN PRIVATE KEY-----\nMIG").unwrap();
+    let mut c = f.node.config().await;
+    c.version = 2;
+    c.users[1].enabled = false;
+    f.node
+        .apply(c.clone())
+        .await
+        .expect("disabling a user always applies");
+    assert_eq!(f.node.config().await.version, 2);
+    let s = connect(f.port, &[&f.cert, &renewed]).await;
+    assert_eq!(served(&s), der(&f.cert), "the certificate it had");
+    // The renewal finishes: the next reload serves it.
+    std::fs::write(f.cert.key_path(), renewed.key_pem()).unwrap();
+    c.version = 3;
+    f.node.apply(c).await.unwrap();
+    let s = connect(f.port, &[&f.cert, &renewed]).await;
+    assert_eq!(served(&s), der(&renewed));
+}
+
 #[tokio::test]
 async fn a_certificate_renewed_in_place_is_served_to_new_connections_and_old_ones_carry_on() {
-    let f = start(
-        "protocol = \"vless\"\nsecurity = { type = \"tls\", cert = \"@CERT@\", key = \"@KEY@\" }",
-    )
-    .await;
+    let f = start(TLS_INBOUND).await;
     let renewed = TestCert::new("node.test").unwrap();
     const N: u64 = 32 << 20;
     let mut old = connect(f.port, &[&f.cert, &renewed]).await;

@@ -18,6 +18,7 @@
 //! - The file is created `0600` and the directory synced after it is created or
 //!   replaced. Every method here blocks: the node calls them on the blocking pool.
 
+mod line;
 mod store;
 #[cfg(test)]
 mod tests;
@@ -28,6 +29,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use line::{Line, parse_line};
+use store::Detached;
 pub use store::{FileStore, Store};
 
 /// The journal's file in the state directory.
@@ -118,51 +121,6 @@ pub struct Journal {
     health: Health,
 }
 
-/// The medium while [`Journal::wrap_store`] swaps it: never written.
-#[derive(Debug)]
-struct Detached;
-
-impl Store for Detached {
-    fn load(&mut self) -> std::io::Result<Vec<u8>> {
-        Ok(Vec::new())
-    }
-    fn append(&mut self, _: &[u8]) -> std::io::Result<()> {
-        Err(std::io::Error::other("detached"))
-    }
-    fn truncate(&mut self, _: u64) -> std::io::Result<()> {
-        Err(std::io::Error::other("detached"))
-    }
-    fn replace(&mut self, _: &[u8]) -> std::io::Result<()> {
-        Err(std::io::Error::other("detached"))
-    }
-    fn path(&self) -> &Path {
-        Path::new("")
-    }
-}
-
-/// What one line of the file says.
-enum Line {
-    Ack(u64),
-    Read(u64),
-    Record(Record),
-}
-
-fn parse_line(line: &str) -> Option<Line> {
-    if let Some(n) = line.strip_prefix("ack ") {
-        return n.trim().parse().ok().map(Line::Ack);
-    }
-    if let Some(n) = line.strip_prefix("read ") {
-        return n.trim().parse().ok().map(Line::Read);
-    }
-    if let Ok(r) = serde_json::from_str(line) {
-        return Some(Line::Record(r));
-    }
-    // A node before this version appended after a torn line: the record behind the
-    // fragment is whole.
-    let at = line.rfind("{\"seq\":").filter(|&i| i > 0)?;
-    serde_json::from_str(&line[at..]).ok().map(Line::Record)
-}
-
 impl Journal {
     /// Opens (or creates) the journal in `dir`, cutting a torn last line.
     pub fn open(dir: &Path) -> Result<Self, JournalError> {
@@ -217,18 +175,23 @@ impl Journal {
             rewrite_owed: false,
             health: Health::default(),
         };
+        // A repair that fails (a full disk at start) is owed, not fatal: the next
+        // write tries again first, and health says so meanwhile.
         if unclean {
-            journal.rewrite()?;
+            if let Err(e) = journal.rewrite() {
+                tracing::error!("{e}; rewriting the journal later");
+            }
         } else if good < bytes.len() {
             tracing::warn!(
                 path = %journal.store.path().display(),
                 bytes = bytes.len() - good,
                 "cutting a torn last journal line"
             );
-            journal
-                .store
-                .truncate(good as u64)
-                .map_err(|e| io(&*journal.store, e))?;
+            if let Err(e) = journal.store.truncate(good as u64) {
+                journal.torn = true;
+                let e = journal.fail(e);
+                tracing::error!("{e}; cutting it before the next write");
+            }
         }
         Ok(journal)
     }

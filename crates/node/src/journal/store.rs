@@ -96,3 +96,25 @@ impl Store for FileStore {
         &self.path
     }
 }
+
+/// The medium while [`super::Journal::wrap_store`] swaps it: never written.
+#[derive(Debug)]
+pub(super) struct Detached;
+
+impl Store for Detached {
+    fn load(&mut self) -> std::io::Result<Vec<u8>> {
+        Ok(Vec::new())
+    }
+    fn append(&mut self, _: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other("detached"))
+    }
+    fn truncate(&mut self, _: u64) -> std::io::Result<()> {
+        Err(std::io::Error::other("detached"))
+    }
+    fn replace(&mut self, _: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other("detached"))
+    }
+    fn path(&self) -> &Path {
+        Path::new("")
+    }
+}

@@ -12,7 +12,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{ApplyError, Node, Running, Runtime};
+use serde::Serialize;
+
+use super::{ApplyError, LAST_GOOD, Node, Running, Runtime, lock};
 use crate::config::{InboundConfig, NodeConfig, Security, TunnelConfig, UserConfig};
 use crate::inbound::{self, Bound};
 use crate::state::{self, StateError};
@@ -47,38 +49,44 @@ fn users_to_close(old: &[UserConfig], new: &[UserConfig]) -> HashSet<String> {
         .collect()
 }
 
-/// The files a config needs, read and checked.
+/// The files a config needs, read and checked (or what is wrong with them).
 struct Files {
     /// By inbound tag, for TLS inbounds.
-    certificates: HashMap<String, tls::Loaded>,
+    certificates: HashMap<String, Result<tls::Loaded, String>>,
     /// By tunnel name.
-    tunnels: HashMap<String, tunnels::Prepared>,
+    tunnels: HashMap<String, Result<tunnels::Prepared, String>>,
 }
 
 /// Reads every file `config` names. Blocks.
-fn read_files(config: &NodeConfig) -> Result<Files, ApplyError> {
-    let mut certificates = HashMap::new();
-    for ib in &config.inbounds {
-        if let Security::Tls { cert, key } = &ib.security {
-            let loaded = tls::load(cert, key).map_err(|problem| ApplyError::Inbound {
-                tag: ib.tag.clone(),
-                problem,
-            })?;
-            certificates.insert(ib.tag.clone(), loaded);
-        }
-    }
-    let mut prepared = HashMap::new();
-    for t in &config.tunnels {
-        let p = tunnels::prepare(t).map_err(|problem| ApplyError::Tunnel {
-            name: t.name.clone(),
-            problem,
-        })?;
-        prepared.insert(t.name.clone(), p);
-    }
-    Ok(Files {
+fn read_files(config: &NodeConfig) -> Files {
+    let certificates = config
+        .inbounds
+        .iter()
+        .filter_map(|ib| match &ib.security {
+            Security::Tls { cert, key } => Some((ib.tag.clone(), tls::load(cert, key))),
+            Security::None => None,
+        })
+        .collect();
+    let tunnels = config
+        .tunnels
+        .iter()
+        .map(|t| (t.name.clone(), tunnels::prepare(t)))
+        .collect();
+    Files {
         certificates,
-        tunnels: prepared,
-    })
+        tunnels,
+    }
+}
+
+/// Whether two halves name the same certificate files.
+fn same_files(a: &TunnelConfig, b: &TunnelConfig) -> bool {
+    let files = |c: &TunnelConfig| {
+        (
+            c.relay.as_ref().map(|r| (r.cert.clone(), r.key.clone())),
+            c.origin.as_ref().map(|o| (o.cert.clone(), o.key.clone())),
+        )
+    };
+    files(a) == files(b)
 }
 
 fn tunnel_error(t: &TunnelConfig) -> impl FnOnce(String) -> ApplyError + '_ {
@@ -95,7 +103,45 @@ async fn drop_started(started: Vec<tunnels::Running>) {
     }
 }
 
+/// Whether the last good config reached the disk.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SaveStatus {
+    /// The version last saved (none yet: `None`).
+    pub saved_version: Option<u64>,
+    /// The last save's error, while saves fail.
+    pub error: Option<String>,
+    /// Saves that failed since the node started.
+    pub failures: u64,
+}
+
 impl Node {
+    /// Keeps `config` as the last good one. A failure is reported (status, metrics,
+    /// log), never fatal: the config is in force all the same.
+    async fn save(&self, config: &NodeConfig) {
+        let path = self.state_dir.join(LAST_GOOD);
+        let text = serde_json::to_string_pretty(config).unwrap_or_default();
+        let result = state::blocking(move || state::write_atomic(&path, text.as_bytes())).await;
+        let mut saved = lock(&self.saved);
+        match result {
+            Ok(Ok(())) => {
+                saved.saved_version = Some(config.version);
+                saved.error = None;
+            }
+            Ok(Err(e)) => {
+                tracing::error!(
+                    version = config.version,
+                    "{e}; the config is applied but not kept for a restart"
+                );
+                saved.error = Some(e.to_string());
+                saved.failures += 1;
+            }
+            Err(e) => {
+                saved.error = Some(e.to_string());
+                saved.failures += 1;
+            }
+        }
+    }
+
     /// Applies `new` as a difference: only added, removed or changed inbounds and
     /// tunnel halves are rebuilt, only removed, disabled or re-keyed users lose their
     /// connections, and TLS inbounds whose certificate files were renewed serve the
@@ -109,7 +155,7 @@ impl Node {
             .map_err(|source| StateError::Io {
                 path: self.state_dir.clone(),
                 source,
-            })??;
+            })?;
 
         // 1. Bind what is new or changed, all or nothing.
         let mut bound: Vec<Bound> = Vec::new();
@@ -128,7 +174,8 @@ impl Node {
                 problem,
             };
             let tls = match files.certificates.remove(&ib.tag) {
-                Some(loaded) => {
+                Some(Err(problem)) => return Err(inbound_error(problem)),
+                Some(Ok(loaded)) => {
                     let c = Certificate::new(loaded);
                     let acceptor = c.acceptor().map_err(inbound_error)?;
                     certificates.insert(ib.tag.clone(), c);
@@ -162,16 +209,37 @@ impl Node {
         let mut deferred: Vec<(&TunnelConfig, tunnels::Prepared)> = Vec::new();
         let mut kept: Vec<&TunnelConfig> = Vec::new();
         for t in &new.tunnels {
-            let prepared = files.tunnels.remove(&t.name).unwrap_or_default();
+            let prepared = files.tunnels.remove(&t.name);
             if let Some(r) = running.tunnels.get(&t.name)
                 && !going.contains(&t.name)
             {
-                if let Err(problem) = tunnels::refresh_certificate(r, &prepared) {
+                let refreshed = match prepared {
+                    Some(Ok(p)) => tunnels::refresh_certificate(r, &p),
+                    // The files it serves now, caught half-written by a renewal: keep
+                    // serving what it has rather than refuse the whole change.
+                    Some(Err(problem)) if same_files(&r.config, t) => {
+                        tracing::warn!(tunnel = %t.name, "{problem}; serving the certificate it had");
+                        Ok(())
+                    }
+                    Some(Err(problem)) => Err(problem),
+                    None => Ok(()),
+                };
+                if let Err(problem) = refreshed {
                     drop_started(started).await;
                     return Err(tunnel_error(t)(problem));
                 }
                 kept.push(t);
-            } else if going.contains(&t.name) || t.profiles.iter().any(|p| held.contains(&p.port)) {
+                continue;
+            }
+            let prepared = match prepared {
+                Some(Err(problem)) => {
+                    drop_started(started).await;
+                    return Err(tunnel_error(t)(problem));
+                }
+                Some(Ok(p)) => p,
+                None => tunnels::Prepared::default(),
+            };
+            if going.contains(&t.name) || t.profiles.iter().any(|p| held.contains(&p.port)) {
                 deferred.push((t, prepared));
             } else {
                 match self.start_half(t, prepared).await {
@@ -211,10 +279,20 @@ impl Node {
             running.tunnels.insert(r.config.name.clone(), r);
         }
         for (tag, loaded) in files.certificates {
-            if let Some(c) = running.certificates.get(&tag)
-                && c.set(loaded)
-            {
-                tracing::info!(inbound = %tag, "serving the renewed certificate to new connections");
+            let Some(c) = running.certificates.get(&tag) else {
+                continue;
+            };
+            match loaded {
+                Ok(loaded) => {
+                    if c.set(loaded) {
+                        tracing::info!(inbound = %tag, "serving the renewed certificate to new connections");
+                    }
+                }
+                // Caught half-written by a renewal: the next reload picks it up; no
+                // reason to refuse the change (it may disable a user).
+                Err(problem) => {
+                    tracing::warn!(inbound = %tag, "{problem}; serving the certificate it had");
+                }
             }
         }
         let relays = tunnels::relays(&running.tunnels);
