@@ -1,5 +1,11 @@
 //! The control API: HTTP/JSON on loopback.
 //!
+//! Every route, unknown ones included, wants `Authorization: Bearer <token>`, the
+//! token the node keeps in its state directory (`switchyard node token` prints it);
+//! without it the answer is `401` with a problem document. `GET /metrics` may be
+//! opened with `control.metrics_without_token`. Reads never show a secret: user
+//! credentials, Shadowsocks server keys and tunnel credentials read `"<redacted>"`.
+//!
 //! - `GET /v1/status`: version, uptime, inbounds with open connections, throughput;
 //! - `GET /v1/stats?cursor=N&limit=M`: journal records after `cursor`, plus live
 //!   per-user and per-inbound counters;
@@ -12,12 +18,11 @@
 //!   over at once;
 //! - `GET /metrics`: Prometheus text.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use axum::extract::{Path, Query, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -26,6 +31,9 @@ use serde_json::json;
 
 use crate::accounting::now_ms;
 use crate::node::{ApplyError, Node};
+
+mod auth;
+mod metrics;
 
 /// Journal records returned per call at most.
 pub const MAX_RECORDS_PER_READ: usize = 1000;
@@ -40,7 +48,11 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/v1/tunnels", get(tunnels))
         .route("/v1/tunnels/{name}", get(tunnel))
         .route("/v1/tunnels/{name}/reset", post(reset_tunnel))
-        .route("/metrics", get(metrics))
+        .route("/metrics", get(metrics::metrics))
+        .layer(axum::middleware::from_fn_with_state(
+            node.clone(),
+            auth::require_token,
+        ))
         .with_state(node)
 }
 
@@ -73,7 +85,6 @@ async fn status(State(node): State<Arc<Node>>) -> Json<serde_json::Value> {
         })
         .collect();
     let shared = node.shared();
-    let journal = node.journal();
     Json(json!({
         "version": config.version,
         "uptime_s": (now_ms() - node.started_ms()) / 1000,
@@ -84,7 +95,8 @@ async fn status(State(node): State<Arc<Node>>) -> Json<serde_json::Value> {
             "up_bytes_per_s": shared.throughput.0.load(Ordering::Relaxed),
             "down_bytes_per_s": shared.throughput.1.load(Ordering::Relaxed),
         },
-        "journal": { "pending": journal.pending(), "acked": journal.acked() },
+        "journal": node.journal_summary(),
+        "last_good": node.save_status(),
     }))
 }
 
@@ -95,15 +107,15 @@ struct StatsQuery {
     limit: Option<usize>,
 }
 
-async fn stats(
-    State(node): State<Arc<Node>>,
-    Query(q): Query<StatsQuery>,
-) -> Json<serde_json::Value> {
+async fn stats(State(node): State<Arc<Node>>, Query(q): Query<StatsQuery>) -> Response {
     let limit = q
         .limit
         .unwrap_or(MAX_RECORDS_PER_READ)
         .min(MAX_RECORDS_PER_READ);
-    let (records, next) = node.journal().read(q.cursor, limit);
+    let (records, next) = match node.read_journal(q.cursor, limit).await {
+        Ok(r) => r,
+        Err(e) => return journal_error(&e),
+    };
     let shared = node.shared();
     Json(json!({
         "records": records,
@@ -111,6 +123,15 @@ async fn stats(
         "users": shared.accounting.users(),
         "inbounds": shared.accounting.inbounds(),
     }))
+    .into_response()
+}
+
+fn journal_error(e: &crate::journal::JournalError) -> Response {
+    tracing::error!("{e}");
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the journal could not be written; see the node's log",
+    )
 }
 
 #[derive(Deserialize, Serialize)]
@@ -119,15 +140,9 @@ struct Ack {
 }
 
 async fn ack(State(node): State<Arc<Node>>, Json(ack): Json<Ack>) -> Response {
-    match node.journal().ack(ack.cursor) {
+    match node.ack_journal(ack.cursor).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(e) => {
-            tracing::error!("journal ack: {e}");
-            error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the journal could not be written; see the node's log",
-            )
-        }
+        Err(e) => journal_error(&e),
     }
 }
 
@@ -157,14 +172,31 @@ async fn reset_tunnel(State(node): State<Arc<Node>>, Path(name): Path<String>) -
 }
 
 async fn get_config(State(node): State<Arc<Node>>) -> Json<crate::NodeConfig> {
-    Json(node.config().await)
+    Json(node.config().await.redacted())
 }
 
 async fn put_config(State(node): State<Arc<Node>>, body: String) -> Response {
-    let config = match crate::NodeConfig::from_json(&body) {
+    // The placeholder check comes before validation, which would refuse a
+    // placeholder for not being a key without saying why.
+    let config: crate::NodeConfig = match serde_json::from_str(&body) {
         Ok(c) => c,
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
+        Err(e) => {
+            let e = crate::ConfigError::Parse(e.to_string());
+            return error(StatusCode::BAD_REQUEST, e.to_string());
+        }
     };
+    if let Some(field) = config.redacted_field() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{field}: holds {:?}, what reads show in place of a secret; send the real value",
+                crate::config::REDACTED
+            ),
+        );
+    }
+    if let Err(e) = config.validate() {
+        return error(StatusCode::BAD_REQUEST, e.to_string());
+    }
     let version = config.version;
     match node.apply(config).await {
         Ok(()) => Json(json!({ "applied": version })).into_response(),
@@ -179,92 +211,4 @@ async fn put_config(State(node): State<Arc<Node>>, body: String) -> Response {
             )
         }
     }
-}
-
-async fn metrics(State(node): State<Arc<Node>>) -> Response {
-    let shared = node.shared();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# HELP switchyard_node_bytes_total Bytes carried for users, by direction."
-    );
-    let _ = writeln!(out, "# TYPE switchyard_node_bytes_total counter");
-    let (up, down) = shared.accounting.node().totals();
-    let _ = writeln!(out, "switchyard_node_bytes_total{{direction=\"up\"}} {up}");
-    let _ = writeln!(
-        out,
-        "switchyard_node_bytes_total{{direction=\"down\"}} {down}"
-    );
-    let _ = writeln!(
-        out,
-        "# HELP switchyard_node_connections Open user connections."
-    );
-    let _ = writeln!(out, "# TYPE switchyard_node_connections gauge");
-    let _ = writeln!(out, "switchyard_node_connections {}", shared.sessions.len());
-    let _ = writeln!(
-        out,
-        "# HELP switchyard_inbound_bytes_total Bytes carried per inbound, by direction."
-    );
-    let _ = writeln!(out, "# TYPE switchyard_inbound_bytes_total counter");
-    let inbounds = shared.accounting.inbounds();
-    for (tag, c) in &inbounds {
-        let _ = writeln!(
-            out,
-            "switchyard_inbound_bytes_total{{inbound=\"{tag}\",direction=\"up\"}} {}",
-            c.up
-        );
-        let _ = writeln!(
-            out,
-            "switchyard_inbound_bytes_total{{inbound=\"{tag}\",direction=\"down\"}} {}",
-            c.down
-        );
-    }
-    let _ = writeln!(
-        out,
-        "# HELP switchyard_inbound_connections Open connections per inbound."
-    );
-    let _ = writeln!(out, "# TYPE switchyard_inbound_connections gauge");
-    for (tag, c) in &inbounds {
-        let _ = writeln!(
-            out,
-            "switchyard_inbound_connections{{inbound=\"{tag}\"}} {}",
-            c.open_connections
-        );
-    }
-    let _ = writeln!(
-        out,
-        "# HELP switchyard_inbound_refused_total Connections refused by users' address limits."
-    );
-    let _ = writeln!(out, "# TYPE switchyard_inbound_refused_total counter");
-    for (tag, c) in &inbounds {
-        let _ = writeln!(
-            out,
-            "switchyard_inbound_refused_total{{inbound=\"{tag}\"}} {}",
-            c.refused_by_address_limit
-        );
-    }
-    let _ = writeln!(
-        out,
-        "# HELP switchyard_users_online Users with open connections."
-    );
-    let _ = writeln!(out, "# TYPE switchyard_users_online gauge");
-    let online = shared
-        .accounting
-        .users()
-        .values()
-        .filter(|u| u.open_connections > 0)
-        .count();
-    let _ = writeln!(out, "switchyard_users_online {online}");
-    let _ = writeln!(
-        out,
-        "# HELP switchyard_journal_pending Journal records not yet acknowledged."
-    );
-    let _ = writeln!(out, "# TYPE switchyard_journal_pending gauge");
-    let _ = writeln!(
-        out,
-        "switchyard_journal_pending {}",
-        node.journal().pending()
-    );
-    shared.inbound_states.write_metrics(&mut out);
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], out).into_response()
 }

@@ -15,6 +15,7 @@ pub mod outbound;
 pub mod relay;
 pub mod route;
 pub mod sessions;
+pub mod state;
 pub mod tls;
 mod tunnels;
 pub mod users;

@@ -83,17 +83,51 @@ pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
 }
 
 /// Reverse-mode relay: serves the certificate now in its files (re-issued in place or
-/// moved), to new links; links already up stay up.
-pub(crate) fn refresh_certificate(r: &Running) -> Result<(), String> {
-    let (Half::Relay(h), Some(relay)) = (&r.half, &r.config.relay) else {
+/// moved, read by [`prepare`]), to new links; links already up stay up.
+pub(crate) fn refresh_certificate(r: &Running, files: &Prepared) -> Result<(), String> {
+    let (Half::Relay(h), Some(_)) = (&r.half, &r.config.relay) else {
         return Ok(());
     };
     if r.config.mode == TunnelMode::Direct {
         return Ok(());
     }
-    let cert = read(relay.cert.as_deref(), "relay.cert")?;
-    let key = read(relay.key.as_deref(), "relay.key")?;
-    h.set_certificate(&cert, &key).map_err(|e| e.to_string())
+    h.set_certificate(&files.cert_pem, &files.key_pem)
+        .map_err(|e| e.to_string())
+}
+
+/// A half's certificate and key (empty when it has none), read and checked with its
+/// pin and credential before anything stops.
+#[derive(Default)]
+pub(crate) struct Prepared {
+    cert_pem: String,
+    key_pem: String,
+}
+
+/// Reads and checks what [`start`] needs, all but the ports. Blocks (file reads).
+pub(crate) fn prepare(config: &TunnelConfig) -> Result<Prepared, String> {
+    let direct = config.mode == TunnelMode::Direct;
+    let (cert, key, what) = match (&config.relay, &config.origin) {
+        (Some(r), _) if direct => return pin(r.pin.as_ref()).map(|_| Prepared::default()),
+        (Some(r), _) => (r.cert.as_deref(), r.key.as_deref(), "relay"),
+        (None, Some(o)) => {
+            Credential::from_hex(o.credential.expose()).ok_or("credential is not 64 hex digits")?;
+            if !direct {
+                return pin(o.pin.as_ref()).map(|_| Prepared::default());
+            }
+            (o.cert.as_deref(), o.key.as_deref(), "origin")
+        }
+        (None, None) => return Err("neither relay nor origin".into()),
+    };
+    let cert_pem = read(cert, &format!("{what}.cert"))?;
+    let key_pem = read(key, &format!("{what}.key"))?;
+    let name = |p: Option<&std::path::Path>| p.unwrap_or(std::path::Path::new("")).to_owned();
+    crate::tls::parse(
+        cert_pem.as_bytes(),
+        key_pem.as_bytes(),
+        &name(cert),
+        &name(key),
+    )?;
+    Ok(Prepared { cert_pem, key_pem })
 }
 
 fn read(p: Option<&std::path::Path>, what: &str) -> Result<String, String> {
@@ -125,8 +159,12 @@ fn direct_origins(c: &TunnelConfig) -> Vec<DirectOrigin> {
         .unwrap_or_default()
 }
 
-/// Starts `config`'s half on this node.
-pub(crate) async fn start(config: &TunnelConfig, shared: &Arc<Shared>) -> Result<Half, String> {
+/// Starts `config`'s half on this node, with its files read by [`prepare`].
+pub(crate) async fn start(
+    config: &TunnelConfig,
+    files: Prepared,
+    shared: &Arc<Shared>,
+) -> Result<Half, String> {
     let direct = config.mode == TunnelMode::Direct;
     if let Some(r) = &config.relay {
         let half = if direct {
@@ -144,8 +182,8 @@ pub(crate) async fn start(config: &TunnelConfig, shared: &Arc<Shared>) -> Result
                 listen: r.listen,
                 profiles: profiles(&config.profiles),
                 balancing: config.balancing,
-                cert_pem: read(r.cert.as_deref(), "relay.cert")?,
-                key_pem: read(r.key.as_deref(), "relay.key")?,
+                cert_pem: files.cert_pem,
+                key_pem: files.key_pem,
                 origins: origins(config),
             })
             .await
@@ -168,8 +206,8 @@ pub(crate) async fn start(config: &TunnelConfig, shared: &Arc<Shared>) -> Result
                 tunnel: config.name.clone(),
                 origin: o.name.clone(),
                 credential,
-                cert_pem: read(o.cert.as_deref(), "origin.cert")?,
-                key_pem: read(o.key.as_deref(), "origin.key")?,
+                cert_pem: files.cert_pem,
+                key_pem: files.key_pem,
                 listen: o.listen,
                 profiles: profiles(&config.profiles),
             },

@@ -125,3 +125,19 @@ fn the_example_config_is_valid() {
     let c = NodeConfig::from_toml(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert_eq!(c.inbounds.len(), 4);
 }
+
+#[test]
+fn errors_name_the_place_and_never_echo_a_secret() {
+    let e = err("[[users]]\nname = \"a\"\ntrojan = \"hunter2secret\nx = 1");
+    assert_eq!(
+        e,
+        "config does not parse: line 3, column 24: invalid basic string, expected `\"`"
+    );
+    let e = err(
+        "[[inbounds]]\ntag = \"a\"\nprotocol = \"shadowsocks\"\nport = 1\nmethod = \"2022-blake3-aes-128-gcm\"\npassword = \"hunter2-secret\"",
+    );
+    assert_eq!(
+        e,
+        "inbounds[0].password: not base64 (a bad character at offset 7)"
+    );
+}

@@ -5,34 +5,13 @@ mod common;
 
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
+use common::control::*;
 use common::*;
-use http_body_util::BodyExt;
-use serde_json::{Value, json};
-use switchyard_node::{Node, NodeConfig, control};
+use serde_json::json;
+use switchyard_node::Node;
 use switchyard_testkit::SingBox;
 use switchyard_testkit::config::vless_outbound;
-use tower::ServiceExt;
-
-async fn call(f: &Fixture, method: &str, uri: &str, body: Option<Value>) -> (StatusCode, String) {
-    let req = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("content-type", "application/json")
-        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-        .unwrap();
-    let resp = control::router(f.node.clone()).oneshot(req).await.unwrap();
-    let status = resp.status();
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, String::from_utf8(bytes.to_vec()).unwrap())
-}
-
-async fn json(f: &Fixture, uri: &str) -> Value {
-    let (status, body) = call(f, "GET", uri, None).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    serde_json::from_str(&body).unwrap()
-}
 
 #[tokio::test]
 async fn status_stats_ack_config_and_metrics() {
@@ -54,11 +33,17 @@ async fn status_stats_ack_config_and_metrics() {
     let stats = json(&f, "/v1/stats").await;
     assert!(stats["users"]["alice"]["down"].as_u64().unwrap() >= 100_000);
     assert!(stats["users"]["alice"]["last_active_ms"].as_i64().unwrap() > 0);
-    let seq = f.node.flush_journal().unwrap().unwrap();
+    // (The node's own flush, every second, may have taken some of them already.)
+    f.node.flush_journal().await.unwrap();
     let stats = json(&f, "/v1/stats?cursor=0").await;
-    assert_eq!(stats["next_cursor"], seq);
-    let rec = &stats["records"][0];
-    assert!(rec["users"]["alice"]["down"].as_u64().unwrap() >= 100_000);
+    let seq = stats["next_cursor"].as_u64().unwrap();
+    let records = stats["records"].as_array().unwrap();
+    assert_eq!(records.last().unwrap()["seq"], seq);
+    let down: u64 = records
+        .iter()
+        .map(|r| r["users"]["alice"]["down"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(down, f.alice().1);
     assert_eq!(
         json(&f, &format!("/v1/stats?cursor={seq}")).await["records"],
         json!([])
@@ -67,8 +52,8 @@ async fn status_stats_ack_config_and_metrics() {
     assert_eq!(code, StatusCode::NO_CONTENT);
     assert_eq!(json(&f, "/v1/status").await["journal"]["pending"], 0);
 
-    // Config: read, change, refuse a broken one with the field named.
-    let mut config = json(&f, "/v1/config").await;
+    // Config: change, refuse a broken one with the field named.
+    let mut config = serde_json::to_value(f.node.config().await).unwrap();
     config["version"] = json!(2);
     let (code, body) = call(&f, "PUT", "/v1/config", Some(config.clone())).await;
     assert_eq!((code, body.as_str()), (StatusCode::OK, r#"{"applied":2}"#));
@@ -102,16 +87,9 @@ async fn counts_survive_a_node_restart_and_nothing_counts_twice() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let counted = f.alice().1;
     // A clean stop takes the last record.
-    f.node.shutdown().await;
-    let config: NodeConfig = f.node.config().await;
     drop(client);
-    let restarted = Node::start(NodeConfig {
-        inbounds: vec![],
-        ..config
-    })
-    .await
-    .unwrap();
-    let (records, cursor) = restarted.journal().read(0, 100);
+    let restarted = restart(&f).await;
+    let (records, cursor) = restarted.read_journal(0, 100).await.unwrap();
     let journaled: u64 = records
         .iter()
         .filter_map(|r| r.users.get("alice"))
@@ -119,7 +97,58 @@ async fn counts_survive_a_node_restart_and_nothing_counts_twice() {
         .sum();
     assert_eq!(journaled, counted);
     // A reader that stored the cursor reads nothing twice; after ack nothing is left.
-    assert!(restarted.journal().read(cursor, 100).0.is_empty());
-    restarted.journal().ack(cursor).unwrap();
+    assert!(
+        restarted
+            .read_journal(cursor, 100)
+            .await
+            .unwrap()
+            .0
+            .is_empty()
+    );
+    restarted.ack_journal(cursor).await.unwrap();
     assert_eq!(restarted.journal().pending(), 0);
+}
+
+#[tokio::test]
+async fn a_failed_save_of_the_last_good_config_is_reported_and_the_change_applies() {
+    let f = start("protocol = \"vless\"").await;
+    // The temporary file can't be created: the save fails, whoever runs the test.
+    let blocker = f.dir.path().join("config.json.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    let mut c = f.node.config().await;
+    c.version = 2;
+    c.users[0].enabled = false; // alice
+    f.node
+        .apply(c)
+        .await
+        .expect("disabling a user always applies");
+    let runtime = f.node.shared().runtime();
+    let alice = switchyard_node::config::parse_uuid(ALICE_UUID).unwrap();
+    assert!(runtime.users.vless(&alice).is_none(), "alice is refused");
+    let status = json(&f, "/v1/status").await;
+    assert_eq!(status["version"], 2);
+    let error = format!(
+        "state file {}: Is a directory (os error 21)",
+        blocker.display()
+    );
+    assert_eq!(
+        status["last_good"],
+        json!({"saved_version": 1, "error": error, "failures": 1})
+    );
+    let metrics = call(&f, "GET", "/metrics", None).await.1;
+    assert!(
+        metrics.contains("\nswitchyard_last_good_saved 0\n"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("\nswitchyard_last_good_save_failures_total 1\n"));
+    // Once the disk takes it again, the next change is saved and the report clears.
+    std::fs::remove_dir(&blocker).unwrap();
+    let mut c = f.node.config().await;
+    c.version = 3;
+    f.node.apply(c).await.unwrap();
+    assert_eq!(
+        json(&f, "/v1/status").await["last_good"],
+        json!({"saved_version": 3, "error": null, "failures": 1})
+    );
+    assert_eq!(Node::last_good(f.dir.path()).unwrap().version, 3);
 }

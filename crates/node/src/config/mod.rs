@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use secret::{Secret, constant_time_eq};
+pub use secret::{REDACTED, Secret, constant_time_eq};
 pub use tunnel::{
     OriginHalfConfig, RelayHalfConfig, TunnelConfig, TunnelMode, TunnelOrigin, TunnelProfile,
     TunnelTransport,
@@ -91,12 +91,16 @@ pub struct ControlSettings {
     /// Address of the HTTP API. Must be a loopback address: remote control arrives over
     /// the channel the node dials to the panel (a later part), never an open port.
     pub listen: SocketAddr,
+    /// Serve `GET /metrics` without the bearer token, for a Prometheus that can't send
+    /// one. Off by default: the metrics name every inbound and their traffic.
+    pub metrics_without_token: bool,
 }
 
 impl Default for ControlSettings {
     fn default() -> Self {
         Self {
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 9090),
+            metrics_without_token: false,
         }
     }
 }
@@ -275,10 +279,28 @@ pub struct RouteConfig {
     pub rules: Vec<crate::route::Rule>,
 }
 
+/// A TOML error by line and column, without the line itself: the line may hold a
+/// secret, and the error goes to logs and API answers.
+fn parse_error(text: &str, e: &toml::de::Error) -> ConfigError {
+    let message = e.message().trim_end();
+    let Some(at) = e.span().map(|s| s.start.min(text.len())) else {
+        return ConfigError::Parse(message.to_owned());
+    };
+    let before = &text.as_bytes()[..at];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = at
+        - before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1)
+        + 1;
+    ConfigError::Parse(format!("line {line}, column {column}: {message}"))
+}
+
 impl NodeConfig {
     /// Parses TOML (a config file) and validates it.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        let config: Self = toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let config: Self = toml::from_str(text).map_err(|e| parse_error(text, &e))?;
         config.validate()?;
         Ok(config)
     }

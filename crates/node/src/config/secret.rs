@@ -33,6 +33,68 @@ impl fmt::Display for Secret {
     }
 }
 
+/// What reads of the config show in place of a secret.
+pub const REDACTED: &str = "<redacted>";
+
+impl super::NodeConfig {
+    /// Every secret in the config, with the path of its field.
+    fn secrets_mut(&mut self) -> Vec<(String, &mut Secret)> {
+        let mut out = Vec::new();
+        for (i, ib) in self.inbounds.iter_mut().enumerate() {
+            if let Some(s) = &mut ib.password {
+                out.push((format!("inbounds[{i}].password"), s));
+            }
+        }
+        for (i, u) in self.users.iter_mut().enumerate() {
+            let fields = [
+                ("vless", &mut u.vless),
+                ("trojan", &mut u.trojan),
+                ("shadowsocks", &mut u.shadowsocks),
+                ("socks", &mut u.socks),
+            ];
+            for (name, s) in fields {
+                if let Some(s) = s {
+                    out.push((format!("users[{i}].{name}"), s));
+                }
+            }
+        }
+        for (i, t) in self.tunnels.iter_mut().enumerate() {
+            if let Some(r) = &mut t.relay {
+                for (j, o) in r.origins.iter_mut().enumerate() {
+                    out.push((
+                        format!("tunnels[{i}].relay.origins[{j}].credential"),
+                        &mut o.credential,
+                    ));
+                }
+            }
+            if let Some(o) = &mut t.origin {
+                out.push((format!("tunnels[{i}].origin.credential"), &mut o.credential));
+            }
+        }
+        out
+    }
+
+    /// The config with every secret (user credentials, Shadowsocks server keys, tunnel
+    /// credentials) replaced by [`REDACTED`], for reads.
+    pub fn redacted(&self) -> Self {
+        let mut c = self.clone();
+        for (_, s) in c.secrets_mut() {
+            *s = Secret::new(REDACTED);
+        }
+        c
+    }
+
+    /// The first field holding [`REDACTED`]: a config that was read and sent back
+    /// without its secrets filled in.
+    pub fn redacted_field(&self) -> Option<String> {
+        let mut c = self.clone();
+        c.secrets_mut()
+            .into_iter()
+            .find(|(_, s)| s.expose() == REDACTED)
+            .map(|(field, _)| field)
+    }
+}
+
 /// Compares two byte strings in time that depends only on their lengths.
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {

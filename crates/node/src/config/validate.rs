@@ -62,7 +62,17 @@ pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
 pub fn ss_key(text: &str, method: SsMethod) -> Result<Vec<u8>, String> {
     let key = base64::engine::general_purpose::STANDARD
         .decode(text)
-        .map_err(|e| format!("not base64 ({e})"))?;
+        .map_err(|e| {
+            // Never the offending character: the text is a secret.
+            use base64::DecodeError as E;
+            match e {
+                E::InvalidByte(at, _) | E::InvalidLastSymbol(at, _) => {
+                    format!("not base64 (a bad character at offset {at})")
+                }
+                E::InvalidLength(n) => format!("not base64 ({n} characters)"),
+                E::InvalidPadding => "not base64 (bad padding)".to_owned(),
+            }
+        })?;
     if key.len() != method.key_len() {
         return Err(format!(
             "decodes to {} bytes; {method:?} needs {} (generate one with `openssl rand -base64 {}`)",

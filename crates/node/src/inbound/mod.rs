@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use switchyard_proto::websocket::{self, EarlyData, UpgradeConfig};
 
-use crate::config::{InboundConfig, Protocol, Security, Transport};
+use crate::config::{InboundConfig, Protocol, Transport};
 use crate::node::{Runtime, Shared};
 
 pub(crate) use io::{BoxIo, Gate, Gated, Prefixed};
@@ -63,12 +63,11 @@ impl Running {
 }
 
 /// Binds `config`'s port (with SO_REUSEPORT, so a changed inbound can bind while its
-/// old listener still serves) and loads its certificate.
-pub(crate) async fn bind(config: &InboundConfig) -> Result<Bound, String> {
-    let tls = match &config.security {
-        Security::None => None,
-        Security::Tls { cert, key } => Some(crate::tls::acceptor(cert, key)?),
-    };
+/// old listener still serves); `tls` serves its certificate, loaded by the caller.
+pub(crate) async fn bind(
+    config: &InboundConfig,
+    tls: Option<TlsAcceptor>,
+) -> Result<Bound, String> {
     let addr = SocketAddr::new(config.listen, config.port);
     let udp = match config.protocol {
         Protocol::Shadowsocks => Some(shadowsocks::bind_udp(addr)?),

@@ -1,6 +1,8 @@
 //! A node on 127.0.0.1 with one inbound and two users, and the local targets.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod control;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 

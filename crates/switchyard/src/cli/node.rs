@@ -1,4 +1,7 @@
-//! `switchyard node --config FILE`: runs the data plane.
+//! `switchyard node --config FILE`: runs the data plane; `switchyard node token
+//! --config FILE` prints its control token.
+
+mod token;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,10 +13,19 @@ use switchyard_node::{ConfigError, Node, NodeConfig, control};
 
 /// Run a node: the inbounds users connect to, with live config and accounting.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct NodeArgs {
+    #[command(subcommand)]
+    command: Option<NodeCommand>,
     /// The config file (TOML). Re-read on SIGHUP and when it changes.
-    #[arg(long, short)]
-    config: PathBuf,
+    #[arg(long, short, required = true)]
+    config: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum NodeCommand {
+    /// Print the bearer token of the node's control API (made on first use).
+    Token(token::TokenArgs),
 }
 
 /// How often the config file is checked for changes.
@@ -47,8 +59,22 @@ fn modified(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
+/// Runs `f` (file reads) on the blocking pool, off the async workers.
+async fn off_workers<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> anyhow::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .context("reading the config file")
+}
+
 impl NodeArgs {
     pub(crate) fn run(self) -> anyhow::Result<()> {
+        let config = match (self.command, self.config) {
+            (Some(NodeCommand::Token(args)), _) => return args.run(),
+            (None, Some(config)) => config,
+            (None, None) => anyhow::bail!("--config FILE is required"),
+        };
         tracing_subscriber::fmt()
             .with_env_filter(
                 tracing_subscriber::EnvFilter::try_from_default_env()
@@ -56,38 +82,44 @@ impl NodeArgs {
             )
             .init();
         let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-        runtime.block_on(self.serve())
+        runtime.block_on(serve(config))
     }
+}
 
-    async fn serve(self) -> anyhow::Result<()> {
-        let config = match read(&self.config)? {
-            Ok(c) => c,
-            Err(bad) => {
-                // The file is broken: serve the last good config if there is one.
-                let dir = NodeConfig::default_state_dir_of(&self.config);
-                match Node::last_good(&dir) {
-                    Some(good) => {
-                        tracing::error!(
-                            "{bad}; serving the last good config from {}",
-                            dir.display()
-                        );
-                        good
-                    }
-                    None => return Err(bad.into()),
+async fn serve(path: PathBuf) -> anyhow::Result<()> {
+    let file = path.clone();
+    let config = match off_workers(move || read(&file)).await?? {
+        Ok(c) => c,
+        Err(bad) => {
+            // The file is broken: serve the last good config if there is one.
+            let dir = NodeConfig::default_state_dir_of(&path);
+            let at = dir.clone();
+            match off_workers(move || Node::last_good(&at)).await? {
+                Some(good) => {
+                    tracing::error!("{bad}; serving the last good config from {}", dir.display());
+                    good
                 }
+                None => return Err(bad.into()),
             }
-        };
-        let control_addr = config.control.listen;
-        let node = Node::start(config).await?;
-        let listener = tokio::net::TcpListener::bind(control_addr)
-            .await
-            .with_context(|| format!("control API on {control_addr}"))?;
-        tracing::info!("control API on http://{control_addr}");
-        let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
-        watch(&self.config, &node, api).await;
-        node.shutdown().await;
-        Ok(())
-    }
+        }
+    };
+    let control_addr = config.control.listen;
+    let token_file = config
+        .node
+        .state_dir
+        .join(switchyard_node::state::TOKEN_FILE);
+    let node = Node::start(config).await?;
+    let listener = tokio::net::TcpListener::bind(control_addr)
+        .await
+        .with_context(|| format!("control API on {control_addr}"))?;
+    tracing::info!(
+        "control API on http://{control_addr} (bearer token in {}; `switchyard node token` prints it)",
+        token_file.display()
+    );
+    let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
+    watch(&path, &node, api).await;
+    node.shutdown().await;
+    Ok(())
 }
 
 /// Re-applies the config file on SIGHUP and when it changes, until the API stops
@@ -98,20 +130,25 @@ async fn watch(
     mut api: tokio::task::JoinHandle<std::io::Result<()>>,
 ) {
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
-    let mut seen = modified(path);
+    let changed = |p: &Path| {
+        let p = p.to_owned();
+        off_workers(move || modified(&p))
+    };
+    let mut seen = changed(path).await.ok().flatten();
     let mut tick = tokio::time::interval(WATCH_EVERY);
     loop {
         let why = tokio::select! {
             _ = &mut api => return,
             Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => "SIGHUP",
             _ = tick.tick() => {
-                let now = modified(path);
+                let now = changed(path).await.ok().flatten();
                 if now == seen { continue }
                 seen = now;
                 "file changed"
             }
         };
-        match read(path) {
+        let file = path.to_owned();
+        match off_workers(move || read(&file)).await.and_then(|r| r) {
             Ok(Ok(config)) => match node.apply(config).await {
                 Ok(()) => tracing::info!("reloaded {} ({why})", path.display()),
                 Err(e) => {
