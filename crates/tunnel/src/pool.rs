@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::frame::Open;
 use crate::mux::{MuxError, MuxHandle, MuxStream};
 use crate::placement::Placement;
+use crate::user_limits::{LimitKind, UserCounts, UserLimits};
 
 /// How the pool uses several profiles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -42,6 +43,16 @@ pub enum PoolError {
         /// The last link's error.
         last: MuxError,
     },
+    /// The user already holds as many streams (or UDP associations) as a user may.
+    #[error("user {user:?} is at the tunnel's limit of {limit} {kind}; close some first")]
+    UserLimit {
+        /// The user.
+        user: String,
+        /// Which bound.
+        kind: LimitKind,
+        /// Its value.
+        limit: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -65,6 +76,7 @@ pub struct OriginStatus {
 pub struct Pool {
     balancing: Balancing,
     state: Mutex<State>,
+    users: UserCounts,
 }
 
 #[derive(Debug, Default)]
@@ -77,12 +89,23 @@ struct State {
 }
 
 impl Pool {
-    /// An empty pool.
+    /// An empty pool with the default [`UserLimits`].
     pub fn new(balancing: Balancing) -> Self {
+        Self::with_limits(balancing, UserLimits::default())
+    }
+
+    /// An empty pool bounding each user's streams by `limits`.
+    pub fn with_limits(balancing: Balancing, limits: UserLimits) -> Self {
         Self {
             balancing,
             state: Mutex::default(),
+            users: UserCounts::new(limits),
         }
+    }
+
+    /// The streams and the UDP streams `user` holds now.
+    pub fn user_streams(&self, user: &str) -> (usize, usize) {
+        self.users.of(user)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -149,6 +172,14 @@ impl Pool {
 
     /// Opens a stream for `open.user`'s connection.
     pub fn open(&self, open: Open, now_ms: i64) -> Result<MuxStream, PoolError> {
+        let lease = self
+            .users
+            .take(&open.user, open.network)
+            .map_err(|(kind, limit)| PoolError::UserLimit {
+                user: open.user.clone(),
+                kind,
+                limit,
+            })?;
         let (origin, candidates) = {
             let mut s = self.lock();
             let connected: Vec<String> = s
@@ -168,7 +199,7 @@ impl Pool {
         let mut last = MuxError::Closed;
         for handle in candidates {
             match handle.open(open.clone()) {
-                Ok(stream) => return Ok(stream),
+                Ok(stream) => return Ok(stream.with_lease(lease)),
                 Err(e) => last = e,
             }
         }

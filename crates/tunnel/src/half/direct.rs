@@ -123,7 +123,7 @@ impl RelayHalf {
             credential: o.credential.0,
         };
         let mut config = DialerConfig::new(targets, hello);
-        config.links_per_address = d.links;
+        config.wanted = vec![d.links; config.targets.len()];
         let (dialer, mut rx) = Dialer::start(config);
         let (pool, stop, origin) = (self.pool.clone(), self.stop.clone(), o.name.clone());
         tokio::spawn(async move {

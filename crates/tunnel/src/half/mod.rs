@@ -311,7 +311,7 @@ impl OriginHalf {
             credential: spec.credential.0,
         };
         let mut config = DialerConfig::new(targets, hello);
-        config.links_per_address = spec.links.max(1);
+        config.wanted = vec![spec.links.max(1); config.targets.len()];
         let (dialer, mut links_rx) = Dialer::start(config);
         let stop = Cancel::new();
         let links = Arc::new(std::sync::atomic::AtomicUsize::new(0));

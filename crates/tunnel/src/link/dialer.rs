@@ -25,10 +25,6 @@ use super::schedule::Schedule;
 use super::transport::{ConnectError, LinkStream, Target, connect};
 use crate::frame::Hello;
 
-/// Links kept per address by default. Links set a profile's weight in the pool; four
-/// spreads streams over four congestion windows at the cost of four TLS sessions.
-pub const LINKS_PER_ADDRESS: usize = 4;
-
 /// Why an attempt did not make a link, or a link did not last.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -91,8 +87,9 @@ impl Connector for LinkConnector {
 pub struct DialerConfig {
     /// Every address of the listening side (every profile × address).
     pub targets: Vec<Target>,
-    /// Links wanted per address.
-    pub links_per_address: usize,
+    /// Links wanted at each target, in the order of `targets` (a missing entry is 1;
+    /// see [`crate::half::spread`] for how a profile's links are shared out).
+    pub wanted: Vec<usize>,
     /// What every link says: the tunnel tag, the origin and its credential.
     pub hello: Hello,
     /// Deadline of each handshake step.
@@ -100,11 +97,11 @@ pub struct DialerConfig {
 }
 
 impl DialerConfig {
-    /// Dial `targets` with `hello`, with the default link count and deadline.
+    /// Dial `targets` with `hello`, one link each and the default deadline.
     pub fn new(targets: Vec<Target>, hello: Hello) -> Self {
         Self {
+            wanted: vec![1; targets.len()],
             targets,
-            links_per_address: LINKS_PER_ADDRESS,
             hello,
             deadline: HANDSHAKE_DEADLINE,
         }
@@ -164,13 +161,14 @@ impl Dialer {
             hello: config.hello,
             deadline: config.deadline,
         };
-        Self::with_connector(config.targets, config.links_per_address, connector)
+        Self::with_connector(config.targets, &config.wanted, connector)
     }
 
-    /// Starts dialing `targets` through `connector`.
+    /// Starts dialing `targets` through `connector`, keeping `wanted[i]` links (at
+    /// least one) to target `i`.
     pub fn with_connector(
         targets: Vec<Target>,
-        links_per_address: usize,
+        wanted: &[usize],
         connector: impl Connector,
     ) -> (Self, mpsc::UnboundedReceiver<Link>) {
         let connector: Arc<dyn Connector> = Arc::new(connector);
@@ -179,7 +177,8 @@ impl Dialer {
         let mut tasks = JoinSet::new();
         let mut schedules = Vec::new();
         for (index, target) in targets.iter().enumerate() {
-            let schedule = Arc::new(Mutex::new(Schedule::new(links_per_address)));
+            let n = wanted.get(index).copied().unwrap_or(1).max(1);
+            let schedule = Arc::new(Mutex::new(Schedule::new(n)));
             schedules.push(schedule.clone());
             tasks.spawn(run(Address {
                 index,
