@@ -8,6 +8,9 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -72,17 +75,33 @@ pub struct OriginStatus {
 }
 
 /// The pool.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pool {
     balancing: Balancing,
     state: Mutex<State>,
     users: UserCounts,
+    /// When the pool was made: placement warms up from here.
+    started: Instant,
 }
+
+impl Default for Pool {
+    fn default() -> Self {
+        Self::new(Balancing::default())
+    }
+}
+
+/// How long after a start a user whose own origin has not connected yet is carried
+/// by another without being pinned to it. 20 s: origins redial a restarted relay
+/// within their back-off (a few seconds after a short outage); longer would leave
+/// users on stand-ins that move them later.
+pub const PLACEMENT_WARMUP: Duration = Duration::from_secs(20);
 
 #[derive(Debug, Default)]
 struct State {
     next_id: u64,
     origins: BTreeMap<String, Vec<Entry>>,
+    /// The origins of the tunnel's config, connected or not.
+    configured: Vec<String>,
     placement: Placement,
     /// Payload bytes of links that are gone.
     past_bytes: u64,
@@ -100,7 +119,15 @@ impl Pool {
             balancing,
             state: Mutex::default(),
             users: UserCounts::new(limits),
+            started: Instant::now(),
         }
+    }
+
+    /// The origins the tunnel is configured with, connected or not: while the pool
+    /// warms up ([`PLACEMENT_WARMUP`]), a user whose own origin among them is not
+    /// connected yet is not pinned to a stand-in.
+    pub fn set_configured(&self, origins: Vec<String>) {
+        self.lock().configured = origins;
     }
 
     /// The streams and the UDP streams `user` holds now.
@@ -189,10 +216,14 @@ impl Pool {
                 .map(|(o, _)| o.clone())
                 .collect();
             let refs: Vec<&str> = connected.iter().map(String::as_str).collect();
+            let configured = std::mem::take(&mut s.configured);
+            let names: Vec<&str> = configured.iter().map(String::as_str).collect();
+            let warming = self.started.elapsed() < PLACEMENT_WARMUP;
             let origin = s
                 .placement
-                .origin_for(&open.user, &refs, now_ms)
-                .ok_or(PoolError::NoOrigin)?;
+                .place(&open.user, &refs, &names, warming, now_ms);
+            s.configured = configured;
+            let origin = origin.ok_or(PoolError::NoOrigin)?;
             let links = &s.origins[&origin];
             (origin.clone(), order(links, self.balancing))
         };

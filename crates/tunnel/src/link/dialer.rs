@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::handshake::{HANDSHAKE_DEADLINE, HandshakeError, send_hello};
+use super::pin::Pin as CertPin;
 use super::schedule::Schedule;
 use super::transport::{ConnectError, LinkStream, Target, connect};
 use crate::frame::Hello;
@@ -150,6 +151,8 @@ pub struct Dialer {
     targets: Vec<Target>,
     schedules: Vec<Arc<Mutex<Schedule>>>,
     reset: watch::Sender<u64>,
+    /// Pins replacing the targets' own for new links (a rotation under way).
+    pins: watch::Sender<Option<Vec<CertPin>>>,
     tasks: JoinSet<()>,
 }
 
@@ -174,6 +177,7 @@ impl Dialer {
         let connector: Arc<dyn Connector> = Arc::new(connector);
         let (links, rx) = mpsc::unbounded_channel();
         let (reset, _) = watch::channel(0);
+        let (pins, _) = watch::channel(None);
         let mut tasks = JoinSet::new();
         let mut schedules = Vec::new();
         for (index, target) in targets.iter().enumerate() {
@@ -187,6 +191,7 @@ impl Dialer {
                 connector: connector.clone(),
                 links: links.clone(),
                 reset: reset.subscribe(),
+                pins: pins.subscribe(),
                 rng: Jitter::from_os(),
             }));
         }
@@ -194,6 +199,7 @@ impl Dialer {
             targets,
             schedules,
             reset,
+            pins,
             tasks,
         };
         (dialer, rx)
@@ -223,6 +229,12 @@ impl Dialer {
     /// Drops nothing: links that are up stay up.
     pub fn reset(&self) {
         self.reset.send_modify(|n| *n += 1);
+    }
+
+    /// New links check the listening side's certificate against `pins` from now on;
+    /// links already up stay up (a pin rotation drops nothing).
+    pub fn set_pins(&self, pins: Vec<CertPin>) {
+        self.pins.send_replace(Some(pins));
     }
 
     /// Stops dialing; links already handed out stay up.
@@ -261,7 +273,19 @@ struct Address {
     connector: Arc<dyn Connector>,
     links: mpsc::UnboundedSender<Link>,
     reset: watch::Receiver<u64>,
+    pins: watch::Receiver<Option<Vec<CertPin>>>,
     rng: Jitter,
+}
+
+impl Address {
+    /// The target as it is dialed now: with the latest pins, if they were changed.
+    fn current(&self) -> Target {
+        let mut target = self.target.clone();
+        if let Some(pins) = &*self.pins.borrow() {
+            target.pins.clone_from(pins);
+        }
+        target
+    }
 }
 
 async fn run(mut a: Address) {
@@ -273,7 +297,7 @@ async fn run(mut a: Address) {
             let mut s = lock(&a.schedule);
             s.handle_timeout(now);
             while s.poll_dial(now) {
-                attempts.spawn(a.connector.connect(&a.target));
+                attempts.spawn(a.connector.connect(&a.current()));
             }
             s.poll_timeout()
         };
