@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use switchyard_tunnel::frame::{Frame, Hello, Open, parse_datagram};
+use switchyard_tunnel::frame::{Frame, Hello, Open, check_address, parse_datagram};
 
 fuzz_target!(|data: &[u8]| {
     let mut at = 0;
@@ -13,11 +13,15 @@ fuzz_target!(|data: &[u8]| {
         frame.encode(&mut again);
         assert_eq!(&again[..], &data[at..at + used]);
         if let Ok(open) = Open::parse(frame.payload) {
+            // The parser yields only destinations the other side would accept.
+            assert_eq!(check_address(&open.destination), Ok(()));
             let mut p = Vec::new();
             open.encode(&mut p);
             assert_eq!(Open::parse(&p), Ok(open));
         }
-        let _ = parse_datagram(frame.payload);
+        if let Ok((addr, _)) = parse_datagram(frame.payload) {
+            assert_eq!(check_address(&addr), Ok(()));
+        }
         at += used;
     }
     if let Ok(Some((hello, used))) = Hello::parse(data) {

@@ -14,6 +14,7 @@ use switchyard_tunnel::half::{
 use switchyard_tunnel::link::Pin;
 use switchyard_tunnel::link::transport::Transport;
 use switchyard_tunnel::mux::MuxStream;
+use switchyard_tunnel::user_limits::UserLimits;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{TunnelConfig, TunnelMode, TunnelProfile, TunnelTransport};
@@ -28,7 +29,7 @@ pub(crate) enum Half {
     /// This node relays the tunnel.
     Relay(Arc<RelayHalf>),
     /// This node is one of its origins.
-    Origin(OriginHalf),
+    Origin(Box<OriginHalf>),
 }
 
 /// A tunnel half with the config it runs.
@@ -68,7 +69,8 @@ fn origins(c: &TunnelConfig) -> Vec<(String, Credential)> {
 }
 
 /// Whether `new` differs from `old` only in what applies live: the relay's origins
-/// (membership, credentials) and its certificate files (a re-issue).
+/// (membership, credentials), the certificate files of the listening side (a
+/// re-issue) and the pins of the dialing side (a rotation).
 pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
     let strip = |c: &TunnelConfig| {
         let mut c = c.clone();
@@ -76,27 +78,48 @@ pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
             r.origins.clear();
             r.cert = None;
             r.key = None;
+            r.pin = None;
+            r.pins.clear();
+        }
+        if let Some(o) = &mut c.origin {
+            o.cert = None;
+            o.key = None;
+            o.pin = None;
+            o.pins.clear();
         }
         c
     };
     strip(old) == strip(new)
 }
 
-/// Reverse-mode relay: serves the certificate now in its files (re-issued in place or
-/// moved, read by [`prepare`]), to new links; links already up stay up.
+/// Applies what the files and pins of the config say now, live: the listening side
+/// (a reverse-mode relay, a direct-mode origin) serves the certificate now in its
+/// files (re-issued in place or moved, read by [`prepare`]) to new links; the dialing
+/// side checks new links against its current pins. Links already up stay up.
 pub(crate) fn refresh_certificate(r: &Running, files: &Prepared) -> Result<(), String> {
-    let (Half::Relay(h), Some(_)) = (&r.half, &r.config.relay) else {
-        return Ok(());
-    };
-    if r.config.mode == TunnelMode::Direct {
-        return Ok(());
+    let direct = r.config.mode == TunnelMode::Direct;
+    match (&r.half, &r.config.relay, &r.config.origin) {
+        (Half::Relay(h), Some(relay), _) if direct => {
+            h.set_direct_pins(pins(&relay.all_pins(), "relay.pins")?);
+        }
+        (Half::Relay(h), Some(_), _) => {
+            h.set_certificate(&files.cert_pem, &files.key_pem)
+                .map_err(|e| e.to_string())?;
+        }
+        (Half::Origin(h), _, Some(_)) if direct => {
+            h.set_certificate(&files.cert_pem, &files.key_pem)
+                .map_err(|e| e.to_string())?;
+        }
+        (Half::Origin(h), _, Some(origin)) => {
+            h.set_pins(pins(&origin.all_pins(), "origin.pins")?);
+        }
+        _ => {}
     }
-    h.set_certificate(&files.cert_pem, &files.key_pem)
-        .map_err(|e| e.to_string())
+    Ok(())
 }
 
 /// A half's certificate and key (empty when it has none), read and checked with its
-/// pin and credential before anything stops.
+/// pins and credential before anything stops.
 #[derive(Default)]
 pub(crate) struct Prepared {
     cert_pem: String,
@@ -107,12 +130,14 @@ pub(crate) struct Prepared {
 pub(crate) fn prepare(config: &TunnelConfig) -> Result<Prepared, String> {
     let direct = config.mode == TunnelMode::Direct;
     let (cert, key, what) = match (&config.relay, &config.origin) {
-        (Some(r), _) if direct => return pin(r.pin.as_ref()).map(|_| Prepared::default()),
+        (Some(r), _) if direct => {
+            return pins(&r.all_pins(), "relay.pins").map(|_| Prepared::default());
+        }
         (Some(r), _) => (r.cert.as_deref(), r.key.as_deref(), "relay"),
         (None, Some(o)) => {
             Credential::from_hex(o.credential.expose()).ok_or("credential is not 64 hex digits")?;
             if !direct {
-                return pin(o.pin.as_ref()).map(|_| Prepared::default());
+                return pins(&o.all_pins(), "origin.pins").map(|_| Prepared::default());
             }
             (o.cert.as_deref(), o.key.as_deref(), "origin")
         }
@@ -135,10 +160,15 @@ fn read(p: Option<&std::path::Path>, what: &str) -> Result<String, String> {
     std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-fn pin(text: Option<&String>) -> Result<Pin, String> {
-    text.ok_or("pin is not set")?
-        .parse()
-        .map_err(|e| format!("pin: {e}"))
+/// Every pin of `texts` (`pin` and `pins` together); at least one.
+fn pins(texts: &[String], field: &str) -> Result<Vec<Pin>, String> {
+    if texts.is_empty() {
+        return Err(format!("{field}: no pin is set"));
+    }
+    texts
+        .iter()
+        .map(|t| t.parse().map_err(|e| format!("{field}: {e}")))
+        .collect()
 }
 
 fn direct_origins(c: &TunnelConfig) -> Vec<DirectOrigin> {
@@ -151,12 +181,19 @@ fn direct_origins(c: &TunnelConfig) -> Vec<DirectOrigin> {
                     Some(DirectOrigin {
                         name: o.name.clone(),
                         credential: Credential::from_hex(o.credential.expose())?,
-                        host: o.host.clone()?,
+                        hosts: o.all_hosts(),
                     })
                 })
                 .collect()
         })
         .unwrap_or_default()
+}
+
+fn limits(r: &crate::config::RelayHalfConfig) -> UserLimits {
+    UserLimits {
+        streams: r.max_streams_per_user,
+        udp: r.max_udp_per_user,
+    }
 }
 
 /// Starts `config`'s half on this node, with its files read by [`prepare`].
@@ -173,8 +210,9 @@ pub(crate) async fn start(
                 profiles: profiles(&config.profiles),
                 balancing: config.balancing,
                 links: config.links,
-                pin: pin(r.pin.as_ref())?,
+                pins: pins(&r.all_pins(), "relay.pins")?,
                 origins: direct_origins(config),
+                limits: limits(r),
             })
         } else {
             RelayHalf::start(RelaySpec {
@@ -185,6 +223,7 @@ pub(crate) async fn start(
                 cert_pem: files.cert_pem,
                 key_pem: files.key_pem,
                 origins: origins(config),
+                limits: limits(r),
             })
             .await
             .map_err(|e| e.to_string())?
@@ -220,13 +259,13 @@ pub(crate) async fn start(
             tunnel: config.name.clone(),
             origin: o.name.clone(),
             credential,
-            pin: pin(o.pin.as_ref())?,
+            pins: pins(&o.all_pins(), "origin.pins")?,
             profiles: profiles(&config.profiles),
             links: config.links,
         };
         OriginHalf::start(spec, handler)
     };
-    Ok(Half::Origin(half))
+    Ok(Half::Origin(Box::new(half)))
 }
 
 /// On an origin: a stream the relay opened goes out through this node's own routing.
@@ -337,10 +376,12 @@ pub(crate) fn status(r: &Running) -> Value {
     v
 }
 
-/// Stops a half; a relay's ports are free when this returns.
+/// Stops a half; its ports (a relay's, a direct-mode origin's) are free when this
+/// returns, so a rebuild never races the old listener for them.
 pub(crate) async fn stop(r: Running) {
-    if let Half::Relay(h) = &r.half {
-        h.stop().await;
+    match &r.half {
+        Half::Relay(h) => h.stop().await,
+        Half::Origin(h) => h.stop().await,
     }
 }
 
@@ -357,7 +398,8 @@ fn addresses(list: &[switchyard_tunnel::link::AddressStatus]) -> Vec<Value> {
         .collect()
 }
 
-/// Drops the half's links; the dialing side starts over at once.
+/// Rebuilds the half from its config: its links drop and the dialing side starts
+/// over at once, with no back-off.
 pub(crate) fn reset(r: &Running) {
     match &r.half {
         Half::Relay(h) => h.reset(),
@@ -375,4 +417,34 @@ pub(crate) fn update_membership(r: &mut Running, config: TunnelConfig) {
         }
     }
     r.config = config;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> TunnelConfig {
+        toml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn pins_certificate_files_and_origins_change_live_anything_else_rebuilds() {
+        let base = "name = \"eu\"\n[[profiles]]\nport = 7443\naddresses = [\"r:7443\"]\n";
+        let pin_a = format!("cert:{}", "aa".repeat(32));
+        let pin_b = format!("key:{}", "bb".repeat(32));
+        let origin = |pins: &str| {
+            config(&format!(
+                "{base}[origin]\nname = \"fi\"\ncredential = \"{}\"\n{pins}",
+                "11".repeat(32)
+            ))
+        };
+        let one = origin(&format!("pin = \"{pin_a}\"\n"));
+        let two = origin(&format!("pin = \"{pin_a}\"\npins = [\"{pin_b}\"]\n"));
+        let next = origin(&format!("pins = [\"{pin_b}\"]\n"));
+        assert!(membership_only(&one, &two) && membership_only(&two, &next));
+        assert_eq!(two.origin.as_ref().unwrap().all_pins(), [pin_a, pin_b]);
+        let mut wider = next.clone();
+        wider.links = 8;
+        assert!(!membership_only(&next, &wider));
+    }
 }

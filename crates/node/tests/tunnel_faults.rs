@@ -13,25 +13,9 @@ use switchyard_testkit::{SingBox, free_port, local};
 use switchyard_tunnel::credentials::{TunnelSecret, origin_credential};
 use switchyard_tunnel::link::cert::issue;
 
-async fn links(node: &Node) -> u64 {
-    node.tunnel("eu")
-        .await
-        .map_or(0, |v| v["links"].as_u64().unwrap_or(0))
-}
-
-async fn wait_links(node: &Node, n: u64) {
-    for _ in 0..400 {
-        if links(node).await == n {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!(
-        "expected {n} links, have {}: {}",
-        links(node).await,
-        node.tunnel("eu").await.unwrap()
-    );
-}
+#[path = "tunnel_support.rs"]
+mod tunnel_support;
+use tunnel_support::wait_links;
 
 #[tokio::test]
 async fn a_blocked_profile_costs_bandwidth_not_the_tunnel() {

@@ -176,6 +176,9 @@ pub enum ResetReason {
     Refused,
     /// The accepting side could not reach the destination.
     ConnectFailed,
+    /// The peer's `Open` or datagram for this stream was malformed (the link carries
+    /// on: one stream's bad input never costs the others).
+    Malformed,
     /// A reason this version does not know.
     Other(u8),
 }
@@ -187,6 +190,7 @@ impl ResetReason {
             Self::Abort => 0,
             Self::Refused => 1,
             Self::ConnectFailed => 2,
+            Self::Malformed => 3,
             Self::Other(b) => b,
         }
     }
@@ -197,6 +201,7 @@ impl ResetReason {
             0 => Self::Abort,
             1 => Self::Refused,
             2 => Self::ConnectFailed,
+            3 => Self::Malformed,
             b => Self::Other(b),
         }
     }
@@ -208,6 +213,7 @@ impl std::fmt::Display for ResetReason {
             Self::Abort => f.write_str("aborted"),
             Self::Refused => f.write_str("refused"),
             Self::ConnectFailed => f.write_str("destination unreachable"),
+            Self::Malformed => f.write_str("malformed Open or datagram"),
             Self::Other(b) => write!(f, "reason {b}"),
         }
     }
@@ -274,6 +280,15 @@ impl Open {
         out.push(end as u8);
         out.extend_from_slice(&self.user.as_bytes()[..end]);
         self.destination.encode_socks(out);
+    }
+}
+
+/// Checks that `addr` is what the peer's parser accepts: a domain of 1 to 255
+/// hostname characters (an IP is always fine). The encoders never send anything else.
+pub fn check_address(addr: &Address) -> Result<(), AddressError> {
+    match addr {
+        Address::Ip(_) => Ok(()),
+        Address::Domain(name, port) => Address::domain(name, *port).map(|_| ()),
     }
 }
 

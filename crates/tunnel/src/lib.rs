@@ -12,7 +12,9 @@
 //! - [`mux`]: streams multiplexed over one link (tokio tasks around a pure state
 //!   machine);
 //! - [`link`]: how a link is made and trusted (certificates, pins, transports, the
-//!   hello, the dialer).
+//!   hello, the dialer);
+//! - [`pool`] and [`user_limits`]: the relay's links per origin, and how many streams
+//!   one user may hold in them.
 //!
 //! [`backoff`], [`credentials`], [`frame`] and [`placement`] are pure: no I/O, no clock,
 //! no randomness that is not passed in. [`mux`] and [`link`] are the async shells.
@@ -27,4 +29,5 @@ pub mod link;
 pub mod mux;
 pub mod placement;
 pub mod pool;
+pub mod user_limits;
 pub mod ws;

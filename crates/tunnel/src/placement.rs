@@ -1,10 +1,17 @@
 //! Which origin carries a user's new connection.
 //!
 //! The relay remembers each user's origin while that origin stays connected (entries
-//! idle for a day are forgotten). A user with no live entry is placed by rendezvous
+//! idle for a day are forgotten, checked at most once an hour, so the table holds only
+//! the users of the last day). A user with no live entry is placed by rendezvous
 //! (highest-random-weight) hashing of the user name over the connected origins, so
 //! placement is the same after a relay restart. Adding an origin moves nobody with an
 //! entry; losing one moves only the users that were on it.
+//!
+//! Right after a start the origins connect one by one. So that the first one up does
+//! not collect every user for good, a user whose own origin (rendezvous over all the
+//! configured origins) is not connected yet is carried by the next best connected one
+//! *without* an entry while the pool is warming up ([`Placement::place`]); once their
+//! origin connects they land there, as after any restart.
 
 use std::collections::HashMap;
 
@@ -32,16 +39,37 @@ pub fn rendezvous<'a>(user: &str, connected: &[&'a str]) -> Option<&'a str> {
         .max_by_key(|o| (weight(user, o), *o))
 }
 
+/// How often (milliseconds) entries are checked for expiry: an hour.
+pub const EXPIRE_EVERY_MS: i64 = 3600 * 1000;
+
 /// The sticky table.
 #[derive(Debug, Default, Clone)]
 pub struct Placement {
     entries: HashMap<String, (String, i64)>,
+    last_expiry: i64,
 }
 
 impl Placement {
     /// The origin for a new connection of `user` at `now_ms`, given the origins
     /// connected now; `None` when none is.
     pub fn origin_for(&mut self, user: &str, connected: &[&str], now_ms: i64) -> Option<String> {
+        self.place(user, connected, &[], false, now_ms)
+    }
+
+    /// Like [`origin_for`](Self::origin_for), knowing the `configured` origins and
+    /// whether the pool is `warming` up: then a user whose own origin is configured
+    /// but not connected yet is placed on the best connected one without an entry.
+    pub fn place(
+        &mut self,
+        user: &str,
+        connected: &[&str],
+        configured: &[&str],
+        warming: bool,
+        now_ms: i64,
+    ) -> Option<String> {
+        if now_ms.saturating_sub(self.last_expiry) >= EXPIRE_EVERY_MS {
+            self.expire(now_ms);
+        }
         if let Some((origin, used)) = self.entries.get_mut(user)
             && connected.contains(&origin.as_str())
         {
@@ -49,8 +77,11 @@ impl Placement {
             return Some(origin.clone());
         }
         let origin = rendezvous(user, connected)?.to_owned();
-        self.entries
-            .insert(user.to_owned(), (origin.clone(), now_ms));
+        let all: Vec<&str> = configured.iter().chain(connected).copied().collect();
+        if !warming || rendezvous(user, &all) == Some(origin.as_str()) {
+            self.entries
+                .insert(user.to_owned(), (origin.clone(), now_ms));
+        }
         Some(origin)
     }
 
@@ -61,6 +92,7 @@ impl Placement {
 
     /// Forgets entries unused for [`FORGET_AFTER_MS`].
     pub fn expire(&mut self, now_ms: i64) {
+        self.last_expiry = now_ms;
         self.entries
             .retain(|_, (_, used)| now_ms - *used < FORGET_AFTER_MS);
     }
@@ -136,6 +168,54 @@ mod tests {
             })
             .collect();
         assert!(new.iter().any(|o| o == "nl"));
+    }
+
+    /// A user whose rendezvous origin among `origins` is `want`.
+    fn user_on(want: &str, origins: &[&str]) -> String {
+        (0..)
+            .map(|i| format!("user-{i}"))
+            .find(|u| rendezvous(u, origins) == Some(want))
+            .unwrap()
+    }
+
+    #[test]
+    fn an_entry_idle_for_a_day_is_forgotten_without_being_asked() {
+        let mut p = Placement::default();
+        let u = user_on("de", &["fi", "de"]);
+        // de is down: u is placed on fi and remembered there.
+        assert_eq!(p.origin_for(&u, &["fi"], 0).unwrap(), "fi");
+        assert_eq!(p.origin_for(&u, &["fi", "de"], 1).unwrap(), "fi");
+        // Idle for a day: forgotten, so u is placed by rendezvous again.
+        let later = 1 + FORGET_AFTER_MS;
+        assert_eq!(p.origin_for(&u, &["fi", "de"], later).unwrap(), "de");
+        assert_eq!(p.len(), 1);
+    }
+
+    #[test]
+    fn while_warming_up_the_first_origin_up_does_not_keep_everyone() {
+        let mut p = Placement::default();
+        let all = ["fi", "de", "nl"];
+        let users: Vec<String> = users();
+        for u in &users {
+            assert_eq!(p.place(u, &["fi"], &all, true, 0).unwrap(), "fi");
+        }
+        // Only the users whose own origin is fi were remembered.
+        let own_fi = users
+            .iter()
+            .filter(|u| rendezvous(u, &all) == Some("fi"))
+            .count();
+        assert_eq!(p.len(), own_fi);
+        // The others connect: everyone lands where a fresh relay would put them.
+        let placed: Vec<String> = users
+            .iter()
+            .map(|u| p.place(u, &all, &all, true, 1).unwrap())
+            .collect();
+        assert_eq!(placed, place_all(&mut Placement::default(), &all, 2));
+        // After the warm-up, a user placed on a stand-in is remembered there.
+        let mut p = Placement::default();
+        let u = user_on("de", &all);
+        assert_eq!(p.place(&u, &["fi"], &all, false, 0).unwrap(), "fi");
+        assert_eq!(p.place(&u, &all, &all, false, 1).unwrap(), "fi");
     }
 
     #[test]

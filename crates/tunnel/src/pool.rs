@@ -8,12 +8,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use crate::frame::Open;
 use crate::mux::{MuxError, MuxHandle, MuxStream};
 use crate::placement::Placement;
+use crate::user_limits::{LimitKind, UserCounts, UserLimits};
 
 /// How the pool uses several profiles.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -42,6 +46,16 @@ pub enum PoolError {
         /// The last link's error.
         last: MuxError,
     },
+    /// The user already holds as many streams (or UDP associations) as a user may.
+    #[error("user {user:?} is at the tunnel's limit of {limit} {kind}; close some first")]
+    UserLimit {
+        /// The user.
+        user: String,
+        /// Which bound.
+        kind: LimitKind,
+        /// Its value.
+        limit: usize,
+    },
 }
 
 #[derive(Debug)]
@@ -61,28 +75,64 @@ pub struct OriginStatus {
 }
 
 /// The pool.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pool {
     balancing: Balancing,
     state: Mutex<State>,
+    users: UserCounts,
+    /// When the pool was made: placement warms up from here.
+    started: Instant,
 }
+
+impl Default for Pool {
+    fn default() -> Self {
+        Self::new(Balancing::default())
+    }
+}
+
+/// How long after a start a user whose own origin has not connected yet is carried
+/// by another without being pinned to it. 20 s: origins redial a restarted relay
+/// within their back-off (a few seconds after a short outage); longer would leave
+/// users on stand-ins that move them later.
+pub const PLACEMENT_WARMUP: Duration = Duration::from_secs(20);
 
 #[derive(Debug, Default)]
 struct State {
     next_id: u64,
     origins: BTreeMap<String, Vec<Entry>>,
+    /// The origins of the tunnel's config, connected or not.
+    configured: Vec<String>,
     placement: Placement,
     /// Payload bytes of links that are gone.
     past_bytes: u64,
 }
 
 impl Pool {
-    /// An empty pool.
+    /// An empty pool with the default [`UserLimits`].
     pub fn new(balancing: Balancing) -> Self {
+        Self::with_limits(balancing, UserLimits::default())
+    }
+
+    /// An empty pool bounding each user's streams by `limits`.
+    pub fn with_limits(balancing: Balancing, limits: UserLimits) -> Self {
         Self {
             balancing,
             state: Mutex::default(),
+            users: UserCounts::new(limits),
+            started: Instant::now(),
         }
+    }
+
+    /// The origins the tunnel is configured with, connected or not: while the pool
+    /// warms up ([`PLACEMENT_WARMUP`]), a user whose own origin among them is not
+    /// connected yet is not pinned to a stand-in.
+    pub fn set_configured(&self, origins: Vec<String>) {
+        self.lock().configured = origins;
+    }
+
+    /// The streams and the UDP streams `user` holds now.
+    pub fn user_streams(&self, user: &str) -> (usize, usize) {
+        self.users.of(user)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -149,6 +199,14 @@ impl Pool {
 
     /// Opens a stream for `open.user`'s connection.
     pub fn open(&self, open: Open, now_ms: i64) -> Result<MuxStream, PoolError> {
+        let lease = self
+            .users
+            .take(&open.user, open.network)
+            .map_err(|(kind, limit)| PoolError::UserLimit {
+                user: open.user.clone(),
+                kind,
+                limit,
+            })?;
         let (origin, candidates) = {
             let mut s = self.lock();
             let connected: Vec<String> = s
@@ -158,17 +216,21 @@ impl Pool {
                 .map(|(o, _)| o.clone())
                 .collect();
             let refs: Vec<&str> = connected.iter().map(String::as_str).collect();
+            let configured = std::mem::take(&mut s.configured);
+            let names: Vec<&str> = configured.iter().map(String::as_str).collect();
+            let warming = self.started.elapsed() < PLACEMENT_WARMUP;
             let origin = s
                 .placement
-                .origin_for(&open.user, &refs, now_ms)
-                .ok_or(PoolError::NoOrigin)?;
+                .place(&open.user, &refs, &names, warming, now_ms);
+            s.configured = configured;
+            let origin = origin.ok_or(PoolError::NoOrigin)?;
             let links = &s.origins[&origin];
             (origin.clone(), order(links, self.balancing))
         };
         let mut last = MuxError::Closed;
         for handle in candidates {
             match handle.open(open.clone()) {
-                Ok(stream) => return Ok(stream),
+                Ok(stream) => return Ok(stream.with_lease(lease)),
                 Err(e) => last = e,
             }
         }

@@ -2,7 +2,7 @@
 //! streams reach the destination through the origin chosen for the user; a removed
 //! origin's links drop within a second and it is refused from then on.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,77 +14,10 @@ use switchyard_tunnel::link::cert::issue;
 use switchyard_tunnel::link::transport::Transport;
 use switchyard_tunnel::pool::Balancing;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
-const SECRET: TunnelSecret = TunnelSecret([42; 32]);
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A TCP echo server.
-async fn echo() -> SocketAddr {
-    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = l.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    addr
-}
-
-/// An origin half whose handler connects to the destination and records its name.
-fn origin(
-    name: &str,
-    profiles: &[Profile],
-    pin: switchyard_tunnel::link::Pin,
-    seen: Arc<Mutex<Vec<String>>>,
-) -> OriginHalf {
-    let me = name.to_owned();
-    let handler = Arc::new(
-        move |open: Open, mut stream: switchyard_tunnel::mux::MuxStream| {
-            seen.lock().unwrap().push(me.clone());
-            tokio::spawn(async move {
-                let Address::Ip(dest) = open.destination else {
-                    return;
-                };
-                let Ok(mut tcp) = TcpStream::connect(dest).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut stream, &mut tcp).await;
-            });
-        },
-    );
-    OriginHalf::start(
-        OriginSpec {
-            tunnel: "eu".into(),
-            origin: name.into(),
-            credential: origin_credential(&SECRET, "eu", name),
-            pin,
-            profiles: profiles.to_vec(),
-            links: 2,
-        },
-        handler,
-    )
-}
-
-async fn wait_until(mut f: impl FnMut() -> bool) {
-    for _ in 0..200 {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("condition not reached in 5 s");
-}
+#[path = "half_support.rs"]
+mod support;
+use support::*;
 
 #[tokio::test]
 async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once() {
@@ -122,6 +55,7 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
             .iter()
             .map(|o| (o.to_string(), origin_credential(&SECRET, "eu", o)))
             .collect(),
+        limits: Default::default(),
     })
     .await
     .unwrap();
@@ -133,7 +67,7 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
         tunnel: "eu".into(),
         origin: "fi".into(),
         credential: origin_credential(&TunnelSecret([1; 32]), "eu", "fi"),
-        pin: cert.pin,
+        pins: vec![cert.pin],
         profiles: profiles.clone(),
         links: 1,
     };
@@ -219,7 +153,7 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
 
 #[tokio::test]
 async fn direct_mode_the_relay_dials_listening_origins() {
-    use switchyard_tunnel::half::{DirectOrigin, OriginListenSpec, RelayDialSpec};
+    use switchyard_tunnel::half::{DirectOrigin, RelayDialSpec};
     let cert = issue("eu").unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut origins = Vec::new();
@@ -244,33 +178,9 @@ async fn direct_mode_the_relay_dials_listening_origins() {
                 addresses: vec![],
             },
         ];
-        let me = name.to_owned();
-        let seen = seen.clone();
-        let handler = Arc::new(
-            move |open: Open, mut stream: switchyard_tunnel::mux::MuxStream| {
-                seen.lock().unwrap().push(me.clone());
-                tokio::spawn(async move {
-                    let Address::Ip(dest) = open.destination else {
-                        return;
-                    };
-                    let Ok(mut tcp) = TcpStream::connect(dest).await else {
-                        return;
-                    };
-                    let _ = tokio::io::copy_bidirectional(&mut stream, &mut tcp).await;
-                });
-            },
-        );
         let half = OriginHalf::listen(
-            OriginListenSpec {
-                tunnel: "eu".into(),
-                origin: name.into(),
-                credential: origin_credential(&SECRET, "eu", name),
-                cert_pem: cert.cert_pem.clone(),
-                key_pem: cert.key_pem.clone(),
-                listen: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                profiles: profiles.clone(),
-            },
-            handler,
+            listen_spec(&cert, name, &profiles),
+            handler(name, seen.clone()),
         )
         .await
         .unwrap();
@@ -283,16 +193,8 @@ async fn direct_mode_the_relay_dials_listening_origins() {
         .iter()
         .map(|(name, profiles)| {
             RelayHalf::start_direct(RelayDialSpec {
-                tunnel: "eu".into(),
-                profiles: profiles.clone(),
                 balancing: Balancing::Priority,
-                links: 2,
-                pin: cert.pin,
-                origins: vec![DirectOrigin {
-                    name: (*name).into(),
-                    credential: origin_credential(&SECRET, "eu", name),
-                    host: "127.0.0.1".into(),
-                }],
+                ..dial_spec(profiles, cert.pin, name, &["127.0.0.1"], 2)
             })
         })
         .collect();
@@ -326,11 +228,12 @@ async fn direct_mode_the_relay_dials_listening_origins() {
         profiles: origins[0].1.clone(),
         balancing: Balancing::Distribute,
         links: 1,
-        pin: cert.pin,
+        pins: vec![cert.pin],
+        limits: Default::default(),
         origins: vec![DirectOrigin {
             name: "fi".into(),
             credential: origin_credential(&TunnelSecret([3; 32]), "eu", "fi"),
-            host: "127.0.0.1".into(),
+            hosts: vec!["127.0.0.1".into()],
         }],
     });
     wait_until(|| {
@@ -366,6 +269,7 @@ async fn a_reissued_certificate_applies_live_and_key_pins_keep_working() {
         cert_pem: cert.cert_pem.clone(),
         key_pem: cert.key_pem.clone(),
         origins: vec![("fi".into(), origin_credential(&SECRET, "eu", "fi"))],
+        limits: Default::default(),
     })
     .await
     .unwrap();

@@ -93,7 +93,7 @@ fn assert_backoff(gaps: &[Duration]) {
 #[tokio::test(start_paused = true)]
 async fn a_failing_address_backs_off_from_one_second_to_a_minute() {
     let c = Scripted::default();
-    let (dialer, _links) = Dialer::with_connector(vec![fake_target()], 4, c.clone());
+    let (dialer, _links) = Dialer::with_connector(vec![fake_target()], &[4], c.clone());
     c.until_attempts(10).await;
     let at = c.attempts();
     assert_backoff(&gaps(&at));
@@ -111,7 +111,7 @@ async fn a_failing_address_backs_off_from_one_second_to_a_minute() {
 async fn a_stable_link_resets_the_back_off_and_a_flap_does_not() {
     let c = Scripted::default();
     c.script.lock().unwrap().extend([false, false, false, true]);
-    let (dialer, mut links) = Dialer::with_connector(vec![fake_target()], 1, c.clone());
+    let (dialer, mut links) = Dialer::with_connector(vec![fake_target()], &[1], c.clone());
     let link: Link = links.recv().await.unwrap();
     assert_backoff(&gaps(&c.attempts()));
     assert_eq!(dialer.status()[0].connected, 1);
@@ -138,7 +138,7 @@ async fn a_stable_link_resets_the_back_off_and_a_flap_does_not() {
 #[tokio::test(start_paused = true)]
 async fn reset_makes_a_waiting_address_try_at_once() {
     let c = Scripted::default();
-    let (dialer, _links) = Dialer::with_connector(vec![fake_target()], 2, c.clone());
+    let (dialer, _links) = Dialer::with_connector(vec![fake_target()], &[2], c.clone());
     c.until_attempts(6).await;
     assert!(dialer.status()[0].next_attempt_in.unwrap() > Duration::ZERO);
     let now = Instant::now();
@@ -231,7 +231,7 @@ async fn a_refusing_address_waits_while_the_others_carry_the_links() {
         target(ws_addr, cert.pin, ws()),
     ];
     let mut config = DialerConfig::new(targets, hello("fi"));
-    config.links_per_address = 2;
+    config.wanted = vec![2; config.targets.len()];
     let (dialer, mut links) = Dialer::start(config);
     let got = take_links(&mut links, 4).await;
     let mut by_target: Vec<_> = got.iter().map(|l| l.target).collect();
@@ -254,7 +254,7 @@ async fn an_address_that_comes_back_is_used_again() {
     let addr = spot.local_addr().unwrap();
     drop(spot);
     let mut config = DialerConfig::new(vec![target(addr, cert.pin, Transport::Tls)], hello("fi"));
-    config.links_per_address = 2;
+    config.wanted = vec![2; config.targets.len()];
     let (dialer, mut links) = Dialer::start(config);
     eventually(|| dialer.status()[0].failures > 0).await;
     assert!(matches!(

@@ -42,7 +42,7 @@ pub fn target(addr: SocketAddr, pin: Pin, transport: Transport) -> Target {
     Target {
         addr: addr.to_string(),
         name: certificate_name(TUNNEL),
-        pin,
+        pins: vec![pin],
         transport,
     }
 }

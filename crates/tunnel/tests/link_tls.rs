@@ -70,7 +70,7 @@ async fn another_certificate_for_the_same_name_is_a_pin_mismatch() {
             let ConnectError::Pin { error, .. } = &err else {
                 panic!("{err}");
             };
-            assert!(matches!(error, PinError::Mismatch { expected, .. } if *expected == pin));
+            assert!(matches!(error, PinError::Mismatch { expected, .. } if *expected == vec![pin]));
             assert!(err.to_string().contains("pin mismatch"), "{err}");
         }
     }

@@ -6,11 +6,13 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use switchyard_proto::Address;
-use switchyard_tunnel::frame::{Frame, FrameError, Kind, Network, Open, ResetReason};
-use switchyard_tunnel::mux::{
-    INITIAL_WINDOW, Mux, MuxConfig, MuxError, MuxHandle, ProtocolError, Side,
-};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use switchyard_tunnel::frame::{FrameError, Kind, Network, Open, ResetReason};
+use switchyard_tunnel::mux::{INITIAL_WINDOW, Mux, MuxConfig, MuxError, ProtocolError, Side};
+use tokio::io::AsyncWriteExt;
+
+#[path = "raw_support.rs"]
+mod raw_support;
+use raw_support::link;
 
 fn open(port: u16) -> Open {
     Open {
@@ -18,55 +20,6 @@ fn open(port: u16) -> Open {
         user: "bob".into(),
         destination: Address::Ip(SocketAddr::from(([192, 0, 2, 1], port))),
     }
-}
-
-/// A peer that reads and writes frames by hand.
-struct Raw {
-    io: DuplexStream,
-    buf: Vec<u8>,
-}
-
-impl Raw {
-    fn new(io: DuplexStream) -> Self {
-        Self {
-            io,
-            buf: Vec::new(),
-        }
-    }
-
-    async fn next(&mut self) -> Option<(Kind, u32, Vec<u8>)> {
-        loop {
-            if let Some((f, used)) = Frame::parse(&self.buf).expect("the mux sends valid frames") {
-                let out = (f.kind, f.stream, f.payload.to_vec());
-                self.buf.drain(..used);
-                return Some(out);
-            }
-            let mut chunk = [0u8; 4096];
-            let n = self.io.read(&mut chunk).await.ok()?;
-            if n == 0 {
-                return None;
-            }
-            self.buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-
-    async fn send(&mut self, kind: Kind, stream: u32, payload: &[u8]) {
-        let mut out = Vec::new();
-        Frame {
-            kind,
-            flags: 0,
-            stream,
-            payload,
-        }
-        .encode(&mut out);
-        self.io.write_all(&out).await.unwrap();
-    }
-}
-
-fn link(side: Side, config: MuxConfig) -> (MuxHandle, switchyard_tunnel::mux::Incoming, Raw) {
-    let (a, b) = tokio::io::duplex(64 * 1024);
-    let (h, i) = Mux::start(a, side, config);
-    (h, i, Raw::new(b))
 }
 
 #[tokio::test]
@@ -263,8 +216,8 @@ async fn a_silent_peer_is_pinged_then_declared_dead() {
         }
         pings
     });
-    assert_eq!(h.closed().await, MuxError::Timeout(Duration::from_secs(45)));
-    // One to measure the round trip, then keepalives at 15 s and 30 s.
+    assert_eq!(h.closed().await, MuxError::Timeout(Duration::from_secs(10)));
+    // One to measure the round trip, then keepalives at 4 s and 8 s.
     assert_eq!(pings.await.unwrap(), 3);
 }
 

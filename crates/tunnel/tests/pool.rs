@@ -128,3 +128,44 @@ async fn links_set_the_weight_six_links_take_three_times_what_two_take() {
     assert_eq!((count(&six), count(&two)), (60, 20));
     drop(streams);
 }
+
+fn udp(user: &str) -> Open {
+    Open {
+        network: Network::Udp,
+        ..open(user)
+    }
+}
+
+#[tokio::test]
+async fn one_user_holds_at_most_1024_streams_and_256_udp_associations() {
+    let pool = Pool::new(Balancing::Distribute);
+    let mut keep = Links(vec![]);
+    let (_, link) = add(&pool, &mut keep, "fi", 0);
+    let mut udps: Vec<_> = (0..256)
+        .map(|_| pool.open(udp("mallory"), 0).unwrap())
+        .collect();
+    let refused = pool.open(udp("mallory"), 0).unwrap_err().to_string();
+    assert_eq!(
+        refused,
+        "user \"mallory\" is at the tunnel's limit of 256 UDP associations; close some first"
+    );
+    let mut tcps: Vec<_> = (0..768)
+        .map(|_| pool.open(open("mallory"), 0).unwrap())
+        .collect();
+    let refused = pool.open(open("mallory"), 0).unwrap_err().to_string();
+    assert_eq!(
+        refused,
+        "user \"mallory\" is at the tunnel's limit of 1024 streams; close some first"
+    );
+    assert_eq!(
+        (pool.user_streams("mallory"), link.open_streams()),
+        ((1024, 256), 1024)
+    );
+    // Everyone else is untouched; a closed stream gives its slot back.
+    let _alice = pool.open(udp("alice"), 0).unwrap();
+    udps.pop();
+    tcps.pop();
+    let _again = pool.open(udp("mallory"), 0).unwrap();
+    assert_eq!(pool.user_streams("mallory"), (1023, 256));
+    drop((udps, tcps));
+}

@@ -22,7 +22,8 @@ pub struct TunnelConfig {
     /// How the relay uses several profiles.
     #[serde(default)]
     pub balancing: Balancing,
-    /// Links each origin keeps per profile address. Default 4.
+    /// Links each origin keeps per profile, spread over the profile's addresses (at
+    /// least one on each). Default 4 (`switchyard_tunnel::half::LINKS_PER_PROFILE`).
     #[serde(default = "four")]
     pub links: usize,
     /// Up to eight ways into the tunnel.
@@ -36,7 +37,7 @@ pub struct TunnelConfig {
 }
 
 fn four() -> usize {
-    4
+    switchyard_tunnel::half::LINKS_PER_PROFILE
 }
 
 /// Which side listens.
@@ -97,8 +98,41 @@ pub struct RelayHalfConfig {
     /// Direct mode: the pin of the tunnel certificate the origins present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
+    /// Direct mode: more pins, any of which is accepted (with `pin`, if set): roll a
+    /// re-issued certificate out by listing the old and the new pin, then the new.
+    /// Pins change live.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<String>,
     /// Origins admitted (reverse) or dialed (direct), with their derived credentials.
     pub origins: Vec<TunnelOrigin>,
+    /// Most streams (TCP and UDP) one user may hold in this tunnel. Default 1024
+    /// (`switchyard_tunnel::user_limits::STREAMS_PER_USER`).
+    #[serde(default = "streams_per_user")]
+    pub max_streams_per_user: usize,
+    /// Most UDP associations one user may hold in this tunnel. Default 256
+    /// (`switchyard_tunnel::user_limits::UDP_PER_USER`).
+    #[serde(default = "udp_per_user")]
+    pub max_udp_per_user: usize,
+}
+
+fn streams_per_user() -> usize {
+    switchyard_tunnel::user_limits::STREAMS_PER_USER
+}
+
+fn udp_per_user() -> usize {
+    switchyard_tunnel::user_limits::UDP_PER_USER
+}
+
+/// `pin` and `pins` together: a single `pin` is still accepted next to the list.
+fn all_pins(pin: Option<&String>, pins: &[String]) -> Vec<String> {
+    pin.into_iter().chain(pins).cloned().collect()
+}
+
+impl RelayHalfConfig {
+    /// Direct mode: every pin accepted for the origins' certificate.
+    pub fn all_pins(&self) -> Vec<String> {
+        all_pins(self.pin.as_ref(), &self.pins)
+    }
 }
 
 fn unspecified() -> IpAddr {
@@ -116,6 +150,23 @@ pub struct TunnelOrigin {
     /// Direct mode: the origin's host name or address (profiles' ports are dialed there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Direct mode: more hosts of the origin (with `host`, if set): every one is
+    /// dialed at every profile's port at once (hot standby), each profile's links
+    /// spread over them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
+}
+
+impl TunnelOrigin {
+    /// Direct mode: every host to dial, `host` first.
+    pub fn all_hosts(&self) -> Vec<String> {
+        self.host
+            .iter()
+            .chain(&self.hosts)
+            .filter(|h| !h.is_empty())
+            .cloned()
+            .collect()
+    }
 }
 
 /// An origin's half.
@@ -129,6 +180,12 @@ pub struct OriginHalfConfig {
     /// Reverse mode: the relay certificate's pin, `cert:<hex>` or `key:<hex>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
+    /// Reverse mode: more pins, any of which is accepted (with `pin`, if set): roll a
+    /// re-issued relay certificate (new key included) out by listing the old and the
+    /// new pin, switching the relay, then listing only the new one. Pins change live:
+    /// links up stay up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pins: Vec<String>,
     /// Direct mode: address the profiles listen on.
     #[serde(default = "unspecified")]
     pub listen: IpAddr,
@@ -138,4 +195,11 @@ pub struct OriginHalfConfig {
     /// Direct mode: its key (PEM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<PathBuf>,
+}
+
+impl OriginHalfConfig {
+    /// Reverse mode: every pin accepted for the relay's certificate.
+    pub fn all_pins(&self) -> Vec<String> {
+        all_pins(self.pin.as_ref(), &self.pins)
+    }
 }

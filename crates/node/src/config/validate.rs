@@ -338,10 +338,12 @@ impl NodeConfig {
                 }
                 Ok(())
             };
-            let pin_ok = |pin: &Option<String>, field: &str| -> Result<(), ConfigError> {
-                match pin {
-                    Some(p) if p.parse::<switchyard_tunnel::link::Pin>().is_ok() => Ok(()),
-                    _ => Err(invalid(f(field), "must be cert:<64 hex> or key:<64 hex>")),
+            let pin_ok = |pins: &[String], field: &str| -> Result<(), ConfigError> {
+                let ok = |p: &String| p.parse::<switchyard_tunnel::link::Pin>().is_ok();
+                if !pins.is_empty() && pins.iter().all(ok) {
+                    Ok(())
+                } else {
+                    Err(invalid(f(field), "must be cert:<64 hex> or key:<64 hex>"))
                 }
             };
             let files =
@@ -359,8 +361,16 @@ impl NodeConfig {
                     ));
                 }
                 (Some(relay), None) => {
+                    for (n, field) in [
+                        (relay.max_streams_per_user, "relay.max_streams_per_user"),
+                        (relay.max_udp_per_user, "relay.max_udp_per_user"),
+                    ] {
+                        if n == 0 {
+                            return Err(invalid(f(field), "must be at least 1"));
+                        }
+                    }
                     if direct {
-                        pin_ok(&relay.pin, "relay.pin")?;
+                        pin_ok(&relay.all_pins(), "relay.pin")?;
                     } else {
                         listens(&mut ports)?;
                         files(&relay.cert, &relay.key, "relay.cert")?;
@@ -383,7 +393,7 @@ impl NodeConfig {
                                 "must be 64 hex digits",
                             ));
                         }
-                        if direct && o.host.as_deref().is_none_or(str::is_empty) {
+                        if direct && o.all_hosts().is_empty() {
                             return Err(invalid(
                                 f(&format!("relay.origins[{j}].host")),
                                 "direct mode dials each origin at its host",
@@ -403,7 +413,7 @@ impl NodeConfig {
                         listens(&mut ports)?;
                         files(&origin.cert, &origin.key, "origin.cert")?;
                     } else {
-                        pin_ok(&origin.pin, "origin.pin")?;
+                        pin_ok(&origin.all_pins(), "origin.pin")?;
                         for (j, p) in t.profiles.iter().enumerate() {
                             if p.addresses.is_empty() {
                                 return Err(invalid(

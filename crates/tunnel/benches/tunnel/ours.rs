@@ -78,6 +78,7 @@ impl Tunnel {
             cert_pem: cert.cert_pem.clone(),
             key_pem: cert.key_pem.clone(),
             origins: vec![(ORIGIN.into(), origin_credential(&SECRET, TUNNEL, ORIGIN))],
+            limits: Default::default(),
         };
         let relay = relay_rt
             .spawn(RelayHalf::start(spec))
@@ -95,7 +96,7 @@ impl Tunnel {
                     tunnel: TUNNEL.into(),
                     origin: ORIGIN.into(),
                     credential: origin_credential(&SECRET, TUNNEL, ORIGIN),
-                    pin: cert.pin,
+                    pins: vec![cert.pin],
                     profiles: vec![dialed],
                     links,
                 },

@@ -1,25 +1,24 @@
-//! Direct mode: the relay dials every origin (each at every profile's port), and each
-//! origin listens. Trust is the same as in reverse mode: the listening origin presents
-//! the tunnel's certificate, which the relay pins; the relay proves itself with that
-//! origin's derived credential.
+//! Direct mode: the relay dials every origin (every host of it at every profile's
+//! port, all at once: hot standby as in reverse mode), and each origin listens. Trust
+//! is the same as in reverse mode: the listening origin presents the tunnel's
+//! certificate, which the relay pins; the relay proves itself with that origin's
+//! derived credential.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
-
-use tokio::net::TcpListener;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken as Cancel;
+use std::net::IpAddr;
+use std::sync::Mutex;
 
 use super::{
-    HalfError, OriginHalf, Profile, RelayHalf, StreamHandler, pool_link, serve_origin_link,
+    HalfError, Listening, OriginHalf, Profile, RelayHalf, StreamHandler, lock, pool_link,
+    serve_origin_link, spread,
 };
 use crate::credentials::{Credential, certificate_name, tunnel_tag};
 use crate::frame::Hello;
-use crate::link::cert::server_config;
-use crate::link::transport::{Acceptor, Target};
-use crate::link::{AddressStatus, Admitted, Dialer, DialerConfig, Gate, Listener, Pin};
+use crate::link::cert::swappable_server_config;
+use crate::link::transport::Target;
+use crate::link::{AddressStatus, Admitted, Dialer, DialerConfig, Pin};
 use crate::pool::{Balancing, Pool};
+use crate::user_limits::UserLimits;
 
 /// An origin as the relay dials it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,8 +27,9 @@ pub struct DirectOrigin {
     pub name: String,
     /// Its credential, which the relay presents to it.
     pub credential: Credential,
-    /// Its host name or address; the profiles' ports are dialed there.
-    pub host: String,
+    /// Its host names or addresses: every one is dialed at every profile's port, and
+    /// each profile's links are spread over them.
+    pub hosts: Vec<String>,
 }
 
 /// What a relay half needs in direct mode.
@@ -37,16 +37,18 @@ pub struct DirectOrigin {
 pub struct RelayDialSpec {
     /// The tunnel's name.
     pub tunnel: String,
-    /// The profiles (ports and transports; addresses are the origins' hosts).
+    /// The profiles (ports and transports; the addresses are the origins' hosts).
     pub profiles: Vec<Profile>,
     /// Balancing between profiles.
     pub balancing: Balancing,
     /// Links per origin per profile.
     pub links: usize,
-    /// The pin of the tunnel certificate the origins present.
-    pub pin: Pin,
+    /// The pins of the tunnel certificate the origins present (any one will do).
+    pub pins: Vec<Pin>,
     /// The origins.
     pub origins: Vec<DirectOrigin>,
+    /// How many streams one user may hold.
+    pub limits: UserLimits,
 }
 
 /// The relay's dialers in direct mode.
@@ -54,42 +56,52 @@ pub struct RelayDialSpec {
 pub(super) struct DirectState {
     profiles: Vec<Profile>,
     links: usize,
-    pin: Pin,
+    pins: Mutex<Vec<Pin>>,
     dialers: Mutex<HashMap<String, (DirectOrigin, Dialer)>>,
+}
+
+/// `host:port`, with an IPv6 literal in brackets.
+fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
 }
 
 impl RelayHalf {
     /// Starts a relay half that dials its origins.
     pub fn start_direct(spec: RelayDialSpec) -> Self {
-        let half = Self {
-            tunnel: spec.tunnel,
-            pool: Arc::new(Pool::new(spec.balancing)),
-            admitted: Admitted::default(),
-            gates: Vec::new(),
-            stop: Cancel::new(),
-            listeners: Mutex::new(Vec::new()),
-            direct: Some(DirectState {
-                profiles: spec.profiles,
-                links: spec.links.max(1),
-                pin: spec.pin,
-                dialers: Mutex::new(HashMap::new()),
-            }),
-            cert: None,
+        let state = DirectState {
+            profiles: spec.profiles,
+            links: spec.links.max(1),
+            pins: Mutex::new(spec.pins),
+            dialers: Mutex::new(HashMap::new()),
         };
+        let half = Self::empty(
+            spec.tunnel,
+            Pool::with_limits(spec.balancing, spec.limits),
+            Some(state),
+        );
         half.set_direct_origins(spec.origins);
         half
     }
 
     /// Replaces the dialed origins live: an unchanged origin keeps its dialer and
-    /// links; a removed one loses its links at once; a changed one is dialed anew
-    /// (its links already up stay up).
+    /// links; a removed one loses its links at once (a link of it still coming up is
+    /// dropped as it arrives); a changed one is dialed anew (its links already up stay
+    /// up).
     pub fn set_direct_origins(&self, origins: Vec<DirectOrigin>) {
         let Some(d) = &self.direct else { return };
-        let mut dialers = d.dialers.lock().unwrap_or_else(|p| p.into_inner());
-        let keep: Vec<String> = origins.iter().map(|o| o.name.clone()).collect();
+        self.admitted
+            .replace(origins.iter().map(|o| (o.name.clone(), o.credential)));
+        self.pool
+            .set_configured(origins.iter().map(|o| o.name.clone()).collect());
+        let mut dialers = lock(&d.dialers);
+        let keep: Vec<&str> = origins.iter().map(|o| o.name.as_str()).collect();
         let removed: Vec<String> = dialers
             .keys()
-            .filter(|n| !keep.contains(n))
+            .filter(|n| !keep.contains(&n.as_str()))
             .cloned()
             .collect();
         for name in removed {
@@ -105,35 +117,50 @@ impl RelayHalf {
         }
     }
 
+    /// Direct mode: new links accept the origins' certificate by any of `pins` from
+    /// now on; links already up stay up.
+    pub fn set_direct_pins(&self, pins: Vec<Pin>) {
+        let Some(d) = &self.direct else { return };
+        for (_, dialer) in lock(&d.dialers).values() {
+            dialer.set_pins(pins.clone());
+        }
+        *lock(&d.pins) = pins;
+    }
+
     fn dial(&self, d: &DirectState, o: &DirectOrigin) -> Dialer {
         let name = certificate_name(&self.tunnel);
-        let targets = d
-            .profiles
-            .iter()
-            .map(|p| Target {
-                addr: format!("{}:{}", o.host, p.port),
-                name: name.clone(),
-                pin: d.pin,
-                transport: p.transport.clone(),
-            })
-            .collect();
+        let pins = lock(&d.pins).clone();
+        let (mut targets, mut wanted, mut profile_of) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, p) in d.profiles.iter().enumerate() {
+            wanted.extend(spread(d.links, o.hosts.len()));
+            for h in &o.hosts {
+                targets.push(Target {
+                    addr: host_port(h, p.port),
+                    name: name.clone(),
+                    pins: pins.clone(),
+                    transport: p.transport.clone(),
+                });
+                profile_of.push(i);
+            }
+        }
         let hello = Hello {
             tag: tunnel_tag(&self.tunnel),
             origin: o.name.clone(),
             credential: o.credential.0,
         };
         let mut config = DialerConfig::new(targets, hello);
-        config.links_per_address = d.links;
+        config.wanted = wanted;
         let (dialer, mut rx) = Dialer::start(config);
-        let (pool, stop, origin) = (self.pool.clone(), self.stop.clone(), o.name.clone());
-        tokio::spawn(async move {
+        let (pool, admitted, stop) = (self.pool.clone(), self.admitted.clone(), self.stop.clone());
+        let origin = o.name.clone();
+        self.tasks.spawn(async move {
             loop {
                 let link = tokio::select! {
                     l = rx.recv() => match l { Some(l) => l, None => return },
                     () = stop.cancelled() => return,
                 };
-                // One address per profile: the target index is the profile index.
-                pool_link(&pool, origin.clone(), link.target, link.stream);
+                let profile = profile_of.get(link.target).copied().unwrap_or_default();
+                pool_link(&pool, &admitted, origin.clone(), profile, link.stream);
             }
         });
         dialer
@@ -145,18 +172,31 @@ impl RelayHalf {
         let Some(d) = &self.direct else {
             return BTreeMap::new();
         };
-        let dialers = d.dialers.lock().unwrap_or_else(|p| p.into_inner());
-        dialers
+        lock(&d.dialers)
             .iter()
             .map(|(n, (_, dialer))| (n.clone(), dialer.status()))
             .collect()
     }
 
-    /// Direct mode: waiting addresses try again at once.
-    pub(super) fn reset_dialers(&self) {
+    /// Direct mode: every origin gets a fresh dialer (no back-off, and the ends of
+    /// the links just dropped count for nothing).
+    pub(super) fn redial(&self) {
+        let Some(d) = &self.direct else { return };
+        let mut dialers = lock(&d.dialers);
+        let origins: Vec<DirectOrigin> = dialers.values().map(|(o, _)| o.clone()).collect();
+        for o in origins {
+            let fresh = self.dial(d, &o);
+            if let Some((_, old)) = dialers.insert(o.name.clone(), (o, fresh)) {
+                old.stop();
+            }
+        }
+    }
+
+    /// Direct mode: stops every dialer.
+    pub(super) fn stop_dialers(&self) {
         if let Some(d) = &self.direct {
-            for (_, dialer) in d.dialers.lock().unwrap_or_else(|p| p.into_inner()).values() {
-                dialer.reset();
+            for (_, (_, dialer)) in lock(&d.dialers).drain() {
+                dialer.stop();
             }
         }
     }
@@ -184,57 +224,64 @@ pub struct OriginListenSpec {
 impl OriginHalf {
     /// Starts an origin half that listens for the relay.
     pub async fn listen(spec: OriginListenSpec, handler: StreamHandler) -> Result<Self, HalfError> {
-        let tls =
-            server_config(&spec.cert_pem, &spec.key_pem).map_err(|e| HalfError::Certificate {
+        let (tls, cert) = swappable_server_config(&spec.cert_pem, &spec.key_pem).map_err(|e| {
+            HalfError::Certificate {
                 tunnel: spec.tunnel.clone(),
                 problem: e.to_string(),
-            })?;
+            }
+        })?;
+        let mut half = Self::empty(spec.tunnel.clone(), handler);
+        half.cert = Some(cert);
         let admitted = Admitted::new([(spec.origin.clone(), spec.credential)]);
-        let stop = Cancel::new();
-        let links = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let mut gates = Vec::new();
-        for (i, p) in spec.profiles.iter().enumerate() {
-            let l = TcpListener::bind(SocketAddr::new(spec.listen, p.port))
-                .await
-                .map_err(|source| HalfError::Bind {
-                    tunnel: spec.tunnel.clone(),
-                    profile: i,
-                    port: p.port,
-                    source,
-                })?;
-            let gate = Gate::new(&tunnel_tag(&spec.tunnel), admitted.clone());
-            gates.push(gate.clone());
-            let listener = Listener::new(Acceptor::new(tls.clone(), p.transport.clone()), gate);
-            let (tx, mut rx) = mpsc::channel(64);
-            let stop_l = stop.clone();
-            tokio::spawn(async move {
-                tokio::select! {
-                    () = listener.serve(l, tx) => {}
-                    () = stop_l.cancelled() => {}
-                }
-            });
-            let (handler, stop_r, count) = (handler.clone(), stop.clone(), links.clone());
-            tokio::spawn(async move {
-                loop {
-                    let accepted = tokio::select! {
-                        a = rx.recv() => match a { Some(a) => a, None => return },
-                        () = stop_r.cancelled() => return,
-                    };
-                    serve_origin_link(
-                        accepted.stream,
-                        handler.clone(),
-                        stop_r.clone(),
-                        count.clone(),
-                    );
-                }
-            });
-        }
-        Ok(Self {
-            tunnel: spec.tunnel,
-            dialer: None,
-            gates,
-            links,
-            stop,
-        })
+        let (listening, mut links) = Listening::start(
+            &spec.tunnel,
+            spec.listen,
+            &spec.profiles,
+            &tls,
+            &admitted,
+            &half.stop,
+            &half.tasks,
+        )
+        .await?;
+        half.gates = listening.gates;
+        let (handler, count) = (half.handler.clone(), half.links.clone());
+        let (generation, stop) = (half.generation.clone(), half.stop.clone());
+        half.tasks.spawn(async move {
+            loop {
+                let (_, a) = tokio::select! {
+                    a = links.recv() => match a { Some(a) => a, None => return },
+                    () = stop.cancelled() => return,
+                };
+                let current = lock(&generation).clone();
+                serve_origin_link(a.stream, handler.clone(), current, count.clone());
+            }
+        });
+        Ok(half)
+    }
+
+    /// Direct mode: presents a re-issued certificate (same path, new content, or a
+    /// new path) to new links from now on; links already up stay up.
+    pub fn set_certificate(&self, cert_pem: &str, key_pem: &str) -> Result<(), HalfError> {
+        let Some(swap) = &self.cert else {
+            return Ok(());
+        };
+        swap.set(cert_pem, key_pem)
+            .map_err(|e| HalfError::Certificate {
+                tunnel: self.tunnel.clone(),
+                problem: e.to_string(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_port;
+
+    #[test]
+    fn ipv6_hosts_get_brackets() {
+        assert_eq!(host_port("fi.example.org", 7443), "fi.example.org:7443");
+        assert_eq!(host_port("192.0.2.1", 1), "192.0.2.1:1");
+        assert_eq!(host_port("2001:db8::1", 1), "[2001:db8::1]:1");
+        assert_eq!(host_port("[2001:db8::1]", 1), "[2001:db8::1]:1");
     }
 }

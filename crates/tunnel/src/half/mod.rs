@@ -1,60 +1,67 @@
-//! The two halves of a tunnel, as running services (reverse mode: the relay listens,
-//! origins dial it, so an origin needs no open port).
+//! The two halves of a tunnel, as running services.
 //!
-//! - [`RelayHalf`] listens on every profile's port, admits origins by their derived
-//!   credentials, puts a multiplexer on every link and pools them; the node's routing
-//!   opens streams through [`RelayHalf::open`].
-//! - [`OriginHalf`] dials every address of every profile of the relay at once (hot
-//!   standby), keeps the wanted links up with back-off, and hands every stream the
-//!   relay opens to a handler (the origin's own routing).
+//! - [`RelayHalf`] pools every link of every origin and opens users' streams through
+//!   them ([`RelayHalf::open`]). In reverse mode (the default) it listens on every
+//!   profile's port and admits origins by their derived credentials; in direct mode
+//!   it dials every origin instead.
+//! - [`OriginHalf`] hands every stream the relay opens to a handler (the origin's own
+//!   routing). In reverse mode it dials every address of every profile of the relay at
+//!   once (hot standby) and keeps the wanted links up with back-off; in direct mode it
+//!   listens.
+//!
+//! An origin keeps `links` links **per profile** ([`LINKS_PER_PROFILE`] by default),
+//! spread over the profile's addresses ([`spread`]). Both halves track every task they
+//! start, so [`RelayHalf::stop`] and [`OriginHalf::stop`] return only once the ports
+//! are free, and [`RelayHalf::reset`] / [`OriginHalf::reset`] rebuild the half from its
+//! spec: links drop and the dialing side starts over at once, with no back-off.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use rustls::ServerConfig;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken as Cancel;
 
-use crate::credentials::{Credential, certificate_name, tunnel_tag};
-use crate::frame::{Hello, Open};
-use crate::link::cert::{CertSwap, swappable_server_config};
-use crate::link::transport::{Acceptor, Target, Transport};
-use crate::link::{AddressStatus, Admitted, Dialer, DialerConfig, Gate, Listener, Pin, Refusals};
+use crate::credentials::tunnel_tag;
+use crate::frame::Open;
+use crate::link::transport::{Acceptor, Transport};
+use crate::link::{Accepted, Admitted, Gate, LinkStream, Listener};
 use crate::mux::{Mux, MuxConfig, MuxStream, Side};
-use crate::pool::{Balancing, OriginStatus, Pool, PoolError};
+use crate::pool::Pool;
+
+mod direct;
+mod origin;
+mod relay;
+
+pub use direct::{DirectOrigin, OriginListenSpec, RelayDialSpec};
+pub use origin::{OriginHalf, OriginSpec};
+pub use relay::{RelayHalf, RelaySpec};
+
+/// Links an origin keeps per profile by default. Links set a profile's weight in the
+/// pool; four spreads streams over four congestion windows at the cost of four TLS
+/// sessions.
+pub const LINKS_PER_PROFILE: usize = 4;
+
+/// How long an origin half waits between status samples in tests and tools.
+pub const SETTLE: Duration = Duration::from_millis(50);
 
 /// One way into the tunnel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Profile {
-    /// The relay's port for it.
+    /// The listening side's port for it.
     pub port: u16,
     /// TLS or WebSocket.
     pub transport: Transport,
-    /// Where origins reach it (`host:port`; several for hot standby).
+    /// Reverse mode: where origins reach the relay (`host:port`; several for hot
+    /// standby). Direct mode: unused (each origin's hosts are dialed at `port`).
     pub addresses: Vec<String>,
 }
 
-/// What a relay half needs.
-#[derive(Clone, Debug)]
-pub struct RelaySpec {
-    /// The tunnel's name.
-    pub tunnel: String,
-    /// Address to listen on.
-    pub listen: IpAddr,
-    /// Up to eight profiles.
-    pub profiles: Vec<Profile>,
-    /// Balancing between profiles.
-    pub balancing: Balancing,
-    /// The tunnel certificate and key (PEM), issued for the tunnel's name.
-    pub cert_pem: String,
-    /// The key.
-    pub key_pem: String,
-    /// Admitted origins and their credentials.
-    pub origins: Vec<(String, Credential)>,
-}
-
-/// Why a half could not start.
+/// Why a half could not start or change.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HalfError {
@@ -80,305 +87,115 @@ pub enum HalfError {
     },
 }
 
-/// A running relay half.
-#[derive(Debug)]
-pub struct RelayHalf {
-    tunnel: String,
-    pool: Arc<Pool>,
-    admitted: Admitted,
-    gates: Vec<Gate>,
-    stop: Cancel,
-    listeners: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    /// Direct mode: the dialers of the origins.
-    direct: Option<direct::DirectState>,
-    /// Reverse mode: the certificate served to origins.
-    cert: Option<Arc<CertSwap>>,
+/// Handles a stream the relay opened.
+pub type StreamHandler = Arc<dyn Fn(Open, MuxStream) + Send + Sync>;
+
+/// How `links` links of one profile are shared out over its `addresses`: as evenly
+/// as they go, earlier addresses first, and at least one per address so that every
+/// address stays connected (hot standby; a profile with more addresses than links
+/// keeps one link on each).
+pub fn spread(links: usize, addresses: usize) -> Vec<usize> {
+    let Some(base) = links.checked_div(addresses) else {
+        return Vec::new();
+    };
+    (0..addresses)
+        .map(|i| (base + usize::from(i < links % addresses)).max(1))
+        .collect()
 }
 
-impl RelayHalf {
-    /// Binds every profile's port and starts admitting origins.
-    pub async fn start(spec: RelaySpec) -> Result<Self, HalfError> {
-        let (tls, cert) = swappable_server_config(&spec.cert_pem, &spec.key_pem).map_err(|e| {
-            HalfError::Certificate {
-                tunnel: spec.tunnel.clone(),
-                problem: e.to_string(),
-            }
-        })?;
-        let tag = tunnel_tag(&spec.tunnel);
-        let admitted = Admitted::new(spec.origins.clone());
-        let pool = Arc::new(Pool::new(spec.balancing));
-        let stop = Cancel::new();
-        let mut listeners = Vec::new();
-        for (i, p) in spec.profiles.iter().enumerate() {
-            let addr = SocketAddr::new(spec.listen, p.port);
-            let l = TcpListener::bind(addr)
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The tasks a half started; awaited when it stops.
+#[derive(Debug, Default)]
+struct Tasks(Mutex<Vec<JoinHandle<()>>>);
+
+impl Tasks {
+    fn spawn(&self, f: impl std::future::Future<Output = ()> + Send + 'static) {
+        let mut tasks = lock(&self.0);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(tokio::spawn(f));
+    }
+
+    /// Waits for every task (they end on the half's stop token).
+    async fn join(&self) {
+        let tasks = std::mem::take(&mut *lock(&self.0));
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+}
+
+/// The listening side of a half (the relay in reverse mode, an origin in direct
+/// mode): every profile's port bound (all or none), a [`Listener`] on each, and the
+/// admitted links of all of them on one channel with their profile index.
+struct Listening {
+    gates: Vec<Gate>,
+}
+
+impl Listening {
+    async fn start(
+        tunnel: &str,
+        listen: IpAddr,
+        profiles: &[Profile],
+        tls: &Arc<ServerConfig>,
+        admitted: &Admitted,
+        stop: &Cancel,
+        tasks: &Tasks,
+    ) -> Result<(Self, mpsc::Receiver<(usize, Accepted)>), HalfError> {
+        let mut bound = Vec::new();
+        for (i, p) in profiles.iter().enumerate() {
+            let l = TcpListener::bind(SocketAddr::new(listen, p.port))
                 .await
                 .map_err(|source| HalfError::Bind {
-                    tunnel: spec.tunnel.clone(),
+                    tunnel: tunnel.to_owned(),
                     profile: i,
                     port: p.port,
                     source,
                 })?;
-            listeners.push(l);
+            bound.push(l);
         }
+        let tag = tunnel_tag(tunnel);
+        let (all_tx, all_rx) = mpsc::channel(64);
         let mut gates = Vec::new();
-        let mut handles = Vec::new();
-        for (i, (p, l)) in spec.profiles.iter().zip(listeners).enumerate() {
+        for (i, (p, l)) in profiles.iter().zip(bound).enumerate() {
             let gate = Gate::new(&tag, admitted.clone());
             gates.push(gate.clone());
             let listener = Listener::new(Acceptor::new(tls.clone(), p.transport.clone()), gate);
             let (tx, mut rx) = mpsc::channel(64);
-            let stop_l = stop.clone();
-            handles.push(tokio::spawn(async move {
-                tokio::select! {
-                    () = listener.serve(l, tx) => {}
-                    () = stop_l.cancelled() => {}
-                }
-            }));
-            let pool = pool.clone();
-            let stop_r = stop.clone();
-            tokio::spawn(async move {
+            let stop = stop.clone();
+            let all = all_tx.clone();
+            // The listener lives in this task: when it ends, the port is free.
+            tasks.spawn(async move {
+                let serve = listener.serve(l, tx);
+                tokio::pin!(serve);
                 loop {
-                    let accepted = tokio::select! {
-                        a = rx.recv() => match a { Some(a) => a, None => return },
-                        () = stop_r.cancelled() => return,
-                    };
-                    pool_link(&pool, accepted.origin, i, accepted.stream);
+                    tokio::select! {
+                        () = &mut serve => return,
+                        () = stop.cancelled() => return,
+                        a = rx.recv() => match a {
+                            Some(a) => if all.send((i, a)).await.is_err() { return },
+                            None => return,
+                        },
+                    }
                 }
             });
         }
-        // Removed origins lose their links at once.
-        let (watch_admitted, watch_pool, stop_w) = (admitted.clone(), pool.clone(), stop.clone());
-        tokio::spawn(async move {
-            let mut changes = watch_admitted.watch();
-            loop {
-                tokio::select! {
-                    r = changes.changed() => if r.is_err() { return },
-                    () = stop_w.cancelled() => return,
-                }
-                for origin in watch_pool.status().keys() {
-                    if !watch_admitted.contains(origin) {
-                        watch_pool.drop_origin(origin);
-                    }
-                }
-            }
-        });
-        Ok(Self {
-            tunnel: spec.tunnel,
-            pool,
-            admitted,
-            gates,
-            stop,
-            listeners: std::sync::Mutex::new(handles),
-            direct: None,
-            cert: Some(cert),
-        })
-    }
-
-    /// Opens a stream for a user's connection.
-    pub fn open(&self, open: Open, now_ms: i64) -> Result<MuxStream, PoolError> {
-        self.pool.open(open, now_ms)
-    }
-
-    /// Replaces the admitted origins live: links of origins still admitted stay up.
-    pub fn set_origins(&self, origins: Vec<(String, Credential)>) {
-        self.admitted.replace(origins);
-    }
-
-    /// Links and streams per connected origin.
-    pub fn origins(&self) -> std::collections::BTreeMap<String, OriginStatus> {
-        self.pool.status()
-    }
-
-    /// Refused link attempts, added up over the profiles.
-    pub fn refusals(&self) -> Vec<Refusals> {
-        self.gates.iter().map(Gate::refusals).collect()
-    }
-
-    /// Links up.
-    pub fn links(&self) -> usize {
-        self.pool.links()
-    }
-
-    /// Payload bytes carried.
-    pub fn bytes(&self) -> u64 {
-        self.pool.bytes()
-    }
-
-    /// Drops every link; the dialing side (origins, or this relay in direct mode)
-    /// starts over at once.
-    pub fn reset(&self) {
-        self.pool.close_all();
-        self.reset_dialers();
-    }
-
-    /// The tunnel's name.
-    pub fn tunnel(&self) -> &str {
-        &self.tunnel
-    }
-
-    /// Reverse mode: serves a re-issued certificate to new links from now on; links
-    /// already up stay up. (Origins that pin the public key need no change when the
-    /// certificate is re-issued with the same key.)
-    pub fn set_certificate(&self, cert_pem: &str, key_pem: &str) -> Result<(), HalfError> {
-        let fail = |e: crate::link::cert::CertError| HalfError::Certificate {
-            tunnel: self.tunnel.clone(),
-            problem: e.to_string(),
-        };
-        match &self.cert {
-            Some(swap) => swap.set(cert_pem, key_pem).map_err(fail),
-            None => Ok(()),
-        }
-    }
-
-    /// Stops the half: links close and the profiles' ports are free when this returns.
-    pub async fn stop(&self) {
-        self.stop.cancel();
-        self.pool.close_all();
-        let handles =
-            std::mem::take(&mut *self.listeners.lock().unwrap_or_else(|p| p.into_inner()));
-        for h in handles {
-            let _ = h.await;
-        }
-    }
-}
-
-impl Drop for RelayHalf {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        self.pool.close_all();
-    }
-}
-
-/// What an origin half needs.
-#[derive(Clone, Debug)]
-pub struct OriginSpec {
-    /// The tunnel's name.
-    pub tunnel: String,
-    /// This origin's name.
-    pub origin: String,
-    /// Its credential.
-    pub credential: Credential,
-    /// The relay's certificate pin.
-    pub pin: Pin,
-    /// The relay's profiles (ports, transports, addresses).
-    pub profiles: Vec<Profile>,
-    /// Links wanted per address.
-    pub links: usize,
-}
-
-/// Handles a stream the relay opened.
-pub type StreamHandler = Arc<dyn Fn(Open, MuxStream) + Send + Sync>;
-
-/// A running origin half.
-pub struct OriginHalf {
-    tunnel: String,
-    /// Reverse mode: the dialer to the relay. Direct mode: none (the origin listens).
-    dialer: Option<Dialer>,
-    /// Direct mode: the gates of the profiles' listeners.
-    gates: Vec<Gate>,
-    links: Arc<std::sync::atomic::AtomicUsize>,
-    stop: Cancel,
-}
-
-impl std::fmt::Debug for OriginHalf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OriginHalf")
-            .field("tunnel", &self.tunnel)
-            .finish_non_exhaustive()
-    }
-}
-
-impl OriginHalf {
-    /// Starts dialing the relay; every stream it opens goes to `handler`.
-    pub fn start(spec: OriginSpec, handler: StreamHandler) -> Self {
-        let name = certificate_name(&spec.tunnel);
-        let targets: Vec<Target> = spec
-            .profiles
-            .iter()
-            .flat_map(|p| {
-                p.addresses.iter().map(|a| Target {
-                    addr: a.clone(),
-                    name: name.clone(),
-                    pin: spec.pin,
-                    transport: p.transport.clone(),
-                })
-            })
-            .collect();
-        let hello = Hello {
-            tag: tunnel_tag(&spec.tunnel),
-            origin: spec.origin.clone(),
-            credential: spec.credential.0,
-        };
-        let mut config = DialerConfig::new(targets, hello);
-        config.links_per_address = spec.links.max(1);
-        let (dialer, mut links_rx) = Dialer::start(config);
-        let stop = Cancel::new();
-        let links = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (stop_l, count) = (stop.clone(), links.clone());
-        tokio::spawn(async move {
-            loop {
-                let link = tokio::select! {
-                    l = links_rx.recv() => match l { Some(l) => l, None => return },
-                    () = stop_l.cancelled() => return,
-                };
-                serve_origin_link(link.stream, handler.clone(), stop_l.clone(), count.clone());
-            }
-        });
-        Self {
-            tunnel: spec.tunnel,
-            dialer: Some(dialer),
-            gates: Vec::new(),
-            links,
-            stop,
-        }
-    }
-
-    /// Per relay address: wanted and connected links, back-off, last error (reverse
-    /// mode; empty in direct mode, where the relay dials).
-    pub fn status(&self) -> Vec<AddressStatus> {
-        self.dialer.as_ref().map(Dialer::status).unwrap_or_default()
-    }
-
-    /// Refused link attempts per profile (direct mode, where the origin listens).
-    pub fn refusals(&self) -> Vec<Refusals> {
-        self.gates.iter().map(Gate::refusals).collect()
-    }
-
-    /// Links up.
-    pub fn links(&self) -> usize {
-        self.links.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Waiting addresses try again at once.
-    pub fn reset(&self) {
-        if let Some(d) = &self.dialer {
-            d.reset();
-        }
-    }
-
-    /// The tunnel's name.
-    pub fn tunnel(&self) -> &str {
-        &self.tunnel
-    }
-}
-
-impl Drop for OriginHalf {
-    fn drop(&mut self) {
-        self.stop.cancel();
+        Ok((Self { gates }, all_rx))
     }
 }
 
 /// On an origin: runs the multiplexer on a link and hands every stream the relay
-/// opens to `handler`.
+/// opens to `handler`, until the link ends or `stop` fires.
 fn serve_origin_link(
-    stream: crate::link::LinkStream,
+    stream: LinkStream,
     handler: StreamHandler,
     stop: Cancel,
-    count: Arc<std::sync::atomic::AtomicUsize>,
+    count: Arc<AtomicUsize>,
 ) {
     let (handle, mut incoming) = Mux::start(stream, Side::Acceptor, MuxConfig::default());
-    count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    count.fetch_add(1, Ordering::Relaxed);
     tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -389,14 +206,27 @@ fn serve_origin_link(
                 () = stop.cancelled() => { handle.close(); break }
             }
         }
-        count.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        count.fetch_sub(1, Ordering::Relaxed);
     });
 }
 
-/// On the relay: runs the multiplexer on a link of `origin` and pools it until it ends.
-fn pool_link(pool: &Arc<Pool>, origin: String, profile: usize, stream: crate::link::LinkStream) {
+/// On the relay: runs the multiplexer on a link of `origin` and pools it until it
+/// ends. Added first, checked second: an origin removed before the check is seen by
+/// it, one removed after it is swept from the pool by the removal, so a link admitted
+/// just before its origin was removed never stays.
+fn pool_link(
+    pool: &Arc<Pool>,
+    admitted: &Admitted,
+    origin: String,
+    profile: usize,
+    stream: LinkStream,
+) {
     let (handle, _incoming) = Mux::start(stream, Side::Opener, MuxConfig::default());
     let id = pool.add(&origin, profile, handle.clone());
+    if !admitted.contains(&origin) {
+        tracing::info!(%origin, "tunnel link dropped: its origin was removed as it came up");
+        handle.close();
+    }
     let pool = pool.clone();
     tokio::spawn(async move {
         let why = handle.closed().await;
@@ -405,8 +235,31 @@ fn pool_link(pool: &Arc<Pool>, origin: String, profile: usize, stream: crate::li
     });
 }
 
-mod direct;
-pub use direct::{DirectOrigin, OriginListenSpec, RelayDialSpec};
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pool::Balancing;
 
-/// How long an origin half waits between status samples in tests and tools.
-pub const SETTLE: Duration = Duration::from_millis(50);
+    #[test]
+    fn links_are_spread_over_a_profiles_addresses() {
+        assert_eq!(spread(4, 1), [4]);
+        assert_eq!(spread(4, 2), [2, 2]);
+        assert_eq!(spread(4, 3), [2, 1, 1]);
+        assert_eq!(spread(6, 4), [2, 2, 1, 1]);
+        assert_eq!(spread(2, 3), [1, 1, 1]);
+        assert_eq!(spread(4, 0), Vec::<usize>::new());
+    }
+
+    #[tokio::test]
+    async fn a_link_whose_origin_was_removed_as_it_came_up_is_dropped() {
+        let pool = Arc::new(Pool::new(Balancing::Distribute));
+        let admitted = Admitted::new([]);
+        let (a, _b) = tokio::io::duplex(1024);
+        pool_link(&pool, &admitted, "de".into(), 0, Box::new(a));
+        assert_eq!(pool.links(), 0);
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(pool.status().is_empty());
+    }
+}

@@ -195,10 +195,10 @@ pub fn swappable_server_config(
     Ok((Arc::new(config), swap))
 }
 
-/// The dialing side's TLS config: accepts only `pin` for `name`, TLS 1.3 only.
-pub fn client_config(name: &str, pin: Pin) -> Arc<ClientConfig> {
+/// The dialing side's TLS config: accepts only `pins` for `name`, TLS 1.3 only.
+pub fn client_config(name: &str, pins: &[Pin]) -> Arc<ClientConfig> {
     let provider = provider();
-    let verifier = Arc::new(PinnedVerifier::new(name, pin, &provider));
+    let verifier = Arc::new(PinnedVerifier::new(name, pins, &provider));
     let config = ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
         .expect("ring supports TLS 1.3")

@@ -21,13 +21,10 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::handshake::{HANDSHAKE_DEADLINE, HandshakeError, send_hello};
+use super::pin::Pin as CertPin;
 use super::schedule::Schedule;
 use super::transport::{ConnectError, LinkStream, Target, connect};
 use crate::frame::Hello;
-
-/// Links kept per address by default. Links set a profile's weight in the pool; four
-/// spreads streams over four congestion windows at the cost of four TLS sessions.
-pub const LINKS_PER_ADDRESS: usize = 4;
 
 /// Why an attempt did not make a link, or a link did not last.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -91,8 +88,9 @@ impl Connector for LinkConnector {
 pub struct DialerConfig {
     /// Every address of the listening side (every profile × address).
     pub targets: Vec<Target>,
-    /// Links wanted per address.
-    pub links_per_address: usize,
+    /// Links wanted at each target, in the order of `targets` (a missing entry is 1;
+    /// see [`crate::half::spread`] for how a profile's links are shared out).
+    pub wanted: Vec<usize>,
     /// What every link says: the tunnel tag, the origin and its credential.
     pub hello: Hello,
     /// Deadline of each handshake step.
@@ -100,11 +98,11 @@ pub struct DialerConfig {
 }
 
 impl DialerConfig {
-    /// Dial `targets` with `hello`, with the default link count and deadline.
+    /// Dial `targets` with `hello`, one link each and the default deadline.
     pub fn new(targets: Vec<Target>, hello: Hello) -> Self {
         Self {
+            wanted: vec![1; targets.len()],
             targets,
-            links_per_address: LINKS_PER_ADDRESS,
             hello,
             deadline: HANDSHAKE_DEADLINE,
         }
@@ -153,6 +151,8 @@ pub struct Dialer {
     targets: Vec<Target>,
     schedules: Vec<Arc<Mutex<Schedule>>>,
     reset: watch::Sender<u64>,
+    /// Pins replacing the targets' own for new links (a rotation under way).
+    pins: watch::Sender<Option<Vec<CertPin>>>,
     tasks: JoinSet<()>,
 }
 
@@ -164,22 +164,25 @@ impl Dialer {
             hello: config.hello,
             deadline: config.deadline,
         };
-        Self::with_connector(config.targets, config.links_per_address, connector)
+        Self::with_connector(config.targets, &config.wanted, connector)
     }
 
-    /// Starts dialing `targets` through `connector`.
+    /// Starts dialing `targets` through `connector`, keeping `wanted[i]` links (at
+    /// least one) to target `i`.
     pub fn with_connector(
         targets: Vec<Target>,
-        links_per_address: usize,
+        wanted: &[usize],
         connector: impl Connector,
     ) -> (Self, mpsc::UnboundedReceiver<Link>) {
         let connector: Arc<dyn Connector> = Arc::new(connector);
         let (links, rx) = mpsc::unbounded_channel();
         let (reset, _) = watch::channel(0);
+        let (pins, _) = watch::channel(None);
         let mut tasks = JoinSet::new();
         let mut schedules = Vec::new();
         for (index, target) in targets.iter().enumerate() {
-            let schedule = Arc::new(Mutex::new(Schedule::new(links_per_address)));
+            let n = wanted.get(index).copied().unwrap_or(1).max(1);
+            let schedule = Arc::new(Mutex::new(Schedule::new(n)));
             schedules.push(schedule.clone());
             tasks.spawn(run(Address {
                 index,
@@ -188,6 +191,7 @@ impl Dialer {
                 connector: connector.clone(),
                 links: links.clone(),
                 reset: reset.subscribe(),
+                pins: pins.subscribe(),
                 rng: Jitter::from_os(),
             }));
         }
@@ -195,6 +199,7 @@ impl Dialer {
             targets,
             schedules,
             reset,
+            pins,
             tasks,
         };
         (dialer, rx)
@@ -224,6 +229,12 @@ impl Dialer {
     /// Drops nothing: links that are up stay up.
     pub fn reset(&self) {
         self.reset.send_modify(|n| *n += 1);
+    }
+
+    /// New links check the listening side's certificate against `pins` from now on;
+    /// links already up stay up (a pin rotation drops nothing).
+    pub fn set_pins(&self, pins: Vec<CertPin>) {
+        self.pins.send_replace(Some(pins));
     }
 
     /// Stops dialing; links already handed out stay up.
@@ -262,7 +273,19 @@ struct Address {
     connector: Arc<dyn Connector>,
     links: mpsc::UnboundedSender<Link>,
     reset: watch::Receiver<u64>,
+    pins: watch::Receiver<Option<Vec<CertPin>>>,
     rng: Jitter,
+}
+
+impl Address {
+    /// The target as it is dialed now: with the latest pins, if they were changed.
+    fn current(&self) -> Target {
+        let mut target = self.target.clone();
+        if let Some(pins) = &*self.pins.borrow() {
+            target.pins.clone_from(pins);
+        }
+        target
+    }
 }
 
 async fn run(mut a: Address) {
@@ -274,7 +297,7 @@ async fn run(mut a: Address) {
             let mut s = lock(&a.schedule);
             s.handle_timeout(now);
             while s.poll_dial(now) {
-                attempts.spawn(a.connector.connect(&a.target));
+                attempts.spawn(a.connector.connect(&a.current()));
             }
             s.poll_timeout()
         };

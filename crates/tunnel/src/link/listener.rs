@@ -1,9 +1,11 @@
 //! The listening side: accepts TCP connections on one profile's port, completes the
-//! transport handshake and the hello (each within the deadline) in a task per
-//! connection, and hands admitted links to the pool.
+//! transport handshake and the hello (all within the deadline) in a task per
+//! connection, and hands admitted links to the pool. Pending handshakes are bounded in
+//! all ([`MAX_PENDING_HANDSHAKES`]) and per source ([`MAX_PENDING_PER_SOURCE`]).
 
-use std::net::SocketAddr;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use tokio::net::{TcpListener, TcpStream};
@@ -15,6 +17,65 @@ use super::transport::{AcceptError, Acceptor, LinkStream};
 /// Handshakes in progress at once per listener. Past this, new connections are closed
 /// at once: a flood of idle connections must not hold the admitted origins' slots.
 pub const MAX_PENDING_HANDSHAKES: usize = 256;
+/// Handshakes in progress at once from one source (an IPv4 address, or an IPv6 /64).
+/// 32: every link of several origins behind one NAT handshakes at once after a
+/// restart, while one source can hold at most an eighth of
+/// [`MAX_PENDING_HANDSHAKES`]; each slot is held at most the handshake deadline.
+pub const MAX_PENDING_PER_SOURCE: usize = 32;
+
+/// The source a pending handshake is counted under: an IPv4 address (an IPv4-mapped
+/// IPv6 one too), or the /64 of an IPv6 address, which one host usually holds whole.
+pub fn source_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from(u128::from(v6) & !((1u128 << 64) - 1))),
+        },
+    }
+}
+
+/// Pending handshakes per source.
+#[derive(Debug, Default, Clone)]
+struct Sources(Arc<Mutex<HashMap<IpAddr, usize>>>);
+
+/// One pending handshake's place in its source's count.
+struct SourceSlot {
+    sources: Sources,
+    key: IpAddr,
+}
+
+impl Sources {
+    fn take(&self, ip: IpAddr) -> Option<SourceSlot> {
+        let key = source_key(ip);
+        let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = m.entry(key).or_default();
+        if *n >= MAX_PENDING_PER_SOURCE {
+            return None;
+        }
+        *n += 1;
+        Some(SourceSlot {
+            sources: self.clone(),
+            key,
+        })
+    }
+}
+
+impl Drop for SourceSlot {
+    fn drop(&mut self) {
+        let mut m = self
+            .sources
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = m.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.key);
+            }
+        }
+    }
+}
 
 /// An admitted link.
 pub struct Accepted {
@@ -81,21 +142,30 @@ impl Listener {
         &self.gate
     }
 
-    /// Turns one accepted connection into an admitted link.
+    /// Turns one accepted connection into an admitted link, all of it (WebSocket
+    /// upgrade, TLS, hello, answer) within the deadline.
     pub async fn handshake(
         &self,
         tcp: TcpStream,
         peer: SocketAddr,
     ) -> Result<Accepted, ListenError> {
-        let mut stream = self.acceptor.handshake(tcp, peer, self.deadline).await?;
-        let origin = accept_hello(&mut stream, &self.gate, self.deadline, SystemTime::now)
+        let steps = async {
+            let mut stream = self.acceptor.handshake(tcp, peer, self.deadline).await?;
+            let origin = accept_hello(&mut stream, &self.gate, self.deadline, SystemTime::now)
+                .await
+                .map_err(|error| ListenError::Hello { peer, error })?;
+            Ok(Accepted {
+                origin,
+                peer,
+                stream,
+            })
+        };
+        tokio::time::timeout(self.deadline, steps)
             .await
-            .map_err(|error| ListenError::Hello { peer, error })?;
-        Ok(Accepted {
-            origin,
-            peer,
-            stream,
-        })
+            .unwrap_or(Err(ListenError::Transport(AcceptError::Timeout {
+                peer,
+                after: self.deadline,
+            })))
     }
 
     /// Accepts on `listener` until `links` is closed, handing admitted links to it.
@@ -103,6 +173,7 @@ impl Listener {
     pub async fn serve(self, listener: TcpListener, links: mpsc::Sender<Accepted>) {
         let this = Arc::new(self);
         let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
+        let sources = Sources::default();
         loop {
             let (tcp, peer) = tokio::select! {
                 r = listener.accept() => match r {
@@ -116,6 +187,11 @@ impl Listener {
                 },
                 () = links.closed() => return,
             };
+            // One source's idle sockets take its own slots, never everyone's.
+            let Some(slot) = sources.take(peer.ip()) else {
+                tracing::debug!(%peer, "tunnel listener: too many handshakes from this source");
+                continue;
+            };
             let Ok(permit) = pending.clone().try_acquire_owned() else {
                 tracing::warn!(%peer, "tunnel listener: too many handshakes in progress");
                 continue;
@@ -123,7 +199,7 @@ impl Listener {
             let (this, links) = (this.clone(), links.clone());
             tokio::spawn(async move {
                 let accepted = this.handshake(tcp, peer).await;
-                drop(permit);
+                drop((permit, slot));
                 match accepted {
                     Ok(link) => {
                         tracing::debug!(origin = %link.origin, %peer, "link admitted");

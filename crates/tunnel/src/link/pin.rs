@@ -29,19 +29,23 @@ pub enum Pin {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PinError {
-    /// The peer showed a certificate other than the pinned one.
+    /// The peer showed a certificate other than the pinned ones.
     #[error(
-        "pin mismatch: the peer for {name} showed a certificate with {found}, expected {expected}; \
-         re-sync the tunnel so both halves have the current certificate"
+        "pin mismatch: the peer for {name} showed a certificate with {found}, expected {}; \
+         re-sync the tunnel so both halves have the current certificate",
+        list(.expected)
     )]
     Mismatch {
         /// The name the link expected.
         name: String,
-        /// The pin configured.
-        expected: Pin,
-        /// The same kind of pin computed from what the peer showed.
+        /// The pins configured (any one of them would do).
+        expected: Vec<Pin>,
+        /// The kind of pin of the first one, computed from what the peer showed.
         found: Pin,
     },
+    /// No pin is configured, so no certificate could be trusted.
+    #[error("no pin is configured for {0}")]
+    NoPin(String),
     /// The pinned certificate does not name the tunnel.
     #[error("the pinned certificate is not issued for {0}")]
     WrongName(String),
@@ -123,27 +127,52 @@ impl FromStr for Pin {
     }
 }
 
+fn list(pins: &[Pin]) -> String {
+    let all: Vec<String> = pins.iter().map(Pin::to_string).collect();
+    all.join(" or ")
+}
+
 /// The crypto every link uses: ring, as the rest of the workspace.
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// Accepts exactly the pinned certificate (or key) for one name.
+/// Accepts exactly the pinned certificates (or keys) for one name. Several pins let a
+/// re-issued certificate, new key included, be rolled out with an overlap: the
+/// dialing side accepts the old and the new one until the listening side has switched.
 #[derive(Debug)]
 pub struct PinnedVerifier {
     name: String,
-    pin: Pin,
+    pins: Vec<Pin>,
     algorithms: WebPkiSupportedAlgorithms,
 }
 
 impl PinnedVerifier {
-    /// A verifier for links to `name` pinned to `pin`.
-    pub fn new(name: &str, pin: Pin, provider: &CryptoProvider) -> Self {
+    /// A verifier for links to `name` pinned to any of `pins`.
+    pub fn new(name: &str, pins: &[Pin], provider: &CryptoProvider) -> Self {
         Self {
             name: name.to_owned(),
-            pin,
+            pins: pins.to_vec(),
             algorithms: provider.signature_verification_algorithms,
         }
+    }
+
+    /// Whether `der` matches one of the pins; else the mismatch to report.
+    fn check_pins(&self, der: &[u8]) -> Result<(), PinError> {
+        let first = self
+            .pins
+            .first()
+            .ok_or_else(|| PinError::NoPin(self.name.clone()))?;
+        for pin in &self.pins {
+            if pin.matches(der)? {
+                return Ok(());
+            }
+        }
+        Err(PinError::Mismatch {
+            name: self.name.clone(),
+            expected: self.pins.clone(),
+            found: first.same_kind_of(der)?,
+        })
     }
 
     fn refuse(e: PinError) -> rustls::Error {
@@ -190,15 +219,8 @@ impl ServerCertVerifier for PinnedVerifier {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        // Intermediates play no part: trust comes from the pin alone, never a chain.
-        let found = self.pin.same_kind_of(end_entity).map_err(Self::refuse)?;
-        if found != self.pin {
-            return Err(Self::refuse(PinError::Mismatch {
-                name: self.name.clone(),
-                expected: self.pin,
-                found,
-            }));
-        }
+        // Intermediates play no part: trust comes from the pins alone, never a chain.
+        self.check_pins(end_entity).map_err(Self::refuse)?;
         // A pinned key may sit in a re-issued certificate: it must still be valid now,
         // signed by that key, and for this tunnel.
         let ee = webpki::EndEntityCert::try_from(end_entity)

@@ -57,8 +57,9 @@ pub struct Target {
     pub addr: String,
     /// The tunnel's certificate name: the SNI sent and the name checked.
     pub name: String,
-    /// What the certificate must match.
-    pub pin: Pin,
+    /// What the certificate must match: any one of these (several while a re-issued
+    /// certificate rolls out).
+    pub pins: Vec<Pin>,
     /// TLS or WebSocket.
     pub transport: Transport,
 }
@@ -156,7 +157,7 @@ async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
         })?;
     // Many small frames share a link: don't let Nagle hold them back.
     let _ = tcp.set_nodelay(true);
-    let tls = TlsConnector::from(client_config(&target.name, target.pin));
+    let tls = TlsConnector::from(client_config(&target.name, &target.pins));
     let sni = ServerName::try_from(target.name.clone()).map_err(|e| ConnectError::Tls {
         target: target.to_string(),
         reason: format!("certificate name {:?}: {e}", target.name),

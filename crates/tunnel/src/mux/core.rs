@@ -13,7 +13,9 @@ use tokio::time::Instant;
 use super::error::{MuxError, ProtocolError};
 use super::stream_state::StreamState;
 use super::{MuxConfig, Side};
-use crate::frame::{Frame, Kind, MAX_PAYLOAD, Network, Open, ResetReason, parse_datagram};
+use crate::frame::{
+    Frame, Kind, MAX_PAYLOAD, Network, Open, ResetReason, check_address, parse_datagram,
+};
 
 /// Control frames waiting to be sent beyond this are a peer's abuse (pings we must
 /// answer while it does not read): further `Pong`s are dropped.
@@ -114,6 +116,8 @@ impl Core {
     /// Opens a stream: queues its `Open` and returns its id.
     pub(crate) fn open(&mut self, open: &Open, now: Instant) -> Result<u32, MuxError> {
         self.check_open()?;
+        // The peer would refuse it; refusing here keeps the stream id unused.
+        check_address(&open.destination).map_err(MuxError::Destination)?;
         if self.going_away || self.next_local > u32::MAX - 2 {
             return Err(MuxError::GoingAway);
         }
@@ -249,8 +253,16 @@ impl Core {
             return Err(ProtocolError::BadStreamId(id));
         }
         self.last_peer = id;
-        let open =
-            Open::parse(payload).map_err(|error| ProtocolError::BadOpen { stream: id, error })?;
+        // A bad Open is one user's bad destination, not a broken peer: refuse the
+        // stream, keep the link.
+        let open = match Open::parse(payload) {
+            Ok(open) => open,
+            Err(error) => {
+                tracing::debug!(stream = id, %error, "tunnel stream refused: bad Open");
+                self.push_control(Kind::Reset, id, &[ResetReason::Malformed.to_byte()]);
+                return Ok(());
+            }
+        };
         if self.going_away || !self.incoming_alive || self.streams.len() >= self.config.max_streams
         {
             self.push_control(Kind::Reset, id, &[ResetReason::Refused.to_byte()]);
@@ -276,9 +288,13 @@ impl Core {
         s.recv
             .on_data(n)
             .map_err(|excess| ProtocolError::WindowExceeded { stream: id, excess })?;
-        if s.network == Network::Udp {
-            parse_datagram(payload)
-                .map_err(|error| ProtocolError::BadDatagram { stream: id, error })?;
+        if s.network == Network::Udp
+            && let Err(error) = parse_datagram(payload)
+        {
+            tracing::debug!(stream = id, %error, "tunnel stream reset: bad datagram");
+            self.bytes += u64::from(n);
+            self.fail_stream(id, ResetReason::Malformed);
+            return Ok(());
         }
         if !s.dropped && !payload.is_empty() {
             s.chunks.push_back(payload.to_vec());
@@ -384,6 +400,17 @@ impl Core {
         {
             self.push_control(Kind::Reset, id, &[reason.to_byte()]);
         }
+    }
+
+    /// Resets a stream whose handle may still be alive: its waiters wake and find it
+    /// gone ([`MuxError::StreamAborted`]), an unaccepted one is never handed out, and
+    /// its slot is free at once.
+    pub(super) fn fail_stream(&mut self, id: u32, reason: ResetReason) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            s.wake_all();
+        }
+        self.incoming.retain(|(i, _)| *i != id);
+        self.abort(id, reason);
     }
 
     /// Forgets a dropped stream once it has nothing left to send.

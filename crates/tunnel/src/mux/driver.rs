@@ -4,6 +4,7 @@
 use std::future::poll_fn;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::Poll;
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
@@ -17,6 +18,9 @@ use crate::frame::{HEADER, MAX_PAYLOAD};
 const WRITE_BATCH: usize = 128 * 1024;
 /// Bytes the reader asks the transport for at a time.
 const READ_CHUNK: usize = 64 * 1024;
+/// How long a closing link may take to shut its transport down (TLS close_notify)
+/// before the transport is simply dropped.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 
 /// What the link's tasks and handles share.
 #[derive(Debug)]
@@ -120,7 +124,9 @@ async fn writer<W: AsyncWrite + Unpin>(mut w: W, shared: Arc<Shared>) {
         })
         .await;
         if closed {
-            let _ = w.shutdown().await;
+            // A peer that stopped reading (a blackholed link) must not keep the
+            // transport open through a shutdown that never completes.
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, w.shutdown()).await;
             return;
         }
         let wrote = tokio::select! {

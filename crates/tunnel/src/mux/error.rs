@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use switchyard_proto::address::AddressError;
+
 use crate::frame::{FrameError, Kind, Network, ResetReason};
 
 /// Why a link or stream operation failed.
@@ -62,9 +64,19 @@ pub enum MuxError {
         /// What it carries.
         network: Network,
     },
-    /// A datagram plus its address does not fit one frame.
+    /// A datagram plus its address does not fit one frame. The stream is reset: a
+    /// send that fails closes its stream, so a reply task waiting on it ends too.
     #[error("datagram of {0} bytes (with its address) is over the 16 KiB frame limit")]
     DatagramTooLarge(usize),
+    /// A destination (of an `Open` or a datagram) is not an address the peer would
+    /// accept (domain syntax or length); nothing was sent. On a UDP stream the stream
+    /// is reset.
+    #[error("destination is not a valid address: {0}")]
+    Destination(AddressError),
+    /// This side reset the stream: the peer sent it a malformed datagram, or a
+    /// datagram could not be sent on it. Its slot on the link is already free.
+    #[error("stream {0} was reset on this side (a malformed datagram, or a failed send)")]
+    StreamAborted(u32),
 }
 
 /// How the peer broke the link protocol.
@@ -74,14 +86,6 @@ pub enum ProtocolError {
     /// Bytes that are not a frame (unknown kind, oversized, malformed).
     #[error("bad frame: {0}")]
     Frame(#[from] FrameError),
-    /// An `Open` payload that does not parse.
-    #[error("stream {stream}: bad Open: {error}")]
-    BadOpen {
-        /// The stream.
-        stream: u32,
-        /// What is wrong with it.
-        error: FrameError,
-    },
     /// An `Open` for a stream id the peer may not use (wrong parity, reused, zero).
     #[error("stream {0}: Open with an id the peer may not use")]
     BadStreamId(u32),
@@ -115,7 +119,9 @@ pub enum ProtocolError {
     /// `Data` after the peer's own `Fin` or `Reset`.
     #[error("stream {0}: Data after the peer finished it")]
     DataAfterFin(u32),
-    /// A UDP stream's `Data` that is not one datagram.
+    /// A UDP stream's `Data` that is not one datagram (reported by
+    /// [`MuxStream::recv_from`](super::MuxStream::recv_from) only; on the link such a
+    /// datagram resets its stream, never the link).
     #[error("stream {stream}: bad datagram: {error}")]
     BadDatagram {
         /// The stream.
@@ -139,7 +145,9 @@ impl MuxError {
         let kind = match &self {
             Self::StreamReset { .. } => K::ConnectionReset,
             Self::StreamFinished(_) => K::BrokenPipe,
-            Self::WrongNetwork { .. } | Self::DatagramTooLarge(_) => K::InvalidInput,
+            Self::WrongNetwork { .. } | Self::DatagramTooLarge(_) | Self::Destination(_) => {
+                K::InvalidInput
+            }
             Self::Timeout(_) => K::TimedOut,
             _ => K::ConnectionAborted,
         };

@@ -68,10 +68,14 @@ pub struct MuxConfig {
     /// Largest receive window a stream may grow to. Default 16 MiB: fills 1 Gbit/s at
     /// 130 ms; a stream that reads that fast buffers at most this much.
     pub max_window: u32,
-    /// A `Ping` after this long without a frame. Default 15 s: well within NAT and
-    /// proxy idle timeouts.
+    /// A `Ping` after this long without a frame. Default 4 s: an idle link costs a
+    /// 16-byte ping and pong every 4 s, and a silent peer gets two pings before
+    /// [`idle_timeout`](Self::idle_timeout).
     pub keepalive: Duration,
-    /// The link is dead after this long without a frame. Default 45 s: three pings.
+    /// The link is dead after this long without a frame, pongs included. Default
+    /// 10 s: a blackholed link (packets vanish, the socket stays open) is dropped
+    /// within 10 s and its streams move to the other links; a live peer answers a
+    /// ping within a round trip, so only a link stalled for 6 s past a ping is lost.
     pub idle_timeout: Duration,
 }
 
@@ -80,8 +84,8 @@ impl Default for MuxConfig {
         Self {
             max_streams: 4096,
             max_window: 16 * 1024 * 1024,
-            keepalive: Duration::from_secs(15),
-            idle_timeout: Duration::from_secs(45),
+            keepalive: Duration::from_secs(4),
+            idle_timeout: Duration::from_secs(10),
         }
     }
 }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::driver::Shared;
 use super::error::MuxError;
 use crate::frame::{Network, ResetReason, parse_datagram};
+use crate::user_limits::Lease;
 
 /// One stream on a link.
 ///
@@ -26,6 +27,8 @@ pub struct MuxStream {
     shared: Arc<Shared>,
     id: u32,
     network: Network,
+    /// Lives as long as the handle: the pool's per-user slot.
+    _lease: Option<Lease>,
 }
 
 impl MuxStream {
@@ -34,7 +37,14 @@ impl MuxStream {
             shared,
             id,
             network,
+            _lease: None,
         }
+    }
+
+    /// Ties `lease` to this handle: it is given back when the handle is dropped.
+    pub(crate) fn with_lease(mut self, lease: Lease) -> Self {
+        self._lease = Some(lease);
+        self
     }
 
     /// The stream's id on its link.

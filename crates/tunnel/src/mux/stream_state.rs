@@ -11,7 +11,9 @@ use tokio::time::Instant;
 use super::core::Core;
 use super::error::MuxError;
 use super::flow::{INITIAL_WINDOW, RecvWindow};
-use crate::frame::{Frame, HEADER, Kind, MAX_PAYLOAD, Network, ResetReason, encode_datagram};
+use crate::frame::{
+    Frame, HEADER, Kind, MAX_PAYLOAD, Network, ResetReason, check_address, encode_datagram,
+};
 use switchyard_proto::Address;
 
 /// A stream stops taking writes while this much is queued for the link's writer.
@@ -117,8 +119,9 @@ fn encode(kind: Kind, stream: u32, payload: &[u8]) -> Vec<u8> {
 impl Core {
     fn stream(&mut self, id: u32) -> Result<&mut StreamState, MuxError> {
         self.check_open()?;
-        // A handle's state lives as long as the handle, unless the link closed.
-        self.streams.get_mut(&id).ok_or(MuxError::Closed)
+        // A handle's state lives as long as the handle, unless this side reset the
+        // stream under it (`fail_stream`).
+        self.streams.get_mut(&id).ok_or(MuxError::StreamAborted(id))
     }
 
     fn usable(&mut self, id: u32, network: Network) -> Result<&mut StreamState, MuxError> {
@@ -285,9 +288,18 @@ impl Core {
             return Err(MuxError::StreamFinished(id));
         }
         let len = to.wire_len() + data.len();
-        if len > MAX_PAYLOAD {
-            return Err(MuxError::DatagramTooLarge(len));
+        let failed = match check_address(to) {
+            Err(e) => Some(MuxError::Destination(e)),
+            Ok(()) if len > MAX_PAYLOAD => Some(MuxError::DatagramTooLarge(len)),
+            Ok(()) => None,
+        };
+        if let Some(e) = failed {
+            // A send that fails closes the stream, so nothing waits on it until the
+            // idle timeout and one user cannot hold the link's slots this way.
+            self.fail_stream(id, ResetReason::Abort);
+            return Err(e);
         }
+        let s = self.usable(id, Network::Udp)?;
         if (s.send_credit as usize) < len || s.queued_bytes >= SEND_QUEUE_LIMIT {
             return Ok(false);
         }

@@ -1,0 +1,217 @@
+//! The origin half in reverse mode (it dials the relay), and what an origin does in
+//! both modes: hand streams to its handler, report, reset, stop.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken as Cancel;
+
+use super::{Profile, StreamHandler, Tasks, lock, serve_origin_link, spread};
+use crate::credentials::{Credential, certificate_name, tunnel_tag};
+use crate::frame::Hello;
+use crate::link::cert::CertSwap;
+use crate::link::transport::Target;
+use crate::link::{AddressStatus, Dialer, DialerConfig, Gate, Link, Pin, Refusals};
+
+/// What an origin half needs (reverse mode).
+#[derive(Clone, Debug)]
+pub struct OriginSpec {
+    /// The tunnel's name.
+    pub tunnel: String,
+    /// This origin's name.
+    pub origin: String,
+    /// Its credential.
+    pub credential: Credential,
+    /// The relay certificate's pins: any one of them is accepted (several while a
+    /// re-issued certificate rolls out).
+    pub pins: Vec<Pin>,
+    /// The relay's profiles (ports, transports, addresses).
+    pub profiles: Vec<Profile>,
+    /// Links wanted per profile, spread over its addresses.
+    pub links: usize,
+}
+
+/// Reverse mode: the spec to rebuild the dialer from, and the dialer.
+struct Dialing {
+    spec: std::sync::Mutex<OriginSpec>,
+    dialer: std::sync::Mutex<Option<Dialer>>,
+}
+
+/// A running origin half.
+pub struct OriginHalf {
+    pub(super) tunnel: String,
+    pub(super) handler: StreamHandler,
+    /// Reverse mode: the dialer to the relay. Direct mode: none (the origin listens).
+    dialing: Option<Dialing>,
+    /// Direct mode: the gates of the profiles' listeners.
+    pub(super) gates: Vec<Gate>,
+    /// Direct mode: the certificate presented to the relay.
+    pub(super) cert: Option<Arc<CertSwap>>,
+    pub(super) links: Arc<AtomicUsize>,
+    /// The whole half.
+    pub(super) stop: Cancel,
+    /// The links of this generation (a child of `stop`; a reset replaces it).
+    pub(super) generation: Arc<std::sync::Mutex<Cancel>>,
+    pub(super) tasks: Tasks,
+}
+
+impl std::fmt::Debug for OriginHalf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OriginHalf")
+            .field("tunnel", &self.tunnel)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every address of every profile, each with its share of the profile's links.
+fn targets(spec: &OriginSpec) -> (Vec<Target>, Vec<usize>) {
+    let name = certificate_name(&spec.tunnel);
+    let mut targets = Vec::new();
+    let mut wanted = Vec::new();
+    for p in &spec.profiles {
+        wanted.extend(spread(spec.links.max(1), p.addresses.len()));
+        targets.extend(p.addresses.iter().map(|a| Target {
+            addr: a.clone(),
+            name: name.clone(),
+            pins: spec.pins.clone(),
+            transport: p.transport.clone(),
+        }));
+    }
+    (targets, wanted)
+}
+
+impl OriginHalf {
+    pub(super) fn empty(tunnel: String, handler: StreamHandler) -> Self {
+        let stop = Cancel::new();
+        Self {
+            tunnel,
+            handler,
+            dialing: None,
+            gates: Vec::new(),
+            cert: None,
+            links: Arc::default(),
+            generation: Arc::new(std::sync::Mutex::new(stop.child_token())),
+            stop,
+            tasks: Tasks::default(),
+        }
+    }
+
+    /// Starts dialing the relay; every stream it opens goes to `handler`.
+    pub fn start(spec: OriginSpec, handler: StreamHandler) -> Self {
+        let mut half = Self::empty(spec.tunnel.clone(), handler);
+        let dialer = half.dial(&spec);
+        half.dialing = Some(Dialing {
+            spec: std::sync::Mutex::new(spec),
+            dialer: std::sync::Mutex::new(Some(dialer)),
+        });
+        half
+    }
+
+    /// Starts a dialer for `spec` whose links belong to the current generation.
+    fn dial(&self, spec: &OriginSpec) -> Dialer {
+        let (targets, wanted) = targets(spec);
+        let hello = Hello {
+            tag: tunnel_tag(&spec.tunnel),
+            origin: spec.origin.clone(),
+            credential: spec.credential.0,
+        };
+        let mut config = DialerConfig::new(targets, hello);
+        config.wanted = wanted;
+        let (dialer, links) = Dialer::start(config);
+        let generation = lock(&self.generation).clone();
+        let (handler, count) = (self.handler.clone(), self.links.clone());
+        self.tasks
+            .spawn(serve_links(links, handler, generation, count));
+        dialer
+    }
+
+    /// Per relay address: wanted and connected links, back-off, last error (reverse
+    /// mode; empty in direct mode, where the relay dials).
+    pub fn status(&self) -> Vec<AddressStatus> {
+        self.dialing
+            .as_ref()
+            .and_then(|d| lock(&d.dialer).as_ref().map(Dialer::status))
+            .unwrap_or_default()
+    }
+
+    /// Refused link attempts per profile (direct mode, where the origin listens).
+    pub fn refusals(&self) -> Vec<Refusals> {
+        self.gates.iter().map(Gate::refusals).collect()
+    }
+
+    /// Links up.
+    pub fn links(&self) -> usize {
+        self.links.load(Ordering::Relaxed)
+    }
+
+    /// Rebuilds the half from its spec: every link drops, and (reverse mode) a fresh
+    /// dialer starts over at once, with no back-off and nothing left of the old one.
+    pub fn reset(&self) {
+        let fresh = self.stop.child_token();
+        std::mem::replace(&mut *lock(&self.generation), fresh).cancel();
+        if let Some(d) = &self.dialing {
+            let spec = lock(&d.spec).clone();
+            let old = lock(&d.dialer).replace(self.dial(&spec));
+            if let Some(old) = old {
+                old.stop();
+            }
+        }
+    }
+
+    /// Reverse mode: new links accept the relay's certificate by any of `pins` from
+    /// now on; links already up stay up. Roll a re-issued certificate (new key
+    /// included) out with both pins, switch the relay, then drop the old pin.
+    pub fn set_pins(&self, pins: Vec<Pin>) {
+        if let Some(d) = &self.dialing {
+            lock(&d.spec).pins.clone_from(&pins);
+            if let Some(dialer) = &*lock(&d.dialer) {
+                dialer.set_pins(pins);
+            }
+        }
+    }
+
+    /// The tunnel's name.
+    pub fn tunnel(&self) -> &str {
+        &self.tunnel
+    }
+
+    /// Stops the half: links close, dialing stops, and (direct mode) the profiles'
+    /// ports are free when this returns.
+    pub async fn stop(&self) {
+        self.stop.cancel();
+        if let Some(d) = &self.dialing
+            && let Some(dialer) = lock(&d.dialer).take()
+        {
+            dialer.stop();
+        }
+        self.tasks.join().await;
+    }
+}
+
+impl Drop for OriginHalf {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Serves the links a dialer makes until its generation ends.
+async fn serve_links(
+    mut links: mpsc::UnboundedReceiver<Link>,
+    handler: StreamHandler,
+    generation: Cancel,
+    count: Arc<AtomicUsize>,
+) {
+    loop {
+        let link = tokio::select! {
+            l = links.recv() => match l { Some(l) => l, None => return },
+            () = generation.cancelled() => return,
+        };
+        serve_origin_link(
+            link.stream,
+            handler.clone(),
+            generation.clone(),
+            count.clone(),
+        );
+    }
+}
