@@ -76,14 +76,15 @@ impl Engine {
             }
             return;
         }
+        if let Some(current) = &self.state.current
+            && (self.in_auto(current) || (self.neighbour.is_some() && self.known(current)))
+        {
+            // Kept: no ranking (an update of a large subscription need not sort it).
+            return;
+        }
         let best = self.state.best(own, 1, &[], now).into_iter().next();
         match self.state.current.clone() {
-            Some(current) => {
-                let kept =
-                    self.in_auto(&current) || (self.neighbour.is_some() && self.known(&current));
-                if kept {
-                    return;
-                }
+            Some(_) => {
                 self.cancel_check();
                 if let Some(best) = best {
                     self.move_to(now, best, SwitchReason::Removed);
