@@ -18,7 +18,7 @@ use ::shadowsocks::relay::udprelay::crypto_io::encrypt_server_payload;
 use ::shadowsocks::relay::udprelay::options::UdpSocketControlData;
 use bytes::{Bytes, BytesMut};
 use std::sync::Mutex;
-use switchyard_proto::shadowsocks::{Header, PacketError, open_chacha};
+use switchyard_proto::shadowsocks::{ClientPacket, Header, PacketError, open_chacha};
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -78,6 +78,28 @@ struct Opened {
     key: Bytes,
     cipher: Arc<UdpCipher>,
     user: Arc<User>,
+}
+
+impl Opened {
+    /// `packet`, opened in the buffer that starts at address `base`, for `user`.
+    fn new(
+        packet: ClientPacket<'_>,
+        base: usize,
+        key: Bytes,
+        cipher: Arc<UdpCipher>,
+        user: Arc<User>,
+    ) -> Self {
+        let at = packet.payload.as_ptr() as usize - base;
+        Self {
+            session_id: packet.session_id,
+            packet_id: packet.packet_id,
+            target: packet.address,
+            payload: at..at + packet.payload.len(),
+            key,
+            cipher,
+            user,
+        }
+    }
 }
 
 /// The current Unix time in seconds, for packets' timestamps.
@@ -199,16 +221,7 @@ impl Inbound {
             let opened = header
                 .open(&cipher, packet, now)
                 .map_err(|e| e.to_string())?;
-            let at = opened.payload.as_ptr() as usize - base;
-            return Ok(Opened {
-                session_id: opened.session_id,
-                packet_id: opened.packet_id,
-                target: opened.address,
-                payload: at..at + opened.payload.len(),
-                key,
-                cipher,
-                user,
-            });
+            return Ok(Opened::new(opened, base, key, cipher, user));
         }
         // No identity header: the key that opens the packet names the user. At most
         // the inbound's users are tried (validation caps them for this method).
@@ -220,16 +233,8 @@ impl Inbound {
             let base = scratch.as_ptr() as usize;
             match open_chacha(cipher, scratch, now) {
                 Ok(opened) => {
-                    let at = opened.payload.as_ptr() as usize - base;
-                    return Ok(Opened {
-                        session_id: opened.session_id,
-                        packet_id: opened.packet_id,
-                        target: opened.address,
-                        payload: at..at + opened.payload.len(),
-                        key: key.clone(),
-                        cipher: cipher.clone(),
-                        user: user.clone(),
-                    });
+                    let (key, cipher, user) = (key.clone(), cipher.clone(), user.clone());
+                    return Ok(Opened::new(opened, base, key, cipher, user));
                 }
                 // Authenticated but malformed: this user's packet, refused by name.
                 Err(e) if e != PacketError::Decrypt => {
