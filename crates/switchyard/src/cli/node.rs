@@ -86,7 +86,22 @@ impl NodeArgs {
     }
 }
 
+/// Warns when others may read the config file: it holds every user's credentials.
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Ok(m) = std::fs::metadata(path)
+        && m.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            "{} can be read by other users and holds credentials: `chmod 600` it",
+            path.display()
+        );
+    }
+}
+
 async fn serve(path: PathBuf) -> anyhow::Result<()> {
+    let file = path.clone();
+    off_workers(move || warn_if_readable_by_others(&file)).await?;
     let file = path.clone();
     let config = match off_workers(move || read(&file)).await?? {
         Ok(c) => c,
