@@ -120,23 +120,23 @@ impl Node {
     async fn save(&self, config: &NodeConfig) {
         let path = self.state_dir.join(LAST_GOOD);
         let text = serde_json::to_string_pretty(config).unwrap_or_default();
-        let result = state::blocking(move || state::write_atomic(&path, text.as_bytes())).await;
+        let result =
+            match state::blocking(move || state::write_atomic(&path, text.as_bytes())).await {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
         let mut saved = lock(&self.saved);
         match result {
-            Ok(Ok(())) => {
+            Ok(()) => {
                 saved.saved_version = Some(config.version);
                 saved.error = None;
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 tracing::error!(
                     version = config.version,
                     "{e}; the config is applied but not kept for a restart"
                 );
-                saved.error = Some(e.to_string());
-                saved.failures += 1;
-            }
-            Err(e) => {
-                saved.error = Some(e.to_string());
+                saved.error = Some(e);
                 saved.failures += 1;
             }
         }
