@@ -2,6 +2,7 @@
 //! owns the shared state, the journal and the control token.
 
 mod apply;
+mod tasks;
 
 pub use apply::SaveStatus;
 
@@ -143,6 +144,8 @@ pub struct Node {
     metrics_without_token: AtomicBool,
     saved: Mutex<SaveStatus>,
     stop: CancellationToken,
+    /// Background tasks started again after a panic.
+    task_restarts: Arc<AtomicU64>,
     started_ms: i64,
 }
 
@@ -206,14 +209,11 @@ impl Node {
             metrics_without_token: AtomicBool::new(false),
             saved: Mutex::new(SaveStatus::default()),
             stop: CancellationToken::new(),
+            task_restarts: Arc::new(AtomicU64::new(0)),
             started_ms: now_ms(),
         });
         node.apply(config).await?;
-        tokio::spawn(Self::sample_throughput(
-            node.shared.clone(),
-            node.stop.clone(),
-        ));
-        tokio::spawn(Self::journal_loop(node.clone()));
+        tasks::start(&node);
         Ok(node)
     }
 
@@ -241,6 +241,12 @@ impl Node {
     /// Whether `GET /metrics` is served without the token (`control.metrics_without_token`).
     pub fn metrics_without_token(&self) -> bool {
         self.metrics_without_token.load(Ordering::Relaxed)
+    }
+
+    /// Background tasks (the journal's flusher, the throughput sampler) started again
+    /// after a panic.
+    pub fn task_restarts(&self) -> u64 {
+        self.task_restarts.load(Ordering::Relaxed)
     }
 
     /// Whether the last good config reached the disk.
@@ -358,46 +364,6 @@ impl Node {
         running.tunnels.clear();
         if let Err(e) = self.flush_journal().await {
             tracing::error!("last journal record: {e}");
-        }
-    }
-
-    async fn sample_throughput(shared: Arc<Shared>, stop: CancellationToken) {
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        let mut last = shared.accounting.node().totals();
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                () = stop.cancelled() => return,
-            }
-            let now = shared.accounting.node().totals();
-            shared.throughput.0.store(now.0 - last.0, Ordering::Relaxed);
-            shared.throughput.1.store(now.1 - last.1, Ordering::Relaxed);
-            last = now;
-        }
-    }
-
-    async fn journal_loop(node: Arc<Self>) {
-        let mut tick = tokio::time::interval(JOURNAL_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut failing = false;
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                () = node.stop.cancelled() => return,
-            }
-            // One line when writes start failing and one when they work again, not
-            // one a second while the disk is full.
-            match node.flush_journal().await {
-                Err(e) if !failing => {
-                    tracing::error!("{e}; counting goes on in memory");
-                    failing = true;
-                }
-                Ok(_) if failing && node.journal_summary().health.error.is_none() => {
-                    tracing::info!("traffic journal: writing again");
-                    failing = false;
-                }
-                _ => {}
-            }
         }
     }
 }

@@ -60,6 +60,10 @@ async fn every_route_wants_the_token_kept_private_in_the_state_directory() {
             );
         }
     }
+    // The scheme's case doesn't matter.
+    let lower = format!("bearer {token}");
+    let (code, _, _) = call_with(&f, "GET", "/v1/status", None, Some(&lower)).await;
+    assert_eq!(code, StatusCode::OK);
     // With the token every route answers (a tunnel this node doesn't have: 404).
     let (code, _) = call(&f, "GET", "/v1/tunnels/eu", None).await;
     assert_eq!(code, StatusCode::NOT_FOUND);

@@ -15,13 +15,15 @@ use switchyard_node::journal::Store;
 
 /// The journal's file on a disk that, while `full` is set, takes half a line and
 /// fails (counting the refusals); while `hang` is set, hangs inside `append` (saying
-/// so in `entered`) until `hang` is cleared, 10 s at most.
+/// so in `entered`) until `hang` is cleared, 10 s at most; while `panic` is set,
+/// panics there.
 #[derive(Debug, Default, Clone)]
 struct Switches {
     full: Arc<AtomicBool>,
     refused: Arc<AtomicU64>,
     hang: Arc<AtomicBool>,
     entered: Arc<AtomicBool>,
+    panic: Arc<AtomicBool>,
 }
 
 #[derive(Debug)]
@@ -55,6 +57,10 @@ impl Store for TestDisk {
         self.inner.load()
     }
     fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        assert!(
+            !self.s.panic.load(Ordering::Relaxed),
+            "the test disk panics"
+        );
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while self.s.hang.load(Ordering::Relaxed) && std::time::Instant::now() < deadline {
             self.s.entered.store(true, Ordering::Relaxed);
@@ -158,4 +164,33 @@ async fn a_hanging_disk_never_stalls_the_control_api() {
     disk.hang.store(false, Ordering::Relaxed);
     flush.await.unwrap().unwrap();
     assert_eq!(json(&f, "/v1/status").await["journal"]["pending"], 1);
+}
+
+/// Waits up to 5 s for `done`.
+async fn until(mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("not reached in 5 s");
+}
+
+#[tokio::test]
+async fn a_flusher_that_panics_is_counted_and_starts_again() {
+    let f = start("protocol = \"vless\"").await;
+    let disk = TestDisk::under(&f);
+    disk.panic.store(true, Ordering::Relaxed);
+    let alice = alice_connection(&f);
+    alice.add(3, 4);
+    until(|| f.node.task_restarts() == 1).await;
+    disk.panic.store(false, Ordering::Relaxed);
+    // The restarted flusher takes the record on its own.
+    until(|| f.node.journal_summary().pending == 1).await;
+    let metrics = call(&f, "GET", "/metrics", None).await.1;
+    assert!(
+        metrics.contains("\nswitchyard_node_task_restarts_total 1\n"),
+        "{metrics}"
+    );
 }

@@ -107,6 +107,12 @@ pub(super) async fn metrics(State(node): State<Arc<Node>>) -> Response {
             health.write_failures,
         ),
         (
+            "switchyard_node_task_restarts_total",
+            "counter",
+            "Background tasks (journal flusher, throughput sampler) started again after a panic.",
+            node.task_restarts(),
+        ),
+        (
             "switchyard_last_good_saved",
             "gauge",
             "1 when the config in force is saved as the last good one, 0 when its save failed.",

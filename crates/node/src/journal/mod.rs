@@ -300,12 +300,32 @@ impl Journal {
 
     /// Records after `cursor` (at most `limit`), and the cursor to acknowledge once
     /// they are stored. Records are handed out only once their number is written
-    /// down; while the disk refuses, only those already written down are.
+    /// down; while the disk refuses, only those already written down are. At most
+    /// half the cap is out unacknowledged at once (records handed out can't be
+    /// merged), so a reader that never acknowledges can't make the journal grow
+    /// without bound: it gets nothing new until it does.
     pub fn read(&mut self, cursor: u64, limit: usize) -> (Vec<Record>, u64) {
+        let handed = self
+            .records
+            .iter()
+            .take_while(|r| r.seq <= self.read_high)
+            .count();
+        let mut room = (self.max_records / 2).saturating_sub(handed);
+        let read_high = self.read_high;
         let mut out: Vec<Record> = self
             .records
             .iter()
             .filter(|r| r.seq > cursor)
+            .take_while(|r| {
+                if r.seq <= read_high {
+                    return true;
+                }
+                if room == 0 {
+                    return false;
+                }
+                room -= 1;
+                true
+            })
             .take(limit)
             .cloned()
             .collect();

@@ -147,11 +147,12 @@ fn numbers_handed_out_before_a_restart_are_never_merged_or_reused() {
             .unwrap();
     }
     // Records the reader holds are as it got them; what it did not get merged.
-    let (all, _) = j.read(0, usize::MAX);
+    let all: Vec<Record> = j.records.iter().cloned().collect();
     assert_eq!(all[..2], given[..]);
     assert_eq!(all.iter().map(|r| r.seq).collect::<Vec<_>>(), [1, 2, 6, 7]);
     assert_eq!(up_of(&all), [1, 1, 22, 10]);
     // Reading after the stored cursor counts every byte once: 1+1 stored, then 32.
+    j.ack(cursor).unwrap();
     let after: u64 = up_of(&j.read(cursor, usize::MAX).0).iter().sum();
     assert_eq!(after, 2 + 30);
 }
@@ -170,11 +171,12 @@ fn unread_records_merge_past_the_cap_and_keep_every_byte() {
     }
     // 4..=11 merged into 4 at the 11th record, then those and 12..=15 into 4 again.
     assert_eq!(j.pending(), 7);
-    let (recs, _) = j.read(0, usize::MAX);
+    let recs: Vec<Record> = j.records.iter().cloned().collect();
     assert_eq!(recs[..3], seen[..]);
     assert_eq!(up_of(&recs).iter().sum::<u64>(), 15);
-    let mut j = Journal::open(dir.path()).unwrap();
-    assert_eq!(up_of(&j.read(0, usize::MAX).0).iter().sum::<u64>(), 15);
+    let j = Journal::open(dir.path()).unwrap();
+    let recs: Vec<Record> = j.records.iter().cloned().collect();
+    assert_eq!(up_of(&recs).iter().sum::<u64>(), 15);
 }
 
 #[test]
@@ -210,4 +212,37 @@ fn a_full_disk_is_reported_counting_goes_on_and_reaches_the_journal_when_space_r
     // The disk holds clean lines only: every byte, once.
     let mut again = Journal::with_store(Box::new(disk.clone()), MAX_RECORDS).unwrap();
     assert_eq!(up_of(&again.read(0, 10).0), [10, 90]);
+}
+
+#[test]
+fn a_reader_that_never_acknowledges_gets_half_the_cap_and_the_journal_stays_bounded() {
+    let mut j = Journal::with_store(Box::new(MemStore::default()), 10).unwrap();
+    for i in 1..=8 {
+        j.flush(&totals(&[("a", i, 0)]), i as i64).unwrap();
+    }
+    let (first, cursor) = j.read(0, 100);
+    assert_eq!(
+        first.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5]
+    );
+    assert_eq!(j.read(cursor, 100), (vec![], 5), "nothing new until an ack");
+    assert_eq!(j.read(0, 100).0, first, "what it has, again");
+    for i in 9..=200 {
+        j.flush(&totals(&[("a", i, 0)]), i as i64).unwrap();
+        assert!(j.pending() <= 10, "{} records at {i}", j.pending());
+    }
+    // Once it acknowledges, it reads the rest, merged: every byte, once.
+    let mut total: u64 = up_of(&first).iter().sum();
+    let mut cursor = cursor;
+    loop {
+        j.ack(cursor).unwrap();
+        let (recs, next) = j.read(cursor, 100);
+        if recs.is_empty() {
+            break;
+        }
+        total += up_of(&recs).iter().sum::<u64>();
+        cursor = next;
+    }
+    assert_eq!(total, 200);
+    assert_eq!(j.pending(), 0);
 }

@@ -120,23 +120,23 @@ impl Node {
     async fn save(&self, config: &NodeConfig) {
         let path = self.state_dir.join(LAST_GOOD);
         let text = serde_json::to_string_pretty(config).unwrap_or_default();
-        let result = state::blocking(move || state::write_atomic(&path, text.as_bytes())).await;
+        let result =
+            match state::blocking(move || state::write_atomic(&path, text.as_bytes())).await {
+                Ok(r) => r.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            };
         let mut saved = lock(&self.saved);
         match result {
-            Ok(Ok(())) => {
+            Ok(()) => {
                 saved.saved_version = Some(config.version);
                 saved.error = None;
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 tracing::error!(
                     version = config.version,
                     "{e}; the config is applied but not kept for a restart"
                 );
-                saved.error = Some(e.to_string());
-                saved.failures += 1;
-            }
-            Err(e) => {
-                saved.error = Some(e.to_string());
+                saved.error = Some(e);
                 saved.failures += 1;
             }
         }
@@ -186,88 +186,8 @@ impl Node {
             bound.push(inbound::bind(ib, tls).await.map_err(inbound_error)?);
         }
 
-        // 2. Tunnel halves. Kept ones (membership changes apply live) swap in a
-        //    re-issued certificate; new ones start now, unless a half that goes holds
-        //    one of their ports; changed ones wait for their old half to stop.
-        let going: Vec<String> = running
-            .tunnels
-            .iter()
-            .filter(
-                |(name, r)| match new.tunnels.iter().find(|t| &&t.name == name) {
-                    None => true,
-                    Some(t) => !(r.config == *t || tunnels::membership_only(&r.config, t)),
-                },
-            )
-            .map(|(name, _)| name.clone())
-            .collect();
-        let held: HashSet<u16> = going
-            .iter()
-            .filter_map(|n| running.tunnels.get(n))
-            .flat_map(|r| r.config.profiles.iter().map(|p| p.port))
-            .collect();
-        let mut started: Vec<tunnels::Running> = Vec::new();
-        let mut deferred: Vec<(&TunnelConfig, tunnels::Prepared)> = Vec::new();
-        let mut kept: Vec<&TunnelConfig> = Vec::new();
-        for t in &new.tunnels {
-            let prepared = files.tunnels.remove(&t.name);
-            if let Some(r) = running.tunnels.get(&t.name)
-                && !going.contains(&t.name)
-            {
-                let refreshed = match prepared {
-                    Some(Ok(p)) => tunnels::refresh_certificate(r, &p),
-                    // The files it serves now, caught half-written by a renewal: keep
-                    // serving what it has rather than refuse the whole change.
-                    Some(Err(problem)) if same_files(&r.config, t) => {
-                        tracing::warn!(tunnel = %t.name, "{problem}; serving the certificate it had");
-                        Ok(())
-                    }
-                    Some(Err(problem)) => Err(problem),
-                    None => Ok(()),
-                };
-                if let Err(problem) = refreshed {
-                    drop_started(started).await;
-                    return Err(tunnel_error(t)(problem));
-                }
-                kept.push(t);
-                continue;
-            }
-            let prepared = match prepared {
-                Some(Err(problem)) => {
-                    drop_started(started).await;
-                    return Err(tunnel_error(t)(problem));
-                }
-                Some(Ok(p)) => p,
-                None => tunnels::Prepared::default(),
-            };
-            if going.contains(&t.name) || t.profiles.iter().any(|p| held.contains(&p.port)) {
-                deferred.push((t, prepared));
-            } else {
-                match self.start_half(t, prepared).await {
-                    Ok(r) => started.push(r),
-                    Err(e) => {
-                        drop_started(started).await;
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        let mut old_halves = Vec::new();
-        for name in &going {
-            if let Some(old) = running.tunnels.remove(name) {
-                old_halves.push(old.config.clone());
-                tunnels::stop(old).await;
-            }
-        }
-        for (t, prepared) in deferred {
-            match self.start_half(t, prepared).await {
-                Ok(r) => started.push(r),
-                Err(e) => {
-                    drop_started(started).await;
-                    self.restore(&mut running, old_halves).await;
-                    return Err(e);
-                }
-            }
-        }
+        // 2. Tunnel halves (see `swap_tunnels`).
+        let (kept, started) = self.swap_tunnels(&mut running, &new, &mut files).await?;
 
         // 3. Nothing can fail from here on.
         for t in kept {
@@ -343,6 +263,99 @@ impl Node {
         self.save(&new).await;
         running.config = new;
         Ok(())
+    }
+
+    /// Tunnel halves: kept ones (membership changes apply live) swap in a re-issued
+    /// certificate; new ones start at once, unless a half that goes holds one of
+    /// their ports; then halves that go or change stop and the rest start. On error
+    /// every half is as it was. Returns the kept configs (their membership still to
+    /// apply) and the halves started.
+    async fn swap_tunnels<'a>(
+        &self,
+        running: &mut Running,
+        new: &'a NodeConfig,
+        files: &mut Files,
+    ) -> Result<(Vec<&'a TunnelConfig>, Vec<tunnels::Running>), ApplyError> {
+        let going: Vec<String> = running
+            .tunnels
+            .iter()
+            .filter(
+                |(name, r)| match new.tunnels.iter().find(|t| &&t.name == name) {
+                    None => true,
+                    Some(t) => !(r.config == *t || tunnels::membership_only(&r.config, t)),
+                },
+            )
+            .map(|(name, _)| name.clone())
+            .collect();
+        let held: HashSet<u16> = going
+            .iter()
+            .filter_map(|n| running.tunnels.get(n))
+            .flat_map(|r| r.config.profiles.iter().map(|p| p.port))
+            .collect();
+        let mut started: Vec<tunnels::Running> = Vec::new();
+        let mut deferred: Vec<(&TunnelConfig, tunnels::Prepared)> = Vec::new();
+        let mut kept: Vec<&TunnelConfig> = Vec::new();
+        for t in &new.tunnels {
+            let prepared = files.tunnels.remove(&t.name);
+            if let Some(r) = running.tunnels.get(&t.name)
+                && !going.contains(&t.name)
+            {
+                let refreshed = match prepared {
+                    Some(Ok(p)) => tunnels::refresh_certificate(r, &p),
+                    // The files it serves now, caught half-written by a renewal: keep
+                    // serving what it has rather than refuse the whole change.
+                    Some(Err(problem)) if same_files(&r.config, t) => {
+                        tracing::warn!(tunnel = %t.name, "{problem}; serving the certificate it had");
+                        Ok(())
+                    }
+                    Some(Err(problem)) => Err(problem),
+                    None => Ok(()),
+                };
+                if let Err(problem) = refreshed {
+                    drop_started(started).await;
+                    return Err(tunnel_error(t)(problem));
+                }
+                kept.push(t);
+                continue;
+            }
+            let prepared = match prepared {
+                Some(Err(problem)) => {
+                    drop_started(started).await;
+                    return Err(tunnel_error(t)(problem));
+                }
+                Some(Ok(p)) => p,
+                None => tunnels::Prepared::default(),
+            };
+            if going.contains(&t.name) || t.profiles.iter().any(|p| held.contains(&p.port)) {
+                deferred.push((t, prepared));
+            } else {
+                match self.start_half(t, prepared).await {
+                    Ok(r) => started.push(r),
+                    Err(e) => {
+                        drop_started(started).await;
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        let mut old_halves = Vec::new();
+        for name in &going {
+            if let Some(old) = running.tunnels.remove(name) {
+                old_halves.push(old.config.clone());
+                tunnels::stop(old).await;
+            }
+        }
+        for (t, prepared) in deferred {
+            match self.start_half(t, prepared).await {
+                Ok(r) => started.push(r),
+                Err(e) => {
+                    drop_started(started).await;
+                    self.restore(running, old_halves).await;
+                    return Err(e);
+                }
+            }
+        }
+        Ok((kept, started))
     }
 
     async fn start_half(

@@ -86,23 +86,42 @@ impl NodeArgs {
     }
 }
 
-async fn serve(path: PathBuf) -> anyhow::Result<()> {
-    let file = path.clone();
-    let config = match off_workers(move || read(&file)).await?? {
-        Ok(c) => c,
+/// Warns when others may read the config file: it holds every user's credentials.
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Ok(m) = std::fs::metadata(path)
+        && m.permissions().mode() & 0o077 != 0
+    {
+        tracing::warn!(
+            "{} can be read by other users and holds credentials: `chmod 600` it",
+            path.display()
+        );
+    }
+}
+
+/// The config to start with: the file, else the last good one kept in its state
+/// directory. Blocks (file reads).
+fn initial(path: &Path) -> anyhow::Result<NodeConfig> {
+    warn_if_readable_by_others(path);
+    match read(path)? {
+        Ok(c) => Ok(c),
         Err(bad) => {
             // The file is broken: serve the last good config if there is one.
-            let dir = NodeConfig::default_state_dir_of(&path);
-            let at = dir.clone();
-            match off_workers(move || Node::last_good(&at)).await? {
+            let dir = NodeConfig::default_state_dir_of(path);
+            match Node::last_good(&dir) {
                 Some(good) => {
                     tracing::error!("{bad}; serving the last good config from {}", dir.display());
-                    good
+                    Ok(good)
                 }
-                None => return Err(bad.into()),
+                None => Err(bad.into()),
             }
         }
-    };
+    }
+}
+
+async fn serve(path: PathBuf) -> anyhow::Result<()> {
+    let file = path.clone();
+    let config = off_workers(move || initial(&file)).await??;
     let control_addr = config.control.listen;
     let token_file = config
         .node

@@ -200,15 +200,9 @@ impl Init {
     }
 }
 
-/// Writes a file only its owner can read (keys, credentials).
+/// Writes a file only its owner can read (keys, credentials): `0600` even when an
+/// older, wider file was there, replaced atomically and synced.
 fn write_private(path: &std::path::Path, data: &[u8]) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    std::io::Write::write_all(&mut f, data).with_context(|| format!("writing {}", path.display()))
+    switchyard_node::state::write_atomic(path, data)
+        .with_context(|| format!("writing {}", path.display()))
 }
