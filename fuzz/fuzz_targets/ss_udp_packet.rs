@@ -5,7 +5,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use switchyard_proto::shadowsocks::{Header, Method, Sealing, open_chacha, parse_body};
+use switchyard_proto::shadowsocks::{
+    Header, Method, PacketError, Sealing, open_chacha, parse_body,
+};
 
 const NOW: u64 = 1_764_000_000;
 const PSK: [u8; 32] = [9; 32];
@@ -32,16 +34,20 @@ fuzz_target!(|data: &[u8]| {
         let mut packet = Vec::new();
         sealing.seal_body(&body, &mut packet).unwrap();
         let opened = if method.has_identity() {
-            let header = Header::read(method, &PSK, &packet, true).unwrap();
-            header
-                .open(&method.cipher(&USER, header.session_id), &mut packet, NOW)
-                .map(|p| (p.address, p.payload.to_vec()))
+            Header::read(method, &PSK, &packet, true).and_then(|header| {
+                header
+                    .open(&method.cipher(&USER, header.session_id), &mut packet, NOW)
+                    .map(|p| (p.address, p.payload.to_vec()))
+            })
         } else {
             open_chacha(&method.cipher(&USER, 0), &mut packet, NOW)
                 .map(|p| (p.address, p.payload.to_vec()))
         };
         match (&expected, opened) {
             (Ok(want), Ok(got)) => assert_eq!(want, &got),
+            // A body shorter than its fixed part makes a packet shorter than the
+            // smallest: both say "too short", with their own lengths.
+            (Err(PacketError::TooShort { .. }), Err(PacketError::TooShort { .. })) => {}
             (Err(want), Err(got)) => assert_eq!(want, &got),
             (want, got) => panic!("{method:?}: parse_body {want:?}, opened {got:?}"),
         }

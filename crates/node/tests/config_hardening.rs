@@ -52,3 +52,16 @@ fn a_chacha_inbound_serves_at_most_the_capped_number_of_users() {
         "{err}"
     );
 }
+
+/// A config holding the placeholder that reads show for secrets is refused wherever it
+/// comes from (a file, a reload), naming the field.
+#[test]
+fn a_config_with_a_redacted_secret_is_refused_from_a_file_too() {
+    let err = NodeConfig::from_toml("[[users]]\nname = \"alice\"\nvless = \"<redacted>\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("users[0].vless") && err.contains("<redacted>"),
+        "{err}"
+    );
+}

@@ -95,6 +95,17 @@ fn tag_ok(tag: &str) -> bool {
 impl NodeConfig {
     /// Checks the whole config; the first problem found is returned, naming its field.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        // A config read back from the control API and sent (or saved) unfilled: from
+        // the API, a file or a reload alike.
+        if let Some(field) = self.redacted_field() {
+            return Err(invalid(
+                field,
+                format!(
+                    "holds {:?}, what reads show in place of a secret; send the real value",
+                    super::REDACTED
+                ),
+            ));
+        }
         let n = &self.node;
         if !(1..=300).contains(&n.handshake_timeout_s) {
             return Err(invalid(
