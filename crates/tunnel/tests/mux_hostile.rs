@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use switchyard_proto::Address;
 use switchyard_tunnel::frame::{Kind, Network, Open, ResetReason};
-use switchyard_tunnel::mux::{Mux, MuxConfig, MuxError, Side};
+use switchyard_tunnel::mux::{Mux, MuxConfig, MuxError, ProtocolError, Side};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
 use tokio::time::Instant;
 
@@ -282,4 +282,57 @@ async fn a_blackholed_link_is_dropped_within_ten_seconds() {
     // The stuck transport is let go soon after, though its writes never finish.
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(dropped.load(Ordering::SeqCst));
+}
+
+#[tokio::test]
+async fn a_udp_stream_queues_at_most_1024_unread_datagrams() {
+    let (_h, mut incoming, mut raw) = link(Side::Acceptor, MuxConfig::default());
+    raw.send(Kind::Open, 1, &payload(&open(Network::Udp, ip(53))))
+        .await;
+    let (_, udp) = incoming.next().await.unwrap();
+    // 3000 empty datagrams: 7 bytes of address each, far inside the window.
+    let mut datagram = Vec::new();
+    ip(53).encode_socks(&mut datagram);
+    for _ in 0..3000 {
+        raw.send(Kind::Data, 1, &datagram).await;
+    }
+    raw.send(Kind::Fin, 1, &[]).await;
+    // Its Pong says every frame before it was handled.
+    raw.send(Kind::Ping, 0, &5u64.to_be_bytes()).await;
+    while let Some((kind, _, payload)) = raw.next().await {
+        if kind == Kind::Pong && payload == 5u64.to_be_bytes() {
+            break;
+        }
+    }
+    let mut n = 0;
+    while udp.recv_from().await.is_ok() {
+        n += 1;
+    }
+    assert_eq!(n, 1024);
+}
+
+#[tokio::test]
+async fn a_peer_that_sends_and_never_reads_loses_its_link() {
+    let (h, _incoming, raw) = link(Side::Acceptor, MuxConfig::default());
+    // Each bad Open makes us queue a 9-byte Reset the peer never reads.
+    let mut flood = Vec::new();
+    for id in 0..600_000u32 {
+        switchyard_tunnel::frame::Frame {
+            kind: Kind::Open,
+            flags: 0,
+            stream: 2 * id + 1,
+            payload: &[9],
+        }
+        .encode(&mut flood);
+    }
+    let mut io = raw.io;
+    let writer = tokio::spawn(async move {
+        let _ = io.write_all(&flood).await;
+        io
+    });
+    assert!(matches!(
+        h.closed().await,
+        MuxError::Protocol(ProtocolError::NotReading(_))
+    ));
+    drop(writer);
 }

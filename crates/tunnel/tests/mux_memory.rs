@@ -1,4 +1,5 @@
-//! What an idle stream costs: heap bytes counted by a wrapping allocator.
+//! What streams cost: heap bytes counted by a wrapping allocator. An idle stream holds
+//! no buffers; a window's worth of one-byte frames costs about the window.
 #![allow(unsafe_code)] // The counting allocator only forwards to the system one.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -6,8 +7,16 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use switchyard_proto::Address;
-use switchyard_tunnel::frame::{Network, Open};
-use switchyard_tunnel::mux::{Mux, MuxConfig, Side};
+use switchyard_tunnel::frame::{Frame, Kind, Network, Open};
+use switchyard_tunnel::mux::{INITIAL_WINDOW, Mux, MuxConfig, Side};
+use tokio::io::AsyncWriteExt;
+
+#[path = "raw_support.rs"]
+mod raw_support;
+use raw_support::link;
+
+/// The tests measure the one heap: one at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Counting;
 
@@ -33,6 +42,7 @@ static ALLOC: Counting = Counting;
 
 #[tokio::test]
 async fn ten_thousand_idle_streams_cost_little() {
+    let _one = ONE_AT_A_TIME.lock().await;
     const STREAMS: usize = 10_000;
     let config = MuxConfig {
         max_streams: STREAMS,
@@ -63,4 +73,43 @@ async fn ten_thousand_idle_streams_cost_little() {
         "{per_stream} bytes per idle stream"
     );
     assert_eq!(ha.open_streams(), STREAMS);
+}
+
+#[tokio::test]
+async fn a_window_of_one_byte_frames_costs_about_the_window() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (_h, mut incoming, mut raw) = link(Side::Acceptor, MuxConfig::default());
+    let mut p = Vec::new();
+    Open {
+        network: Network::Tcp,
+        user: "u".into(),
+        destination: Address::Ip(SocketAddr::from(([192, 0, 2, 1], 80))),
+    }
+    .encode(&mut p);
+    raw.send(Kind::Open, 1, &p).await;
+    // Nobody reads the stream.
+    let (_, _unread) = incoming.next().await.unwrap();
+    let mut frames = Vec::new();
+    for _ in 0..INITIAL_WINDOW {
+        Frame {
+            kind: Kind::Data,
+            flags: 0,
+            stream: 1,
+            payload: &[7],
+        }
+        .encode(&mut frames);
+    }
+    let before = LIVE.load(Ordering::Relaxed);
+    raw.io.write_all(&frames).await.unwrap();
+    // A Ping behind them: its Pong says every frame was handled.
+    raw.send(Kind::Ping, 0, &9u64.to_be_bytes()).await;
+    while let Some((kind, _, payload)) = raw.next().await {
+        if kind == Kind::Pong && payload == 9u64.to_be_bytes() {
+            break;
+        }
+    }
+    let held = LIVE.load(Ordering::Relaxed) - before;
+    println!("{held} bytes held for {INITIAL_WINDOW} unread one-byte frames");
+    assert!(held <= 2 * INITIAL_WINDOW as isize, "{held} bytes");
+    drop(frames);
 }

@@ -44,7 +44,7 @@ pub(crate) struct Init {
     /// `tls:7443`.
     #[arg(long = "profile")]
     profiles: Vec<String>,
-    /// Links per origin per profile address.
+    /// Links per origin per profile (spread over the profile's addresses).
     #[arg(long, default_value_t = 4)]
     links: usize,
     /// Where to write the files.

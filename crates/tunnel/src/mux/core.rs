@@ -20,6 +20,16 @@ use crate::frame::{
 /// Control frames waiting to be sent beyond this are a peer's abuse (pings we must
 /// answer while it does not read): further `Pong`s are dropped.
 const CONTROL_LIMIT: usize = 256 * 1024;
+/// Control frames the peer's own frames make us queue (a `Reset` for each refused
+/// `Open`, for instance) beyond this mean it sends and never reads: the link is
+/// closed. 4 MiB: above anything this side queues by itself (an `Open` for each of
+/// 4096 streams is about 2 MiB).
+const CONTROL_BACKLOG: usize = 4 * 1024 * 1024;
+/// Datagrams queued unread on one UDP stream at most; more are dropped (their window
+/// given back), as a full socket buffer would drop them. Bounds what tiny datagrams
+/// cost beyond their bytes; ordinary ones (over 256 bytes) meet the initial window
+/// first.
+const UDP_QUEUE: usize = 1024;
 /// A round-trip sample older than this is refreshed with a `Ping` when a stream grants.
 const RTT_REFRESH: Duration = Duration::from_secs(2);
 
@@ -183,8 +193,11 @@ impl Core {
                 Ok(Some((frame, used))) => {
                     at += used;
                     self.last_rx = now;
+                    let queued = self.control.len();
                     if let Err(e) = self.handle_frame(frame, now) {
                         self.close(e.into());
+                    } else if self.control.len() > queued.max(CONTROL_BACKLOG) {
+                        self.close(ProtocolError::NotReading(self.control.len()).into());
                     }
                 }
                 Ok(None) => break,
@@ -296,9 +309,27 @@ impl Core {
             self.fail_stream(id, ResetReason::Malformed);
             return Ok(());
         }
-        if !s.dropped && !payload.is_empty() {
-            s.chunks.push_back(payload.to_vec());
+        let grant = if s.dropped || payload.is_empty() {
+            None
+        } else if s.network == Network::Udp && s.chunks.len() >= UDP_QUEUE {
+            // Dropped unread: its window comes back.
+            s.recv.on_drop(n)
+        } else {
+            match s.chunks.back_mut() {
+                // Small frames fill the last chunk: a window of one-byte frames costs
+                // about the window, not a chunk per byte.
+                Some(last)
+                    if s.network == Network::Tcp && last.len() + payload.len() <= MAX_PAYLOAD =>
+                {
+                    last.extend_from_slice(payload);
+                }
+                _ => s.chunks.push_back(payload.to_vec()),
+            }
             s.wake_read();
+            None
+        };
+        if let Some(grant) = grant {
+            self.push_control(Kind::Window, id, &grant.to_be_bytes());
         }
         self.bytes += u64::from(n);
         Ok(())

@@ -119,6 +119,10 @@ pub enum ProtocolError {
     /// `Data` after the peer's own `Fin` or `Reset`.
     #[error("stream {0}: Data after the peer finished it")]
     DataAfterFin(u32),
+    /// The peer's frames made us queue this many bytes of control frames (a `Reset`
+    /// for every refused `Open`, say) while it read none of them.
+    #[error("the peer sends but does not read: {0} bytes of control frames queued")]
+    NotReading(usize),
     /// A UDP stream's `Data` that is not one datagram (reported by
     /// [`MuxStream::recv_from`](super::MuxStream::recv_from) only; on the link such a
     /// datagram resets its stream, never the link).

@@ -58,6 +58,18 @@ impl RecvWindow {
         }
     }
 
+    /// Accounts for `n` received bytes the application will never read (a dropped
+    /// datagram): they are granted back with the next grant, or now if that is due.
+    pub(crate) fn on_drop(&mut self, n: u32) -> Option<u32> {
+        self.consumed = self.consumed.saturating_add(n);
+        if self.consumed < self.window / 2 {
+            return None;
+        }
+        let grant = std::mem::take(&mut self.consumed);
+        self.credit = self.credit.saturating_add(grant);
+        Some(grant)
+    }
+
     /// Accounts for `n` bytes read by the application at `now`; returns the increment
     /// to grant, if it is time to grant. `rtt` is the link's latest round-trip sample.
     pub(crate) fn on_read(

@@ -23,6 +23,11 @@
 //!   [`MAX_PAYLOAD`](crate::frame::MAX_PAYLOAD), a stream's send queue bounded (writes
 //!   wait), and a peer that does not read makes our writes wait on the transport. An
 //!   idle stream holds no buffers.
+//! - **Hostile peers**: a malformed `Open` or datagram resets its stream only; small
+//!   frames are gathered into the stream's last receive chunk, and a UDP stream
+//!   queues at most 1024 unread datagrams, so memory follows the windows whatever the
+//!   frame sizes; a peer whose frames make us queue over 4 MiB of control frames
+//!   while it reads none of them loses the link.
 //! - **Liveness**: a link is pinged after [`MuxConfig::keepalive`] without a frame and
 //!   closed after [`MuxConfig::idle_timeout`].
 //! - **UDP** streams carry one datagram per `Data` frame, under the same window; a
