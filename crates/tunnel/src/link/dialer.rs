@@ -9,13 +9,10 @@
 use std::collections::hash_map::RandomState;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
-use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -23,6 +20,7 @@ use tokio::time::Instant;
 use super::handshake::{HANDSHAKE_DEADLINE, HandshakeError, send_hello};
 use super::pin::Pin as CertPin;
 use super::schedule::Schedule;
+use super::tracked::{Lease, Tracked};
 use super::transport::{ConnectError, LinkStream, Target, connect};
 use crate::frame::Hello;
 
@@ -340,63 +338,6 @@ async fn run(mut a: Address) {
             }
             Ok(()) = a.reset.changed() => lock(&a.schedule).reset(),
         }
-    }
-}
-
-/// Tells the dialer a link ended when its stream is dropped.
-struct Lease {
-    id: u64,
-    ended: mpsc::UnboundedSender<u64>,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let _ = self.ended.send(self.id);
-    }
-}
-
-struct Tracked {
-    inner: LinkStream,
-    _lease: Lease,
-}
-
-impl AsyncRead for Tracked {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl AsyncWrite for Tracked {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
     }
 }
 

@@ -23,6 +23,7 @@ pub mod handshake;
 pub mod listener;
 pub mod pin;
 pub mod schedule;
+mod tracked;
 pub mod transport;
 
 pub use cert::{IssuedCert, issue};

@@ -30,8 +30,6 @@ const CONTROL_BACKLOG: usize = 4 * 1024 * 1024;
 /// cost beyond their bytes; ordinary ones (over 256 bytes) meet the initial window
 /// first.
 const UDP_QUEUE: usize = 1024;
-/// A round-trip sample older than this is refreshed with a `Ping` when a stream grants.
-const RTT_REFRESH: Duration = Duration::from_secs(2);
 
 /// One link's state.
 #[derive(Debug)]
@@ -51,14 +49,14 @@ pub(crate) struct Core {
     incoming_waker: Option<Waker>,
     incoming_alive: bool,
     pub(super) handles: usize,
-    writer: Option<Waker>,
-    closed: Option<MuxError>,
+    pub(super) writer: Option<Waker>,
+    pub(super) closed: Option<MuxError>,
     going_away: bool,
     pub(super) bytes: u64,
-    last_rx: Instant,
-    last_ping: Instant,
-    ping_seq: u64,
-    ping_out: Option<(u64, Instant)>,
+    pub(super) last_rx: Instant,
+    pub(super) last_ping: Instant,
+    pub(super) ping_seq: u64,
+    pub(super) ping_out: Option<(u64, Instant)>,
     pub(super) rtt: Option<(Duration, Instant)>,
 }
 
@@ -357,72 +355,6 @@ impl Core {
         (id % 2 == 1) == (self.side == Side::Opener)
     }
 
-    /// Appends the bytes to send next to `out`: all control frames, then one frame
-    /// per stream in round-robin order until `out` holds `limit` bytes.
-    pub(crate) fn poll_transmit(&mut self, out: &mut Vec<u8>, limit: usize) {
-        out.append(&mut self.control);
-        while out.len() < limit {
-            let Some(id) = self.ring.pop_front() else {
-                break;
-            };
-            let Some(s) = self.streams.get_mut(&id) else {
-                continue;
-            };
-            s.in_ring = false;
-            let Some(frame) = s.queue.pop_front() else {
-                continue;
-            };
-            s.queued_bytes -= frame.len();
-            out.extend_from_slice(&frame);
-            if s.queue.is_empty() {
-                self.maybe_remove(id);
-            } else {
-                s.in_ring = true;
-                self.ring.push_back(id);
-            }
-            if let Some(s) = self.streams.get_mut(&id) {
-                s.wake_write_if_room();
-            }
-        }
-    }
-
-    /// Whether there is anything to send.
-    pub(crate) fn has_transmit(&self) -> bool {
-        !self.control.is_empty() || !self.ring.is_empty()
-    }
-
-    /// Registers the writer task's waker.
-    pub(crate) fn set_writer(&mut self, waker: &Waker) {
-        self.writer = Some(waker.clone());
-    }
-
-    pub(super) fn wake_writer(&mut self) {
-        if let Some(w) = self.writer.take() {
-            w.wake();
-        }
-    }
-
-    pub(super) fn push_control(&mut self, kind: Kind, stream: u32, payload: &[u8]) {
-        Frame {
-            kind,
-            flags: 0,
-            stream,
-            payload,
-        }
-        .encode(&mut self.control);
-        self.wake_writer();
-    }
-
-    pub(super) fn schedule(&mut self, id: u32) {
-        if let Some(s) = self.streams.get_mut(&id)
-            && !s.in_ring
-        {
-            s.in_ring = true;
-            self.ring.push_back(id);
-        }
-        self.wake_writer();
-    }
-
     /// Forgets the stream and tells the peer, unless the peer already reset it.
     pub(super) fn abort(&mut self, id: u32, reason: ResetReason) {
         if let Some(s) = self.streams.remove(&id)
@@ -452,46 +384,6 @@ impl Core {
             .is_some_and(|s| s.dropped && (s.queue.is_empty() || s.reset_received.is_some()))
         {
             self.streams.remove(&id);
-        }
-    }
-
-    /// Sends a `Ping`; its `Pong` gives a round-trip sample.
-    pub(super) fn ping(&mut self, now: Instant) {
-        self.ping_seq += 1;
-        self.ping_out = Some((self.ping_seq, now));
-        self.last_ping = now;
-        self.push_control(Kind::Ping, 0, &self.ping_seq.to_be_bytes());
-    }
-
-    /// Refreshes a stale round-trip sample.
-    pub(super) fn refresh_rtt(&mut self, now: Instant) {
-        let stale = self
-            .rtt
-            .is_none_or(|(_, at)| now.saturating_duration_since(at) > RTT_REFRESH);
-        if stale && self.ping_out.is_none() {
-            self.ping(now);
-        }
-    }
-
-    /// When [`handle_timeout`](Self::handle_timeout) must run next.
-    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        if self.closed.is_some() {
-            return None;
-        }
-        let dead = self.last_rx + self.config.idle_timeout;
-        let ping = self.last_rx.max(self.last_ping) + self.config.keepalive;
-        Some(dead.min(ping))
-    }
-
-    /// Pings an idle link and closes a dead one.
-    pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        if self.closed.is_some() {
-            return;
-        }
-        if now >= self.last_rx + self.config.idle_timeout {
-            self.close(MuxError::Timeout(self.config.idle_timeout));
-        } else if now >= self.last_rx.max(self.last_ping) + self.config.keepalive {
-            self.ping(now);
         }
     }
 }

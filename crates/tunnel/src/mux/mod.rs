@@ -41,8 +41,10 @@ mod driver;
 mod error;
 mod flow;
 mod handle;
+mod liveness;
 mod stream;
 mod stream_state;
+mod transmit;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,81 @@
+//! The tunnel half's config: pin and host lists next to the single values, per-user
+//! bounds with their defaults, and errors that name the field.
+
+use switchyard_node::NodeConfig;
+
+const CRED: &str = "1111111111111111111111111111111111111111111111111111111111111111";
+
+fn pin(b: &str) -> String {
+    format!("key:{}", b.repeat(32))
+}
+
+fn direct_relay(relay: &str, origin: &str) -> String {
+    format!(
+        "[[tunnels]]\nname = \"t\"\nmode = \"direct\"\n[[tunnels.profiles]]\nport = 7443\n[tunnels.relay]\n{relay}[[tunnels.relay.origins]]\nname = \"o\"\ncredential = \"{CRED}\"\n{origin}"
+    )
+}
+
+fn reverse_origin(pins: &str) -> String {
+    format!(
+        "[[tunnels]]\nname = \"t\"\n[[tunnels.profiles]]\nport = 7443\naddresses = [\"r:7443\"]\n[tunnels.origin]\nname = \"o\"\ncredential = \"{CRED}\"\n{pins}"
+    )
+}
+
+fn err(text: &str) -> String {
+    NodeConfig::from_toml(text).unwrap_err().to_string()
+}
+
+#[test]
+fn lists_of_pins_and_hosts_are_taken_next_to_the_single_values() {
+    let c = NodeConfig::from_toml(&direct_relay(
+        &format!("pins = [\"{}\", \"{}\"]\n", pin("aa"), pin("bb")),
+        "hosts = [\"o.example\", \"2001:db8::1\"]\n",
+    ))
+    .unwrap();
+    let t = &c.tunnels[0];
+    let relay = t.relay.as_ref().unwrap();
+    assert_eq!(relay.all_pins(), [pin("aa"), pin("bb")]);
+    assert_eq!(relay.origins[0].all_hosts(), ["o.example", "2001:db8::1"]);
+    assert_eq!(
+        (t.links, relay.max_streams_per_user, relay.max_udp_per_user),
+        (4, 1024, 256)
+    );
+    let c = NodeConfig::from_toml(&reverse_origin(&format!(
+        "pin = \"{}\"\npins = [\"{}\"]\n",
+        pin("aa"),
+        pin("bb")
+    )))
+    .unwrap();
+    let origin = c.tunnels[0].origin.as_ref().unwrap();
+    assert_eq!(origin.all_pins(), [pin("aa"), pin("bb")]);
+}
+
+#[test]
+fn each_tunnel_problem_names_its_field() {
+    let p = format!("pin = \"{}\"\n", pin("aa"));
+    let host = "host = \"o.example\"\n";
+    let cases = [
+        (
+            direct_relay(&format!("{p}max_streams_per_user = 0\n"), host),
+            "tunnels[0].relay.max_streams_per_user:",
+        ),
+        (
+            direct_relay(&format!("{p}max_udp_per_user = 0\n"), host),
+            "tunnels[0].relay.max_udp_per_user:",
+        ),
+        (direct_relay(&p, ""), "tunnels[0].relay.origins[0].host:"),
+        (
+            direct_relay(&format!("pins = [\"{}\", \"nope\"]\n", pin("aa")), host),
+            "tunnels[0].relay.pin:",
+        ),
+        (reverse_origin(""), "tunnels[0].origin.pin:"),
+        (
+            reverse_origin(&format!("pins = [\"{}\", \"cert:zz\"]\n", pin("aa"))),
+            "tunnels[0].origin.pin:",
+        ),
+    ];
+    for (text, field) in cases {
+        let e = err(&text);
+        assert!(e.starts_with(field), "{field}: got {e:?} for\n{text}");
+    }
+}
