@@ -334,3 +334,60 @@ async fn replay_state_survives_a_rebuild_of_the_inbound() {
         "rebuilt inbound serves"
     );
 }
+
+/// The TCP salt filter outlives a rebuild of the inbound: a connection's first bytes,
+/// replayed after the rebuild, are held and reach nothing; a fresh connection works.
+#[tokio::test]
+async fn a_tcp_replay_after_a_rebuild_is_refused() {
+    use shadowsocks::config::{ServerConfig, ServerType};
+    use shadowsocks::context::Context;
+    use shadowsocks::crypto::CipherKind;
+    use shadowsocks::relay::socks5::Address as SsAddress;
+    use shadowsocks::relay::tcprelay::ProxyClientStream;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    let f = start_ss(AES_256).await;
+    // A real client's first bytes: salt, identity header, request and an HTTP GET.
+    let password = format!("{SERVER_KEY_32}:{ALICE_KEY_32}");
+    let server =
+        ServerConfig::new(f.addr(), password, CipherKind::AEAD2022_BLAKE3_AES_256_GCM).unwrap();
+    let (ours, mut wire) = tokio::io::duplex(64 * 1024);
+    let context = Context::new_shared(ServerType::Local);
+    let mut client = ProxyClientStream::from_stream(
+        context,
+        ours,
+        &server,
+        SsAddress::SocketAddress(f.http.addr()),
+    );
+    client
+        .write_all(b"GET /bytes/10 HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    client.flush().await.unwrap();
+    let mut first = vec![0u8; 64 * 1024];
+    let n = wire.read(&mut first).await.unwrap();
+    first.truncate(n);
+
+    let send = |bytes: Vec<u8>| {
+        let addr = f.addr();
+        async move {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(&bytes).await.unwrap();
+            let mut answer = [0u8; 16];
+            tokio::time::timeout(Duration::from_millis(1500), s.read(&mut answer))
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or(0)
+        }
+    };
+    assert!(send(first.clone()).await > 0, "the first use is answered");
+    assert_eq!(f.http.requests(), 1);
+    let mut config = f.node.config().await;
+    config.inbounds[0].listen = "0.0.0.0".parse().unwrap();
+    config.version += 1;
+    f.node.apply(config).await.unwrap();
+    assert_eq!(send(first).await, 0, "the replay is answered");
+    assert_eq!(f.http.requests(), 1, "the replay reached the destination");
+}
