@@ -75,6 +75,8 @@ pub struct Runtime {
     pub idle_timeout: Duration,
     /// How long a failed authentication without fallback is held.
     pub unauthenticated_hold: Duration,
+    /// Connections of an inbound in their handshake at once, in total and per source.
+    pub max_unauthenticated: (usize, usize),
     /// Relay halves by tunnel tag: where routes into tunnels open their streams.
     pub relays: HashMap<String, Arc<switchyard_tunnel::half::RelayHalf>>,
     /// The control API's address (`control.listen`): no user's connection may reach
@@ -94,6 +96,10 @@ impl Runtime {
             handshake_timeout: Duration::from_secs(c.node.handshake_timeout_s),
             idle_timeout: Duration::from_secs(c.node.idle_timeout_s),
             unauthenticated_hold: Duration::from_secs(c.node.unauthenticated_hold_s),
+            max_unauthenticated: (
+                c.node.max_unauthenticated,
+                c.node.max_unauthenticated_per_source,
+            ),
             control: c.control.listen,
         }
     }

@@ -483,4 +483,42 @@ mod tests {
             Ok(Plan::Direct(_))
         ));
     }
+
+    /// A listener whose accept queue is full: the kernel drops further SYNs, so a
+    /// connect to it hangs like one to a blackholed address. Keep the returned pair.
+    async fn blackholed() -> (tokio::net::TcpListener, TcpStream, SocketAddr) {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(0).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let queued = TcpStream::connect(addr).await.unwrap();
+        (listener, queued, addr)
+    }
+
+    /// Each address gets 4 s, all of them 10 s together (paused time: exact).
+    #[tokio::test(start_paused = true)]
+    async fn a_connect_is_bounded_per_address_and_in_total() {
+        let (_l, _q, dead) = blackholed().await;
+        let live = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let dest = ip("127.0.0.1:1");
+        let started = tokio::time::Instant::now();
+        let to = [dead, live.local_addr().unwrap()];
+        Dialer::connect_to(&dest, &to).await.unwrap();
+        assert_eq!(
+            started.elapsed(),
+            ATTEMPT_TIMEOUT,
+            "the next address after 4 s"
+        );
+        let started = tokio::time::Instant::now();
+        let err = Dialer::connect_to(&dest, &[dead; 3]).await.unwrap_err();
+        assert_eq!(
+            started.elapsed(),
+            CONNECT_TIMEOUT,
+            "three dead addresses: 10 s, not 12"
+        );
+        assert!(
+            matches!(err, DialError::Connect(_, ref e) if e.kind() == io::ErrorKind::TimedOut),
+            "{err}"
+        );
+    }
 }

@@ -264,21 +264,21 @@ async fn a_cut_short_header_goes_to_the_fallback_with_its_bytes() {
     assert_eq!(&answer, b"site");
 }
 
-/// One source holding idle sockets can't fill the inbound's handshake slots: past 64
-/// from one address, new connections from it are closed at once; other addresses are
+/// One source holding idle sockets can't fill the inbound's handshake slots: past 256
+/// (the default) from one address, new connections from it are closed at once; other addresses are
 /// served as usual, and the same one is again once the idle sockets are closed at the
 /// handshake deadline (3 s in the fixture).
 #[tokio::test]
 async fn idle_sockets_from_one_source_do_not_starve_the_rest() {
     let f = start("protocol = \"vless\"").await;
     let mut idle = Vec::new();
-    for _ in 0..64 {
+    for _ in 0..256 {
         idle.push(connect_from("127.0.0.1", &f).await);
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut over = connect_from("127.0.0.1", &f).await;
     let got = read_for(&mut over, Duration::from_millis(1000)).await;
-    assert_eq!(got, Some(Vec::new()), "the 65th is closed at once");
+    assert_eq!(got, Some(Vec::new()), "the 257th is closed at once");
     let mut other = vless_from("127.0.0.2", &f, ALICE_UUID).await;
     let mut head = [0u8; 2];
     other.read_exact(&mut head).await.unwrap();
@@ -323,4 +323,26 @@ async fn a_user_holds_at_most_256_udp_associations() {
     let mut head = [0u8; 2];
     again.read_exact(&mut head).await.unwrap();
     assert_eq!(head, [0, 0]);
+}
+
+/// A fallback that never answers (its SYNs vanish) is given 5 s, then the prober is
+/// held like any other: the connection does not hang on the kernel's SYN retries.
+#[tokio::test]
+async fn a_fallback_that_never_answers_is_given_up_after_5_s() {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let full = socket.listen(0).unwrap();
+    let site = full.local_addr().unwrap();
+    let _queued = TcpStream::connect(site).await.unwrap();
+    let f = start(&format!("protocol = \"vless\"\nfallback = \"{site}\"")).await;
+    let started = tokio::time::Instant::now();
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    let got = read_for(&mut s, Duration::from_secs(15)).await;
+    assert_eq!(got, Some(Vec::new()), "closed without a byte");
+    let after = started.elapsed();
+    assert!(
+        (Duration::from_millis(4900)..Duration::from_secs(8)).contains(&after),
+        "closed after {after:?}"
+    );
 }

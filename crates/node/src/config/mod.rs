@@ -70,6 +70,14 @@ pub struct NodeSettings {
     /// A connection that fails authentication and has no fallback is held this many
     /// seconds, then closed without a word, so probers learn nothing from timing.
     pub unauthenticated_hold_s: u64,
+    /// Connections of one inbound that may be in their handshake (or held after a
+    /// failed one) at once; past it new connections are closed at once. 4096: real
+    /// handshakes take milliseconds, so only a flood reaches it.
+    pub max_unauthenticated: usize,
+    /// Of those, from one source address. 256: one phone opening a page's worth of
+    /// connections over a slow link, or many users behind one CGNAT address, stay well
+    /// inside it; one prober holding idle sockets takes at most a sixteenth.
+    pub max_unauthenticated_per_source: usize,
 }
 
 impl Default for NodeSettings {
@@ -80,6 +88,8 @@ impl Default for NodeSettings {
             handshake_timeout_s: 10,
             idle_timeout_s: 300,
             unauthenticated_hold_s: 30,
+            max_unauthenticated: 4096,
+            max_unauthenticated_per_source: 256,
         }
     }
 }

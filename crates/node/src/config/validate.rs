@@ -119,6 +119,15 @@ impl NodeConfig {
                 "must be 10 to 86400 seconds",
             ));
         }
+        if n.max_unauthenticated == 0 {
+            return Err(invalid("node.max_unauthenticated", "must be at least 1"));
+        }
+        if !(1..=n.max_unauthenticated).contains(&n.max_unauthenticated_per_source) {
+            return Err(invalid(
+                "node.max_unauthenticated_per_source",
+                "must be 1 to node.max_unauthenticated",
+            ));
+        }
         if n.unauthenticated_hold_s > 600 {
             return Err(invalid(
                 "node.unauthenticated_hold_s",

@@ -225,14 +225,15 @@ pub(crate) async fn accept_each(
         };
         match accepted {
             Ok((tcp, peer)) => {
-                let Some(pending) = ctx.state.pending.enter(peer.ip()) else {
+                let rt = ctx.shared.runtime();
+                let (total, per_source) = rt.max_unauthenticated;
+                let Some(pending) = ctx.state.pending.enter(peer.ip(), total, per_source) else {
                     ctx.state.limited.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(%peer, inbound = %ctx.config.tag, "too many connections in their handshake: closed");
                     continue;
                 };
                 let _ = tcp.set_nodelay(true);
                 let now = Instant::now();
-                let rt = ctx.shared.runtime();
                 each(
                     tcp,
                     Conn {
@@ -387,8 +388,13 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicU32;
 
-    async fn ctx() -> Arc<Ctx> {
-        let config = crate::NodeConfig::from_toml("").unwrap();
+    /// An inbound's context on a node whose state lives in `dir`.
+    async fn ctx(dir: &tempfile::TempDir) -> Arc<Ctx> {
+        let text = format!(
+            "[node]\nstate_dir = {:?}\n",
+            dir.path().display().to_string()
+        );
+        let config = crate::NodeConfig::from_toml(&text).unwrap();
         let node = crate::Node::start(config).await.unwrap();
         let text = "tag = \"t\"\nprotocol = \"vless\"\nport = 1\n";
         let inbound: InboundConfig = toml::from_str(text).unwrap();
@@ -406,7 +412,8 @@ mod tests {
     /// one that returns is not restarted.
     #[tokio::test(start_paused = true)]
     async fn a_failed_task_is_counted_and_restarted() {
-        let ctx = ctx().await;
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ctx(&dir).await;
         let runs = Arc::new(AtomicU32::new(0));
         let counted = runs.clone();
         supervise(ctx.clone(), "test", move || {

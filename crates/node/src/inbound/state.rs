@@ -13,15 +13,6 @@ use ::shadowsocks::context::{Context, SharedContext};
 
 use super::shadowsocks::replay::Sessions as SsSessions;
 
-/// Connections of one inbound that may be in their handshake at once. 4096: a
-/// handshake lasts milliseconds for real clients (10 s at worst, the handshake
-/// deadline), so only a flood reaches it; past it, new connections are closed at once.
-pub(crate) const MAX_UNAUTHENTICATED: usize = 4096;
-/// Of those, from one source address. 64: a CGNAT address shares this among its
-/// users, whose handshakes are short; one prober holding idle sockets can't starve
-/// the rest.
-pub(crate) const MAX_UNAUTHENTICATED_PER_SOURCE: usize = 64;
-
 /// UDP associations one user may hold at once, over every inbound. 256: each holds a
 /// socket (a file descriptor) and a task; an app opens one per UDP flow (a game, a
 /// QUIC site), and past this a user's new flows are refused until old ones end or
@@ -175,12 +166,9 @@ impl Pending {
         self.counts.lock().unwrap_or_else(|p| p.into_inner()).0
     }
 
-    /// Admits a connection from `ip` into its handshake, or `None` over a limit.
-    pub(crate) fn enter(self: &Arc<Self>, ip: IpAddr) -> Option<Unauthenticated> {
-        self.enter_with(ip, MAX_UNAUTHENTICATED, MAX_UNAUTHENTICATED_PER_SOURCE)
-    }
-
-    fn enter_with(
+    /// Admits a connection from `ip` into its handshake, or `None` when `total` are
+    /// in theirs already, or `per` from `ip`.
+    pub(crate) fn enter(
         self: &Arc<Self>,
         ip: IpAddr,
         total: usize,
@@ -257,13 +245,13 @@ mod tests {
         let p = Arc::new(Pending::default());
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
-        let mut from_a: Vec<_> = (0..2).map(|_| p.enter_with(a, 3, 2).unwrap()).collect();
-        assert!(p.enter_with(a, 3, 2).is_none(), "per-source limit");
-        let from_b = p.enter_with(b, 3, 2).unwrap();
-        assert!(p.enter_with(b, 3, 2).is_none(), "total limit");
+        let mut from_a: Vec<_> = (0..2).map(|_| p.enter(a, 3, 2).unwrap()).collect();
+        assert!(p.enter(a, 3, 2).is_none(), "per-source limit");
+        let from_b = p.enter(b, 3, 2).unwrap();
+        assert!(p.enter(b, 3, 2).is_none(), "total limit");
         from_a[0].authenticated();
         assert_eq!(p.total(), 2);
-        let again = p.enter_with(a, 3, 2).unwrap();
+        let again = p.enter(a, 3, 2).unwrap();
         drop(from_b);
         drop(again);
         from_a.clear();
