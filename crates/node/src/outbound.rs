@@ -223,7 +223,15 @@ impl Dialer {
                 Destination::Domain(..) => unreachable!("matched above"),
             }]);
         };
-        let found = tokio::time::timeout(RESOLVE_TIMEOUT, lookup_host((name.as_str(), *port)))
+        Self::resolved_within(dest, lookup_host((name.as_str(), *port))).await
+    }
+
+    /// What `lookup` (a resolution of `dest`) gives within [`RESOLVE_TIMEOUT`].
+    async fn resolved_within<I: Iterator<Item = SocketAddr>>(
+        dest: &Destination,
+        lookup: impl Future<Output = io::Result<I>>,
+    ) -> Result<Vec<SocketAddr>, DialError> {
+        let found = tokio::time::timeout(RESOLVE_TIMEOUT, lookup)
             .await
             .map_err(|_| {
                 let e = io::Error::new(io::ErrorKind::TimedOut, "resolving timed out");
@@ -518,6 +526,20 @@ mod tests {
         );
         assert!(
             matches!(err, DialError::Connect(_, ref e) if e.kind() == io::ErrorKind::TimedOut),
+            "{err}"
+        );
+    }
+
+    /// A resolver that never answers is given up after 5 s (paused time: exact).
+    #[tokio::test(start_paused = true)]
+    async fn a_name_that_never_resolves_is_given_up_after_5_s() {
+        let dest = Destination::Domain("stalled.example".into(), 443);
+        let started = tokio::time::Instant::now();
+        let never = std::future::pending::<io::Result<std::vec::IntoIter<SocketAddr>>>();
+        let err = Dialer::resolved_within(&dest, never).await.unwrap_err();
+        assert_eq!(started.elapsed(), RESOLVE_TIMEOUT);
+        assert!(
+            matches!(err, DialError::Resolve(_, ref e) if e.kind() == io::ErrorKind::TimedOut),
             "{err}"
         );
     }

@@ -20,6 +20,7 @@ use switchyard_tunnel::link::cert::issue;
 use switchyard_tunnel::link::transport::Transport;
 use switchyard_tunnel::mux::MuxStream;
 use switchyard_tunnel::pool::Balancing;
+use switchyard_tunnel::user_limits::UserLimits;
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 
@@ -78,7 +79,12 @@ impl Tunnel {
             cert_pem: cert.cert_pem.clone(),
             key_pem: cert.key_pem.clone(),
             origins: vec![(ORIGIN.into(), origin_credential(&SECRET, TUNNEL, ORIGIN))],
-            limits: Default::default(),
+            // All the bench's streams are one user's: it measures the tunnel, not the
+            // per-user limits (1024 streams by default), which it would hit at once.
+            limits: UserLimits {
+                streams: usize::MAX,
+                udp: usize::MAX,
+            },
         };
         let relay = relay_rt
             .spawn(RelayHalf::start(spec))
