@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::config::{NodeConfig, OutboundKind};
-use crate::route::{Network, Routed, Rule, route};
+use crate::route::{Network, Routed, Rule, route, route_with_addresses};
 
 /// Connecting to a destination takes at most this long in all, over every address
 /// its name resolves to. 10 s: slow destinations still connect; a dead one frees the
@@ -193,15 +193,6 @@ impl Dialer {
         self.outbounds.get(tag).cloned().unwrap_or(Via::Block)
     }
 
-    /// Where a connection to `dest` over `network` goes, by its name alone (a rule
-    /// with IP networks does not match a name here: see [`Dialer::plan`]).
-    pub fn via(&self, dest: &Destination, network: Network) -> Via {
-        match route(&self.rules, &self.final_tag, dest, network, Some(&[])) {
-            Routed::Outbound(tag) => self.tag_via(tag),
-            Routed::NeedsAddresses => Via::Block,
-        }
-    }
-
     /// Why this node refuses to send a user to `addr`, if it does.
     fn refuse(&self, dest: &Destination, addr: SocketAddr) -> Option<DialError> {
         let ip = match addr.ip() {
@@ -217,13 +208,12 @@ impl Dialer {
     }
 
     async fn lookup(dest: &Destination) -> Result<Vec<SocketAddr>, DialError> {
-        let Destination::Domain(name, port) = dest else {
-            return Ok(vec![match dest {
-                Destination::Ip(a) => *a,
-                Destination::Domain(..) => unreachable!("matched above"),
-            }]);
-        };
-        Self::resolved_within(dest, lookup_host((name.as_str(), *port))).await
+        match dest {
+            Destination::Ip(a) => Ok(vec![*a]),
+            Destination::Domain(name, port) => {
+                Self::resolved_within(dest, lookup_host((name.as_str(), *port))).await
+            }
+        }
     }
 
     /// What `lookup` (a resolution of `dest`) gives within [`RESOLVE_TIMEOUT`].
@@ -256,12 +246,8 @@ impl Dialer {
             Routed::NeedsAddresses => {
                 let found = Self::lookup(dest).await?;
                 let ips: Vec<IpAddr> = found.iter().map(SocketAddr::ip).collect();
-                let routed = route(&self.rules, &self.final_tag, dest, network, Some(&ips));
                 addrs = Some(found);
-                match routed {
-                    Routed::Outbound(tag) => tag,
-                    Routed::NeedsAddresses => unreachable!("addresses were given"),
-                }
+                route_with_addresses(&self.rules, &self.final_tag, dest, network, &ips)
             }
         };
         match self.tag_via(tag) {

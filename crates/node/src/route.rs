@@ -235,6 +235,21 @@ pub fn route<'a>(
     Routed::Outbound(final_tag)
 }
 
+/// The outbound for a connection whose addresses are known (`ips`: the destination's
+/// own, or what its name resolved to): the first matching rule's, else `final_tag`.
+pub fn route_with_addresses<'a>(
+    rules: &'a [Rule],
+    final_tag: &'a str,
+    dest: &Address,
+    network: Network,
+    ips: &[IpAddr],
+) -> &'a str {
+    rules
+        .iter()
+        .find(|r| r.matches(dest, network, Some(ips)) == Some(true))
+        .map_or(final_tag, |r| r.outbound.as_str())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,10 +290,7 @@ mod tests {
             outbound = "block"
             "#,
         );
-        let t = |d: &Address, n| match route(&r, "tunnel-eu", d, n, Some(&[])) {
-            Routed::Outbound(tag) => tag,
-            Routed::NeedsAddresses => unreachable!("addresses were given"),
-        };
+        let t = |d: &Address, n| route_with_addresses(&r, "tunnel-eu", d, n, &[]);
         assert_eq!(t(&dom("x.ads.example", 443), Network::Tcp), "block");
         assert_eq!(t(&dom("ads.example", 443), Network::Udp), "block");
         assert_eq!(
@@ -328,22 +340,19 @@ mod tests {
         );
         let lan: [IpAddr; 2] = ["1.1.1.1".parse().unwrap(), "10.1.1.1".parse().unwrap()];
         assert_eq!(
-            route(&r, "tunnel", &name, Network::Tcp, Some(&lan)),
-            Routed::Outbound("block")
+            route_with_addresses(&r, "tunnel", &name, Network::Tcp, &lan),
+            "block"
         );
         assert_eq!(
-            route(&r, "tunnel", &name, Network::Tcp, Some(&lan[..1])),
-            Routed::Outbound("tunnel")
+            route_with_addresses(&r, "tunnel", &name, Network::Tcp, &lan[..1]),
+            "tunnel"
         );
     }
 
     #[test]
     fn suffixes_compare_bytes_so_non_ascii_names_do_not_panic() {
         let r = rules("[[rules]]\ndomain_suffix = [\"x.org\", \"é.org\"]\noutbound = \"block\"");
-        let t = |name: &str| match route(&r, "direct", &dom(name, 443), Network::Tcp, None) {
-            Routed::Outbound(tag) => tag,
-            Routed::NeedsAddresses => unreachable!("no IP rules"),
-        };
+        let t = |name: &str| route_with_addresses(&r, "direct", &dom(name, 443), Network::Tcp, &[]);
         // "é" is two bytes: the cut for "x.org" falls inside it.
         assert_eq!(t("aé.org"), "direct", "needs a dot boundary");
         assert_eq!(t("a.é.org"), "block");

@@ -12,17 +12,10 @@ use switchyard_node::NodeConfig;
 use switchyard_node::config::{InboundConfig, Security, TunnelConfig};
 use switchyard_testkit::free_port;
 use switchyard_tunnel::credentials::{TunnelSecret, origin_credential};
-use switchyard_tunnel::link::cert::issue;
 
 /// A reverse-mode relay half of tunnel `name` on `port`, its certificate in `dir`.
 fn relay_tunnel(name: &str, port: u16, dir: &Path) -> String {
-    let cert = issue(name).unwrap();
-    let (c, k) = (
-        dir.join(format!("{name}.crt")),
-        dir.join(format!("{name}.key")),
-    );
-    std::fs::write(&c, &cert.cert_pem).unwrap();
-    std::fs::write(&k, &cert.key_pem).unwrap();
+    let (_, c, k) = tunnel_cert(name, dir);
     let credential = origin_credential(&TunnelSecret([5; 32]), name, "fi").to_hex();
     format!(
         "[[tunnels]]\nname = \"{name}\"\n[[tunnels.profiles]]\nport = {port}\naddresses = [\"127.0.0.1:{port}\"]\n[tunnels.relay]\nlisten = \"127.0.0.1\"\ncert = \"{}\"\nkey = \"{}\"\n[[tunnels.relay.origins]]\nname = \"fi\"\ncredential = \"{credential}\"\n",

@@ -8,9 +8,6 @@ use std::time::Duration;
 
 use common::*;
 use rustls::pki_types::{CertificateDer, ServerName};
-use switchyard_node::config::parse_uuid;
-use switchyard_proto::Address;
-use switchyard_proto::vless::{Command, Request};
 use switchyard_testkit::{TestCert, pattern};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -51,14 +48,9 @@ fn served(s: &TlsStream<TcpStream>) -> CertificateDer<'static> {
 
 /// Asks for `n` bytes from the HTTP target through VLESS and reads past the HTTP head.
 async fn request(s: &mut TlsStream<TcpStream>, target: std::net::SocketAddr, n: u64) {
-    let mut header = Vec::new();
-    Request {
-        uuid: parse_uuid(ALICE_UUID).unwrap(),
-        command: Command::Tcp(Address::Ip(target)),
-    }
-    .encode(&mut header);
-    header.extend_from_slice(format!("GET /bytes/{n} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
-    s.write_all(&header).await.unwrap();
+    s.write_all(&vless_get(ALICE_UUID, target, n))
+        .await
+        .unwrap();
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         head.push(s.read_u8().await.unwrap());

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use switchyard_node::NodeConfig;
-use switchyard_node::config::parse_uuid;
 use switchyard_proto::Address;
-use switchyard_proto::vless::{Command, Request};
 use switchyard_testkit::pattern;
 use switchyard_testkit::{TestCert, free_port};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -19,14 +17,7 @@ use tokio::net::TcpStream;
 /// A raw VLESS client downloading `n` bytes from the fixture's HTTP target.
 async fn download(port: u16, uuid: &str, target: std::net::SocketAddr, n: u64) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    let mut header = Vec::new();
-    Request {
-        uuid: parse_uuid(uuid).unwrap(),
-        command: Command::Tcp(Address::Ip(target)),
-    }
-    .encode(&mut header);
-    header.extend_from_slice(format!("GET /bytes/{n} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
-    s.write_all(&header).await.unwrap();
+    s.write_all(&vless_get(uuid, target, n)).await.unwrap();
     s
 }
 

@@ -123,15 +123,9 @@ async fn vless_from(source: &str, f: &Fixture, uuid: &str) -> TcpStream {
     let socket = TcpSocket::new_v4().unwrap();
     socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
     let mut s = socket.connect(f.addr()).await.unwrap();
-    let mut header = Vec::new();
-    let uuid = parse_uuid(uuid).unwrap();
-    Request {
-        uuid,
-        command: Command::Tcp(Address::Ip(f.http.addr())),
-    }
-    .encode(&mut header);
-    header.extend_from_slice(b"GET /bytes/10 HTTP/1.1\r\nHost: t\r\n\r\n");
-    s.write_all(&header).await.unwrap();
+    s.write_all(&vless_get(uuid, f.http.addr(), 10))
+        .await
+        .unwrap();
     s
 }
 
@@ -179,15 +173,9 @@ async fn route_rules_pick_the_outbound_per_destination() {
     let node = f.addr();
     let fetch = |target: SocketAddr| async move {
         let mut s = TcpStream::connect(node).await.unwrap();
-        let mut header = Vec::new();
-        let uuid = parse_uuid(ALICE_UUID).unwrap();
-        Request {
-            uuid,
-            command: Command::Tcp(Address::Ip(target)),
-        }
-        .encode(&mut header);
-        header.extend_from_slice(b"GET /bytes/10 HTTP/1.1\r\nHost: t\r\n\r\n");
-        s.write_all(&header).await.unwrap();
+        s.write_all(&vless_get(ALICE_UUID, target, 10))
+            .await
+            .unwrap();
         read_for(&mut s, Duration::from_secs(5))
             .await
             .unwrap_or_default()
@@ -345,4 +333,33 @@ async fn a_fallback_that_never_answers_is_given_up_after_5_s() {
         (Duration::from_millis(4900)..Duration::from_secs(8)).contains(&after),
         "closed after {after:?}"
     );
+}
+
+/// A user never reaches the node's control API, though the fixture allows private
+/// destinations: a stand-in listening on the control port accepts nothing, by address
+/// or by name, while the HTTP target on the same loopback is served.
+#[tokio::test]
+async fn a_user_never_reaches_the_control_api() {
+    let f = start("protocol = \"vless\"").await;
+    let control = f.node.config().await.control.listen;
+    let stand_in = TcpListener::bind(control).await.unwrap();
+    for target in [control.to_string(), format!("localhost:{}", control.port())] {
+        let mut s = TcpStream::connect(f.addr()).await.unwrap();
+        let mut header = Vec::new();
+        let (host, port) = target.rsplit_once(':').unwrap();
+        Request {
+            uuid: parse_uuid(ALICE_UUID).unwrap(),
+            command: Command::Tcp(Address::domain(host, port.parse().unwrap()).unwrap()),
+        }
+        .encode(&mut header);
+        s.write_all(&header).await.unwrap();
+        let got = read_for(&mut s, Duration::from_secs(5)).await;
+        assert_eq!(got, Some(Vec::new()), "{target}: closed without an answer");
+    }
+    let reached = tokio::time::timeout(Duration::from_millis(300), stand_in.accept()).await;
+    assert!(reached.is_err(), "a user's connection reached the control port");
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(&vless_get(ALICE_UUID, f.http.addr(), 10)).await.unwrap();
+    let got = read_for(&mut s, Duration::from_secs(5)).await.unwrap();
+    assert!(got.ends_with(&switchyard_testkit::pattern::bytes(10)));
 }

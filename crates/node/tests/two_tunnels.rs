@@ -5,13 +5,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use switchyard_node::config::parse_uuid;
 use switchyard_node::{Node, NodeConfig};
-use switchyard_proto::Address;
-use switchyard_proto::vless::{Command, Request};
 use switchyard_testkit::{HttpTarget, free_port, pattern};
 use switchyard_tunnel::credentials::{TunnelSecret, origin_credential, tunnel_tag};
-use switchyard_tunnel::link::cert::issue;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -19,13 +15,7 @@ const SECRET: TunnelSecret = TunnelSecret([9; 32]);
 
 /// A tunnel's relay snippet and the origin node serving it.
 async fn tunnel(name: &str, dir: &std::path::Path) -> (String, std::sync::Arc<Node>) {
-    let cert = issue(name).unwrap();
-    let (c, k) = (
-        dir.join(format!("{name}.crt")),
-        dir.join(format!("{name}.key")),
-    );
-    std::fs::write(&c, &cert.cert_pem).unwrap();
-    std::fs::write(&k, &cert.key_pem).unwrap();
+    let (cert, c, k) = tunnel_cert(name, dir);
     let port = free_port().unwrap();
     let cred = origin_credential(&SECRET, name, "o").to_hex();
     let profile =
@@ -52,14 +42,9 @@ async fn tunnel(name: &str, dir: &std::path::Path) -> (String, std::sync::Arc<No
 
 async fn download(port: u16, target: std::net::SocketAddr, n: u64) -> TcpStream {
     let mut s = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    let mut header = Vec::new();
-    Request {
-        uuid: parse_uuid(ALICE_UUID).unwrap(),
-        command: Command::Tcp(Address::Ip(target)),
-    }
-    .encode(&mut header);
-    header.extend_from_slice(format!("GET /bytes/{n} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
-    s.write_all(&header).await.unwrap();
+    s.write_all(&vless_get(ALICE_UUID, target, n))
+        .await
+        .unwrap();
     s
 }
 

@@ -6,8 +6,14 @@ pub mod control;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use std::path::{Path, PathBuf};
+
+use switchyard_node::config::parse_uuid;
 use switchyard_node::{Node, NodeConfig};
+use switchyard_proto::Address;
+use switchyard_proto::vless::{Command, Request};
 use switchyard_testkit::{HttpTarget, TestCert, UdpEcho, free_port, local};
+use switchyard_tunnel::link::cert::{IssuedCert, issue};
 
 pub const ALICE_UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
 pub const BOB_UUID: &str = "0d8f7c6e-2b4a-4f1e-9c3d-5a6b7c8d9e0f";
@@ -111,4 +117,28 @@ pub async fn start_text(
         port,
         dir,
     }
+}
+
+/// A VLESS request from `uuid` to `target` carrying `GET /bytes/{n}`, in one write.
+pub fn vless_get(uuid: &str, target: SocketAddr, n: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    Request {
+        uuid: parse_uuid(uuid).unwrap(),
+        command: Command::Tcp(Address::Ip(target)),
+    }
+    .encode(&mut out);
+    out.extend_from_slice(format!("GET /bytes/{n} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+    out
+}
+
+/// A tunnel certificate for `name`, written to `dir` as `{name}.crt` and `{name}.key`.
+pub fn tunnel_cert(name: &str, dir: &Path) -> (IssuedCert, PathBuf, PathBuf) {
+    let cert = issue(name).unwrap();
+    let (c, k) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    std::fs::write(&c, &cert.cert_pem).unwrap();
+    std::fs::write(&k, &cert.key_pem).unwrap();
+    (cert, c, k)
 }

@@ -165,7 +165,7 @@ pub(crate) async fn serve(inbound: Arc<Inbound>, socket: Arc<UdpSocket>) {
         if !associations.contains_key(&id) {
             if associations.len() >= MAX_ASSOCIATIONS {
                 associations.retain(|_, a| !a.to_outlet.is_closed());
-                hints.retain(|_, _| false);
+                hints.clear();
                 if associations.len() >= MAX_ASSOCIATIONS {
                     continue;
                 }
