@@ -357,9 +357,14 @@ async fn a_user_never_reaches_the_control_api() {
         assert_eq!(got, Some(Vec::new()), "{target}: closed without an answer");
     }
     let reached = tokio::time::timeout(Duration::from_millis(300), stand_in.accept()).await;
-    assert!(reached.is_err(), "a user's connection reached the control port");
+    assert!(
+        reached.is_err(),
+        "a user's connection reached the control port"
+    );
     let mut s = TcpStream::connect(f.addr()).await.unwrap();
-    s.write_all(&vless_get(ALICE_UUID, f.http.addr(), 10)).await.unwrap();
+    s.write_all(&vless_get(ALICE_UUID, f.http.addr(), 10))
+        .await
+        .unwrap();
     let got = read_for(&mut s, Duration::from_secs(5)).await.unwrap();
     assert!(got.ends_with(&switchyard_testkit::pattern::bytes(10)));
 }
