@@ -16,6 +16,7 @@ pub mod relay;
 pub mod route;
 pub mod sessions;
 pub mod state;
+mod supervise;
 pub mod tls;
 mod tunnels;
 pub mod users;

@@ -16,7 +16,6 @@ mod vless;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -137,47 +136,17 @@ pub(crate) struct Ctx {
     pub(crate) shared: Arc<Shared>,
 }
 
-/// The first pause before restarting a failed task; it doubles up to
-/// [`RESTART_MAX`] while the task keeps failing within a minute of its start.
-const RESTART_FIRST: Duration = Duration::from_millis(100);
-/// The longest pause before a restart.
-const RESTART_MAX: Duration = Duration::from_secs(5);
-
-/// Runs the task `make` builds until the inbound stops; a task that fails (panics)
-/// is logged, counted in `switchyard_inbound_task_restarts_total` and started again,
-/// so one bad packet never leaves an inbound deaf.
+/// Runs an inbound's long-lived task (`what`: its accept or receive loop) under
+/// [`crate::supervise`] until the inbound stops; restarts are counted in
+/// `switchyard_inbound_task_restarts_total`, so one bad packet never leaves an
+/// inbound deaf.
 pub(crate) fn supervise<F, Fut>(ctx: Arc<Ctx>, what: &'static str, make: F)
 where
     F: Fn() -> Fut + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    tokio::spawn(async move {
-        let mut pause = RESTART_FIRST;
-        loop {
-            let started = Instant::now();
-            let failed = match tokio::spawn(make()).await {
-                Ok(()) => return,
-                Err(e) => e,
-            };
-            if ctx.cancel.is_cancelled() || !failed.is_panic() {
-                return;
-            }
-            let restarts = ctx.state.restarts.fetch_add(1, Ordering::Relaxed) + 1;
-            tracing::error!(
-                inbound = %ctx.config.tag,
-                restarts,
-                "{what} task failed ({failed}); restarting it in {pause:?}"
-            );
-            if started.elapsed() > Duration::from_secs(60) {
-                pause = RESTART_FIRST;
-            }
-            tokio::select! {
-                () = tokio::time::sleep(pause) => {}
-                () = ctx.cancel.cancelled() => return,
-            }
-            pause = (pause * 2).min(RESTART_MAX);
-        }
-    });
+    let name = format!("inbound {}: {what} task", ctx.config.tag);
+    crate::supervise::supervise(name, ctx.cancel.clone(), ctx.state.restarts.clone(), make);
 }
 
 async fn accept_loop(ctx: Arc<Ctx>, listener: &TcpListener) {
@@ -387,6 +356,7 @@ pub(crate) async fn read_header<T, E: std::fmt::Display>(
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU32;
+    use std::time::Duration;
 
     /// An inbound's context on a node whose state lives in `dir`.
     async fn ctx(dir: &tempfile::TempDir) -> Arc<Ctx> {
@@ -426,11 +396,11 @@ mod tests {
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(runs.load(Ordering::SeqCst), 1);
-        tokio::time::sleep(RESTART_FIRST).await;
+        tokio::time::sleep(crate::supervise::RESTART_FIRST).await;
         assert_eq!(runs.load(Ordering::SeqCst), 2, "restarted after 100 ms");
-        tokio::time::sleep(RESTART_FIRST).await;
+        tokio::time::sleep(crate::supervise::RESTART_FIRST).await;
         assert_eq!(runs.load(Ordering::SeqCst), 2, "the second pause is 200 ms");
-        tokio::time::sleep(RESTART_FIRST * 2).await;
+        tokio::time::sleep(crate::supervise::RESTART_FIRST * 2).await;
         assert_eq!(runs.load(Ordering::SeqCst), 3);
         assert_eq!(ctx.state.restarts.load(Ordering::SeqCst), 2);
         tokio::time::sleep(Duration::from_secs(10)).await;

@@ -133,7 +133,7 @@ pub(crate) struct InboundState {
     /// Connections closed by the pre-authentication limits.
     pub(crate) limited: AtomicU64,
     /// Failed tasks restarted.
-    pub(crate) restarts: AtomicU64,
+    pub(crate) restarts: Arc<AtomicU64>,
     ss: OnceLock<SsState>,
 }
 

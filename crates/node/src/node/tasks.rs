@@ -1,7 +1,6 @@
-//! The node's background tasks, supervised: a task that panics is logged, counted
-//! and started again (after a second, so a task that panics at once can't spin).
+//! The node's background tasks, supervised ([`crate::supervise`]): a task that panics
+//! is logged, counted in `switchyard_node_task_restarts_total` and started again.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -9,45 +8,25 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::{JOURNAL_EVERY, Node, Shared};
-
-/// How long a panicked task waits before it starts again.
-const RESTART_AFTER: Duration = Duration::from_secs(1);
+use crate::supervise::supervise;
 
 /// Starts the throughput sampler and the journal's flusher.
 pub(super) fn start(node: &Arc<Node>) {
     let (shared, stop) = (node.shared.clone(), node.stop.clone());
-    supervise(node, "throughput sampler", move || {
-        Node::sample_throughput(shared.clone(), stop.clone())
-    });
+    let restarts = node.task_restarts.clone();
+    supervise(
+        "throughput sampler".into(),
+        node.stop.clone(),
+        restarts.clone(),
+        move || Node::sample_throughput(shared.clone(), stop.clone()),
+    );
     let n = node.clone();
-    supervise(node, "journal flusher", move || {
-        Node::journal_loop(n.clone())
-    });
-}
-
-/// Runs what `make` makes until it returns or the node stops; starts it again when it
-/// panics.
-fn supervise<F, Fut>(node: &Arc<Node>, name: &'static str, make: F)
-where
-    F: Fn() -> Fut + Send + 'static,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let (stop, restarts): (CancellationToken, _) = (node.stop.clone(), node.task_restarts.clone());
-    tokio::spawn(async move {
-        loop {
-            match tokio::spawn(make()).await {
-                Err(e) if e.is_panic() && !stop.is_cancelled() => {
-                    restarts.fetch_add(1, Ordering::Relaxed);
-                    tracing::error!("{name} panicked; starting it again");
-                    tokio::select! {
-                        () = tokio::time::sleep(RESTART_AFTER) => {}
-                        () = stop.cancelled() => return,
-                    }
-                }
-                _ => return,
-            }
-        }
-    });
+    supervise(
+        "journal flusher".into(),
+        node.stop.clone(),
+        restarts,
+        move || Node::journal_loop(n.clone()),
+    );
 }
 
 impl Node {
