@@ -1,0 +1,12 @@
+//! # The Switchyard panel
+//!
+//! The control plane: the model (clusters, servers, inbounds, routes, users, admins),
+//! its storage (SQLite by default, PostgreSQL for several instances), the REST API
+//! with its auth, the nodes' control channels (enrollment, desired-config push, stats
+//! by journal cursor, health), and subscriptions.
+//!
+//! Decisions are pure functions over a snapshot of the model ([`model`], [`render`]);
+//! the async shell ([`store`], [`nodes`], [`api`]) loads, stores, serves and pushes.
+
+pub mod model;
+pub mod store;
