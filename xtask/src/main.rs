@@ -9,7 +9,8 @@
 //!   ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
 //! - `cargo xtask peers`: installs the pinned real peers the tests drive, such as the
-//!   sing-box client, when missing ([`peers`]); `test` does this before the tests.
+//!   sing-box client, schemathesis and PostgreSQL, when missing ([`peers`]); `test`
+//!   does this before the tests.
 //! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target for SECONDS each ([`fuzz`]).
 //!
 //! Every command run is printed first; a failing command's exit code becomes xtask's.
@@ -52,7 +53,8 @@ enum Task {
     },
     /// Regenerate the command-made sections of the docs (docs/auto.md's comparison).
     Docs,
-    /// Install the pinned peers the tests drive (sing-box into target/peers) when missing.
+    /// Install the peers the tests drive when missing (sing-box and schemathesis into
+    /// target/peers, Debian's postgresql with apt).
     Peers,
     /// Run every cargo-fuzz target in fuzz/ for SECONDS each; fail on a crash.
     Fuzz {

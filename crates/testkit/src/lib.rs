@@ -19,6 +19,8 @@
 //! - [`Postgres`]: a private PostgreSQL cluster in a temporary directory on a free
 //!   port of 127.0.0.1, with a fresh database per test ([`postgres::bin_dir`] finds
 //!   the server that `cargo xtask peers` installs), stopped and removed on drop.
+//! - [`schemathesis::binary`]: the pinned schemathesis's `st`, for the panel's API
+//!   tests against its OpenAPI document.
 //! - [`TestCert`]: a self-signed certificate for a name, as PEM text and files.
 //! - [`free_port`]: a port for configs that need a fixed one.
 //!
@@ -34,6 +36,7 @@ pub mod fault;
 pub mod http;
 pub mod pattern;
 pub mod postgres;
+pub mod schemathesis;
 pub mod sing_box;
 mod sockets;
 pub mod socks5;
