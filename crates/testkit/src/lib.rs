@@ -21,6 +21,8 @@
 //!   the server that `cargo xtask peers` installs), stopped and removed on drop.
 //! - [`schemathesis::binary`]: the pinned schemathesis's `st`, for the panel's API
 //!   tests against its OpenAPI document.
+//! - [`load`]: an HTTP/1.1 load generator (keep-alive connections, latency
+//!   percentiles), run as the `loadgen` binary by `cargo xtask bench panel`.
 //! - [`TestCert`]: a self-signed certificate for a name, as PEM text and files.
 //! - [`free_port`]: a port for configs that need a fixed one.
 //!
@@ -34,6 +36,7 @@ pub mod cert;
 pub mod config;
 pub mod fault;
 pub mod http;
+pub mod load;
 pub mod pattern;
 pub mod postgres;
 pub mod schemathesis;
