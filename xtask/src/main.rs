@@ -4,7 +4,8 @@
 //!   order, stopping at the first failure ([`test`]).
 //! - `cargo xtask bench [NAME]`: the criterion benchmarks and the node's end-to-end
 //!   benchmark against sing-box (`cargo xtask bench node` for that one alone) and the
-//!   tunnel's against rathole (`cargo xtask bench tunnel`), then
+//!   tunnel's against rathole (`cargo xtask bench tunnel`), or the panel under HTTP
+//!   load (`cargo xtask bench panel`, waiting for the panel), then
 //!   their medians and ratios against the references into `docs/benchmarks.md`
 //!   ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
@@ -47,7 +48,8 @@ enum Task {
     /// Run the benchmarks and write docs/benchmarks.md.
     Bench {
         /// `node`: only the node benchmark against sing-box; `tunnel`: only the tunnel
-        /// benchmark against rathole; anything else: only the
+        /// benchmark against rathole; `panel`: the panel under HTTP load; anything else:
+        /// only the
         /// criterion benchmarks whose name contains NAME (criterion's filter).
         name: Option<String>,
     },
