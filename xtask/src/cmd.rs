@@ -1,9 +1,11 @@
 //! Running commands: print each one, run it in the repository, fail with its exit code.
+//! A server a benchmark measures runs in the background instead ([`Background`]).
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result};
 
@@ -123,6 +125,26 @@ impl Cmd {
         }
     }
 
+    /// Prints the command and starts it in the background, its standard output and
+    /// error going to the file `log`; it is killed when the value is dropped.
+    pub(crate) fn spawn(&self, log: &Path) -> Result<Background> {
+        let line = self.line();
+        println!("$ {line} > {}", log.display());
+        let file = File::create(log).with_context(|| format!("creating {}", log.display()))?;
+        let child = self
+            .command()
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file)
+            .spawn()
+            .with_context(|| format!("could not start `{line}`: is it installed?"))?;
+        Ok(Background {
+            line,
+            child,
+            log: log.to_path_buf(),
+        })
+    }
+
     /// Whether the command runs and exits with 0, without printing anything (for
     /// probes such as `cargo nextest --version`).
     pub(crate) fn succeeds_quietly(&self) -> bool {
@@ -132,5 +154,47 @@ impl Cmd {
             .stderr(Stdio::null())
             .status()
             .is_ok_and(|s| s.success())
+    }
+}
+
+/// A command running in the background (a server under measurement), killed on drop.
+#[derive(Debug)]
+pub(crate) struct Background {
+    line: String,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Background {
+    /// Its process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Fails, with the log's tail, when the process has exited.
+    pub(crate) fn ensure_running(&mut self) -> Result<()> {
+        match self.child.try_wait()? {
+            None => Ok(()),
+            Some(status) => anyhow::bail!(
+                "`{}` exited ({status}); {} ends with:\n{}",
+                self.line,
+                self.log.display(),
+                self.log_tail()
+            ),
+        }
+    }
+
+    /// The last 40 lines of its output.
+    pub(crate) fn log_tail(&self) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -4,12 +4,14 @@
 //!   order, stopping at the first failure ([`test`]).
 //! - `cargo xtask bench [NAME]`: the criterion benchmarks and the node's end-to-end
 //!   benchmark against sing-box (`cargo xtask bench node` for that one alone) and the
-//!   tunnel's against rathole (`cargo xtask bench tunnel`), then
+//!   tunnel's against rathole (`cargo xtask bench tunnel`), or the panel under HTTP
+//!   load (`cargo xtask bench panel`, waiting for the panel), then
 //!   their medians and ratios against the references into `docs/benchmarks.md`
 //!   ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
 //! - `cargo xtask peers`: installs the pinned real peers the tests drive, such as the
-//!   sing-box client, when missing ([`peers`]); `test` does this before the tests.
+//!   sing-box client, schemathesis and PostgreSQL, when missing ([`peers`]); `test`
+//!   does this before the tests.
 //! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target for SECONDS each ([`fuzz`]).
 //!
 //! Every command run is printed first; a failing command's exit code becomes xtask's.
@@ -46,13 +48,15 @@ enum Task {
     /// Run the benchmarks and write docs/benchmarks.md.
     Bench {
         /// `node`: only the node benchmark against sing-box; `tunnel`: only the tunnel
-        /// benchmark against rathole; anything else: only the
+        /// benchmark against rathole; `panel`: the panel under HTTP load; anything else:
+        /// only the
         /// criterion benchmarks whose name contains NAME (criterion's filter).
         name: Option<String>,
     },
     /// Regenerate the command-made sections of the docs (docs/auto.md's comparison).
     Docs,
-    /// Install the pinned peers the tests drive (sing-box into target/peers) when missing.
+    /// Install the peers the tests drive when missing (sing-box and schemathesis into
+    /// target/peers, Debian's postgresql with apt).
     Peers,
     /// Run every cargo-fuzz target in fuzz/ for SECONDS each; fail on a crash.
     Fuzz {

@@ -2,7 +2,8 @@
 //!
 //! Integration tests of the node, the client and the tunnel use this crate (as a
 //! dev-dependency only) to drive the **real sing-box** against our code and to give
-//! the traffic somewhere to go. It owns:
+//! the traffic somewhere to go, and the panel's tests to get a real PostgreSQL. It
+//! owns:
 //!
 //! - [`SingBox`]: a sing-box process run from a JSON config, checked first with
 //!   `sing-box check`, started, waited for until it holds every inbound's port, and
@@ -15,6 +16,13 @@
 //!   read, with [`http`] helpers to fetch through a proxy and verify.
 //! - [`UdpEcho`]: a UDP echo server, with a helper that sends datagrams through a
 //!   SOCKS5 UDP ASSOCIATE and checks the echoes ([`socks5`] is the client).
+//! - [`Postgres`]: a private PostgreSQL cluster in a temporary directory on a free
+//!   port of 127.0.0.1, with a fresh database per test ([`postgres::bin_dir`] finds
+//!   the server that `cargo xtask peers` installs), stopped and removed on drop.
+//! - [`schemathesis::binary`]: the pinned schemathesis's `st`, for the panel's API
+//!   tests against its OpenAPI document.
+//! - [`load`]: an HTTP/1.1 load generator (keep-alive connections, latency
+//!   percentiles), run as the `loadgen` binary by `cargo xtask bench panel`.
 //! - [`TestCert`]: a self-signed certificate for a name, as PEM text and files.
 //! - [`free_port`]: a port for configs that need a fixed one.
 //!
@@ -28,7 +36,10 @@ pub mod cert;
 pub mod config;
 pub mod fault;
 pub mod http;
+pub mod load;
 pub mod pattern;
+pub mod postgres;
+pub mod schemathesis;
 pub mod sing_box;
 mod sockets;
 pub mod socks5;
@@ -40,6 +51,7 @@ use anyhow::{Context, Result};
 
 pub use cert::TestCert;
 pub use http::HttpTarget;
+pub use postgres::Postgres;
 pub use sing_box::SingBox;
 pub use udp_echo::UdpEcho;
 

@@ -1,5 +1,8 @@
 //! `cargo xtask bench [NAME]`: run the benchmarks, then report them.
 //!
+//! `cargo xtask bench panel` loads the panel's subscription endpoint with testkit's
+//! `loadgen` ([`panel`]; the panel's own start is still a TODO for its author).
+//!
 //! `cargo xtask bench tunnel` runs the tunnel's end-to-end benchmark
 //! (`crates/tunnel/benches/tunnel/`) against rathole 0.5.0, which it builds first
 //! ([`peers::rathole`]), and writes its table between the `bench:tunnel` markers.
@@ -24,6 +27,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+
+mod panel;
 
 use crate::cmd::Cmd;
 use crate::peers;
@@ -77,7 +82,9 @@ pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
     match name {
         Some(NODE) => node(root),
         Some(TUNNEL) => tunnel(root),
+        Some(panel::PANEL) => panel::bench_panel(root),
         Some(filter) => criterion(root, Some(filter)),
+        // The panel joins the full run once `panel::start_panel` is written.
         None => {
             criterion(root, None)?;
             node(root)?;
@@ -133,7 +140,7 @@ fn criterion(root: &Path, name: Option<&str>) -> Result<()> {
 fn node(root: &Path) -> Result<()> {
     let peers = peers::install(root)?;
     let build = Cmd::cargo(root).args(["build", "--release", "-p", "switchyard"]);
-    build.run()?;
+    let binary = panel::build_switchyard(root)?;
     let target = target_dir(root)?;
     let report = target.join("node-bench.md");
     match fs::remove_file(&report) {
@@ -147,10 +154,7 @@ fn node(root: &Path) -> Result<()> {
         .dir(root)
         .args(peers.env())
         .args([
-            format!(
-                "{NODE_BINARY_ENV}={}",
-                target.join("release/switchyard").display()
-            ),
+            format!("{NODE_BINARY_ENV}={}", binary.display()),
             format!("{NODE_REPORT_ENV}={}", report.display()),
         ])
         .args(cargo_bench)

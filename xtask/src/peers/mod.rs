@@ -8,11 +8,19 @@
 //! issue whose tests need it lands: each installs only when missing, pins an exact
 //! version, and fails with what to install by hand when it cannot.
 //!
-//! Pinned today: sing-box ([`SING_BOX_VERSION`]), and rathole ([`RATHOLE_VERSION`],
+//! Pinned today: sing-box ([`SING_BOX_VERSION`]); schemathesis
+//! ([`schemathesis::SCHEMATHESIS_VERSION`], for the panel's API tests, in a venv under
+//! `target/peers/schemathesis`); Debian's `postgresql` (whatever version the
+//! distribution ships, from apt, for the panel's storage tests: testkit runs a
+//! private cluster from its binaries); and rathole ([`RATHOLE_VERSION`],
 //! the tunnel benchmark's reference, built from its crates.io source by [`rathole`]
-//! when `cargo xtask bench tunnel` needs it). The tests find it through
-//! [`SING_BOX_ENV`], which `cargo xtask test` sets, or at its default path under the
-//! target directory (`crates/testkit` looks there when the variable is unset).
+//! when `cargo xtask bench tunnel` needs it). The tests find them through
+//! [`SING_BOX_ENV`], [`schemathesis::SCHEMATHESIS_ENV`] and [`postgres::PG_BIN_ENV`],
+//! which `cargo xtask test` sets, or at their default places (`crates/testkit` looks
+//! there when the variables are unset).
+
+mod postgres;
+mod schemathesis;
 
 use std::ffi::OsString;
 use std::fs;
@@ -40,19 +48,33 @@ pub(crate) const SING_BOX_ENV: &str = "SWITCHYARD_SING_BOX";
 pub(crate) struct Peers {
     /// The absolute path of the pinned sing-box binary.
     pub(crate) sing_box: PathBuf,
+    /// The absolute path of the pinned schemathesis's `st` command.
+    pub(crate) schemathesis: PathBuf,
+    /// The directory holding PostgreSQL's `initdb`, `postgres`, `psql` and the rest.
+    pub(crate) pg_bin: PathBuf,
 }
 
 impl Peers {
     /// The environment the tests run with, as `NAME=value` pairs.
     pub(crate) fn env(&self) -> Vec<String> {
-        vec![format!("{SING_BOX_ENV}={}", self.sing_box.display())]
+        vec![
+            format!("{SING_BOX_ENV}={}", self.sing_box.display()),
+            format!(
+                "{}={}",
+                schemathesis::SCHEMATHESIS_ENV,
+                self.schemathesis.display()
+            ),
+            format!("{}={}", postgres::PG_BIN_ENV, self.pg_bin.display()),
+        ]
     }
 }
 
 /// `cargo xtask peers`: puts every pinned peer in place and says where.
 pub(crate) fn run(root: &Path) -> Result<()> {
     let peers = install(root)?;
-    println!("{SING_BOX_ENV}={}", peers.sing_box.display());
+    for line in peers.env() {
+        println!("{line}");
+    }
     Ok(())
 }
 
@@ -61,6 +83,8 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
     let peers_dir = target_dir(root)?.join("peers");
     Ok(Peers {
         sing_box: sing_box(&peers_dir)?,
+        schemathesis: schemathesis::schemathesis(&peers_dir)?,
+        pg_bin: postgres::postgresql()?,
     })
 }
 
