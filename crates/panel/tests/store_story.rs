@@ -334,3 +334,24 @@ async fn story_on_sqlite() {
         .unwrap();
     assert_eq!(restored.user_count().await.unwrap(), 2);
 }
+
+#[tokio::test]
+async fn story_on_postgres() {
+    let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
+    let url = pg.fresh_database("story").unwrap();
+    let store = SqlStore::open(&url, Changes::default()).await.unwrap();
+    story(store.clone()).await;
+    // A second instance on the same database sees the data and hears the first's
+    // writes through NOTIFY.
+    let second = SqlStore::open(&url, Changes::default()).await.unwrap();
+    assert_eq!(second.user_count().await.unwrap(), 2);
+    let mut heard = second.changes().subscribe();
+    // Drain the announcement made when its listener connected.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), heard.recv()).await;
+    store.create_cluster("third", NOW).await.unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(1), heard.recv())
+        .await
+        .expect("the other instance heard the write within a second")
+        .unwrap();
+    drop(pg);
+}
