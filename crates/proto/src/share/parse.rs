@@ -131,7 +131,8 @@ fn shadowsocks_userinfo(userinfo: &str) -> Result<(String, String), LinkError> {
 }
 
 fn checked_userinfo(method: String, password: String) -> Result<(String, String), LinkError> {
-    if method.is_empty() || password.is_empty() {
+    // No method has a ':'; one that did could not be written back unambiguously.
+    if method.is_empty() || method.contains(':') || password.is_empty() {
         return Err(LinkError::BadShadowsocksUserinfo);
     }
     Ok((method, password))
