@@ -13,7 +13,11 @@
 //! - [`shadowsocks`]: Shadowsocks 2022 (SIP022) UDP client packets, opened with
 //!   checked parsing (the ciphers come from `shadowsocks-crypto`);
 //! - [`websocket`]: the HTTP/1.1 WebSocket upgrade request and its `101` response,
-//!   with the early-data forms of sing-box and Xray.
+//!   with the early-data forms of sing-box and Xray;
+//! - [`entry`]: one server of a subscription as a client app sees it ([`Entry`]);
+//! - [`share`]: share links (`vless://`, `trojan://`, `ss://`) and subscription
+//!   bodies, written by the panel and read by the client;
+//! - [`singbox`]: a complete sing-box client config for a list of entries.
 //!
 //! This crate never does I/O, never spawns, never reads a clock: the node's async
 //! driver reads bytes into a buffer and hands them here.
@@ -33,12 +37,19 @@
 //!   message.
 //!
 //! Encoders append to a `Vec<u8>`: `fn encode(&self, out: &mut Vec<u8>)`.
+//!
+//! Share links and subscriptions are text, read whole: [`share::parse_link`] and
+//! [`share::parse_subscription`] never panic either (fuzzed too) and return a
+//! [`share::LinkError`] naming what is wrong, never repeating a credential.
 
 #![warn(missing_docs)]
 
 pub mod address;
 mod base64;
+pub mod entry;
 pub mod shadowsocks;
+pub mod share;
+pub mod singbox;
 pub mod socks5;
 pub mod trojan;
 pub mod vless;
@@ -46,6 +57,7 @@ pub mod websocket;
 pub mod xudp;
 
 pub use address::{Address, AddressError};
+pub use entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
 
 /// A payload too large for the 16-bit length field of a frame or packet.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,0 +1,180 @@
+//! One server of a subscription, as a client app sees it.
+//!
+//! The panel builds an [`Entry`] for every route a user's subscription carries;
+//! [`crate::share`] writes it as a share link and reads it back, and
+//! [`crate::singbox`] turns a list of them into a sing-box client config. The client
+//! reads exactly what the panel writes because both go through these types.
+//!
+//! Secrets (a VLESS UUID, a Trojan or Shadowsocks password) are in the fields as
+//! plain strings, since links and configs must carry them, but `Debug` prints
+//! `<redacted>` in their place so they stay out of logs.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What `Debug` prints in place of a secret.
+pub const REDACTED: &str = "<redacted>";
+
+/// One server entry: where to connect and how.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// The name the client app shows (may hold any Unicode, emoji included).
+    pub name: String,
+    /// The server's host name or IP address (an IPv6 address without brackets).
+    pub server: String,
+    /// The server's port (1-65535; links cannot carry 0).
+    pub port: u16,
+    /// The proxy protocol and its credentials.
+    pub protocol: EntryProtocol,
+    /// How the protocol's stream is carried.
+    pub transport: EntryTransport,
+    /// TLS around the transport; `None` for none.
+    pub tls: Option<EntryTls>,
+}
+
+/// The proxy protocol of an [`Entry`], with the user's credentials.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum EntryProtocol {
+    /// VLESS with the user's UUID (`8-4-4-4-12` hex text) and an optional flow
+    /// (`xtls-rprx-vision`).
+    Vless {
+        /// The user's UUID.
+        uuid: String,
+        /// The flow, when the inbound uses one.
+        flow: Option<String>,
+    },
+    /// Trojan with the user's password.
+    Trojan {
+        /// The user's password.
+        password: String,
+    },
+    /// Shadowsocks. It brings its own encryption and runs over plain TCP (and UDP):
+    /// an entry of this protocol has [`EntryTransport::Tcp`] and no TLS, and links
+    /// and sing-box configs carry neither for it.
+    Shadowsocks {
+        /// The method, e.g. `2022-blake3-aes-128-gcm`.
+        method: String,
+        /// The password; for Shadowsocks 2022 with several users on one inbound
+        /// (SIP022 identity headers), `"<server key>:<user key>"`, both base64.
+        password: String,
+    },
+}
+
+impl fmt::Debug for EntryProtocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Vless { flow, .. } => f
+                .debug_struct("Vless")
+                .field("uuid", &REDACTED)
+                .field("flow", flow)
+                .finish(),
+            Self::Trojan { .. } => f
+                .debug_struct("Trojan")
+                .field("password", &REDACTED)
+                .finish(),
+            Self::Shadowsocks { method, .. } => f
+                .debug_struct("Shadowsocks")
+                .field("method", method)
+                .field("password", &REDACTED)
+                .finish(),
+        }
+    }
+}
+
+/// How an [`Entry`]'s stream is carried.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum EntryTransport {
+    /// Plain TCP.
+    Tcp,
+    /// WebSocket.
+    Ws {
+        /// The request path, e.g. `/ws`; Xray's early-data form `/ws?ed=2048` is
+        /// kept as it is (sing-box configs turn it into `max_early_data`).
+        path: String,
+        /// The `Host` header, when it differs from the TLS name or server.
+        host: Option<String>,
+    },
+}
+
+/// TLS settings of an [`Entry`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntryTls {
+    /// The name sent as SNI and verified; `None` uses the server's host.
+    pub server_name: Option<String>,
+    /// Skip certificate verification entirely (only for tests and operators who
+    /// chose it; prefer [`Self::certificate_pem`]).
+    #[serde(default)]
+    pub insecure: bool,
+    /// A pinned self-signed certificate (PEM) to trust instead of the system roots.
+    /// Share links cannot carry it; sing-box configs can.
+    #[serde(default)]
+    pub certificate_pem: Option<String>,
+    /// The ALPN protocols to offer, in order; empty for the client's default.
+    #[serde(default)]
+    pub alpn: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_redacts_credentials() {
+        let protocols = [
+            EntryProtocol::Vless {
+                uuid: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+                flow: Some("xtls-rprx-vision".into()),
+            },
+            EntryProtocol::Trojan {
+                password: "hunter2-trojan".into(),
+            },
+            EntryProtocol::Shadowsocks {
+                method: "2022-blake3-aes-128-gcm".into(),
+                password: "c2VydmVy:dXNlcg==".into(),
+            },
+        ];
+        for protocol in protocols {
+            let entry = Entry {
+                name: "n".into(),
+                server: "example.com".into(),
+                port: 443,
+                protocol,
+                transport: EntryTransport::Tcp,
+                tls: None,
+            };
+            let text = format!("{entry:?}");
+            assert!(text.contains(REDACTED), "{text}");
+            for secret in ["b831381d", "hunter2", "c2VydmVy"] {
+                assert!(!text.contains(secret), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn serde_round_trip() {
+        let entry = Entry {
+            name: "Tokyo 🇯🇵".into(),
+            server: "2001:db8::1".into(),
+            port: 8443,
+            protocol: EntryProtocol::Vless {
+                uuid: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+                flow: None,
+            },
+            transport: EntryTransport::Ws {
+                path: "/v".into(),
+                host: Some("cdn.example.com".into()),
+            },
+            tls: Some(EntryTls {
+                server_name: Some("node.example.com".into()),
+                ..EntryTls::default()
+            }),
+        };
+        let text = serde_json::to_string(&entry).unwrap();
+        assert_eq!(serde_json::from_str::<Entry>(&text).unwrap(), entry);
+    }
+}

@@ -1,0 +1,229 @@
+//! Share links (`vless://`, `trojan://`, `ss://`) and subscriptions made of them.
+//!
+//! [`to_link`] writes an [`Entry`] in the form v2rayN, v2rayNG, Xray, sing-box's
+//! apps and mihomo read; [`parse_link`] reads it back, so `parse_link(&to_link(e))
+//! == Ok(e)` for every entry a link can carry (a property test checks it).
+//! [`links`] and [`subscription_base64`] make a whole subscription body;
+//! [`parse_subscription`] reads either form back.
+//!
+//! ```text
+//! vless://UUID@HOST:PORT?type=ws&path=%2Fws&host=H&security=tls&sni=S&allowInsecure=1&alpn=h2%2Chttp%2F1.1&encryption=none&flow=F#NAME
+//! trojan://PASSWORD@HOST:PORT?type=tcp&security=tls&sni=S#NAME
+//! ss://2022-blake3-aes-128-gcm:SERVERKEY%3AUSERKEY@HOST:PORT#NAME      (SIP002, 2022 methods)
+//! ss://BASE64URL(method:password)@HOST:PORT#NAME                         (SIP002, other methods)
+//! ```
+//!
+//! Every value is percent-encoded (only `A-Z a-z 0-9 - . _ ~` stay as they are); an
+//! IPv6 server is written in brackets. `security` is always written: a Trojan link
+//! without it means TLS to most readers, so an entry without TLS says
+//! `security=none`.
+//!
+//! What links cannot carry, and so what the round trip leaves out:
+//! - [`EntryTls::certificate_pem`] (no link format has a field for a certificate);
+//! - for Shadowsocks, the transport and TLS (SIP002 has only plugins for them, and
+//!   Shadowsocks runs on plain TCP here): its links are always plain TCP;
+//! - empty strings where a value is optional: an empty `flow`, `sni` or `host` reads
+//!   back as `None`;
+//! - port 0, which [`parse_link`] refuses;
+//! - an ALPN list whose items are empty or hold a comma.
+//!
+//! [`EntryTls::certificate_pem`]: crate::entry::EntryTls::certificate_pem
+
+mod parse;
+mod percent;
+#[cfg(test)]
+mod tests;
+
+use crate::base64;
+use crate::entry::{Entry, EntryProtocol, EntryTransport};
+
+pub use parse::{parse_link, parse_subscription};
+
+/// The most bytes of a scheme or value an error repeats, so an error about a huge
+/// or hostile input stays short.
+const ERROR_EXCERPT: usize = 32;
+
+/// What is wrong with a share link or subscription.
+///
+/// No variant repeats a credential: a UUID or password that is wrong is named, not
+/// shown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LinkError {
+    /// The text has no `scheme://` at its start.
+    #[error("not a share link: it does not start with vless://, trojan:// or ss://")]
+    NotALink,
+    /// The scheme is not one Switchyard reads.
+    #[error("unsupported link scheme {0:?}: only vless://, trojan:// and ss:// are read")]
+    UnsupportedScheme(String),
+    /// Nothing before the `@` (the UUID, password or Shadowsocks userinfo).
+    #[error("the {0} link has no credentials before '@'")]
+    MissingCredentials(&'static str),
+    /// The Shadowsocks userinfo is neither `method:password` nor base64 of it.
+    #[error("the ss link's userinfo is neither percent-encoded method:password nor base64 of it")]
+    BadShadowsocksUserinfo,
+    /// No host between `@` and `:port`.
+    #[error("the link has no server host")]
+    MissingHost,
+    /// An IPv6 address opened with `[` is not closed.
+    #[error("the link's IPv6 server address has no closing ']'")]
+    UnclosedIpv6,
+    /// No `:port` after the host.
+    #[error("the link has no port after the server host")]
+    MissingPort,
+    /// The port is not a number from 1 to 65535.
+    #[error("the link's port {0:?} is not a number from 1 to 65535")]
+    BadPort(String),
+    /// Something follows the port that is not a query or fragment.
+    #[error("the link has a path {0:?} after the port; only '/' may stand there")]
+    UnexpectedPath(String),
+    /// A part of the link has a malformed `%XX` escape or is not UTF-8 once decoded.
+    #[error("the link's {0} has a malformed %-escape or is not UTF-8")]
+    BadEncoding(&'static str),
+    /// The `type` parameter names a transport other than `tcp` and `ws`.
+    #[error("unsupported transport type={0:?}: only tcp and ws are read")]
+    UnsupportedTransport(String),
+    /// The `security` parameter names something other than `none` and `tls`.
+    #[error("unsupported security={0:?}: only none and tls are read")]
+    UnsupportedSecurity(String),
+    /// A VLESS link asks for an `encryption` other than `none`.
+    #[error("unsupported VLESS encryption={0:?}: only none is read")]
+    UnsupportedEncryption(String),
+    /// A Shadowsocks link names a SIP003 plugin, which Switchyard does not run.
+    #[error("unsupported Shadowsocks plugin {0:?}: Switchyard runs Shadowsocks on plain TCP")]
+    UnsupportedPlugin(String),
+    /// A subscription body is neither share links nor base64 of them.
+    #[error("the subscription is neither share links, one a line, nor base64 of them")]
+    NotASubscription,
+    /// A line of a subscription is not a link Switchyard reads.
+    #[error("subscription line {line}: {error}")]
+    Line {
+        /// The line's number, from 1, in the decoded body.
+        line: usize,
+        /// What is wrong with it.
+        error: Box<Self>,
+    },
+}
+
+/// `text` cut to [`ERROR_EXCERPT`] bytes (at a character boundary), for errors.
+fn excerpt(text: &str) -> String {
+    let mut end = text.len().min(ERROR_EXCERPT);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_owned()
+}
+
+/// Whether `method` is a Shadowsocks 2022 (SIP022) method, whose SIP002 userinfo is
+/// percent-encoded text rather than base64.
+fn is_2022_method(method: &str) -> bool {
+    method.starts_with("2022-")
+}
+
+/// The share link of `entry` (see the [module docs](self) for the forms).
+pub fn to_link(entry: &Entry) -> String {
+    let mut out = String::with_capacity(128);
+    match &entry.protocol {
+        EntryProtocol::Vless { uuid, .. } => {
+            out.push_str("vless://");
+            percent::encode_into(&mut out, uuid);
+        }
+        EntryProtocol::Trojan { password } => {
+            out.push_str("trojan://");
+            percent::encode_into(&mut out, password);
+        }
+        EntryProtocol::Shadowsocks { method, password } => {
+            out.push_str("ss://");
+            if is_2022_method(method) {
+                percent::encode_into(&mut out, method);
+                out.push(':');
+                percent::encode_into(&mut out, password);
+            } else {
+                let standard = base64::encode_standard(format!("{method}:{password}").as_bytes());
+                out.extend(standard.chars().filter(|&c| c != '=').map(|c| match c {
+                    '+' => '-',
+                    '/' => '_',
+                    c => c,
+                }));
+            }
+        }
+    }
+    out.push('@');
+    push_host(&mut out, &entry.server);
+    out.push(':');
+    out.push_str(&entry.port.to_string());
+
+    let params = query(entry);
+    for (i, (key, value)) in params.iter().enumerate() {
+        out.push(if i == 0 { '?' } else { '&' });
+        out.push_str(key);
+        out.push('=');
+        percent::encode_into(&mut out, value);
+    }
+    out.push('#');
+    percent::encode_into(&mut out, &entry.name);
+    out
+}
+
+/// The host part: an IPv6 address in brackets, anything else percent-encoded (a
+/// host name or IPv4 address has nothing to encode).
+fn push_host(out: &mut String, server: &str) {
+    if server.contains(':') && server.parse::<std::net::Ipv6Addr>().is_ok() {
+        out.push('[');
+        out.push_str(server);
+        out.push(']');
+    } else {
+        percent::encode_into(out, server);
+    }
+}
+
+/// The query parameters of `entry`'s link, in the order written.
+fn query(entry: &Entry) -> Vec<(&'static str, String)> {
+    let mut params = Vec::new();
+    if matches!(entry.protocol, EntryProtocol::Shadowsocks { .. }) {
+        return params;
+    }
+    match &entry.transport {
+        EntryTransport::Tcp => params.push(("type", "tcp".to_owned())),
+        EntryTransport::Ws { path, host } => {
+            params.push(("type", "ws".to_owned()));
+            params.push(("path", path.clone()));
+            if let Some(host) = host {
+                params.push(("host", host.clone()));
+            }
+        }
+    }
+    match &entry.tls {
+        None => params.push(("security", "none".to_owned())),
+        Some(tls) => {
+            params.push(("security", "tls".to_owned()));
+            if let Some(sni) = &tls.server_name {
+                params.push(("sni", sni.clone()));
+            }
+            if tls.insecure {
+                params.push(("allowInsecure", "1".to_owned()));
+            }
+            if !tls.alpn.is_empty() {
+                params.push(("alpn", tls.alpn.join(",")));
+            }
+        }
+    }
+    if let EntryProtocol::Vless { flow, .. } = &entry.protocol {
+        params.push(("encryption", "none".to_owned()));
+        if let Some(flow) = flow {
+            params.push(("flow", flow.clone()));
+        }
+    }
+    params
+}
+
+/// The links of `entries`, one a line (`\n` between them, none after the last).
+pub fn links(entries: &[Entry]) -> String {
+    entries.iter().map(to_link).collect::<Vec<_>>().join("\n")
+}
+
+/// The subscription body v2rayN-family apps expect: [`links`] in standard base64
+/// with padding, on one line.
+pub fn subscription_base64(entries: &[Entry]) -> String {
+    base64::encode_standard(links(entries).as_bytes())
+}

@@ -1,0 +1,490 @@
+use proptest::prelude::*;
+
+use super::*;
+use crate::entry::EntryTls;
+
+const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+
+fn entry(protocol: EntryProtocol, transport: EntryTransport, tls: Option<EntryTls>) -> Entry {
+    Entry {
+        name: "Tokyo 🇯🇵 #1".into(),
+        server: "node.example.com".into(),
+        port: 443,
+        protocol,
+        transport,
+        tls,
+    }
+}
+
+fn vless(flow: Option<&str>) -> EntryProtocol {
+    EntryProtocol::Vless {
+        uuid: UUID.into(),
+        flow: flow.map(str::to_owned),
+    }
+}
+
+fn trojan() -> EntryProtocol {
+    EntryProtocol::Trojan {
+        password: "p@ss:w/rd+1".into(),
+    }
+}
+
+fn ws() -> EntryTransport {
+    EntryTransport::Ws {
+        path: "/ws?ed=2048".into(),
+        host: Some("cdn.example.com".into()),
+    }
+}
+
+fn tls() -> Option<EntryTls> {
+    Some(EntryTls {
+        server_name: Some("sni.example.com".into()),
+        insecure: false,
+        certificate_pem: None,
+        alpn: vec!["h2".into(), "http/1.1".into()],
+    })
+}
+
+/// The fragment every test entry ends with: the name, emoji and `#` escaped.
+const NAME: &str = "#Tokyo%20%F0%9F%87%AF%F0%9F%87%B5%20%231";
+
+/// Each case: the entry, its exact link; each must read back to the same entry.
+fn cases() -> Vec<(Entry, String)> {
+    let insecure = Some(EntryTls {
+        server_name: None,
+        insecure: true,
+        certificate_pem: None,
+        alpn: Vec::new(),
+    });
+    vec![
+        (
+            entry(vless(None), EntryTransport::Tcp, None),
+            format!(
+                "vless://{UUID}@node.example.com:443?type=tcp&security=none&encryption=none{NAME}"
+            ),
+        ),
+        (
+            entry(vless(Some("xtls-rprx-vision")), EntryTransport::Tcp, tls()),
+            format!(
+                "vless://{UUID}@node.example.com:443?type=tcp&security=tls&sni=sni.example.com\
+                 &alpn=h2%2Chttp%2F1.1&encryption=none&flow=xtls-rprx-vision{NAME}"
+            ),
+        ),
+        (
+            entry(vless(None), ws(), None),
+            format!(
+                "vless://{UUID}@node.example.com:443?type=ws&path=%2Fws%3Fed%3D2048\
+                 &host=cdn.example.com&security=none&encryption=none{NAME}"
+            ),
+        ),
+        (
+            entry(vless(None), ws(), insecure.clone()),
+            format!(
+                "vless://{UUID}@node.example.com:443?type=ws&path=%2Fws%3Fed%3D2048\
+                 &host=cdn.example.com&security=tls&allowInsecure=1&encryption=none{NAME}"
+            ),
+        ),
+        (
+            entry(trojan(), EntryTransport::Tcp, None),
+            format!(
+                "trojan://p%40ss%3Aw%2Frd%2B1@node.example.com:443?type=tcp&security=none{NAME}"
+            ),
+        ),
+        (
+            entry(trojan(), EntryTransport::Tcp, tls()),
+            format!(
+                "trojan://p%40ss%3Aw%2Frd%2B1@node.example.com:443?type=tcp&security=tls\
+                 &sni=sni.example.com&alpn=h2%2Chttp%2F1.1{NAME}"
+            ),
+        ),
+        (
+            entry(trojan(), ws(), None),
+            format!(
+                "trojan://p%40ss%3Aw%2Frd%2B1@node.example.com:443?type=ws&path=%2Fws%3Fed%3D2048\
+                 &host=cdn.example.com&security=none{NAME}"
+            ),
+        ),
+        (
+            entry(
+                trojan(),
+                EntryTransport::Ws {
+                    path: "/t".into(),
+                    host: None,
+                },
+                Some(EntryTls::default()),
+            ),
+            format!(
+                "trojan://p%40ss%3Aw%2Frd%2B1@node.example.com:443?type=ws&path=%2Ft&security=tls{NAME}"
+            ),
+        ),
+        (
+            entry(
+                EntryProtocol::Shadowsocks {
+                    method: "2022-blake3-aes-128-gcm".into(),
+                    password: "c3dpdGNoeWFyZC1zcy0xNg==:YWxpY2Utc3Mta2V5LTE2Yg==".into(),
+                },
+                EntryTransport::Tcp,
+                None,
+            ),
+            format!(
+                "ss://2022-blake3-aes-128-gcm:c3dpdGNoeWFyZC1zcy0xNg%3D%3D%3AYWxpY2Utc3Mta2V5LTE2Yg%3D%3D\
+                 @node.example.com:443{NAME}"
+            ),
+        ),
+        (
+            entry(
+                EntryProtocol::Shadowsocks {
+                    method: "aes-256-gcm".into(),
+                    password: "test/pass?".into(),
+                },
+                EntryTransport::Tcp,
+                None,
+            ),
+            // base64url("aes-256-gcm:test/pass?") without padding.
+            format!("ss://YWVzLTI1Ni1nY206dGVzdC9wYXNzPw@node.example.com:443{NAME}"),
+        ),
+    ]
+}
+
+#[test]
+fn exact_links_and_back() {
+    for (entry, link) in cases() {
+        assert_eq!(to_link(&entry), link, "{entry:?}");
+        assert_eq!(parse_link(&link), Ok(entry), "{link}");
+    }
+}
+
+#[test]
+fn ipv6_servers_are_bracketed() {
+    let mut e = entry(vless(None), EntryTransport::Tcp, None);
+    e.server = "2001:db8::1".into();
+    e.name = String::new();
+    let link = to_link(&e);
+    assert_eq!(
+        link,
+        format!("vless://{UUID}@[2001:db8::1]:443?type=tcp&security=none&encryption=none#")
+    );
+    assert_eq!(parse_link(&link), Ok(e));
+}
+
+#[test]
+fn shadowsocks_links_carry_no_transport_or_tls() {
+    let ss = EntryProtocol::Shadowsocks {
+        method: "2022-blake3-aes-256-gcm".into(),
+        password: "a2V5".into(),
+    };
+    let plain = to_link(&entry(ss.clone(), EntryTransport::Tcp, None));
+    assert_eq!(to_link(&entry(ss, ws(), tls())), plain);
+}
+
+#[test]
+fn links_written_by_other_apps() {
+    // v2rayN's base64 userinfo (standard alphabet, padded), with a `/` before `?`.
+    let e = parse_link("ss://YWVzLTI1Ni1nY206dGVzdC9wYXNzPw==@1.2.3.4:8388/?#x").unwrap();
+    assert_eq!(
+        e.protocol,
+        EntryProtocol::Shadowsocks {
+            method: "aes-256-gcm".into(),
+            password: "test/pass?".into()
+        }
+    );
+    assert_eq!(
+        (e.server.as_str(), e.port, e.name.as_str()),
+        ("1.2.3.4", 8388, "x")
+    );
+    // The old whole-base64 form: base64("aes-128-gcm:test@192.168.100.1:8888").
+    let e = parse_link("ss://YWVzLTEyOC1nY206dGVzdEAxOTIuMTY4LjEwMC4xOjg4ODg#Example").unwrap();
+    assert_eq!((e.server.as_str(), e.port), ("192.168.100.1", 8888));
+    // A Trojan link without `security` is TLS; unknown parameters are ignored;
+    // `peer` is an old name for `sni`.
+    let e = parse_link("TROJAN://pw@h.example:443?peer=s.example&fp=chrome&allowInsecure=true")
+        .unwrap();
+    assert_eq!(
+        e.tls,
+        Some(EntryTls {
+            server_name: Some("s.example".into()),
+            insecure: true,
+            ..EntryTls::default()
+        })
+    );
+    assert_eq!(e.name, "");
+    // A WebSocket link without a path means `/`; VLESS without `security` no TLS.
+    let e = parse_link(&format!("vless://{UUID}@h:80?type=ws&encryption=none")).unwrap();
+    assert_eq!(
+        e.transport,
+        EntryTransport::Ws {
+            path: "/".into(),
+            host: None
+        }
+    );
+    assert_eq!(e.tls, None);
+}
+
+#[test]
+fn errors_name_what_is_wrong() {
+    let cases: &[(&str, LinkError)] = &[
+        ("", LinkError::NotALink),
+        ("hello", LinkError::NotALink),
+        ("vmess://eyJ9", LinkError::UnsupportedScheme("vmess".into())),
+        ("vless://@h:1", LinkError::MissingCredentials("vless")),
+        ("trojan://h:1", LinkError::MissingCredentials("trojan")),
+        ("trojan://pw@:1", LinkError::MissingHost),
+        ("trojan://pw@h", LinkError::MissingPort),
+        ("trojan://pw@[::1", LinkError::UnclosedIpv6),
+        ("trojan://pw@h:0", LinkError::BadPort("0".into())),
+        ("trojan://pw@h:65536", LinkError::BadPort("65536".into())),
+        ("trojan://pw@h:+1", LinkError::BadPort("+1".into())),
+        ("trojan://pw@h:1/x", LinkError::UnexpectedPath("/x".into())),
+        ("trojan://p%zz@h:1", LinkError::BadEncoding("password")),
+        (
+            "trojan://pw@h:1#%FF",
+            LinkError::BadEncoding("name (#fragment)"),
+        ),
+        (
+            "trojan://pw@h:1?type=grpc",
+            LinkError::UnsupportedTransport("grpc".into()),
+        ),
+        (
+            "vless://u@h:1?security=reality",
+            LinkError::UnsupportedSecurity("reality".into()),
+        ),
+        (
+            "vless://u@h:1?encryption=mlkem",
+            LinkError::UnsupportedEncryption("mlkem".into()),
+        ),
+        (
+            "ss://YWVzLTI1Ni1nY206dA@h:1/?plugin=v2ray-plugin%3Bmode%3Dwebsocket",
+            LinkError::UnsupportedPlugin("v2ray-plugin;mode=websocket".into()),
+        ),
+        ("ss://!!!@h:1", LinkError::BadShadowsocksUserinfo),
+        ("ss://bm9jb2xvbg@h:1", LinkError::BadShadowsocksUserinfo),
+        ("ss://:pw@h:1", LinkError::BadShadowsocksUserinfo),
+        ("ss://2022-a%3Ab:pw@h:1", LinkError::BadShadowsocksUserinfo),
+        (
+            "ss://2022-blake3-aes-128-gcm:@h:1",
+            LinkError::BadShadowsocksUserinfo,
+        ),
+    ];
+    for (link, error) in cases {
+        assert_eq!(parse_link(link).as_ref(), Err(error), "{link}");
+    }
+}
+
+#[test]
+fn errors_never_repeat_credentials() {
+    let err = parse_link("trojan://very-secret-password@h:1?security=quic").unwrap_err();
+    assert!(!err.to_string().contains("very-secret"), "{err}");
+}
+
+#[test]
+fn subscriptions_in_every_form() {
+    let entries: Vec<Entry> = cases().into_iter().map(|(e, _)| e).collect();
+    let plain = links(&entries);
+    assert_eq!(plain.lines().count(), entries.len());
+    assert!(!plain.ends_with('\n'));
+    let b64 = subscription_base64(&entries);
+    assert_eq!(b64, crate::base64::encode_standard(plain.as_bytes()));
+    let url_safe: String = b64
+        .trim_end_matches('=')
+        .chars()
+        .map(|c| match c {
+            '+' => '-',
+            '/' => '_',
+            c => c,
+        })
+        .collect();
+    // Wrapped at 76 columns, as some servers send it.
+    let wrapped: String = b64
+        .as_bytes()
+        .chunks(76)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect::<Vec<_>>()
+        .join("\r\n");
+    let crlf = plain.replace('\n', "\r\n\r\n") + "\r\n";
+    for body in [&plain, &b64, &url_safe, &wrapped, &crlf] {
+        assert_eq!(parse_subscription(body).as_ref(), Ok(&entries), "{body}");
+    }
+    assert_eq!(parse_subscription(""), Ok(Vec::new()));
+    assert_eq!(parse_subscription("  \n"), Ok(Vec::new()));
+    assert_eq!(subscription_base64(&[]), "");
+}
+
+#[test]
+fn subscription_errors() {
+    assert_eq!(
+        parse_subscription("not base64!"),
+        Err(LinkError::NotASubscription)
+    );
+    // base64 of "hello world"
+    assert_eq!(
+        parse_subscription("aGVsbG8gd29ybGQ="),
+        Err(LinkError::NotASubscription)
+    );
+    let body = format!("{}\n\nvmess://x\n", to_link(&cases()[0].0));
+    assert_eq!(
+        parse_subscription(&body),
+        Err(LinkError::Line {
+            line: 3,
+            error: Box::new(LinkError::UnsupportedScheme("vmess".into()))
+        })
+    );
+    assert_eq!(
+        parse_subscription(&body).unwrap_err().to_string(),
+        "subscription line 3: unsupported link scheme \"vmess\": only vless://, trojan:// and ss:// are read"
+    );
+}
+
+/// Entries a link can carry whole: no pinned certificate, no empty optional
+/// strings, no port 0, ALPN items without commas, and Shadowsocks only on TCP
+/// without TLS.
+pub(crate) fn linkable_entry() -> impl Strategy<Value = Entry> {
+    let text = "\\PC{0,24}";
+    let some_text = "\\PC{1,24}";
+    let server = prop_oneof![
+        "[a-z0-9][a-z0-9.-]{0,40}",
+        any::<[u8; 4]>().prop_map(|ip| std::net::Ipv4Addr::from(ip).to_string()),
+        any::<[u8; 16]>().prop_map(|ip| std::net::Ipv6Addr::from(ip).to_string()),
+    ];
+    let tls = proptest::option::of((
+        proptest::option::of(some_text),
+        any::<bool>(),
+        proptest::collection::vec("[a-z0-9/.-]{1,10}", 0..3),
+    ))
+    .prop_map(|tls| {
+        tls.map(|(server_name, insecure, alpn)| EntryTls {
+            server_name,
+            insecure,
+            certificate_pem: None,
+            alpn,
+        })
+    });
+    let transport = prop_oneof![
+        Just(EntryTransport::Tcp),
+        (text, proptest::option::of(some_text))
+            .prop_map(|(path, host)| EntryTransport::Ws { path, host }),
+    ];
+    let protocol = prop_oneof![
+        (some_text, proptest::option::of(some_text))
+            .prop_map(|(uuid, flow)| EntryProtocol::Vless { uuid, flow }),
+        some_text.prop_map(|password| EntryProtocol::Trojan { password }),
+        (
+            prop_oneof![
+                Just("2022-blake3-aes-128-gcm".to_owned()),
+                Just("2022-blake3-chacha20-poly1305".to_owned()),
+                "[a-z0-9-]{1,20}",
+            ],
+            some_text
+        )
+            .prop_map(|(method, password)| EntryProtocol::Shadowsocks { method, password }),
+    ];
+    (text, server, 1..=u16::MAX, protocol, transport, tls).prop_map(
+        |(name, server, port, protocol, transport, tls)| {
+            let ss = matches!(protocol, EntryProtocol::Shadowsocks { .. });
+            Entry {
+                name,
+                server,
+                port,
+                protocol,
+                transport: if ss { EntryTransport::Tcp } else { transport },
+                tls: if ss { None } else { tls },
+            }
+        },
+    )
+}
+
+/// Link-shaped text as other writers might produce it: any userinfo and host
+/// characters, the known parameters with likely and arbitrary values, repeated or
+/// missing, and fragments with stray escapes.
+fn foreign_link() -> impl Strategy<Value = String> {
+    let piece = "[a-zA-Z0-9%:/+=@._~ -]{0,16}";
+    let key = prop_oneof![
+        Just("type"),
+        Just("path"),
+        Just("host"),
+        Just("security"),
+        Just("sni"),
+        Just("peer"),
+        Just("alpn"),
+        Just("allowInsecure"),
+        Just("insecure"),
+        Just("encryption"),
+        Just("flow"),
+        Just("plugin"),
+        Just("fp"),
+    ];
+    let known = prop_oneof![
+        Just("tcp".to_owned()),
+        Just("ws".to_owned()),
+        Just("tls".to_owned()),
+        Just("none".to_owned()),
+        Just("1".to_owned()),
+        Just(String::new()),
+    ];
+    let value = prop_oneof![4 => known.boxed(), 1 => "[a-zA-Z0-9%,/+=._~-]{0,12}".boxed()];
+    (
+        prop_oneof![
+            Just("vless://"),
+            Just("trojan://"),
+            Just("ss://"),
+            Just("SS://")
+        ],
+        piece,
+        prop_oneof!["[a-z0-9.%-]{0,12}", "\\[[0-9a-f:%.]{0,20}\\]"],
+        prop_oneof![
+            4 => (1..=u16::MAX).prop_map(|p| p.to_string()).boxed(),
+            1 => "[0-9]{0,6}".boxed(),
+        ],
+        prop_oneof![Just(""), Just("/")],
+        proptest::collection::vec((key, value), 0..6),
+        "[a-zA-Z0-9% #]{0,12}",
+    )
+        .prop_map(|(scheme, user, host, port, slash, params, fragment)| {
+            let query: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!(
+                "{scheme}{user}@{host}:{port}{slash}?{}#{fragment}",
+                query.join("&")
+            )
+        })
+}
+
+proptest! {
+    #[test]
+    fn links_round_trip(entry in linkable_entry()) {
+        let link = to_link(&entry);
+        prop_assert_eq!(parse_link(&link), Ok(entry));
+    }
+
+    #[test]
+    fn subscriptions_round_trip(entries in proptest::collection::vec(linkable_entry(), 0..6)) {
+        prop_assert_eq!(parse_subscription(&subscription_base64(&entries)), Ok(entries.clone()));
+        prop_assert_eq!(parse_subscription(&links(&entries)), Ok(entries));
+    }
+
+    #[test]
+    fn parsing_never_panics(text in "\\PC{0,200}") {
+        let _ = parse_link(&text);
+        let _ = parse_subscription(&text);
+    }
+
+    #[test]
+    fn parsing_link_like_text_never_panics(
+        scheme in prop_oneof![Just("vless://"), Just("trojan://"), Just("ss://")],
+        rest in "[a-zA-Z0-9%@:/?#&=\\[\\]+._~-]{0,120}",
+    ) {
+        let text = format!("{scheme}{rest}");
+        let _ = parse_link(&text);
+        let _ = parse_subscription(&text);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    #[test]
+    fn whatever_parses_writes_back_the_same(link in foreign_link()) {
+        // About one in 25 of these parses, so this runs more cases than the default; the rest exercise the errors.
+        if let Ok(entry) = parse_link(&link) {
+            prop_assert_eq!(parse_link(&to_link(&entry)), Ok(entry));
+        }
+    }
+}

@@ -1,0 +1,241 @@
+use serde_json::json;
+
+use super::*;
+use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+
+const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+fn entry(
+    name: &str,
+    protocol: EntryProtocol,
+    transport: EntryTransport,
+    tls: Option<EntryTls>,
+) -> Entry {
+    Entry {
+        name: name.into(),
+        server: "node.example.com".into(),
+        port: 443,
+        protocol,
+        transport,
+        tls,
+    }
+}
+
+fn vless() -> EntryProtocol {
+    EntryProtocol::Vless {
+        uuid: UUID.into(),
+        flow: None,
+    }
+}
+
+fn trojan() -> EntryProtocol {
+    EntryProtocol::Trojan {
+        password: "pw".into(),
+    }
+}
+
+fn ws() -> EntryTransport {
+    EntryTransport::Ws {
+        path: "/ws".into(),
+        host: Some("cdn.example.com".into()),
+    }
+}
+
+fn tls() -> Option<EntryTls> {
+    Some(EntryTls {
+        server_name: Some("sni.example.com".into()),
+        insecure: false,
+        certificate_pem: Some(PEM.into()),
+        alpn: vec!["h2".into(), "http/1.1".into()],
+    })
+}
+
+#[test]
+fn outbounds_of_each_protocol_transport_and_tls() {
+    let tls_json = json!({
+        "enabled": true,
+        "server_name": "sni.example.com",
+        "alpn": ["h2", "http/1.1"],
+        "certificate": PEM,
+    });
+    let ws_json = json!({ "type": "ws", "path": "/ws", "headers": { "Host": "cdn.example.com" } });
+    let base = |kind: &str| json!({ "type": kind, "tag": "t", "server": "node.example.com", "server_port": 443 });
+    let with = |mut v: Value, extra: Value| {
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let vless_base = with(base("vless"), json!({ "uuid": UUID }));
+    let trojan_base = with(base("trojan"), json!({ "password": "pw" }));
+    let cases = [
+        (
+            entry("t", vless(), EntryTransport::Tcp, None),
+            vless_base.clone(),
+        ),
+        (
+            entry("t", vless(), EntryTransport::Tcp, tls()),
+            with(vless_base.clone(), json!({ "tls": tls_json })),
+        ),
+        (
+            entry("t", vless(), ws(), None),
+            with(vless_base.clone(), json!({ "transport": ws_json })),
+        ),
+        (
+            entry("t", vless(), ws(), tls()),
+            with(
+                vless_base.clone(),
+                json!({ "tls": tls_json, "transport": ws_json }),
+            ),
+        ),
+        (
+            entry("t", trojan(), EntryTransport::Tcp, None),
+            trojan_base.clone(),
+        ),
+        (
+            entry("t", trojan(), EntryTransport::Tcp, tls()),
+            with(trojan_base.clone(), json!({ "tls": tls_json })),
+        ),
+        (
+            entry("t", trojan(), ws(), None),
+            with(trojan_base.clone(), json!({ "transport": ws_json })),
+        ),
+        (
+            entry("t", trojan(), ws(), tls()),
+            with(
+                trojan_base.clone(),
+                json!({ "tls": tls_json, "transport": ws_json }),
+            ),
+        ),
+        (
+            entry(
+                "t",
+                EntryProtocol::Shadowsocks {
+                    method: "2022-blake3-aes-128-gcm".into(),
+                    password: "c2VydmVy:dXNlcg==".into(),
+                },
+                EntryTransport::Tcp,
+                None,
+            ),
+            with(
+                base("shadowsocks"),
+                json!({ "method": "2022-blake3-aes-128-gcm", "password": "c2VydmVy:dXNlcg==" }),
+            ),
+        ),
+    ];
+    for (entry, expected) in cases {
+        assert_eq!(outbound(&entry, "t"), expected, "{entry:?}");
+    }
+}
+
+#[test]
+fn flow_insecure_and_early_data() {
+    let e = entry(
+        "t",
+        EntryProtocol::Vless {
+            uuid: UUID.into(),
+            flow: Some("xtls-rprx-vision".into()),
+        },
+        EntryTransport::Ws {
+            path: "/v?ed=2048".into(),
+            host: None,
+        },
+        Some(EntryTls {
+            insecure: true,
+            ..EntryTls::default()
+        }),
+    );
+    let out = outbound(&e, "t");
+    assert_eq!(out["flow"], json!("xtls-rprx-vision"));
+    assert_eq!(out["tls"], json!({ "enabled": true, "insecure": true }));
+    assert_eq!(
+        out["transport"],
+        json!({
+            "type": "ws", "path": "/v",
+            "max_early_data": 2048, "early_data_header_name": "Sec-WebSocket-Protocol",
+        })
+    );
+    assert_eq!(split_early_data("/v?x=1"), ("/v?x=1", None));
+    assert_eq!(split_early_data("/v?ed=lots"), ("/v?ed=lots", None));
+}
+
+#[test]
+fn a_whole_config() {
+    let entries = [
+        entry("Tokyo", vless(), EntryTransport::Tcp, None),
+        entry("Tokyo", trojan(), EntryTransport::Tcp, tls()),
+        entry("", trojan(), EntryTransport::Tcp, None),
+        entry("direct", trojan(), EntryTransport::Tcp, None),
+    ];
+    let config = client_config(&entries, &SingBoxOptions::default());
+    let tags = ["Tokyo", "Tokyo 2", "server", "direct 2"];
+    assert_eq!(
+        config,
+        json!({
+            "log": { "level": "warn", "timestamp": true },
+            "dns": { "servers": [{ "type": "local", "tag": "local" }] },
+            "inbounds": [{ "type": "mixed", "tag": "mixed-in", "listen": "127.0.0.1", "listen_port": 2080 }],
+            "outbounds": [
+                {
+                    "type": "selector", "tag": "Switchyard",
+                    "outbounds": ["Fastest", "Tokyo", "Tokyo 2", "server", "direct 2"],
+                    "default": "Fastest",
+                },
+                {
+                    "type": "urltest", "tag": "Fastest", "outbounds": tags,
+                    "url": "https://www.gstatic.com/generate_204", "interval": "3m",
+                },
+                outbound(&entries[0], "Tokyo"),
+                outbound(&entries[1], "Tokyo 2"),
+                outbound(&entries[2], "server"),
+                outbound(&entries[3], "direct 2"),
+                { "type": "direct", "tag": "direct" },
+            ],
+            "route": { "final": "Switchyard", "default_domain_resolver": "local" },
+        })
+    );
+}
+
+#[test]
+fn options_and_no_entries() {
+    let options = SingBoxOptions {
+        listen: "[::1]:1080".parse().unwrap(),
+        group_name: "Proxy".into(),
+        urltest_interval: Duration::from_secs(90),
+        log_level: "info".into(),
+        ..SingBoxOptions::default()
+    };
+    let config = client_config(
+        &[entry("Proxy", trojan(), EntryTransport::Tcp, None)],
+        &options,
+    );
+    assert_eq!(config["inbounds"][0]["listen"], json!("::1"));
+    assert_eq!(config["inbounds"][0]["listen_port"], json!(1080));
+    assert_eq!(config["outbounds"][0]["tag"], json!("Proxy"));
+    assert_eq!(config["outbounds"][1]["interval"], json!("90s"));
+    assert_eq!(config["outbounds"][2]["tag"], json!("Proxy 2"));
+    assert_eq!(config["log"]["level"], json!("info"));
+
+    let empty = client_config(&[], &SingBoxOptions::default());
+    assert_eq!(
+        empty["outbounds"],
+        json!([{ "type": "direct", "tag": "direct" }])
+    );
+    assert_eq!(
+        empty["route"],
+        json!({
+            "final": "direct",
+            "default_domain_resolver": "local",
+            "rules": [{ "inbound": ["mixed-in"], "action": "reject" }],
+        })
+    );
+}
+
+#[test]
+fn go_durations() {
+    assert_eq!(go_duration(Duration::from_secs(180)), "3m");
+    assert_eq!(go_duration(Duration::from_secs(61)), "61s");
+    assert_eq!(go_duration(Duration::from_millis(1500)), "1500ms");
+    assert_eq!(go_duration(Duration::ZERO), "0s");
+}

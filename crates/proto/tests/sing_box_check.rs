@@ -1,0 +1,117 @@
+//! The pinned sing-box (1.14) accepts the client configs `client_config` renders:
+//! `sing-box check` on every protocol, transport and TLS combination, a pinned
+//! certificate, repeated names, non-default options, no entries, and a
+//! subscription read back from its base64 body as the client would.
+
+use switchyard_proto::share::{parse_subscription, subscription_base64};
+use switchyard_proto::singbox::{SingBoxOptions, client_config};
+use switchyard_proto::{Entry, EntryProtocol, EntryTls, EntryTransport};
+use switchyard_testkit::TestCert;
+use switchyard_testkit::sing_box::check;
+
+fn every_kind(cert: &TestCert) -> Vec<Entry> {
+    let protocols = [
+        EntryProtocol::Vless {
+            uuid: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+            flow: None,
+        },
+        EntryProtocol::Trojan {
+            password: "alice-password".into(),
+        },
+    ];
+    let transports = [
+        EntryTransport::Tcp,
+        EntryTransport::Ws {
+            path: "/ws?ed=2048".into(),
+            host: Some("cdn.example.com".into()),
+        },
+    ];
+    let tls = [
+        None,
+        Some(EntryTls {
+            server_name: Some(cert.name().into()),
+            insecure: false,
+            certificate_pem: Some(cert.cert_pem().into()),
+            alpn: vec!["h2".into(), "http/1.1".into()],
+        }),
+        Some(EntryTls {
+            insecure: true,
+            ..EntryTls::default()
+        }),
+    ];
+    let mut entries = Vec::new();
+    for protocol in &protocols {
+        for transport in &transports {
+            for tls in &tls {
+                entries.push(Entry {
+                    // Every entry the same name: the tags must still be unique.
+                    name: "Tokyo 🇯🇵".into(),
+                    server: "node.example.com".into(),
+                    port: 443,
+                    protocol: protocol.clone(),
+                    transport: transport.clone(),
+                    tls: tls.clone(),
+                });
+            }
+        }
+    }
+    entries.push(Entry {
+        name: "SS".into(),
+        server: "2001:db8::1".into(),
+        port: 8388,
+        protocol: EntryProtocol::Shadowsocks {
+            method: "2022-blake3-aes-128-gcm".into(),
+            password: "c3dpdGNoeWFyZC1zcy0xNg==:YWxpY2Utc3Mta2V5LTE2Yg==".into(),
+        },
+        transport: EntryTransport::Tcp,
+        tls: None,
+    });
+    entries.push(Entry {
+        name: "VLESS Vision".into(),
+        server: "192.0.2.1".into(),
+        port: 443,
+        protocol: EntryProtocol::Vless {
+            uuid: "0d8f7c6e-2b4a-4f1e-9c3d-5a6b7c8d9e0f".into(),
+            flow: Some("xtls-rprx-vision".into()),
+        },
+        transport: EntryTransport::Tcp,
+        tls: Some(EntryTls::default()),
+    });
+    entries
+}
+
+#[tokio::test]
+async fn every_kind_of_entry_passes_sing_box_check() {
+    let cert = TestCert::new("node.test").unwrap();
+    let config = client_config(&every_kind(&cert), &SingBoxOptions::default());
+    check(&config).await.unwrap();
+}
+
+#[tokio::test]
+async fn other_options_and_no_entries_pass_sing_box_check() {
+    let cert = TestCert::new("node.test").unwrap();
+    let options = SingBoxOptions {
+        listen: "[::1]:10808".parse().unwrap(),
+        group_name: "Proxy".into(),
+        urltest_name: "Auto".into(),
+        urltest_url: "http://cp.cloudflare.com/".into(),
+        urltest_interval: std::time::Duration::from_secs(45),
+        log_level: "debug".into(),
+    };
+    check(&client_config(&every_kind(&cert), &options))
+        .await
+        .unwrap();
+    check(&client_config(&[], &SingBoxOptions::default()))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_subscription_read_back_passes_sing_box_check() {
+    let cert = TestCert::new("node.test").unwrap();
+    let body = subscription_base64(&every_kind(&cert));
+    let entries = parse_subscription(&body).unwrap();
+    check(&client_config(&entries, &SingBoxOptions::default()))
+        .await
+        .unwrap();
+}
