@@ -15,7 +15,10 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(parse_link(&to_link(&entry)), Ok(entry));
     }
     if let Ok(entries) = parse_subscription(text) {
-        assert_eq!(parse_subscription(&subscription_base64(&entries)), Ok(entries.clone()));
+        assert_eq!(
+            parse_subscription(&subscription_base64(&entries)),
+            Ok(entries.clone())
+        );
         let _ = client_config(&entries, &SingBoxOptions::default());
     }
 });

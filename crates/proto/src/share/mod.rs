@@ -27,6 +27,28 @@
 //! - port 0, which [`parse_link`] refuses;
 //! - an ALPN list whose items are empty or hold a comma.
 //!
+//! ```
+//! use switchyard_proto::share::{parse_link, parse_subscription, subscription_base64, to_link};
+//! use switchyard_proto::{Entry, EntryProtocol, EntryTls, EntryTransport};
+//!
+//! let entry = Entry {
+//!     name: "Tokyo 🚀".into(),
+//!     server: "node.example.com".into(),
+//!     port: 443,
+//!     protocol: EntryProtocol::Trojan { password: "secret".into() },
+//!     transport: EntryTransport::Ws { path: "/t".into(), host: None },
+//!     tls: Some(EntryTls { server_name: Some("node.example.com".into()), ..EntryTls::default() }),
+//! };
+//! let link = to_link(&entry);
+//! assert_eq!(
+//!     link,
+//!     "trojan://secret@node.example.com:443?type=ws&path=%2Ft&security=tls&sni=node.example.com#Tokyo%20%F0%9F%9A%80"
+//! );
+//! assert_eq!(parse_link(&link), Ok(entry.clone()));
+//! let body = subscription_base64(&[entry.clone()]);
+//! assert_eq!(parse_subscription(&body), Ok(vec![entry]));
+//! ```
+//!
 //! [`EntryTls::certificate_pem`]: crate::entry::EntryTls::certificate_pem
 
 mod parse;
