@@ -66,6 +66,9 @@ pub enum IdentityError {
     /// The node's public key is not an uncompressed P-256 point (65 bytes, `04 ‖ x ‖ y`).
     #[error("the node's public key is not an uncompressed P-256 point (65 bytes starting with 04)")]
     BadPublicKey,
+    /// A name for the channel certificate is neither a DNS name nor an IP address.
+    #[error("{0:?} is neither a DNS name nor an IP address")]
+    BadName(String),
     /// The system has no randomness for a serial number.
     #[error("no system randomness for a certificate serial number")]
     NoRandomness,
@@ -135,6 +138,23 @@ impl PublicKeyData for NodeKey<'_> {
     }
 }
 
+/// An IP address, or a DNS name (letters, digits, `-`, `_`, dots; `*.` first allowed).
+fn name_ok(name: &str) -> bool {
+    if name.parse::<std::net::IpAddr>().is_ok() {
+        return true;
+    }
+    let name = name.strip_prefix("*.").unwrap_or(name);
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
 /// The first certificate in `pem`, DER.
 pub(crate) fn first_cert_der(pem: &str) -> Option<Vec<u8>> {
     rustls_pemfile::certs(&mut pem.as_bytes())
@@ -147,6 +167,9 @@ impl PanelIdentity {
     /// Makes a fresh CA and a channel certificate for `names` (DNS names or IP
     /// addresses the panel is reached at; [`PANEL_CERT_NAME`] is always added).
     pub fn generate(names: &[String]) -> Result<Self, IdentityError> {
+        if let Some(bad) = names.iter().find(|n| !name_ok(n)) {
+            return Err(IdentityError::BadName(bad.clone()));
+        }
         let ca_key =
             KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(issue_error("the CA key"))?;
         let mut ca = ca_params();
@@ -250,6 +273,9 @@ mod tests {
             id.issue_node_certificate(node.public_key_raw(), ""),
             Err(IdentityError::BadServerId(String::new()))
         );
-        assert!(PanelIdentity::generate(&["not a name".into()]).is_err());
+        assert_eq!(
+            PanelIdentity::generate(&["not a name".into()]),
+            Err(IdentityError::BadName("not a name".into()))
+        );
     }
 }

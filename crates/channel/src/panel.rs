@@ -414,6 +414,9 @@ async fn handle(
             max_answer: o.max_answer,
         }),
     };
+    // However this task ends (the connection, a close, the listener's shutdown), the
+    // channel reads closed.
+    let _closed = done.clone().drop_guard();
     tracing::info!("channel to {server_id} up ({remote})");
     if shared.connected.send(channel).await.is_err() {
         return;
@@ -425,7 +428,6 @@ async fn handle(
         },
         () = done.cancelled() => tracing::info!("channel to {server_id} ({remote}) closed by the panel"),
     }
-    done.cancel();
 }
 
 fn problem(status: StatusCode, detail: &str) -> Response<Full<Bytes>> {
