@@ -82,11 +82,11 @@ pub use async_trait::async_trait;
 pub use backoff::Backoff;
 pub use enroll::{EnrollBodyError, EnrollRefused, EnrollRequest, Enroller, TokenSecret};
 pub use hold::{ChannelStatus, NodeOptions, run_node, run_node_with};
+pub use http::{Method, StatusCode};
 pub use identity::{IdentityError, KeyPem, PANEL_CERT_NAME, PanelIdentity};
 pub use join::{ENROLLMENT_FILE, Enrollment, JoinError, join, load_enrollment, save_enrollment};
 pub use panel::{ChannelError, NodeChannel, PanelOptions, serve_panel, serve_panel_with};
 pub use switchyard_tunnel::link::pin::Pin;
-pub use http::{Method, StatusCode};
 pub use token::{JoinToken, TokenError};
 
 /// Fills `buf` from the system's randomness (ring, as rustls).

@@ -90,7 +90,10 @@ async fn exactly_one_form_of_tls_is_accepted() {
             json!({"type": "tls", "cert": "c.pem", "key": "k.pem", "cert_pem": cert.cert_pem()}),
             "inbounds[0].security:",
         ),
-        (json!({"type": "tls", "cert": "c.pem"}), "inbounds[0].security.key:"),
+        (
+            json!({"type": "tls", "cert": "c.pem"}),
+            "inbounds[0].security.key:",
+        ),
         (
             json!({"type": "tls", "key_pem": cert.key_pem()}),
             "inbounds[0].security.cert_pem:",
