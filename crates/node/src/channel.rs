@@ -10,7 +10,7 @@ use switchyard_channel::{ChannelStatus, Enrollment, JoinError, JoinToken, NodeOp
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{NodeConfig, NodeSettings};
+use crate::config::{ControlSettings, NodeConfig, NodeSettings};
 use crate::node::{ApplyError, Node};
 
 /// How to start an enrolled node.
@@ -27,6 +27,9 @@ pub struct EnrolledOptions {
     /// the one above); `None` keeps the last good config's, or the defaults. A config
     /// the panel pushes later brings its own (all but `state_dir`).
     pub settings: Option<NodeSettings>,
+    /// The loopback control API's settings; `None` keeps the last good config's, or
+    /// the defaults. Pushed configs never change them.
+    pub control: Option<ControlSettings>,
     /// The channel's back-off and keepalive.
     pub channel: NodeOptions,
 }
@@ -39,6 +42,7 @@ impl EnrolledOptions {
             token: None,
             hostname: hostname(),
             settings: None,
+            control: None,
             channel: NodeOptions::default(),
         }
     }
@@ -107,11 +111,19 @@ impl EnrolledNode {
 }
 
 /// The config an enrolled node starts with: the last good one in `state_dir`, else an
-/// empty one; `settings` over it; `state_dir` always the given one. Blocks.
-pub fn initial_config(state_dir: &Path, settings: Option<&NodeSettings>) -> NodeConfig {
+/// empty one; `settings` and `control` over it; `state_dir` always the given one.
+/// Blocks.
+pub fn initial_config(
+    state_dir: &Path,
+    settings: Option<&NodeSettings>,
+    control: Option<&ControlSettings>,
+) -> NodeConfig {
     let mut config = Node::last_good(state_dir).unwrap_or_default();
     if let Some(s) = settings {
         config.node = s.clone();
+    }
+    if let Some(c) = control {
+        config.control = c.clone();
     }
     config.node.state_dir = state_dir.to_owned();
     config
@@ -126,6 +138,7 @@ pub async fn run_enrolled(options: EnrolledOptions) -> Result<EnrolledNode, Enro
         token,
         hostname,
         settings,
+        control,
         channel,
     } = options;
     let enrollment = match token {
@@ -142,13 +155,14 @@ pub async fn run_enrolled(options: EnrolledOptions) -> Result<EnrolledNode, Enro
         }
     };
     let dir = state_dir.clone();
-    let config = crate::state::blocking(move || initial_config(&dir, settings.as_ref()))
-        .await
-        .map_err(|source| crate::state::StateError::Io {
-            path: state_dir.clone(),
-            source,
-        })
-        .map_err(ApplyError::from)?;
+    let config =
+        crate::state::blocking(move || initial_config(&dir, settings.as_ref(), control.as_ref()))
+            .await
+            .map_err(|source| crate::state::StateError::Io {
+                path: state_dir.clone(),
+                source,
+            })
+            .map_err(ApplyError::from)?;
     let node = Node::start(config).await?;
     Ok(hold(node, enrollment, channel))
 }

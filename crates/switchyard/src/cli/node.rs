@@ -30,6 +30,10 @@ pub(crate) struct NodeArgs {
     /// The state directory of an enrolled node run without --config.
     #[arg(long, conflicts_with = "config")]
     state_dir: Option<PathBuf>,
+    /// Without --config: the loopback address of the control API (default: the last
+    /// good config's, else 127.0.0.1:9090).
+    #[arg(long, conflicts_with = "config")]
+    control: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -96,7 +100,7 @@ impl NodeArgs {
                 let dir = self
                     .state_dir
                     .unwrap_or_else(|| switchyard_node::config::NodeSettings::default().state_dir);
-                runtime.block_on(join::serve_enrolled(dir, None, None))
+                runtime.block_on(join::serve_enrolled(dir, None, None, self.control))
             }
         }
     }

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use switchyard_channel::{JoinError, JoinToken, TokenError};
+use switchyard_node::Node;
 use switchyard_node::channel::{EnrolledError, EnrolledOptions, run_enrolled};
-use switchyard_node::config::NodeSettings;
+use switchyard_node::config::{ControlSettings, NodeSettings};
 use switchyard_node::control;
 
 /// Join a panel with a join token (from the panel), then run the node.
@@ -23,6 +24,10 @@ pub(crate) struct JoinArgs {
     /// The name shown for this node in the panel (default: the host name).
     #[arg(long)]
     hostname: Option<String>,
+    /// The loopback address of the node's control API (default: the last good
+    /// config's, else 127.0.0.1:9090).
+    #[arg(long)]
+    control: Option<std::net::SocketAddr>,
 }
 
 /// A join token that does not parse, or a panel that refused the node: the
@@ -45,7 +50,12 @@ impl JoinArgs {
         let token = JoinToken::parse(&self.token).map_err(JoinRefused::from)?;
         super::init_logs();
         let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-        runtime.block_on(serve_enrolled(self.state_dir, Some(token), self.hostname))
+        runtime.block_on(serve_enrolled(
+            self.state_dir,
+            Some(token),
+            self.hostname,
+            self.control,
+        ))
     }
 }
 
@@ -56,8 +66,19 @@ pub(crate) async fn serve_enrolled(
     state_dir: PathBuf,
     token: Option<JoinToken>,
     hostname: Option<String>,
+    control: Option<std::net::SocketAddr>,
 ) -> anyhow::Result<()> {
     let mut options = EnrolledOptions::new(&state_dir);
+    if let Some(listen) = control {
+        if !listen.ip().is_loopback() {
+            anyhow::bail!("--control {listen}: the control API listens on loopback only");
+        }
+        let last = Node::last_good(&state_dir).map(|c| c.control);
+        options.control = Some(ControlSettings {
+            listen,
+            ..last.unwrap_or_default()
+        });
+    }
     let joining = token.is_some();
     options.token = token;
     if let Some(h) = hostname {
