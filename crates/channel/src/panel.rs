@@ -121,7 +121,9 @@ struct ChannelInner {
 
 /// One node's control channel, held by the panel: send requests to the node's control
 /// API over it. Cheap to clone; clones share the connection and may be used from many
-/// tasks at once.
+/// tasks at once. A node that dials again (after a lost path, or a restart) arrives as
+/// a new `NodeChannel` for the same [`server_id`](Self::server_id); the panel keeps the
+/// newest and [`close`](Self::close)s the older one, which may not have noticed yet.
 #[derive(Clone)]
 pub struct NodeChannel {
     inner: Arc<ChannelInner>,
@@ -418,8 +420,15 @@ async fn handle(
     // channel reads closed.
     let _closed = done.clone().drop_guard();
     tracing::info!("channel to {server_id} up ({remote})");
-    if shared.connected.send(channel).await.is_err() {
-        return;
+    // The connection is driven while the panel takes the channel (its keepalive must
+    // not starve behind a busy receiver).
+    tokio::pin!(connection);
+    tokio::select! {
+        sent = shared.connected.send(channel) => if sent.is_err() { return },
+        r = &mut connection => {
+            tracing::info!("channel to {server_id} ({remote}) ended before the panel took it: {r:?}");
+            return;
+        }
     }
     tokio::select! {
         r = connection => match r {

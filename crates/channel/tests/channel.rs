@@ -438,3 +438,76 @@ async fn strangers_are_bounded_and_cut_at_the_handshake_deadline() {
     join(&panel.token("srv-1"), dir.path(), "a").await.unwrap();
     panel.stop().await;
 }
+
+/// A TLS connection to the panel's listener as a node without a certificate makes it.
+async fn enroll_connection(
+    panel: &Panel,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let provider = switchyard_tunnel::link::pin::provider();
+    let verifier = Arc::new(switchyard_tunnel::link::pin::PinnedVerifier::new(
+        PANEL_CERT_NAME,
+        &[panel.identity.pin().unwrap()],
+        &provider,
+    ));
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(panel.addr).await.unwrap();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(
+            rustls::pki_types::ServerName::try_from(PANEL_CERT_NAME).unwrap(),
+            tcp,
+        )
+        .await
+        .unwrap()
+}
+
+/// Sends `head` and `body` raw; the answer's status line and body.
+async fn raw_enroll(panel: &Panel, head: &str, body: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut s = enroll_connection(panel).await;
+    s.write_all(head.as_bytes()).await.unwrap();
+    let _ = s.write_all(body).await;
+    let mut out = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut out)).await;
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn enrollment_requests_are_bounded_and_checked() {
+    let panel = panel().await;
+    let big = vec![b'x'; 64 * 1024];
+    let answer = raw_enroll(
+        &panel,
+        &format!(
+            "POST /enroll HTTP/1.1\r\nHost: p\r\nContent-Length: {}\r\n\r\n",
+            big.len()
+        ),
+        &big,
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    let garbage = b"{\"secret\": 3}";
+    let answer = raw_enroll(
+        &panel,
+        &format!(
+            "POST /enroll HTTP/1.1\r\nHost: p\r\nContent-Length: {}\r\n\r\n",
+            garbage.len()
+        ),
+        garbage,
+    )
+    .await;
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("application/problem+json"), "{answer}");
+    let answer = raw_enroll(&panel, "GET /v1/status HTTP/1.1\r\nHost: p\r\n\r\n", b"").await;
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    // Not HTTP at all: closed, the listener serves on.
+    let answer = raw_enroll(&panel, "\u{1}\u{2}\u{3}\r\n\r\n", b"").await;
+    assert!(!answer.contains("200 OK"), "{answer}");
+    let dir = tempfile::tempdir().unwrap();
+    join(&panel.token("srv-1"), dir.path(), "a").await.unwrap();
+    panel.stop().await;
+}
