@@ -172,6 +172,7 @@ pub async fn run_enrolled(options: EnrolledOptions) -> Result<EnrolledNode, Enro
 pub fn hold(node: Arc<Node>, enrollment: Enrollment, options: NodeOptions) -> EnrolledNode {
     let stop = CancellationToken::new();
     let (tx, status) = watch::channel(ChannelStatus::default());
+    node.set_channel_status(status.clone());
     let channel = tokio::spawn(switchyard_channel::run_node_with(
         enrollment.clone(),
         crate::control::routes(node.clone()),

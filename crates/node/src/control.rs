@@ -7,7 +7,8 @@
 //! opened with `control.metrics_without_token`. Reads never show a secret: user
 //! credentials, Shadowsocks server keys and tunnel credentials read `"<redacted>"`.
 //!
-//! - `GET /v1/status`: version, uptime, inbounds with open connections, throughput;
+//! - `GET /v1/status`: version, uptime, inbounds with open connections, throughput,
+//!   the channel to the panel (`panel`, `null` when not enrolled);
 //! - `GET /v1/stats?cursor=N&limit=M`: journal records after `cursor`, plus live
 //!   per-user and per-inbound counters;
 //! - `POST /v1/stats/ack` `{"cursor": N}`: drops records up to `N`;
@@ -106,6 +107,7 @@ async fn status(State(node): State<Arc<Node>>) -> Json<serde_json::Value> {
         },
         "journal": node.journal_summary(),
         "last_good": node.save_status(),
+        "panel": node.channel_status(),
     }))
 }
 

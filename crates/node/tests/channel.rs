@@ -179,6 +179,8 @@ async fn a_node_is_configured_and_read_over_its_channel_and_outlives_a_panel_res
 
     let status = get(&channel, "/v1/status").await;
     assert_eq!(status["version"], 5);
+    assert_eq!(status["panel"]["server_id"], "srv-a");
+    assert!(status["panel"]["connected_since_ms"].is_u64(), "{status}");
     assert_eq!(status["inbounds"][0]["tag"], "main");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let stats = get(&channel, "/v1/stats").await;
