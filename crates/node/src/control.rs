@@ -1,17 +1,20 @@
-//! The control API: HTTP/JSON on loopback.
+//! The control API: HTTP/JSON on loopback ([`router`]) and, with the same handlers,
+//! over the channel the node dials to its panel ([`routes`]).
 //!
-//! Every route, unknown ones included, wants `Authorization: Bearer <token>`, the
+//! On loopback every route, unknown ones included, wants `Authorization: Bearer <token>`, the
 //! token the node keeps in its state directory (`switchyard node token` prints it);
 //! without it the answer is `401` with a problem document. `GET /metrics` may be
 //! opened with `control.metrics_without_token`. Reads never show a secret: user
 //! credentials, Shadowsocks server keys and tunnel credentials read `"<redacted>"`.
 //!
-//! - `GET /v1/status`: version, uptime, inbounds with open connections, throughput;
+//! - `GET /v1/status`: version, uptime, inbounds with open connections, throughput,
+//!   the channel to the panel (`panel`, `null` when not enrolled);
 //! - `GET /v1/stats?cursor=N&limit=M`: journal records after `cursor`, plus live
 //!   per-user and per-inbound counters;
 //! - `POST /v1/stats/ack` `{"cursor": N}`: drops records up to `N`;
 //! - `GET /v1/config`, `PUT /v1/config`: the config in force; a new one applied as a
-//!   difference, or refused with the field named;
+//!   difference, or refused with the field named (its `node.state_dir` and `control`
+//!   are replaced by the node's own: they are not the writer's to change);
 //! - `GET /v1/tunnels`, `GET /v1/tunnels/{name}`: every tunnel half's links, streams,
 //!   refusals (relay) or addresses with back-off and last error (origin);
 //!   `POST /v1/tunnels/{name}/reset`: drops the half's links, the dialing side starts
@@ -38,8 +41,10 @@ mod metrics;
 /// Journal records returned per call at most.
 pub const MAX_RECORDS_PER_READ: usize = 1000;
 
-/// Builds the router (tests call it without a socket).
-pub fn router(node: Arc<Node>) -> Router {
+/// The control handlers without authentication: what the panel reaches over the
+/// channel the node dials (the channel's mutual TLS authenticates the panel). Never
+/// serve it on a socket of its own; [`router`] adds the bearer token for loopback.
+pub fn routes(node: Arc<Node>) -> Router {
     Router::new()
         .route("/v1/status", get(status))
         .route("/v1/stats", get(stats))
@@ -49,11 +54,16 @@ pub fn router(node: Arc<Node>) -> Router {
         .route("/v1/tunnels/{name}", get(tunnel))
         .route("/v1/tunnels/{name}/reset", post(reset_tunnel))
         .route("/metrics", get(metrics::metrics))
-        .layer(axum::middleware::from_fn_with_state(
-            node.clone(),
-            auth::require_token,
-        ))
         .with_state(node)
+}
+
+/// The control API as loopback serves it: [`routes`] behind the bearer token (tests
+/// call it without a socket).
+pub fn router(node: Arc<Node>) -> Router {
+    routes(node.clone()).layer(axum::middleware::from_fn_with_state(
+        node,
+        auth::require_token,
+    ))
 }
 
 /// Serves the API on `listener` until `shutdown` completes.
@@ -97,6 +107,7 @@ async fn status(State(node): State<Arc<Node>>) -> Json<serde_json::Value> {
         },
         "journal": node.journal_summary(),
         "last_good": node.save_status(),
+        "panel": node.channel_status(),
     }))
 }
 
@@ -178,13 +189,20 @@ async fn get_config(State(node): State<Arc<Node>>) -> Json<crate::NodeConfig> {
 async fn put_config(State(node): State<Arc<Node>>, body: String) -> Response {
     // Validation refuses the placeholder that reads show for secrets first, naming
     // the field, before it could be refused for not being a key.
-    let config: crate::NodeConfig = match serde_json::from_str(&body) {
+    let mut config: crate::NodeConfig = match serde_json::from_str(&body) {
         Ok(c) => c,
         Err(e) => {
             let e = crate::ConfigError::Parse(e.to_string());
             return error(StatusCode::BAD_REQUEST, e.to_string());
         }
     };
+    // The state directory and the control API are the node's own, not the writer's:
+    // what a pushed config says of them is ignored.
+    {
+        let own = node.config().await;
+        config.node.state_dir = own.node.state_dir;
+        config.control = own.control;
+    }
     if let Err(e) = config.validate() {
         return error(StatusCode::BAD_REQUEST, e.to_string());
     }

@@ -3,9 +3,11 @@
 //! The data plane on each server: user-facing inbounds (VLESS, Trojan, Shadowsocks
 //! 2022, SOCKS5) over TCP, TLS and WebSocket, outbounds (`direct`, `block`), per-user
 //! accounting with a durable journal, live configuration applied as a difference, and
-//! the control API (`/v1/status`, `/v1/stats`, `/v1/config`, `/metrics`).
+//! the control API (`/v1/status`, `/v1/stats`, `/v1/config`, `/metrics`), served on
+//! loopback and over the channel the node dials to its panel ([`channel`]).
 
 pub mod accounting;
+pub mod channel;
 pub mod config;
 pub mod control;
 mod inbound;

@@ -153,6 +153,8 @@ pub struct Node {
     /// Background tasks started again after a panic.
     task_restarts: Arc<AtomicU64>,
     started_ms: i64,
+    /// The channel to the panel, when the node holds one (for status).
+    channel: Mutex<Option<tokio::sync::watch::Receiver<switchyard_channel::ChannelStatus>>>,
 }
 
 impl std::fmt::Debug for Node {
@@ -217,6 +219,7 @@ impl Node {
             stop: CancellationToken::new(),
             task_restarts: Arc::new(AtomicU64::new(0)),
             started_ms: now_ms(),
+            channel: Mutex::new(None),
         });
         node.apply(config).await?;
         tasks::start(&node);
@@ -227,6 +230,19 @@ impl Node {
     pub fn last_good(state_dir: &std::path::Path) -> Option<NodeConfig> {
         let text = std::fs::read_to_string(state_dir.join(LAST_GOOD)).ok()?;
         NodeConfig::from_json(&text).ok()
+    }
+
+    /// The channel to the panel now, when the node holds one.
+    pub fn channel_status(&self) -> Option<switchyard_channel::ChannelStatus> {
+        lock(&self.channel).as_ref().map(|r| r.borrow().clone())
+    }
+
+    /// Reports the channel's status in `GET /v1/status` (`panel`).
+    pub fn set_channel_status(
+        &self,
+        status: tokio::sync::watch::Receiver<switchyard_channel::ChannelStatus>,
+    ) {
+        *lock(&self.channel) = Some(status);
     }
 
     /// Shared state, for the control API.

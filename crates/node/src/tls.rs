@@ -1,4 +1,5 @@
-//! TLS for inbounds: the certificate chain and key from PEM files, swappable live.
+//! TLS for inbounds: the certificate chain and key from PEM files or inline PEM,
+//! swappable live.
 //!
 //! An inbound's acceptor asks a [`Certificate`] for its key on every handshake, so a
 //! certificate renewed in place (same files, new content, as ACME tools do) is
@@ -23,6 +24,7 @@ pub struct Loaded {
 }
 
 /// Reads a chain and key from PEM files; the error says which file and what is wrong.
+/// Inline PEM is [`load_inline`]; a change of either is a renewal ([`Certificate::set`]).
 pub fn load(cert: &Path, key: &Path) -> Result<Loaded, String> {
     let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
     let (cert_pem, key_pem) = (read(cert)?, read(key)?);
@@ -30,6 +32,25 @@ pub fn load(cert: &Path, key: &Path) -> Result<Loaded, String> {
     Ok(Loaded {
         key: Arc::new(certified),
         pem: Arc::new((cert_pem, key_pem)),
+    })
+}
+
+/// Checks a chain and key given inline (PEM text in the inbound `tag`'s config);
+/// errors name the fields.
+pub fn load_inline(cert_pem: &str, key_pem: &str, tag: &str) -> Result<Loaded, String> {
+    let (cert_field, key_field) = (
+        std::path::PathBuf::from(format!("inbound {tag}: security.cert_pem")),
+        std::path::PathBuf::from(format!("inbound {tag}: security.key_pem")),
+    );
+    let certified = parse(
+        cert_pem.as_bytes(),
+        key_pem.as_bytes(),
+        &cert_field,
+        &key_field,
+    )?;
+    Ok(Loaded {
+        key: Arc::new(certified),
+        pem: Arc::new((cert_pem.as_bytes().to_vec(), key_pem.as_bytes().to_vec())),
     })
 }
 

@@ -158,10 +158,7 @@ async fn a_second_new_inbound_on_a_taken_port_or_with_an_unreadable_certificate_
 
     let key = files.path().join("unreadable.key");
     c.inbounds[2].port = free_port().unwrap();
-    c.inbounds[2].security = Security::Tls {
-        cert: f.cert.cert_path().to_owned(),
-        key: key.clone(),
-    };
+    c.inbounds[2].security = Security::tls_files(f.cert.cert_path(), &key);
     let e = f.node.apply(c).await.unwrap_err().to_string();
     assert_eq!(
         e,

@@ -20,7 +20,7 @@ pub use tunnel::{
 pub use validate::{ConfigError, MAX_CHACHA_USERS, parse_uuid, ss_key};
 
 /// The whole node configuration.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeConfig {
     /// Set by whoever writes the config (the panel counts up); informational for the
@@ -154,13 +154,84 @@ pub enum Security {
     /// a TLS-terminating proxy).
     #[default]
     None,
-    /// TLS 1.2/1.3 with a certificate chain and key from PEM files.
+    /// TLS 1.2/1.3 with a certificate chain and key: from PEM files (`cert`, `key`) or
+    /// inline PEM (`cert_pem`, `key_pem`, as the panel pushes them); exactly one of
+    /// the two forms (see [`Security::tls_source`]).
     Tls {
-        /// The certificate chain, PEM.
-        cert: PathBuf,
-        /// The private key, PEM.
-        key: PathBuf,
+        /// The certificate chain, a PEM file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cert: Option<PathBuf>,
+        /// The private key, a PEM file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<PathBuf>,
+        /// The certificate chain, PEM text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cert_pem: Option<String>,
+        /// The private key, PEM text (a secret: reads show `"<redacted>"`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key_pem: Option<Secret>,
     },
+}
+
+/// Where a TLS inbound's certificate and key come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsSource<'a> {
+    /// PEM files.
+    Files {
+        /// The certificate chain's file.
+        cert: &'a std::path::Path,
+        /// The key's file.
+        key: &'a std::path::Path,
+    },
+    /// PEM text in the config.
+    Inline {
+        /// The certificate chain.
+        cert_pem: &'a str,
+        /// The key.
+        key_pem: &'a Secret,
+    },
+}
+
+impl Security {
+    /// TLS from PEM files.
+    pub fn tls_files(cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        Self::Tls {
+            cert: Some(cert.into()),
+            key: Some(key.into()),
+            cert_pem: None,
+            key_pem: None,
+        }
+    }
+
+    /// TLS from inline PEM.
+    pub fn tls_inline(cert_pem: impl Into<String>, key_pem: impl Into<String>) -> Self {
+        Self::Tls {
+            cert: None,
+            key: None,
+            cert_pem: Some(cert_pem.into()),
+            key_pem: Some(Secret::new(key_pem)),
+        }
+    }
+
+    /// Where the certificate comes from: `None` without TLS, or when the fields are
+    /// not exactly one complete form (validation refuses that, naming the field).
+    pub fn tls_source(&self) -> Option<TlsSource<'_>> {
+        match self {
+            Self::Tls {
+                cert: Some(cert),
+                key: Some(key),
+                cert_pem: None,
+                key_pem: None,
+            } => Some(TlsSource::Files { cert, key }),
+            Self::Tls {
+                cert: None,
+                key: None,
+                cert_pem: Some(cert_pem),
+                key_pem: Some(key_pem),
+            } => Some(TlsSource::Inline { cert_pem, key_pem }),
+            _ => None,
+        }
+    }
 }
 
 /// The Shadowsocks 2022 methods the node serves.

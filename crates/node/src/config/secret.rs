@@ -44,6 +44,12 @@ impl super::NodeConfig {
             if let Some(s) = &mut ib.password {
                 out.push((format!("inbounds[{i}].password"), s));
             }
+            if let super::Security::Tls {
+                key_pem: Some(s), ..
+            } = &mut ib.security
+            {
+                out.push((format!("inbounds[{i}].security.key_pem"), s));
+            }
         }
         for (i, u) in self.users.iter_mut().enumerate() {
             let fields = [
@@ -74,8 +80,8 @@ impl super::NodeConfig {
         out
     }
 
-    /// The config with every secret (user credentials, Shadowsocks server keys, tunnel
-    /// credentials) replaced by [`REDACTED`], for reads.
+    /// The config with every secret (user credentials, Shadowsocks server keys, inline
+    /// TLS keys, tunnel credentials) replaced by [`REDACTED`], for reads.
     pub fn redacted(&self) -> Self {
         let mut c = self.clone();
         for (_, s) in c.secrets_mut() {

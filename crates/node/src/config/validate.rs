@@ -195,6 +195,43 @@ impl NodeConfig {
                     "a query is not part of the path: only `?ed=N` (the early-data hint of share links, ignored) may follow it",
                 ));
             }
+            if let Security::Tls {
+                cert,
+                key,
+                cert_pem,
+                key_pem,
+            } = &ib.security
+            {
+                let files = cert.is_some() || key.is_some();
+                let inline = cert_pem.is_some() || key_pem.is_some();
+                if files && inline {
+                    return Err(invalid(
+                        f("security"),
+                        "give either cert and key (PEM files) or cert_pem and key_pem (inline PEM), not both",
+                    ));
+                }
+                let missing = if files {
+                    match (cert, key) {
+                        (None, _) => Some("security.cert"),
+                        (_, None) => Some("security.key"),
+                        _ => None,
+                    }
+                } else if inline {
+                    match (cert_pem, key_pem) {
+                        (None, _) => Some("security.cert_pem"),
+                        (_, None) => Some("security.key_pem"),
+                        _ => None,
+                    }
+                } else {
+                    Some("security.cert")
+                };
+                if let Some(field) = missing {
+                    return Err(invalid(
+                        f(field),
+                        "missing: TLS needs cert and key (PEM files) or cert_pem and key_pem (inline PEM)",
+                    ));
+                }
+            }
             match ib.protocol {
                 Protocol::Shadowsocks => {
                     let Some(method) = ib.method else {

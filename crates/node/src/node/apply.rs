@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::{ApplyError, LAST_GOOD, Node, Running, Runtime, lock};
-use crate::config::{InboundConfig, NodeConfig, Security, TunnelConfig, UserConfig};
+use crate::config::{InboundConfig, NodeConfig, Security, TlsSource, TunnelConfig, UserConfig};
 use crate::inbound::{self, Bound};
 use crate::state::{self, StateError};
 use crate::tls::{self, Certificate};
@@ -63,7 +63,16 @@ fn read_files(config: &NodeConfig) -> Files {
         .inbounds
         .iter()
         .filter_map(|ib| match &ib.security {
-            Security::Tls { cert, key } => Some((ib.tag.clone(), tls::load(cert, key))),
+            Security::Tls { .. } => Some((
+                ib.tag.clone(),
+                match ib.security.tls_source() {
+                    Some(TlsSource::Files { cert, key }) => tls::load(cert, key),
+                    Some(TlsSource::Inline { cert_pem, key_pem }) => {
+                        tls::load_inline(cert_pem, key_pem.expose(), &ib.tag)
+                    }
+                    None => Err("security: neither PEM files nor inline PEM".to_owned()),
+                },
+            )),
             Security::None => None,
         })
         .collect();

@@ -56,6 +56,7 @@ pub(crate) fn exit_code(err: &anyhow::Error) -> u8 {
             || c.is::<PolicyError>()
             || c.is::<auto::InputFileError>()
             || c.is::<node::BadConfig>()
+            || c.is::<node::JoinRefused>()
     });
     if bad_input { 2 } else { 1 }
 }

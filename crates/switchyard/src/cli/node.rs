@@ -1,7 +1,13 @@
 //! `switchyard node --config FILE`: runs the data plane; `switchyard node token
-//! --config FILE` prints its control token.
+//! --config FILE` prints its control token; `switchyard node join TOKEN` enrolls the
+//! node with a panel and runs it; `switchyard node [--state-dir DIR]` runs an enrolled
+//! node from its state directory alone. With `--config`, a node whose state directory
+//! holds an enrollment also holds the channel to its panel.
 
+mod join;
 mod token;
+
+pub(crate) use join::JoinRefused;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,15 +23,25 @@ use switchyard_node::{ConfigError, Node, NodeConfig, control};
 pub(crate) struct NodeArgs {
     #[command(subcommand)]
     command: Option<NodeCommand>,
-    /// The config file (TOML). Re-read on SIGHUP and when it changes.
-    #[arg(long, short, required = true)]
+    /// The config file (TOML). Re-read on SIGHUP and when it changes. Without it, the
+    /// node runs from its state directory, enrolled with a panel (`node join`).
+    #[arg(long, short)]
     config: Option<PathBuf>,
+    /// The state directory of an enrolled node run without --config.
+    #[arg(long, conflicts_with = "config")]
+    state_dir: Option<PathBuf>,
+    /// Without --config: the loopback address of the control API (default: the last
+    /// good config's, else 127.0.0.1:9090).
+    #[arg(long, conflicts_with = "config")]
+    control: Option<std::net::SocketAddr>,
 }
 
 #[derive(Debug, clap::Subcommand)]
 enum NodeCommand {
     /// Print the bearer token of the node's control API (made on first use).
     Token(token::TokenArgs),
+    /// Join a panel with a join token, then run the node holding its channel.
+    Join(join::JoinArgs),
 }
 
 /// How often the config file is checked for changes.
@@ -72,18 +88,32 @@ impl NodeArgs {
     pub(crate) fn run(self) -> anyhow::Result<()> {
         let config = match (self.command, self.config) {
             (Some(NodeCommand::Token(args)), _) => return args.run(),
-            (None, Some(config)) => config,
-            (None, None) => anyhow::bail!("--config FILE is required"),
+            (Some(NodeCommand::Join(args)), _) => return args.run(),
+            (None, Some(config)) => Some(config),
+            (None, None) => None,
         };
-        tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_default_env()
-                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-            )
-            .init();
+        init_logs();
         let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-        runtime.block_on(serve(config))
+        match config {
+            Some(config) => runtime.block_on(serve(config)),
+            None => {
+                let dir = self
+                    .state_dir
+                    .unwrap_or_else(|| switchyard_node::config::NodeSettings::default().state_dir);
+                runtime.block_on(join::serve_enrolled(dir, None, None, self.control))
+            }
+        }
     }
+}
+
+/// Logs to stderr, `RUST_LOG` or `info`.
+fn init_logs() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
 }
 
 /// Warns when others may read the config file: it holds every user's credentials.
@@ -127,7 +157,30 @@ async fn serve(path: PathBuf) -> anyhow::Result<()> {
         .node
         .state_dir
         .join(switchyard_node::state::TOKEN_FILE);
+    let state_dir = config.node.state_dir.clone();
     let node = Node::start(config).await?;
+    // An enrolled node holds its channel to the panel too.
+    let dir = state_dir.clone();
+    let channel = match off_workers(move || switchyard_channel::load_enrollment(&dir)).await? {
+        Ok(Some(enrollment)) => {
+            tracing::info!(
+                "holding the channel to the panel at {} as server {} (enrolled in {})",
+                enrollment.panel,
+                enrollment.server_id,
+                state_dir.display()
+            );
+            Some(switchyard_node::channel::hold(
+                node.clone(),
+                enrollment,
+                switchyard_channel::NodeOptions::default(),
+            ))
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::error!("not holding a channel to a panel: {e}");
+            None
+        }
+    };
     let listener = tokio::net::TcpListener::bind(control_addr)
         .await
         .with_context(|| format!("control API on {control_addr}"))?;
@@ -137,7 +190,10 @@ async fn serve(path: PathBuf) -> anyhow::Result<()> {
     );
     let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
     watch(&path, &node, api).await;
-    node.shutdown().await;
+    match channel {
+        Some(c) => c.shutdown().await,
+        None => node.shutdown().await,
+    }
     Ok(())
 }
 
@@ -180,7 +236,7 @@ async fn watch(
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let term = async {
         match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             Ok(mut s) => {

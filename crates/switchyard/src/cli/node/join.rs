@@ -1,0 +1,127 @@
+//! `switchyard node join <TOKEN>`: enrolls the node with a panel, then runs it holding
+//! the channel; `switchyard node` without `--config` runs an enrolled node from its
+//! state directory alone ([`serve_enrolled`]).
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use switchyard_channel::{JoinError, JoinToken, TokenError};
+use switchyard_node::Node;
+use switchyard_node::channel::{EnrolledError, EnrolledOptions, run_enrolled};
+use switchyard_node::config::{ControlSettings, NodeSettings};
+use switchyard_node::control;
+
+/// Join a panel with a join token (from the panel), then run the node.
+#[derive(Debug, Args)]
+pub(crate) struct JoinArgs {
+    /// The join token: one word starting with `syj1.`.
+    token: String,
+    /// The node's state directory: the enrollment (`panel.json`), the last good
+    /// config, the traffic journal.
+    #[arg(long, default_value_os_t = NodeSettings::default().state_dir)]
+    state_dir: PathBuf,
+    /// The name shown for this node in the panel (default: the host name).
+    #[arg(long)]
+    hostname: Option<String>,
+    /// The loopback address of the node's control API (default: the last good
+    /// config's, else 127.0.0.1:9090).
+    #[arg(long)]
+    control: Option<std::net::SocketAddr>,
+}
+
+/// A join token that does not parse, or a panel that refused the node: the
+/// operator's input is at fault (exit status 2).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum JoinRefused {
+    /// The token does not parse.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// The panel refused the enrollment.
+    #[error("{0}; ask the panel for a new join token")]
+    Refused(JoinError),
+    /// The node never joined.
+    #[error(transparent)]
+    NotEnrolled(EnrolledError),
+}
+
+impl JoinArgs {
+    pub(crate) fn run(self) -> anyhow::Result<()> {
+        let token = JoinToken::parse(&self.token).map_err(JoinRefused::from)?;
+        super::init_logs();
+        let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+        runtime.block_on(serve_enrolled(
+            self.state_dir,
+            Some(token),
+            self.hostname,
+            self.control,
+        ))
+    }
+}
+
+/// Runs an enrolled node (joining first with `token`): the config from its state
+/// directory, the channel to the panel, the loopback control API; until SIGINT or
+/// SIGTERM.
+pub(crate) async fn serve_enrolled(
+    state_dir: PathBuf,
+    token: Option<JoinToken>,
+    hostname: Option<String>,
+    control: Option<std::net::SocketAddr>,
+) -> anyhow::Result<()> {
+    let mut options = EnrolledOptions::new(&state_dir);
+    if let Some(listen) = control {
+        if !listen.ip().is_loopback() {
+            anyhow::bail!("--control {listen}: the control API listens on loopback only");
+        }
+        let last = Node::last_good(&state_dir).map(|c| c.control);
+        options.control = Some(ControlSettings {
+            listen,
+            ..last.unwrap_or_default()
+        });
+    }
+    let joining = token.is_some();
+    options.token = token;
+    if let Some(h) = hostname {
+        options.hostname = h;
+    }
+    let enrolled = match run_enrolled(options).await {
+        Ok(e) => e,
+        Err(EnrolledError::Join(e @ JoinError::Refused { .. })) => {
+            return Err(JoinRefused::Refused(e).into());
+        }
+        Err(e @ EnrolledError::NotEnrolled(_)) => return Err(JoinRefused::NotEnrolled(e).into()),
+        Err(e) => return Err(e.into()),
+    };
+    let e = enrolled.enrollment();
+    if joining {
+        println!(
+            "joined the panel at {} as server {}; the enrollment is kept in {}",
+            e.panel,
+            e.server_id,
+            state_dir
+                .join(switchyard_channel::ENROLLMENT_FILE)
+                .display()
+        );
+    }
+    tracing::info!(
+        "holding the channel to the panel at {} as server {}",
+        e.panel,
+        e.server_id
+    );
+    let node = enrolled.node().clone();
+    let control_addr = node.config().await.control.listen;
+    let listener = match tokio::net::TcpListener::bind(control_addr).await {
+        Ok(l) => l,
+        Err(err) => {
+            enrolled.shutdown().await;
+            return Err(err).with_context(|| format!("control API on {control_addr}"));
+        }
+    };
+    tracing::info!(
+        "control API on http://{control_addr} (bearer token in {})",
+        state_dir.join(switchyard_node::state::TOKEN_FILE).display()
+    );
+    let api = control::serve(listener, node, super::shutdown_signal()).await;
+    enrolled.shutdown().await;
+    api.context("the control API")
+}
