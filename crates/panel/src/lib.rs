@@ -8,5 +8,14 @@
 //! Decisions are pure functions over a snapshot of the model ([`model`], [`render`]);
 //! the async shell ([`store`], [`nodes`], [`api`]) loads, stores, serves and pushes.
 
+pub mod api;
+pub mod config;
 pub mod model;
+pub mod nodes;
+pub mod render;
+pub mod run;
+pub mod service;
 pub mod store;
+
+pub use config::PanelConfig;
+pub use run::Panel;

@@ -286,6 +286,12 @@ pub trait Store: Send + Sync + 'static {
     /// Deletes an inbound.
     async fn delete_inbound(&self, id: Id) -> Result<(), StoreError>;
 
+    /// Inbounds of a cluster with their secrets (for subscriptions).
+    async fn cluster_inbounds(
+        &self,
+        cluster: Id,
+    ) -> Result<Vec<(Inbound, InboundSecrets)>, StoreError>;
+
     /// Routes of a cluster, in order.
     async fn routes(&self, cluster: Id) -> Result<Vec<Route>, StoreError>;
 

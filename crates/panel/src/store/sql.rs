@@ -760,6 +760,24 @@ impl Store for SqlStore {
         self.commit(tx).await
     }
 
+    async fn cluster_inbounds(
+        &self,
+        cluster: Id,
+    ) -> Result<Vec<(Inbound, InboundSecrets)>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {INBOUND}, i.ss_server_key, i.tls_cert_pem, i.tls_key_pem \
+             FROM {INBOUND_FROM} WHERE i.server_id IN \
+             (SELECT id FROM servers WHERE cluster_id = $1) ORDER BY i.id"
+        ))
+        .bind(cluster)
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Ok((rows::inbound(r)?, rows::inbound_secrets(r)?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()?)
+    }
+
     async fn routes(&self, cluster: Id) -> Result<Vec<Route>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, cluster_id, name, flag, algorithm, position, is_default FROM routes \

@@ -2,7 +2,9 @@
 
 mod auto;
 mod node;
+mod panel;
 mod tunnel;
+mod up;
 
 use std::io;
 
@@ -24,6 +26,10 @@ enum Command {
     Auto(auto::AutoCommand),
     /// Run a node (the data plane): inbounds, accounting, control API.
     Node(node::NodeArgs),
+    /// Run the panel: servers, inbounds, users, subscriptions, node channels.
+    Panel(panel::PanelArgs),
+    /// Panel, a local node and a demo user on this machine, for a first look.
+    Up(up::UpArgs),
     /// Tunnels between nodes, for operators without the panel.
     #[command(subcommand)]
     Tunnel(tunnel::TunnelCommand),
@@ -35,6 +41,8 @@ impl Cli {
         match self.command {
             Command::Auto(cmd) => cmd.run(),
             Command::Node(args) => args.run(),
+            Command::Panel(args) => args.run(),
+            Command::Up(args) => args.run(),
             Command::Tunnel(cmd) => cmd.run(),
         }
     }

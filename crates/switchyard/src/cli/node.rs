@@ -107,7 +107,7 @@ impl NodeArgs {
 }
 
 /// Logs to stderr, `RUST_LOG` or `info`.
-fn init_logs() {
+pub(crate) fn init_logs() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()

@@ -1,0 +1,192 @@
+//! Prometheus `/metrics`: nodes by state, users online, subscription requests, config
+//! push latency and outcomes.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use super::auth::Authed;
+use super::problem::ApiError;
+use super::subscription::Format;
+use crate::model::ServerState;
+
+/// Upper bounds of the push latency histogram, in seconds.
+const PUSH_BUCKETS: [f64; 8] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
+
+/// Counters the panel keeps in memory (per instance).
+#[derive(Debug, Default)]
+pub struct Metrics {
+    sub_sing_box: AtomicU64,
+    sub_links: AtomicU64,
+    push_buckets: [AtomicU64; PUSH_BUCKETS.len()],
+    push_count: AtomicU64,
+    push_micros: AtomicU64,
+    push_refused: AtomicU64,
+    push_failed: AtomicU64,
+}
+
+/// How a push ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PushOutcome {
+    /// Applied.
+    Applied,
+    /// The node refused the config.
+    Refused,
+    /// It did not reach the node.
+    Failed,
+}
+
+impl Metrics {
+    /// Counts a subscription request.
+    pub fn subscription(&self, format: Format) {
+        match format {
+            Format::SingBox => &self.sub_sing_box,
+            Format::Links => &self.sub_links,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records a config push that took `took`.
+    pub fn push(&self, took: Duration, outcome: PushOutcome) {
+        match outcome {
+            PushOutcome::Applied => {
+                let s = took.as_secs_f64();
+                for (i, le) in PUSH_BUCKETS.iter().enumerate() {
+                    if s <= *le {
+                        self.push_buckets[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                self.push_count.fetch_add(1, Ordering::Relaxed);
+                self.push_micros
+                    .fetch_add(took.as_micros() as u64, Ordering::Relaxed);
+            }
+            PushOutcome::Refused => {
+                self.push_refused.fetch_add(1, Ordering::Relaxed);
+            }
+            PushOutcome::Failed => {
+                self.push_failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+fn render(m: &Metrics, states: [(ServerState, u64); 3], online: u64) -> String {
+    let mut o = String::new();
+    let g = |v: &AtomicU64| v.load(Ordering::Relaxed);
+    let _ = writeln!(o, "# HELP switchyard_panel_servers Servers by state.");
+    let _ = writeln!(o, "# TYPE switchyard_panel_servers gauge");
+    for (s, n) in states {
+        let _ = writeln!(
+            o,
+            "switchyard_panel_servers{{state=\"{}\"}} {n}",
+            s.as_str()
+        );
+    }
+    let _ = writeln!(
+        o,
+        "# HELP switchyard_panel_users_online Users with an open connection, summed over servers."
+    );
+    let _ = writeln!(o, "# TYPE switchyard_panel_users_online gauge");
+    let _ = writeln!(o, "switchyard_panel_users_online {online}");
+    let _ = writeln!(
+        o,
+        "# HELP switchyard_panel_subscription_requests_total Subscription requests by format."
+    );
+    let _ = writeln!(
+        o,
+        "# TYPE switchyard_panel_subscription_requests_total counter"
+    );
+    let _ = writeln!(
+        o,
+        "switchyard_panel_subscription_requests_total{{format=\"sing-box\"}} {}",
+        g(&m.sub_sing_box)
+    );
+    let _ = writeln!(
+        o,
+        "switchyard_panel_subscription_requests_total{{format=\"links\"}} {}",
+        g(&m.sub_links)
+    );
+    let _ = writeln!(
+        o,
+        "# HELP switchyard_panel_push_seconds Time from sending a node its config to its answer, for applied pushes."
+    );
+    let _ = writeln!(o, "# TYPE switchyard_panel_push_seconds histogram");
+    for (i, le) in PUSH_BUCKETS.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "switchyard_panel_push_seconds_bucket{{le=\"{le}\"}} {}",
+            g(&m.push_buckets[i])
+        );
+    }
+    let _ = writeln!(
+        o,
+        "switchyard_panel_push_seconds_bucket{{le=\"+Inf\"}} {}",
+        g(&m.push_count)
+    );
+    let _ = writeln!(
+        o,
+        "switchyard_panel_push_seconds_sum {}",
+        g(&m.push_micros) as f64 / 1e6
+    );
+    let _ = writeln!(
+        o,
+        "switchyard_panel_push_seconds_count {}",
+        g(&m.push_count)
+    );
+    let _ = writeln!(
+        o,
+        "# HELP switchyard_panel_pushes_failed_total Pushes a node refused or that did not reach it."
+    );
+    let _ = writeln!(o, "# TYPE switchyard_panel_pushes_failed_total counter");
+    let _ = writeln!(
+        o,
+        "switchyard_panel_pushes_failed_total{{reason=\"refused\"}} {}",
+        g(&m.push_refused)
+    );
+    let _ = writeln!(
+        o,
+        "switchyard_panel_pushes_failed_total{{reason=\"unreachable\"}} {}",
+        g(&m.push_failed)
+    );
+    o
+}
+
+/// `GET /metrics`: with an API token or a session, or open with
+/// `metrics_without_token`.
+pub async fn metrics(
+    State(state): State<AppState>,
+    authed: Result<Authed, ApiError>,
+    _h: HeaderMap,
+) -> Result<Response, ApiError> {
+    if !state.config().metrics_without_token {
+        authed?;
+    }
+    let now = state.now();
+    let servers = state.store().servers(None).await?;
+    let mut states = [
+        (ServerState::Pending, 0),
+        (ServerState::Online, 0),
+        (ServerState::Unavailable, 0),
+    ];
+    let mut online = 0;
+    for s in servers {
+        let s = s.at(now, state.health());
+        if let Some(e) = states.iter_mut().find(|(k, _)| *k == s.state) {
+            e.1 += 1;
+        }
+        if s.state == ServerState::Online {
+            online += s.users_online;
+        }
+    }
+    let mut r = render(state.metrics(), states, online).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4"),
+    );
+    Ok(r)
+}

@@ -1,0 +1,249 @@
+//! The HTTP side: one function builds the router (tests call it without a socket).
+//!
+//! - `/api/v1/...`: REST/JSON for the web UI and scripts (session cookie + CSRF, or an
+//!   API token); errors are `application/problem+json` naming the field.
+//! - `/api/openapi.json`: the OpenAPI document, generated from the handlers' types.
+//! - `/sub/{token}`: subscriptions (public; the token is the credential).
+//! - `/metrics`: Prometheus. `/healthz`: liveness.
+
+pub mod auth;
+pub mod metrics;
+pub mod problem;
+pub mod resources;
+pub mod subscription;
+pub mod users;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use utoipa::OpenApi;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+
+use crate::config::PanelConfig;
+use crate::model::{HealthSettings, Id, Inbound, InboundSecrets};
+use crate::service::Service;
+use crate::store::{Store, StoreError};
+pub use metrics::{Metrics, PushOutcome};
+
+/// Turns a join secret into the token a node is given (the panel's channel address and
+/// certificate pin around the secret).
+pub type JoinEncoder = Arc<dyn Fn(&str) -> String + Send + Sync>;
+
+struct Inner {
+    service: Service,
+    config: PanelConfig,
+    limiter: auth::LoginLimiter,
+    dummy_hash: String,
+    join: JoinEncoder,
+    metrics: Arc<Metrics>,
+    health: HealthSettings,
+}
+
+/// What every handler sees. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState").finish_non_exhaustive()
+    }
+}
+
+impl AppState {
+    /// State over `store`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        config: PanelConfig,
+        join: JoinEncoder,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        let limiter = auth::LoginLimiter::new(config.auth.login_burst, config.auth.login_refill_s);
+        Self(Arc::new(Inner {
+            service: Service::new(store),
+            limiter,
+            // Verified against when the name is unknown, so both cost the same.
+            dummy_hash: auth::hash_password("no such admin").unwrap_or_default(),
+            config,
+            join,
+            metrics,
+            health: HealthSettings::default(),
+        }))
+    }
+
+    /// Now, Unix ms.
+    pub fn now(&self) -> i64 {
+        switchyard_node::accounting::now_ms()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        self.0.service.store()
+    }
+
+    /// The operations.
+    pub fn service(&self) -> &Service {
+        &self.0.service
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PanelConfig {
+        &self.0.config
+    }
+
+    /// Failed logins.
+    pub fn limiter(&self) -> &auth::LoginLimiter {
+        &self.0.limiter
+    }
+
+    fn dummy_hash(&self) -> &str {
+        &self.0.dummy_hash
+    }
+
+    /// A join token around `secret`.
+    pub fn join_token(&self, secret: &str) -> String {
+        (self.0.join)(secret)
+    }
+
+    /// Counters.
+    pub fn metrics(&self) -> &Metrics {
+        &self.0.metrics
+    }
+
+    /// Health timings.
+    pub fn health(&self) -> HealthSettings {
+        self.0.health
+    }
+
+    async fn inbound_secrets(
+        &self,
+        cluster: Id,
+    ) -> Result<Vec<(Inbound, InboundSecrets)>, StoreError> {
+        self.store().cluster_inbounds(cluster).await
+    }
+}
+
+/// The OpenAPI document.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Switchyard panel API", description = "Servers, inbounds, routes and users of a Switchyard panel."),
+    paths(
+        auth::login, auth::session, auth::logout, auth::tokens, auth::create_token, auth::delete_token,
+        resources::clusters, resources::create_cluster, resources::cluster, resources::update_cluster,
+        resources::delete_cluster, resources::routes,
+        resources::servers, resources::create_server, resources::server, resources::update_server,
+        resources::delete_server, resources::join,
+        resources::inbounds, resources::create_inbound, resources::inbound, resources::update_inbound,
+        resources::delete_inbound,
+        users::users, users::create_user, users::user, users::update_user, users::delete_user,
+        users::reset_usage, users::revoke_subscription,
+        subscription::subscription,
+    ),
+    modifiers(&Security),
+    security(("token" = []), ("session" = [])),
+)]
+pub struct ApiDoc;
+
+struct Security;
+
+impl utoipa::Modify for Security {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+        components.add_security_scheme(
+            "session",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(auth::COOKIE))),
+        );
+    }
+}
+
+async fn openapi() -> impl IntoResponse {
+    let mut r = ApiDoc::openapi()
+        .to_pretty_json()
+        .unwrap_or_default()
+        .into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn not_found() -> problem::ApiError {
+    problem::ApiError::new(axum::http::StatusCode::NOT_FOUND, "no such endpoint")
+}
+
+/// Subscriptions alone, for a second listener.
+pub fn subscription_router(state: AppState) -> Router {
+    Router::new()
+        .route("/sub/{token}", get(subscription::subscription))
+        .route("/healthz", get(healthz))
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// The whole router: API, OpenAPI document, subscriptions, metrics.
+pub fn router(state: AppState) -> Router {
+    use resources as r;
+    let api = Router::new()
+        .route(
+            "/session",
+            post(auth::login).get(auth::session).delete(auth::logout),
+        )
+        .route("/tokens", get(auth::tokens).post(auth::create_token))
+        .route("/tokens/{id}", axum::routing::delete(auth::delete_token))
+        .route("/clusters", get(r::clusters).post(r::create_cluster))
+        .route(
+            "/clusters/{id}",
+            get(r::cluster)
+                .put(r::update_cluster)
+                .delete(r::delete_cluster),
+        )
+        .route("/clusters/{id}/routes", get(r::routes))
+        .route("/servers", get(r::servers).post(r::create_server))
+        .route(
+            "/servers/{id}",
+            get(r::server)
+                .put(r::update_server)
+                .delete(r::delete_server),
+        )
+        .route("/servers/{id}/join", post(r::join))
+        .route("/inbounds", get(r::inbounds).post(r::create_inbound))
+        .route(
+            "/inbounds/{id}",
+            get(r::inbound)
+                .put(r::update_inbound)
+                .delete(r::delete_inbound),
+        )
+        .route("/users", get(users::users).post(users::create_user))
+        .route(
+            "/users/{id}",
+            get(users::user)
+                .put(users::update_user)
+                .delete(users::delete_user),
+        )
+        .route("/users/{id}/reset-usage", post(users::reset_usage))
+        .route(
+            "/users/{id}/revoke-subscription",
+            post(users::revoke_subscription),
+        )
+        .fallback(not_found);
+    Router::new()
+        .nest("/api/v1", api)
+        .route("/api/openapi.json", get(openapi))
+        .route("/sub/{token}", get(subscription::subscription))
+        .route("/metrics", get(metrics::metrics))
+        .route("/healthz", get(healthz))
+        .fallback(not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(1 << 20))
+        .with_state(state)
+}

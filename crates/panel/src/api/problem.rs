@@ -1,0 +1,178 @@
+//! Errors as `application/problem+json` (RFC 9457), naming the field. Internal errors
+//! are logged and answered with a fixed text: no database or library message reaches
+//! a client.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::model::FieldError;
+use crate::service::ServiceError;
+use crate::store::StoreError;
+
+/// A problem document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct Problem {
+    /// A URI naming the kind of problem (`about:blank` when the status says it all).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Short summary of the kind.
+    pub title: String,
+    /// The HTTP status.
+    pub status: u16,
+    /// What happened, for a person.
+    pub detail: String,
+    /// The fields at fault, if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<FieldError>,
+}
+
+/// An error answer.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    detail: String,
+    errors: Vec<FieldError>,
+    retry_after: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with `status` and `detail`.
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> Self {
+        Self {
+            status,
+            detail: detail.into(),
+            errors: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    /// 422 naming `field`.
+    pub fn field(e: FieldError) -> Self {
+        Self {
+            status: StatusCode::UNPROCESSABLE_ENTITY,
+            detail: e.to_string(),
+            errors: vec![e],
+            retry_after: None,
+        }
+    }
+
+    /// 401.
+    pub fn unauthorized() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            "log in (POST /api/v1/session) or send an API token as `Authorization: Bearer`",
+        )
+    }
+
+    /// 429 with `Retry-After`.
+    pub fn too_many(seconds: u64) -> Self {
+        Self {
+            retry_after: Some(seconds),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!("too many failed logins from this address; try again in {seconds} s"),
+            )
+        }
+    }
+
+    /// 500, logging the cause.
+    pub fn internal(cause: &dyn std::fmt::Display) -> Self {
+        tracing::error!("internal error: {cause}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal error; the panel's log has the details",
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let problem = Problem {
+            kind: "about:blank".into(),
+            title: self.status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: self.status.as_u16(),
+            detail: self.detail,
+            errors: self.errors,
+        };
+        let body = serde_json::to_vec(&problem).unwrap_or_default();
+        let mut response = (self.status, body).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        if let Some(s) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(s));
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => {
+                Self::new(StatusCode::NOT_FOUND, format!("{what} not found"))
+            }
+            StoreError::Conflict(f) => Self {
+                status: StatusCode::CONFLICT,
+                ..Self::field(f)
+            },
+            StoreError::Refused(f) => Self::field(f),
+            other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Invalid(f) => Self::field(f),
+            ServiceError::Store(s) => s.into(),
+            other => Self::internal(&other),
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        let status = match r {
+            JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            JsonRejection::JsonSyntaxError(_) => StatusCode::BAD_REQUEST,
+            _ => StatusCode::UNPROCESSABLE_ENTITY,
+        };
+        // serde's message names the field and the position; it holds no internals.
+        Self::new(status, r.body_text())
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, r.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, r.body_text())
+    }
+}
+
+/// A JSON body whose rejection is a problem document.
+#[derive(Debug, axum::extract::FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct Body<T>(pub T);
+
+/// A path whose rejection is a problem document.
+#[derive(Debug, axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(ApiError))]
+pub struct Id<T>(pub T);
+
+/// A query whose rejection is a problem document.
+#[derive(Debug, axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(ApiError))]
+pub struct Query<T>(pub T);

@@ -1,0 +1,308 @@
+//! Clusters, servers (with their join command), inbounds and routes.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::auth::Authed;
+use super::problem::{ApiError, Body, Id, Problem, Query};
+use crate::model::{Cluster, Inbound, Route, Server, check_name};
+use crate::store::{InboundInput, ServerInput};
+
+/// A new or renamed cluster.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterInput {
+    /// Name shown to operators.
+    pub name: String,
+}
+
+/// Clusters.
+#[utoipa::path(get, path = "/api/v1/clusters", tag = "clusters",
+    responses((status = 200, body = [Cluster]), (status = 401, body = Problem)))]
+pub async fn clusters(
+    State(s): State<AppState>,
+    _a: Authed,
+) -> Result<Json<Vec<Cluster>>, ApiError> {
+    Ok(Json(s.store().clusters().await?))
+}
+
+/// A new cluster.
+#[utoipa::path(post, path = "/api/v1/clusters", tag = "clusters", request_body = ClusterInput,
+    responses((status = 201, body = Cluster), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
+pub async fn create_cluster(
+    State(s): State<AppState>,
+    _a: Authed,
+    Body(input): Body<ClusterInput>,
+) -> Result<(StatusCode, Json<Cluster>), ApiError> {
+    check_name("name", &input.name).map_err(ApiError::field)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(s.store().create_cluster(&input.name, s.now()).await?),
+    ))
+}
+
+/// One cluster.
+#[utoipa::path(get, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = i64, Path)),
+    responses((status = 200, body = Cluster), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn cluster(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<Cluster>, ApiError> {
+    Ok(Json(s.store().cluster(id).await?))
+}
+
+/// Renames a cluster.
+#[utoipa::path(put, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = i64, Path)), request_body = ClusterInput,
+    responses((status = 200, body = Cluster), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
+pub async fn update_cluster(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+    Body(input): Body<ClusterInput>,
+) -> Result<Json<Cluster>, ApiError> {
+    check_name("name", &input.name).map_err(ApiError::field)?;
+    Ok(Json(s.store().rename_cluster(id, &input.name).await?))
+}
+
+/// Deletes an empty cluster.
+#[utoipa::path(delete, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = i64, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub async fn delete_cluster(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<StatusCode, ApiError> {
+    s.store().delete_cluster(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The routes of a cluster, and the warning about inbounds outside every route.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ClusterRoutes {
+    /// Routes in order (the order of entries in subscriptions).
+    pub routes: Vec<Route>,
+    /// Inbounds in no route: clients cannot see them.
+    pub unattached_inbound_ids: Vec<i64>,
+    /// "N inbound(s) are not in any route — clients can't see them yet", when N > 0.
+    pub warning: Option<String>,
+}
+
+/// Routes of a cluster.
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/routes", tag = "routes", params(("id" = i64, Path)),
+    responses((status = 200, body = ClusterRoutes), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn routes(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<ClusterRoutes>, ApiError> {
+    s.store().cluster(id).await?;
+    let routes = s.store().routes(id).await?;
+    let unattached: Vec<i64> = s
+        .store()
+        .inbounds(None, Some(id))
+        .await?
+        .into_iter()
+        .filter(|i| i.route_id.is_none())
+        .map(|i| i.id)
+        .collect();
+    let warning = (!unattached.is_empty()).then(|| {
+        format!(
+            "{} inbound(s) are not in any route — clients can't see them yet",
+            unattached.len()
+        )
+    });
+    Ok(Json(ClusterRoutes {
+        routes,
+        unattached_inbound_ids: unattached,
+        warning,
+    }))
+}
+
+/// Which servers to list.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema, utoipa::IntoParams)]
+pub struct ServerQuery {
+    /// Only this cluster's.
+    pub cluster_id: Option<i64>,
+}
+
+/// Servers.
+#[utoipa::path(get, path = "/api/v1/servers", tag = "servers", params(ServerQuery),
+    responses((status = 200, body = [Server]), (status = 400, body = Problem), (status = 401, body = Problem)))]
+pub async fn servers(
+    State(s): State<AppState>,
+    _a: Authed,
+    Query(q): Query<ServerQuery>,
+) -> Result<Json<Vec<Server>>, ApiError> {
+    let now = s.now();
+    let settings = s.health();
+    let list = s.store().servers(q.cluster_id).await?;
+    Ok(Json(
+        list.into_iter().map(|x| x.at(now, settings)).collect(),
+    ))
+}
+
+/// A new server: pending until its node joins with the command from
+/// `POST /api/v1/servers/{id}/join`.
+#[utoipa::path(post, path = "/api/v1/servers", tag = "servers", request_body = ServerInput,
+    responses((status = 201, body = Server), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
+pub async fn create_server(
+    State(s): State<AppState>,
+    _a: Authed,
+    Body(input): Body<ServerInput>,
+) -> Result<(StatusCode, Json<Server>), ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(s.service().create_server(&input, s.now()).await?),
+    ))
+}
+
+/// One server.
+#[utoipa::path(get, path = "/api/v1/servers/{id}", tag = "servers", params(("id" = i64, Path)),
+    responses((status = 200, body = Server), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn server(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<Server>, ApiError> {
+    Ok(Json(s.store().server(id).await?.at(s.now(), s.health())))
+}
+
+/// Changes a server.
+#[utoipa::path(put, path = "/api/v1/servers/{id}", tag = "servers", params(("id" = i64, Path)), request_body = ServerInput,
+    responses((status = 200, body = Server), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
+pub async fn update_server(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+    Body(input): Body<ServerInput>,
+) -> Result<Json<Server>, ApiError> {
+    Ok(Json(s.service().update_server(id, &input).await?))
+}
+
+/// Deletes a server and its inbounds.
+#[utoipa::path(delete, path = "/api/v1/servers/{id}", tag = "servers", params(("id" = i64, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn delete_server(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<StatusCode, ApiError> {
+    s.store().delete_server(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A join token for a server's node.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct JoinCommand {
+    /// The token (single use).
+    pub token: String,
+    /// The one-line command to run on the server.
+    pub command: String,
+    /// When the token expires (Unix ms).
+    pub expires_ms: i64,
+}
+
+/// A fresh join command for the server's node (single use, expiring).
+#[utoipa::path(post, path = "/api/v1/servers/{id}/join", tag = "servers", params(("id" = i64, Path)),
+    responses((status = 201, body = JoinCommand), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn join(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<(StatusCode, Json<JoinCommand>), ApiError> {
+    let now = s.now();
+    let ttl = s.config().channel.join_token_ttl_s as i64 * 1000;
+    let secret = s.service().new_join_secret(id, ttl, now).await?;
+    let token = s.join_token(&secret);
+    Ok((
+        StatusCode::CREATED,
+        Json(JoinCommand {
+            command: format!("switchyard node join {token}"),
+            token,
+            expires_ms: now + ttl,
+        }),
+    ))
+}
+
+/// Which inbounds to list.
+#[derive(Clone, Debug, Default, Deserialize, ToSchema, utoipa::IntoParams)]
+pub struct InboundQuery {
+    /// Only this server's.
+    pub server_id: Option<i64>,
+    /// Only this cluster's.
+    pub cluster_id: Option<i64>,
+}
+
+/// Inbounds.
+#[utoipa::path(get, path = "/api/v1/inbounds", tag = "inbounds", params(InboundQuery),
+    responses((status = 200, body = [Inbound]), (status = 400, body = Problem), (status = 401, body = Problem)))]
+pub async fn inbounds(
+    State(s): State<AppState>,
+    _a: Authed,
+    Query(q): Query<InboundQuery>,
+) -> Result<Json<Vec<Inbound>>, ApiError> {
+    Ok(Json(s.store().inbounds(q.server_id, q.cluster_id).await?))
+}
+
+/// A new inbound. Keys and a self-signed certificate are generated when it needs
+/// them; the cluster's first inbound lands in the default route.
+#[utoipa::path(post, path = "/api/v1/inbounds", tag = "inbounds", request_body = InboundInput,
+    responses((status = 201, body = Inbound), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
+pub async fn create_inbound(
+    State(s): State<AppState>,
+    _a: Authed,
+    Body(input): Body<InboundInput>,
+) -> Result<(StatusCode, Json<Inbound>), ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(s.service().create_inbound(&input, s.now()).await?),
+    ))
+}
+
+/// One inbound.
+#[utoipa::path(get, path = "/api/v1/inbounds/{id}", tag = "inbounds", params(("id" = i64, Path)),
+    responses((status = 200, body = Inbound), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn inbound(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<Inbound>, ApiError> {
+    Ok(Json(s.store().inbound(id).await?))
+}
+
+/// Changes an inbound.
+#[utoipa::path(put, path = "/api/v1/inbounds/{id}", tag = "inbounds", params(("id" = i64, Path)), request_body = InboundInput,
+    responses((status = 200, body = Inbound), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
+pub async fn update_inbound(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+    Body(input): Body<InboundInput>,
+) -> Result<Json<Inbound>, ApiError> {
+    Ok(Json(s.service().update_inbound(id, &input).await?))
+}
+
+/// Deletes an inbound.
+#[utoipa::path(delete, path = "/api/v1/inbounds/{id}", tag = "inbounds", params(("id" = i64, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn delete_inbound(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<StatusCode, ApiError> {
+    s.store().delete_inbound(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,111 @@
+//! Users: create, edit (limits, reset strategy, expiry, on hold, note), disable,
+//! delete, reset usage, revoke the subscription link.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::AppState;
+use super::auth::Authed;
+use super::problem::{ApiError, Body, Id, Problem, Query};
+use crate::model::User;
+use crate::store::{UserInput, UserQuery};
+
+/// A page of users.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct UserPage {
+    /// The users.
+    pub users: Vec<User>,
+    /// How many there are in all.
+    pub total: u64,
+}
+
+/// Users (paged; `search` matches the name).
+#[utoipa::path(get, path = "/api/v1/users", tag = "users", params(UserQuery),
+    responses((status = 200, body = UserPage), (status = 400, body = Problem), (status = 401, body = Problem)))]
+pub async fn users(
+    State(s): State<AppState>,
+    _a: Authed,
+    Query(q): Query<UserQuery>,
+) -> Result<Json<UserPage>, ApiError> {
+    Ok(Json(UserPage {
+        users: s.store().users(&q, s.now()).await?,
+        total: s.store().user_count().await?,
+    }))
+}
+
+/// A new user, with fresh credentials and subscription link.
+#[utoipa::path(post, path = "/api/v1/users", tag = "users", request_body = UserInput,
+    responses((status = 201, body = User), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
+pub async fn create_user(
+    State(s): State<AppState>,
+    _a: Authed,
+    Body(input): Body<UserInput>,
+) -> Result<(StatusCode, Json<User>), ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(s.service().create_user(&input, s.now()).await?),
+    ))
+}
+
+/// One user.
+#[utoipa::path(get, path = "/api/v1/users/{id}", tag = "users", params(("id" = i64, Path)),
+    responses((status = 200, body = User), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn user(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<User>, ApiError> {
+    Ok(Json(s.store().user(id, s.now()).await?))
+}
+
+/// Replaces a user's settings. A user who becomes limited, expired or disabled is
+/// removed from every node within seconds, their connections closed.
+#[utoipa::path(put, path = "/api/v1/users/{id}", tag = "users", params(("id" = i64, Path)), request_body = UserInput,
+    responses((status = 200, body = User), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+        (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
+pub async fn update_user(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+    Body(input): Body<UserInput>,
+) -> Result<Json<User>, ApiError> {
+    Ok(Json(s.service().update_user(id, &input, s.now()).await?))
+}
+
+/// Deletes a user.
+#[utoipa::path(delete, path = "/api/v1/users/{id}", tag = "users", params(("id" = i64, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn delete_user(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<StatusCode, ApiError> {
+    s.store().delete_user(id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Starts a new period now: usage back to zero.
+#[utoipa::path(post, path = "/api/v1/users/{id}/reset-usage", tag = "users", params(("id" = i64, Path)),
+    responses((status = 200, body = User), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn reset_usage(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<User>, ApiError> {
+    Ok(Json(s.store().reset_usage(id, s.now()).await?))
+}
+
+/// Gives the user a new subscription link; the old one stops working.
+#[utoipa::path(post, path = "/api/v1/users/{id}/revoke-subscription", tag = "users", params(("id" = i64, Path)),
+    responses((status = 200, body = User), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn revoke_subscription(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<User>, ApiError> {
+    Ok(Json(s.service().revoke_subscription(id, s.now()).await?))
+}

@@ -1,0 +1,297 @@
+//! The panel's configuration: one typed structure, read from TOML, overridden by
+//! environment variables, validated as a whole. Every default lives here.
+//!
+//! Environment overrides (each wins over the file):
+//! `SWITCHYARD_PANEL_LISTEN`, `SWITCHYARD_PANEL_CHANNEL_LISTEN`,
+//! `SWITCHYARD_PANEL_PUBLIC_URL`, `SWITCHYARD_PANEL_CHANNEL_ADDRESS`,
+//! `SWITCHYARD_PANEL_DATA_DIR`, `SWITCHYARD_PANEL_DATABASE_URL`,
+//! `SWITCHYARD_PANEL_SUBSCRIPTION_LISTEN`.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// A config that can't be used; names the field.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PanelConfigError {
+    /// The file is not valid TOML or has unknown fields.
+    #[error("panel config: {0}")]
+    Parse(String),
+    /// A field has a bad value.
+    #[error("panel config: {field}: {message}")]
+    Invalid {
+        /// The field (`listen`, `channel.address`).
+        field: String,
+        /// Why.
+        message: String,
+    },
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> PanelConfigError {
+    PanelConfigError::Invalid {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// The whole panel configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PanelConfig {
+    /// The API, the web UI and (unless `subscription_listen` is set) subscriptions.
+    /// Default `127.0.0.1:2053`: reachable only from this machine until the operator
+    /// puts TLS in front (a reverse proxy) or opens it on purpose.
+    pub listen: SocketAddr,
+    /// A second listener that serves only `/sub/{token}`, for operators who give
+    /// subscriptions their own port or domain. Unset by default.
+    pub subscription_listen: Option<SocketAddr>,
+    /// The URL users and operators reach the panel at (`https://panel.example.com`),
+    /// used in subscription links shown by the API. Default: `http://` + `listen`.
+    /// An `https://` URL also marks session cookies `Secure`.
+    pub public_url: Option<String>,
+    /// Where the data lives: the SQLite database, the first admin's password file.
+    pub data_dir: PathBuf,
+    /// `postgres://...` to use PostgreSQL (several instances may share it); unset
+    /// means SQLite at `data_dir/panel.db`.
+    pub database_url: Option<String>,
+    /// The node channel.
+    pub channel: ChannelSettings,
+    /// Sessions and logins.
+    pub auth: AuthSettings,
+    /// Serve `/metrics` without a token (for a Prometheus that cannot send one). Off:
+    /// the metrics name servers and counts users.
+    pub metrics_without_token: bool,
+}
+
+/// Where nodes dial in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChannelSettings {
+    /// The listener nodes dial (mutual TLS). Default `0.0.0.0:2054`: nodes are on
+    /// other machines.
+    pub listen: SocketAddr,
+    /// The `host:port` nodes dial, written into join tokens. Default: `listen`'s port
+    /// on the host of `public_url` (or `listen` itself when that is unset and not the
+    /// unspecified address).
+    pub address: Option<String>,
+    /// How long a join token stays valid, in seconds. 1 hour: enough to paste the
+    /// command on the new server, short enough that a leaked one is soon worthless.
+    pub join_token_ttl_s: u64,
+}
+
+/// Sessions and the login rate limit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSettings {
+    /// A session lasts this long, in seconds. 12 h: a working day.
+    pub session_ttl_s: u64,
+    /// Failed logins allowed per source address before it must wait. 10.
+    pub login_burst: u32,
+    /// Then one more attempt per this many seconds. 30 s: a guesser gets 120 tries an
+    /// hour, an operator who mistyped waits half a minute.
+    pub login_refill_s: u64,
+}
+
+impl Default for PanelConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 2053)),
+            subscription_listen: None,
+            public_url: None,
+            data_dir: PathBuf::from("switchyard-data"),
+            database_url: None,
+            channel: ChannelSettings::default(),
+            auth: AuthSettings::default(),
+            metrics_without_token: false,
+        }
+    }
+}
+
+impl Default for ChannelSettings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([0, 0, 0, 0], 2054)),
+            address: None,
+            join_token_ttl_s: 3600,
+        }
+    }
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        Self {
+            session_ttl_s: 12 * 3600,
+            login_burst: 10,
+            login_refill_s: 30,
+        }
+    }
+}
+
+impl PanelConfig {
+    /// Reads a TOML file (missing file: defaults), applies the environment, validates.
+    pub fn load(path: Option<&Path>) -> Result<Self, PanelConfigError> {
+        let mut config = match path {
+            Some(p) => {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| PanelConfigError::Parse(format!("{}: {e}", p.display())))?;
+                toml::from_str(&text).map_err(|e| {
+                    PanelConfigError::Parse(format!("{}: {}", p.display(), e.message()))
+                })?
+            }
+            None => Self::default(),
+        };
+        config.apply_env(|k| std::env::var(k).ok())?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Applies `SWITCHYARD_PANEL_*` overrides read through `var`.
+    pub fn apply_env(
+        &mut self,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> Result<(), PanelConfigError> {
+        let addr = |field: &str, v: String| {
+            v.parse::<SocketAddr>()
+                .map_err(|_| invalid(field, format!("{v:?} is not an address:port")))
+        };
+        if let Some(v) = var("SWITCHYARD_PANEL_LISTEN") {
+            self.listen = addr("listen", v)?;
+        }
+        if let Some(v) = var("SWITCHYARD_PANEL_SUBSCRIPTION_LISTEN") {
+            self.subscription_listen = Some(addr("subscription_listen", v)?);
+        }
+        if let Some(v) = var("SWITCHYARD_PANEL_CHANNEL_LISTEN") {
+            self.channel.listen = addr("channel.listen", v)?;
+        }
+        if let Some(v) = var("SWITCHYARD_PANEL_CHANNEL_ADDRESS") {
+            self.channel.address = Some(v);
+        }
+        if let Some(v) = var("SWITCHYARD_PANEL_PUBLIC_URL") {
+            self.public_url = Some(v);
+        }
+        if let Some(v) = var("SWITCHYARD_PANEL_DATA_DIR") {
+            self.data_dir = PathBuf::from(v);
+        }
+        if let Some(v) = var("SWITCHYARD_PANEL_DATABASE_URL") {
+            self.database_url = Some(v);
+        }
+        Ok(())
+    }
+
+    /// Checks the values together.
+    pub fn validate(&self) -> Result<(), PanelConfigError> {
+        if let Some(url) = &self.public_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(invalid("public_url", "must start with http:// or https://"));
+        }
+        if let Some(url) = &self.database_url
+            && !(url.starts_with("postgres://")
+                || url.starts_with("postgresql://")
+                || url.starts_with("sqlite://"))
+        {
+            return Err(invalid(
+                "database_url",
+                "must be a postgres:// or sqlite:// URL",
+            ));
+        }
+        if self.channel.join_token_ttl_s == 0 {
+            return Err(invalid("channel.join_token_ttl_s", "must be at least 1"));
+        }
+        if self.auth.session_ttl_s == 0 {
+            return Err(invalid("auth.session_ttl_s", "must be at least 1"));
+        }
+        if self.auth.login_burst == 0 || self.auth.login_refill_s == 0 {
+            return Err(invalid(
+                "auth.login_burst",
+                "login_burst and login_refill_s must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The database URL in force.
+    pub fn database(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("panel.db").display()))
+    }
+
+    /// The panel's public base URL (no trailing slash).
+    pub fn public_base(&self) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .trim_end_matches('/')
+            .to_owned()
+    }
+
+    /// Whether cookies should be `Secure`.
+    pub fn secure_cookies(&self) -> bool {
+        self.public_base().starts_with("https://")
+    }
+
+    /// The `host:port` that join tokens tell nodes to dial.
+    pub fn channel_address(&self, bound: SocketAddr) -> String {
+        if let Some(a) = &self.channel.address {
+            return a.clone();
+        }
+        let host = self
+            .public_url
+            .as_deref()
+            .and_then(|u| u.split("://").nth(1))
+            .and_then(|rest| rest.split(['/', ':']).next())
+            .filter(|h| !h.is_empty())
+            .map(str::to_owned);
+        match host {
+            Some(h) => format!("{h}:{}", bound.port()),
+            None if bound.ip().is_unspecified() => format!("127.0.0.1:{}", bound.port()),
+            None => bound.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_overrides_the_file_and_errors_name_the_field() {
+        let mut c: PanelConfig = toml::from_str("listen = \"127.0.0.1:1\"").unwrap();
+        c.apply_env(|k| (k == "SWITCHYARD_PANEL_LISTEN").then(|| "127.0.0.1:9".into()))
+            .unwrap();
+        assert_eq!(c.listen.port(), 9);
+        let e = c
+            .clone()
+            .apply_env(|k| (k == "SWITCHYARD_PANEL_CHANNEL_LISTEN").then(|| "x".into()))
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "panel config: channel.listen: \"x\" is not an address:port"
+        );
+        assert!(toml::from_str::<PanelConfig>("lisen = \"x\"").is_err());
+        let bad = PanelConfig {
+            public_url: Some("ftp://x".into()),
+            ..PanelConfig::default()
+        };
+        assert!(
+            matches!(bad.validate(), Err(PanelConfigError::Invalid { field, .. }) if field == "public_url")
+        );
+    }
+
+    #[test]
+    fn join_tokens_name_a_reachable_address() {
+        let bound: SocketAddr = "0.0.0.0:2054".parse().unwrap();
+        let mut c = PanelConfig::default();
+        assert_eq!(c.channel_address(bound), "127.0.0.1:2054");
+        c.public_url = Some("https://panel.example.com/".into());
+        assert_eq!(c.channel_address(bound), "panel.example.com:2054");
+        assert!(c.secure_cookies());
+        assert_eq!(c.public_base(), "https://panel.example.com");
+        c.channel.address = Some("nodes.example.com:443".into());
+        assert_eq!(c.channel_address(bound), "nodes.example.com:443");
+    }
+}

@@ -1,0 +1,376 @@
+//! Nodes: enrollment (join tokens checked against the store, node certificates
+//! pinned), and for every node channel this instance holds, one task that
+//!
+//! 1. sends a heartbeat (`GET /v1/status`) every [`HealthSettings::heartbeat_ms`] and
+//!    feeds [`Health`] (pending / online / unavailable, with hysteresis);
+//! 2. renders the server's desired config and, when the node runs another version,
+//!    pushes it (`PUT /v1/config`); on every change announced by the store (this
+//!    instance's writes, or another's through PostgreSQL's NOTIFY) it does so at once;
+//! 3. pulls stats by journal cursor (`GET /v1/stats?cursor=C`), adds them to users'
+//!    usage in the same transaction that moves the stored cursor, and only then
+//!    acknowledges (`POST /v1/stats/ack`): a crash between the two re-reads records the
+//!    store then skips, so traffic is never lost or counted twice;
+//! 4. stores health, load and the node's config version for the API and other
+//!    instances.
+//!
+//! A node keeps serving its last config while the panel is away; when its channel
+//! returns, step 2 catches it up.
+
+mod enroller;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http::Method;
+use serde::Deserialize;
+use switchyard_channel::NodeChannel;
+use tokio_util::sync::CancellationToken;
+
+pub use enroller::StoreEnroller;
+
+use crate::api::{Metrics, PushOutcome};
+use crate::model::{Health, HealthSettings, Id, Observation};
+use crate::render::{panel_user, render};
+use crate::store::{Changes, ServerReport, Store, TrafficBatch};
+
+/// Records asked for per stats read (the node's maximum).
+const STATS_PAGE: usize = 1000;
+
+/// The channels this instance holds, one task each.
+#[derive(Clone)]
+pub struct Nodes {
+    store: Arc<dyn Store>,
+    changes: Changes,
+    metrics: Arc<Metrics>,
+    settings: HealthSettings,
+    held: Arc<Mutex<HashMap<Id, (NodeChannel, CancellationToken)>>>,
+    health: Arc<Mutex<HashMap<Id, Health>>>,
+}
+
+impl std::fmt::Debug for Nodes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nodes").finish_non_exhaustive()
+    }
+}
+
+fn now_ms() -> i64 {
+    switchyard_node::accounting::now_ms()
+}
+
+#[derive(Deserialize)]
+struct Status {
+    #[serde(default)]
+    version: Option<u64>,
+    #[serde(default)]
+    users_online: u64,
+    #[serde(default)]
+    throughput: Throughput,
+}
+
+#[derive(Default, Deserialize)]
+struct Throughput {
+    #[serde(default)]
+    up_bytes_per_s: u64,
+    #[serde(default)]
+    down_bytes_per_s: u64,
+}
+
+#[derive(Deserialize)]
+struct Stats {
+    records: Vec<Record>,
+    next_cursor: u64,
+    #[serde(default)]
+    users: HashMap<String, Live>,
+}
+
+#[derive(Deserialize)]
+struct Record {
+    users: HashMap<String, Bytes>,
+}
+
+#[derive(Deserialize)]
+struct Bytes {
+    up: u64,
+    down: u64,
+}
+
+#[derive(Deserialize)]
+struct Live {
+    #[serde(default)]
+    open_connections: u64,
+}
+
+impl Nodes {
+    /// Nodes over `store`, hearing changes on `changes`.
+    pub fn new(store: Arc<dyn Store>, changes: Changes, metrics: Arc<Metrics>) -> Self {
+        Self {
+            store,
+            changes,
+            metrics,
+            settings: HealthSettings::default(),
+            held: Arc::default(),
+            health: Arc::default(),
+        }
+    }
+
+    /// Server ids whose channel this instance holds now.
+    pub fn held(&self) -> Vec<Id> {
+        let mut v: Vec<Id> = self
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|(_, (c, _))| !c.is_closed())
+            .map(|(id, _)| *id)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Takes channels from `incoming` until it closes, one task per node.
+    pub async fn run(
+        self,
+        mut incoming: tokio::sync::mpsc::Receiver<NodeChannel>,
+        stop: CancellationToken,
+    ) {
+        loop {
+            let channel = tokio::select! {
+                c = incoming.recv() => match c { Some(c) => c, None => return },
+                () = stop.cancelled() => return,
+            };
+            let Ok(id) = channel.server_id().parse::<Id>() else {
+                channel.close();
+                continue;
+            };
+            let token = stop.child_token();
+            let old = self
+                .held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, (channel.clone(), token.clone()));
+            if let Some((c, t)) = old {
+                t.cancel();
+                c.close();
+            }
+            tracing::info!(server = id, remote = %channel.remote(), "node channel up");
+            let me = self.clone();
+            tokio::spawn(async move { me.hold(id, channel, token).await });
+        }
+    }
+
+    fn observe(&self, id: Id, now: i64, o: Observation) -> Health {
+        let mut all = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        let h = all
+            .entry(id)
+            .or_insert_with(|| Health::new(now, self.settings));
+        h.observe(now, o);
+        h.clone()
+    }
+
+    fn tick(&self, id: Id, now: i64) -> Health {
+        let mut all = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        let h = all
+            .entry(id)
+            .or_insert_with(|| Health::new(now, self.settings));
+        h.tick(now);
+        h.clone()
+    }
+
+    async fn hold(&self, id: Id, channel: NodeChannel, stop: CancellationToken) {
+        let mut changes = self.changes.subscribe();
+        let period = Duration::from_millis(self.settings.heartbeat_ms as u64);
+        let mut beat = tokio::time::interval(period);
+        beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_report = None;
+        loop {
+            tokio::select! {
+                _ = beat.tick() => {}
+                r = changes.recv() => {
+                    if let Err(tokio::sync::broadcast::error::RecvError::Closed) = r { return; }
+                }
+                () = channel.closed() => break,
+                () = stop.cancelled() => return,
+            }
+            match self.round(id, &channel).await {
+                Ok(report) => {
+                    last_report = Some(report.clone());
+                    let health = self.observe(id, now_ms(), Observation::Answered);
+                    self.report(id, &report, health).await;
+                }
+                Err(e) => {
+                    tracing::warn!(server = id, "node round: {e}");
+                    let health = self.observe(id, now_ms(), Observation::Failed(e));
+                    let mut report = last_report.clone().unwrap_or_default();
+                    report.users_online = 0;
+                    self.report(id, &report, health).await;
+                }
+            }
+        }
+        // The channel is down: keep the state fresh until it crosses the grace, so
+        // the API says "unavailable" with the reason, then let go.
+        tracing::info!(server = id, "node channel down");
+        let health = self.observe(
+            id,
+            now_ms(),
+            Observation::Failed("the node's channel is down".into()),
+        );
+        self.report(id, &ReportParts::default(), health).await;
+        let until = Instant::now()
+            + Duration::from_millis(
+                (self.settings.down_after_ms + self.settings.heartbeat_ms) as u64,
+            );
+        while Instant::now() < until {
+            tokio::select! {
+                () = tokio::time::sleep(period) => {}
+                () = stop.cancelled() => return,
+            }
+            let health = self.tick(id, now_ms());
+            self.report(id, &ReportParts::default(), health).await;
+        }
+    }
+
+    async fn report(&self, id: Id, parts: &ReportParts, health: Health) {
+        let report = ServerReport {
+            health,
+            config_version: parts.config_version,
+            users_online: parts.users_online,
+            throughput: parts.throughput,
+        };
+        if let Err(e) = self.store.report_server(id, &report, now_ms()).await {
+            tracing::warn!(server = id, "storing the server's health: {e}");
+        }
+    }
+
+    /// One heartbeat: status, push when behind, stats. An error is the heartbeat's
+    /// failure reason.
+    async fn round(&self, id: Id, channel: &NodeChannel) -> Result<ReportParts, String> {
+        let status: Status = call(channel, Method::GET, "/v1/status", None).await?;
+        let mut parts = ReportParts {
+            config_version: status.version,
+            users_online: status.users_online,
+            throughput: (
+                status.throughput.up_bytes_per_s,
+                status.throughput.down_bytes_per_s,
+            ),
+        };
+        let now = now_ms();
+        let snapshot = self
+            .store
+            .server_snapshot(id, now)
+            .await
+            .map_err(|e| format!("reading the server from the database: {e}"))?;
+        match render(&snapshot, now) {
+            Ok(desired) if Some(desired.version) != status.version => {
+                let body = serde_json::to_vec(&desired).unwrap_or_default();
+                let started = Instant::now();
+                match channel.request(Method::PUT, "/v1/config", Some(body)).await {
+                    Ok((s, _)) if s.is_success() => {
+                        self.metrics.push(started.elapsed(), PushOutcome::Applied);
+                        parts.config_version = Some(desired.version);
+                        tracing::info!(server = id, version = desired.version, "config applied");
+                    }
+                    Ok((s, body)) => {
+                        self.metrics.push(started.elapsed(), PushOutcome::Refused);
+                        tracing::warn!(server = id, status = %s, "the node refused its config: {}", String::from_utf8_lossy(&body));
+                    }
+                    Err(e) => {
+                        self.metrics.push(started.elapsed(), PushOutcome::Failed);
+                        return Err(format!("pushing the config: {e}"));
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::error!("{e}"),
+        }
+        self.collect(id, channel, now).await?;
+        Ok(parts)
+    }
+
+    /// Pulls stats after the stored cursor until the node has no more.
+    async fn collect(&self, id: Id, channel: &NodeChannel, now: i64) -> Result<(), String> {
+        for _ in 0..100 {
+            let cursor = self
+                .store
+                .journal_cursor(id)
+                .await
+                .map_err(|e| format!("reading the journal cursor: {e}"))?;
+            let stats: Stats = call(
+                channel,
+                Method::GET,
+                &format!("/v1/stats?cursor={cursor}&limit={STATS_PAGE}"),
+                None,
+            )
+            .await?;
+            let mut totals: HashMap<Id, (u64, u64)> = HashMap::new();
+            for r in &stats.records {
+                for (name, b) in &r.users {
+                    if let Some(user) = panel_user(name) {
+                        let t = totals.entry(user).or_default();
+                        t.0 = t.0.saturating_add(b.up);
+                        t.1 = t.1.saturating_add(b.down);
+                    }
+                }
+            }
+            let mut online: Vec<Id> = stats
+                .users
+                .iter()
+                .filter(|(_, l)| l.open_connections > 0)
+                .filter_map(|(n, _)| panel_user(n))
+                .collect();
+            online.extend(totals.keys().copied());
+            online.sort_unstable();
+            online.dedup();
+            let batch = TrafficBatch {
+                cursor: stats.next_cursor,
+                users: totals
+                    .into_iter()
+                    .map(|(u, (up, down))| (u, up, down))
+                    .collect(),
+            };
+            self.store
+                .record_traffic(id, &batch, &online, now)
+                .await
+                .map_err(|e| format!("storing traffic: {e}"))?;
+            if stats.next_cursor > cursor {
+                let ack = serde_json::to_vec(&serde_json::json!({ "cursor": stats.next_cursor }))
+                    .unwrap_or_default();
+                let (s, _) = channel
+                    .request(Method::POST, "/v1/stats/ack", Some(ack))
+                    .await
+                    .map_err(|e| format!("acknowledging stats: {e}"))?;
+                if !s.is_success() {
+                    return Err(format!("acknowledging stats: the node answered {s}"));
+                }
+            }
+            if stats.records.len() < STATS_PAGE {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a heartbeat learnt besides health.
+#[derive(Clone, Debug, Default)]
+struct ReportParts {
+    config_version: Option<u64>,
+    users_online: u64,
+    throughput: (u64, u64),
+}
+
+async fn call<T: serde::de::DeserializeOwned>(
+    channel: &NodeChannel,
+    method: Method,
+    path: &str,
+    body: Option<Vec<u8>>,
+) -> Result<T, String> {
+    let (status, body) = channel
+        .request(method, path, body)
+        .await
+        .map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("{path}: the node answered {status}"));
+    }
+    serde_json::from_slice(&body).map_err(|e| format!("{path}: unreadable answer: {e}"))
+}

@@ -1,0 +1,280 @@
+//! A server's desired node config, rendered from a snapshot of the model. Pure: the
+//! same snapshot and `now` give the same config, byte for byte, and the same version.
+//!
+//! - Every inbound of the server, tagged `in-{id}`. It listens on all addresses,
+//!   except on a server whose address is a loopback IP (a demo on one machine), where
+//!   it listens on that address only.
+//! - Every user who may see the server's cluster and whose status lets them connect
+//!   (active or on hold), named `u{id}` (the journal counts traffic under that name),
+//!   with their VLESS UUID, Trojan password and Shadowsocks key. Users who are limited,
+//!   expired or disabled are left out: the node closes their connections when the
+//!   config without them is applied.
+//! - `node.allow_private_destinations` from the server; the node keeps its own
+//!   `state_dir` and control settings whatever the panel sends.
+//! - `version`: the first 53 bits of the SHA-256 of the config rendered with version
+//!   0, so it is the same on every panel instance, changes when anything in it does,
+//!   and stays exact as a JSON number.
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use switchyard_node::NodeConfig;
+use switchyard_node::config::ConfigError;
+
+use crate::model::{InboundSecurity, InboundTransport, Protocol, TlsCertificate};
+use crate::service::ss_user_key;
+use crate::store::ServerSnapshot;
+
+/// The node's name for the panel user `id`.
+pub fn node_user(id: i64) -> String {
+    format!("u{id}")
+}
+
+/// The panel user id of the node user `name`.
+pub fn panel_user(name: &str) -> Option<i64> {
+    name.strip_prefix('u')?.parse().ok()
+}
+
+/// The node's tag for the inbound `id`.
+pub fn inbound_tag(id: i64) -> String {
+    format!("in-{id}")
+}
+
+fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
+    let server = &snapshot.server;
+    let listen = match server.address.parse::<std::net::IpAddr>() {
+        Ok(ip) if ip.is_loopback() => ip.to_string(),
+        _ => "0.0.0.0".to_owned(),
+    };
+    let inbounds: Vec<Value> = snapshot
+        .inbounds
+        .iter()
+        .map(|(i, secrets)| {
+            let mut v = json!({
+                "tag": inbound_tag(i.id),
+                "name": i.name,
+                "protocol": match i.protocol {
+                    Protocol::Vless => "vless",
+                    Protocol::Trojan => "trojan",
+                    Protocol::Shadowsocks => "shadowsocks",
+                },
+                "listen": listen,
+                "port": i.port,
+            });
+            v["transport"] = match &i.transport {
+                InboundTransport::Tcp => json!({ "type": "tcp" }),
+                InboundTransport::Ws { path, host } => match host {
+                    Some(h) => json!({ "type": "ws", "path": path, "host": h }),
+                    None => json!({ "type": "ws", "path": path }),
+                },
+            };
+            v["security"] = match &i.security {
+                InboundSecurity::None => json!({ "type": "none" }),
+                InboundSecurity::Tls {
+                    certificate: TlsCertificate::SelfSigned,
+                } => json!({
+                    "type": "tls",
+                    "cert_pem": secrets.tls_cert_pem,
+                    "key_pem": secrets.tls_key_pem,
+                }),
+                InboundSecurity::Tls {
+                    certificate: TlsCertificate::Files { cert, key },
+                } => json!({ "type": "tls", "cert": cert, "key": key }),
+            };
+            if i.protocol == Protocol::Shadowsocks {
+                v["method"] = json!(i.method);
+                v["password"] = json!(secrets.ss_server_key);
+            }
+            v
+        })
+        .collect();
+    let ss_methods: Vec<&str> = snapshot
+        .inbounds
+        .iter()
+        .filter_map(|(i, _)| i.method.as_deref())
+        .collect();
+    let users: Vec<Value> = snapshot
+        .users
+        .iter()
+        .filter(|(u, _)| u.standing().status(now_ms).may_connect())
+        .map(|(u, c)| {
+            let mut v = json!({
+                "name": node_user(u.id),
+                "vless": c.vless_uuid,
+                "trojan": c.trojan_password,
+            });
+            // One key for every Shadowsocks inbound of the server: the longest
+            // method's length; shorter methods would need their own key, so a server
+            // runs Shadowsocks inbounds of one key length (see `validate`).
+            if let Some(m) = ss_methods.first()
+                && let Some(k) = ss_user_key(c, m)
+            {
+                v["shadowsocks"] = json!(k);
+            }
+            v
+        })
+        .collect();
+    json!({
+        "version": 0,
+        "node": { "allow_private_destinations": server.allow_private_destinations },
+        "inbounds": inbounds,
+        "users": users,
+    })
+}
+
+/// Why a rendered config is not one the node would take.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RenderError {
+    /// The node's validation refused it; the message names the field.
+    #[error("server {server}: the rendered config is not valid: {source}")]
+    Invalid {
+        /// The server.
+        server: i64,
+        /// The node's reason.
+        source: ConfigError,
+    },
+}
+
+/// The desired config of the snapshot's server at `now_ms`, validated as the node will.
+pub fn render(snapshot: &ServerSnapshot, now_ms: i64) -> Result<NodeConfig, RenderError> {
+    let mut value = body(snapshot, now_ms);
+    let digest = Sha256::digest(value.to_string().as_bytes());
+    let mut version = [0u8; 8];
+    version.copy_from_slice(&digest[..8]);
+    value["version"] = json!(u64::from_be_bytes(version) >> 11);
+    let invalid = |source| RenderError::Invalid {
+        server: snapshot.server.id,
+        source,
+    };
+    NodeConfig::from_json(&value.to_string()).map_err(invalid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{
+        Credentials, Inbound, InboundSecrets, ResetStrategy, Server, ServerState, User, UserStatus,
+    };
+
+    const NOW: i64 = 1_796_121_000_000;
+
+    fn server() -> Server {
+        Server {
+            id: 1,
+            cluster_id: 1,
+            name: "local".into(),
+            address: "127.0.0.1".into(),
+            allow_private_destinations: true,
+            state: ServerState::Online,
+            state_reason: String::new(),
+            state_since_ms: 0,
+            refreshed_ms: None,
+            joined: true,
+            hostname: None,
+            node_version: None,
+            config_version: None,
+            users_online: 0,
+            up_bytes_per_s: 0,
+            down_bytes_per_s: 0,
+            created_ms: 0,
+        }
+    }
+
+    fn user(id: i64, enabled: bool, limit: Option<u64>, used: u64) -> (User, Credentials) {
+        (
+            User {
+                id,
+                username: format!("user{id}"),
+                status: UserStatus::Active,
+                enabled,
+                note: String::new(),
+                traffic_limit: limit,
+                reset_strategy: ResetStrategy::None,
+                expires_ms: None,
+                on_hold_days: None,
+                first_connected_ms: None,
+                used_up: used,
+                used_down: 0,
+                period_started_ms: 0,
+                lifetime_bytes: used,
+                online_ms: None,
+                subscription_path: String::new(),
+                created_ms: 0,
+                clusters: None,
+            },
+            Credentials {
+                vless_uuid: format!("00000000-0000-4000-8000-00000000000{id}"),
+                trojan_password: format!("pw{id}"),
+                ss_seed: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into(),
+            },
+        )
+    }
+
+    fn snapshot() -> ServerSnapshot {
+        let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        ServerSnapshot {
+            server: server(),
+            inbounds: vec![(
+                Inbound {
+                    id: 7,
+                    server_id: 1,
+                    name: "Local".into(),
+                    protocol: Protocol::Vless,
+                    port: 8443,
+                    transport: InboundTransport::Tcp,
+                    security: InboundSecurity::Tls {
+                        certificate: TlsCertificate::SelfSigned,
+                    },
+                    host: None,
+                    sni: Some("localhost".into()),
+                    coefficient: 1.0,
+                    method: None,
+                    route_id: None,
+                    created_ms: 0,
+                },
+                InboundSecrets {
+                    ss_server_key: None,
+                    tls_cert_pem: Some(cert.cert.pem()),
+                    tls_key_pem: Some(cert.signing_key.serialize_pem()),
+                },
+            )],
+            users: vec![
+                user(1, true, None, 0),
+                user(2, false, None, 0),
+                user(3, true, Some(100), 100),
+                user(4, true, Some(100), 99),
+            ],
+        }
+    }
+
+    #[test]
+    fn only_users_who_may_connect_reach_the_node() {
+        let c = render(&snapshot(), NOW).unwrap();
+        let names: Vec<_> = c.users.iter().map(|u| u.name.as_str()).collect();
+        assert_eq!(names, ["u1", "u4"]);
+        assert_eq!(c.inbounds.len(), 1);
+        assert_eq!(c.inbounds[0].tag, "in-7");
+        assert_eq!(c.inbounds[0].listen.to_string(), "127.0.0.1");
+        assert!(c.node.allow_private_destinations);
+    }
+
+    #[test]
+    fn the_version_follows_the_content() {
+        let s = snapshot();
+        let a = render(&s, NOW).unwrap();
+        assert_eq!(a.version, render(&s, NOW).unwrap().version);
+        assert!(a.version < 1 << 53);
+        let mut s2 = s.clone();
+        s2.users[3].0.used_up = 100;
+        let b = render(&s2, NOW).unwrap();
+        assert_ne!(a.version, b.version);
+        assert_eq!(b.users.len(), 1);
+    }
+
+    #[test]
+    fn node_names_map_back_to_users() {
+        assert_eq!(panel_user(&node_user(42)), Some(42));
+        assert_eq!(panel_user("alice"), None);
+        assert_eq!(panel_user("u"), None);
+    }
+}

@@ -1,0 +1,319 @@
+//! Starting a panel: the data directory, the store, the first admin, the panel's
+//! identity (CA and channel certificate, made once and kept in the database so every
+//! instance shares it), the listeners and the background tasks.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchyard_channel::{JoinToken, PanelIdentity};
+use thiserror::Error;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{self, AppState, JoinEncoder, Metrics};
+use crate::config::PanelConfig;
+use crate::nodes::{Nodes, StoreEnroller};
+use crate::store::{Changes, SqlStore, Store, StoreError};
+
+/// The name of the first admin.
+pub const FIRST_ADMIN: &str = "admin";
+
+/// Where the first admin's generated password is written (in the data directory).
+pub const PASSWORD_FILE: &str = "admin-password.txt";
+
+/// The settings key of the panel's identity.
+const IDENTITY_KEY: &str = "panel_identity";
+
+/// How often users whose reset period began get their counters reset.
+const RESET_EVERY: Duration = Duration::from_secs(10);
+
+/// Why the panel did not start.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// The data directory can't be made or written.
+    #[error("data directory {path}: {source}")]
+    DataDir {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The database can't be opened or migrated.
+    #[error("database: {0}")]
+    Store(#[from] StoreError),
+    /// A listener can't be bound.
+    #[error("{what} on {addr}: {source}")]
+    Bind {
+        /// Which listener (`listen`, `channel.listen`).
+        what: &'static str,
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The panel's identity can't be made or read.
+    #[error("the panel's channel identity: {0}")]
+    Identity(String),
+}
+
+/// The first admin, made on the first start.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FirstAdmin {
+    /// Login name.
+    pub username: String,
+    /// The generated password (also in [`Self::file`]).
+    pub password: String,
+    /// The `0600` file holding it.
+    pub file: PathBuf,
+}
+
+impl std::fmt::Debug for FirstAdmin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FirstAdmin")
+            .field("username", &self.username)
+            .field("file", &self.file)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A running panel.
+#[derive(Debug)]
+pub struct Panel {
+    /// The API listener's address.
+    pub api: SocketAddr,
+    /// The node channel listener's address.
+    pub channel: SocketAddr,
+    /// The subscription-only listener's address, if configured.
+    pub subscriptions: Option<SocketAddr>,
+    /// Set on the first start.
+    pub first_admin: Option<FirstAdmin>,
+    /// The handlers' state (store, operations, join tokens).
+    pub state: AppState,
+    /// The store.
+    pub store: SqlStore,
+    /// The node channels this instance holds.
+    pub nodes: Nodes,
+    stop: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| StartError::Bind { what, addr, source })
+}
+
+fn write_secret_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
+}
+
+async fn first_admin(
+    store: &SqlStore,
+    config: &PanelConfig,
+) -> Result<Option<FirstAdmin>, StartError> {
+    if store.admin_count().await? > 0 {
+        return Ok(None);
+    }
+    let password = crate::service::random_token(18);
+    let p = password.clone();
+    let hash = tokio::task::spawn_blocking(move || api::auth::hash_password(&p))
+        .await
+        .map_err(|e| StartError::Identity(e.to_string()))?
+        .map_err(StartError::Identity)?;
+    match store
+        .create_admin(FIRST_ADMIN, &hash, switchyard_node::accounting::now_ms())
+        .await
+    {
+        Ok(_) => {}
+        // Another instance made it first.
+        Err(StoreError::Conflict(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let file = config.data_dir.join(PASSWORD_FILE);
+    write_secret_file(
+        &file,
+        &format!("username: {FIRST_ADMIN}\npassword: {password}\n"),
+    )
+    .map_err(|source| StartError::DataDir {
+        path: file.clone(),
+        source,
+    })?;
+    Ok(Some(FirstAdmin {
+        username: FIRST_ADMIN.into(),
+        password,
+        file,
+    }))
+}
+
+impl Panel {
+    /// Starts a panel with `config`.
+    pub async fn start(config: PanelConfig) -> Result<Self, StartError> {
+        let dir = config.data_dir.clone();
+        std::fs::create_dir_all(&dir).map_err(|source| StartError::DataDir {
+            path: dir.clone(),
+            source,
+        })?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        }
+        let changes = Changes::default();
+        let store = SqlStore::open(&config.database(), changes.clone()).await?;
+        let first_admin = first_admin(&store, &config).await?;
+        let fresh =
+            PanelIdentity::generate(&[]).map_err(|e| StartError::Identity(e.to_string()))?;
+        let text =
+            serde_json::to_string(&fresh).map_err(|e| StartError::Identity(e.to_string()))?;
+        let stored = store.setting_or_init(IDENTITY_KEY, text).await?;
+        let identity: PanelIdentity =
+            serde_json::from_str(&stored).map_err(|e| StartError::Identity(e.to_string()))?;
+        let pin = identity
+            .pin()
+            .map_err(|e| StartError::Identity(e.to_string()))?;
+        let identity = Arc::new(identity);
+
+        let api_listener = bind("listen", config.listen).await?;
+        let channel_listener = bind("channel.listen", config.channel.listen).await?;
+        let sub_listener = match config.subscription_listen {
+            Some(a) => Some(bind("subscription_listen", a).await?),
+            None => None,
+        };
+        let api_addr = api_listener
+            .local_addr()
+            .map_err(|source| StartError::Bind {
+                what: "listen",
+                addr: config.listen,
+                source,
+            })?;
+        let channel_addr = channel_listener
+            .local_addr()
+            .map_err(|source| StartError::Bind {
+                what: "channel.listen",
+                addr: config.channel.listen,
+                source,
+            })?;
+        let sub_addr = sub_listener.as_ref().and_then(|l| l.local_addr().ok());
+
+        let mut config = config;
+        if config.public_url.is_none() {
+            config.public_url = Some(format!("http://{api_addr}"));
+        }
+        let dial = config.channel_address(channel_addr);
+        let join: JoinEncoder = Arc::new(move |secret: &str| {
+            JoinToken {
+                panel: dial.clone(),
+                pin,
+                secret: secret.to_owned(),
+            }
+            .encode()
+        });
+        let metrics = Arc::new(Metrics::default());
+        let shared: Arc<dyn Store> = Arc::new(store.clone());
+        let state = AppState::new(shared.clone(), config, join, metrics.clone());
+        let nodes = Nodes::new(shared.clone(), changes, metrics);
+
+        let stop = CancellationToken::new();
+        let mut tasks = Vec::new();
+        let (tx, rx) = tokio::sync::mpsc::channel(64);
+        let enroller = Arc::new(StoreEnroller::new(shared.clone()));
+        let s = stop.clone();
+        tasks.push(tokio::spawn(async move {
+            let stopped = async move { s.cancelled().await };
+            if let Err(e) =
+                switchyard_channel::serve_panel(channel_listener, identity, enroller, tx, stopped)
+                    .await
+            {
+                tracing::error!("node channel listener: {e}");
+            }
+        }));
+        tasks.push(tokio::spawn(nodes.clone().run(rx, stop.clone())));
+        let router = api::router(state.clone());
+        let s = stop.clone();
+        tasks.push(tokio::spawn(async move {
+            let app = router.into_make_service_with_connect_info::<SocketAddr>();
+            if let Err(e) = axum::serve(api_listener, app)
+                .with_graceful_shutdown(async move { s.cancelled().await })
+                .await
+            {
+                tracing::error!("API listener: {e}");
+            }
+        }));
+        if let Some(l) = sub_listener {
+            let router = api::subscription_router(state.clone());
+            let s = stop.clone();
+            tasks.push(tokio::spawn(async move {
+                let app = router.into_make_service_with_connect_info::<SocketAddr>();
+                if let Err(e) = axum::serve(l, app)
+                    .with_graceful_shutdown(async move { s.cancelled().await })
+                    .await
+                {
+                    tracing::error!("subscription listener: {e}");
+                }
+            }));
+        }
+        let s = stop.clone();
+        let resets = shared.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut every = tokio::time::interval(RESET_EVERY);
+            loop {
+                tokio::select! {
+                    _ = every.tick() => {}
+                    () = s.cancelled() => return,
+                }
+                match resets
+                    .reset_due(switchyard_node::accounting::now_ms())
+                    .await
+                {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!("{n} user(s) started a new traffic period"),
+                    Err(e) => tracing::warn!("resetting traffic periods: {e}"),
+                }
+            }
+        }));
+        tracing::info!(api = %api_addr, channel = %channel_addr, "panel started");
+        Ok(Self {
+            api: api_addr,
+            channel: channel_addr,
+            subscriptions: sub_addr,
+            first_admin,
+            state,
+            store,
+            nodes,
+            stop,
+            tasks,
+        })
+    }
+
+    /// A join token for `server_id`'s node (single use, expiring after
+    /// `channel.join_token_ttl_s`).
+    pub async fn join_token(&self, server_id: i64) -> Result<String, crate::service::ServiceError> {
+        let now = switchyard_node::accounting::now_ms();
+        let ttl = self.state.config().channel.join_token_ttl_s as i64 * 1000;
+        let secret = self
+            .state
+            .service()
+            .new_join_secret(server_id, ttl, now)
+            .await?;
+        Ok(self.state.join_token(&secret))
+    }
+
+    /// Stops listeners and tasks.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        for t in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+    }
+}
