@@ -54,57 +54,52 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
     })
 }
 
-/// Failed logins per source address, as token buckets.
+/// Failed logins per source address, as token buckets kept in milliseconds of
+/// credit: a failure costs `refill` ms, credit grows with time up to `burst × refill`.
 #[derive(Debug)]
 pub struct LoginLimiter {
-    burst: f64,
-    refill_ms: f64,
-    buckets: Mutex<HashMap<IpAddr, (f64, i64)>>,
+    refill_ms: i64,
+    cap_ms: i64,
+    buckets: Mutex<HashMap<IpAddr, (i64, i64)>>,
 }
 
-/// Source addresses tracked at most; past it the fullest buckets are forgotten.
+/// Source addresses tracked at most; past it the full buckets are forgotten.
 const MAX_TRACKED: usize = 10_000;
 
 impl LoginLimiter {
     /// `burst` failures, then one per `refill_s` seconds.
     pub fn new(burst: u32, refill_s: u64) -> Self {
+        let refill_ms = i64::try_from(refill_s.saturating_mul(1000)).unwrap_or(i64::MAX / 4);
         Self {
-            burst: f64::from(burst),
-            refill_ms: (refill_s * 1000) as f64,
+            refill_ms,
+            cap_ms: refill_ms.saturating_mul(i64::from(burst)),
             buckets: Mutex::new(HashMap::new()),
         }
     }
 
-    fn level(&self, entry: (f64, i64), now_ms: i64) -> f64 {
-        let (tokens, at) = entry;
-        (tokens + (now_ms - at).max(0) as f64 / self.refill_ms).min(self.burst)
+    fn credit(&self, entry: Option<&(i64, i64)>, now_ms: i64) -> i64 {
+        entry.map_or(self.cap_ms, |(credit, at)| {
+            credit.saturating_add((now_ms - at).max(0)).min(self.cap_ms)
+        })
     }
 
     /// Seconds to wait before `ip` may try again (0: it may try now).
     pub fn wait_s(&self, ip: IpAddr, now_ms: i64) -> u64 {
         let buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let level = buckets
-            .get(&ip)
-            .map_or(self.burst, |e| self.level(*e, now_ms));
-        if level >= 1.0 {
-            0
-        } else {
-            ((1.0 - level) * self.refill_ms / 1000.0).ceil() as u64
-        }
+        let credit = self.credit(buckets.get(&ip), now_ms);
+        let short = (self.refill_ms - credit).max(0);
+        u64::try_from((short + 999) / 1000).unwrap_or(0)
     }
 
     /// Counts a failed login from `ip`.
     pub fn failed(&self, ip: IpAddr, now_ms: i64) {
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         if buckets.len() >= MAX_TRACKED && !buckets.contains_key(&ip) {
-            let burst = self.burst;
-            let refill = self.refill_ms;
-            buckets.retain(|_, (t, at)| (*t + (now_ms - *at) as f64 / refill) < burst);
+            let cap = self.cap_ms;
+            buckets.retain(|_, (c, at)| c.saturating_add((now_ms - *at).max(0)) < cap);
         }
-        let level = buckets
-            .get(&ip)
-            .map_or(self.burst, |e| self.level(*e, now_ms));
-        buckets.insert(ip, ((level - 1.0).max(0.0), now_ms));
+        let credit = self.credit(buckets.get(&ip), now_ms);
+        buckets.insert(ip, ((credit - self.refill_ms).max(0), now_ms));
     }
 }
 
