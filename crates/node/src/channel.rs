@@ -48,7 +48,8 @@ impl EnrolledOptions {
     }
 }
 
-/// This machine's host name (`/etc/hostname`, else `HOSTNAME`, else `node`).
+/// This machine's host name (the kernel's, else `/etc/hostname`, else `HOSTNAME`, else
+/// `node`).
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))

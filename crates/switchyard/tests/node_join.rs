@@ -146,6 +146,15 @@ async fn join_prints_enrolls_and_serves_then_the_state_dir_alone_is_enough() {
         .expect("the node dials the channel again")
         .unwrap();
     assert_eq!(status_over(&channel).await["version"], 0);
+    // The loopback API wants the token the state directory holds.
+    let out = switchyard(&["node", "token", "--state-dir", state_arg])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let token_text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(token_text.trim().len(), 64);
+    let token_file = std::fs::read_to_string(state.join("control.token")).unwrap();
+    assert_eq!(token_text.trim(), token_file.trim());
 
     // The token again: refused with the panel's reason, exit status 2.
     let other = dir.path().join("other");
