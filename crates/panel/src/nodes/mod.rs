@@ -128,6 +128,19 @@ impl Nodes {
         v
     }
 
+    /// Closes the channel this instance holds for `server`, if any; the node dials
+    /// again after its back-off (and its state is caught up then).
+    pub fn disconnect(&self, server: Id) -> bool {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        match held.get(&server) {
+            Some((c, _)) => {
+                c.close();
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Takes channels from `incoming` until it closes, one task per node.
     pub async fn run(
         self,
