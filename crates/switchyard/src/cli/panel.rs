@@ -76,7 +76,6 @@ impl PanelArgs {
 async fn serve(config: PanelConfig) -> anyhow::Result<()> {
     let panel = Panel::start(config).await?;
     println!("panel: http://{}", panel.api);
-    println!("node channel: {}", panel.channel);
     if let Some(a) = &panel.first_admin {
         println!(
             "first admin: {} / {} (written to {}; change it after logging in)",
@@ -85,6 +84,7 @@ async fn serve(config: PanelConfig) -> anyhow::Result<()> {
             a.file.display()
         );
     }
+    println!("node channel: {}", panel.channel);
     super::node::shutdown_signal().await;
     panel.shutdown().await;
     Ok(())
