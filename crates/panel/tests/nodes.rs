@@ -12,7 +12,9 @@ use switchyard_node::channel::{EnrolledNode, EnrolledOptions, run_enrolled};
 use switchyard_node::config::ControlSettings;
 use switchyard_panel::Panel;
 use switchyard_panel::config::{ChannelSettings, PanelConfig};
-use switchyard_panel::model::{InboundSecurity, InboundTransport, Protocol, UserStatus};
+use switchyard_panel::model::{
+    InboundSecurity, InboundTransport, Protocol, ServerState, UserStatus,
+};
 use switchyard_panel::store::{InboundInput, ServerInput, Store, UserInput};
 use switchyard_proto::address::Address;
 use switchyard_proto::vless::{Command, Request};
@@ -311,7 +313,23 @@ async fn a_user_over_the_limit_is_cut_live_and_back_when_it_is_raised() {
         .await
         .unwrap();
     wait_until("the user is back", 10, || download(port, &id, t, MIB)).await;
+    let server = store.server(w.server).await.unwrap();
+    assert_eq!(server.state, ServerState::Online);
+    assert_eq!(server.state_reason, "");
+
+    // The node goes away: unavailable after the grace, with the reason.
     node.shutdown().await;
+    let since = Instant::now();
+    wait_until("the server unavailable", 20, || async {
+        store.server(w.server).await.unwrap().state == ServerState::Unavailable
+    })
+    .await;
+    assert!(
+        since.elapsed() >= Duration::from_secs(8),
+        "not before the grace"
+    );
+    let server = store.server(w.server).await.unwrap();
+    assert_eq!(server.state_reason, "the node's channel is down");
     w.panel.shutdown().await;
 }
 

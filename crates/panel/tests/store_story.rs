@@ -326,6 +326,29 @@ async fn story_on_sqlite() {
         .await
         .unwrap();
     story(store.clone()).await;
+
+    // Another process holding the write lock makes the panel wait, not fail: no
+    // "database is locked" reaches an operator.
+    let url = format!("sqlite://{}", dir.path().join("panel.db").display());
+    let mut other = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let writer = tokio::spawn({
+        let store = store.clone();
+        async move { store.create_cluster("while locked", NOW).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(!writer.is_finished(), "the write waits for the lock");
+    sqlx::query("COMMIT").execute(&mut other).await.unwrap();
+    writer
+        .await
+        .unwrap()
+        .expect("the write succeeds once the lock is free");
+
     // An online backup opens as a database with the same data.
     let copy = dir.path().join("backup.db");
     store.backup(&copy).await.unwrap();

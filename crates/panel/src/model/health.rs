@@ -85,6 +85,8 @@ pub struct Health {
     pub since_ms: i64,
     /// The last answer.
     pub last_answer_ms: Option<i64>,
+    /// Why the last heartbeat failed, since the last answer.
+    last_failure: Option<String>,
     streak: u32,
     settings: HealthSettings,
 }
@@ -97,6 +99,7 @@ impl Health {
             reason: "never connected".into(),
             since_ms: now_ms,
             last_answer_ms: None,
+            last_failure: None,
             streak: 0,
             settings,
         }
@@ -115,6 +118,7 @@ impl Health {
         match observation {
             Observation::Answered => {
                 self.last_answer_ms = Some(now_ms);
+                self.last_failure = None;
                 self.streak = self.streak.saturating_add(1);
                 let back = match self.state {
                     ServerState::Pending => true,
@@ -127,6 +131,7 @@ impl Health {
             }
             Observation::Failed(reason) => {
                 self.streak = 0;
+                self.last_failure = Some(reason.clone());
                 match self.state {
                     ServerState::Online => {
                         let silent = self.last_answer_ms.map_or(i64::MAX, |t| now_ms - t);
@@ -142,17 +147,17 @@ impl Health {
     }
 
     /// Moves time on with nothing heard: an online server silent for longer than the
-    /// grace becomes unavailable.
+    /// grace becomes unavailable, with the last failure's reason if there was one.
     pub fn tick(&mut self, now_ms: i64) {
         if self.state == ServerState::Online {
             let silent = self.last_answer_ms.map_or(i64::MAX, |t| now_ms - t);
             if silent >= self.settings.down_after_ms {
                 self.streak = 0;
-                self.enter(
-                    ServerState::Unavailable,
-                    format!("no heartbeat answered for {} s", silent / 1000),
-                    now_ms,
-                );
+                let reason = self
+                    .last_failure
+                    .clone()
+                    .unwrap_or_else(|| format!("no heartbeat answered for {} s", silent / 1000));
+                self.enter(ServerState::Unavailable, reason, now_ms);
             }
         }
     }
@@ -225,6 +230,15 @@ mod tests {
         h.tick(11_000);
         assert_eq!(h.state, ServerState::Unavailable);
         assert_eq!(h.reason, "no heartbeat answered for 10 s");
+        // A known failure is the better reason.
+        let mut h = Health::new(0, HealthSettings::default());
+        h.observe(0, Observation::Answered);
+        h.observe(1_000, failed());
+        h.tick(10_000);
+        assert_eq!(
+            (h.state, h.reason.as_str()),
+            (ServerState::Unavailable, "channel down")
+        );
     }
 
     #[test]
