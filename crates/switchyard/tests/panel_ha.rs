@@ -200,12 +200,11 @@ async fn a_change_through_one_instance_reaches_a_node_held_by_the_other_within_a
 
     let deadline = Instant::now() + Duration::from_secs(30);
     let token = loop {
-        if let Ok(t) = std::fs::read_to_string(state.join("control.token")) {
-            if TcpStream::connect(control).await.is_ok()
-                && node_users(control, t.trim()).await.contains(&name)
-            {
-                break t.trim().to_owned();
-            }
+        if let Ok(t) = std::fs::read_to_string(state.join("control.token"))
+            && TcpStream::connect(control).await.is_ok()
+            && node_users(control, t.trim()).await.contains(&name)
+        {
+            break t.trim().to_owned();
         }
         assert!(
             Instant::now() < deadline,
