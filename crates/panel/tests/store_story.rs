@@ -352,6 +352,11 @@ async fn story_on_sqlite() {
     // An online backup opens as a database with the same data.
     let copy = dir.path().join("backup.db");
     store.backup(&copy).await.unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&copy).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let restored = SqlStore::open_sqlite(&copy, Changes::default())
         .await
         .unwrap();

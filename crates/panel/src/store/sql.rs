@@ -138,7 +138,7 @@ impl SqlStore {
     }
 
     /// Writes a consistent copy of a SQLite database to `path` while the panel runs
-    /// (`VACUUM INTO`). PostgreSQL operators use `pg_dump`.
+    /// (`VACUUM INTO`), mode `0600`. PostgreSQL operators use `pg_dump`.
     pub async fn backup(&self, path: &Path) -> Result<(), StoreError> {
         if self.backend != Backend::Sqlite {
             return Err(StoreError::Refused(FieldError::new(
@@ -150,6 +150,10 @@ impl SqlStore {
             .bind(path.display().to_string())
             .execute(&self.write)
             .await?;
+        // It holds every secret the panel has: readable by its owner only.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! `switchyard panel [--config FILE]`: runs the control plane (API, subscriptions,
 //! node channels). `switchyard panel seed --users N --tokens FILE`: adds N users to
 //! the panel's database and writes their subscription tokens, for benchmarks and load
-//! tests.
+//! tests. `switchyard panel backup --to FILE`: an online copy of the SQLite database.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -13,7 +13,6 @@ use switchyard_panel::{Panel, PanelConfig};
 
 /// Run the panel: servers, inbounds, users, subscriptions, node channels.
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct PanelArgs {
     #[command(subcommand)]
     command: Option<PanelCommand>,
@@ -42,6 +41,12 @@ enum PanelCommand {
         #[arg(long)]
         tokens: PathBuf,
     },
+    /// Write a consistent copy of the SQLite database while the panel runs.
+    Backup {
+        /// The file to write (must not exist).
+        #[arg(long)]
+        to: PathBuf,
+    },
 }
 
 impl PanelArgs {
@@ -68,6 +73,7 @@ impl PanelArgs {
             Some(PanelCommand::Seed { users, tokens }) => {
                 runtime.block_on(seed(config, users, tokens))
             }
+            Some(PanelCommand::Backup { to }) => runtime.block_on(backup(config, to)),
             None => runtime.block_on(serve(config)),
         }
     }
@@ -87,6 +93,16 @@ async fn serve(config: PanelConfig) -> anyhow::Result<()> {
     println!("node channel: {}", panel.channel);
     super::node::shutdown_signal().await;
     panel.shutdown().await;
+    Ok(())
+}
+
+async fn backup(config: PanelConfig, to: PathBuf) -> anyhow::Result<()> {
+    if to.exists() {
+        anyhow::bail!("{} exists; give a new file", to.display());
+    }
+    let store = SqlStore::open(&config.database(), Changes::default()).await?;
+    store.backup(&to).await?;
+    println!("wrote {}", to.display());
     Ok(())
 }
 
