@@ -12,6 +12,9 @@ use crate::model::FieldError;
 use crate::service::ServiceError;
 use crate::store::StoreError;
 
+/// The media type of error answers.
+pub const MEDIA_TYPE: &str = "application/problem+json";
+
 /// A problem document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Problem {
@@ -99,10 +102,9 @@ impl IntoResponse for ApiError {
         };
         let body = serde_json::to_vec(&problem).unwrap_or_default();
         let mut response = (self.status, body).into_response();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/problem+json"),
-        );
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(MEDIA_TYPE));
         if let Some(s) = self.retry_after {
             response
                 .headers_mut()

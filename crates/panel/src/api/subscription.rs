@@ -195,6 +195,7 @@ fn header_value(s: &str) -> HeaderValue {
     responses(
         (status = 200, description = "sing-box JSON or base64 share links",
             content((String = "application/json"), (String = "text/plain"))),
+        (status = 400, description = "A bad query", body = Problem),
         (status = 404, description = "No such subscription", body = Problem),
         (status = 422, description = "Unknown format", body = Problem),
     ))]

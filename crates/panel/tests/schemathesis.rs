@@ -1,0 +1,186 @@
+//! schemathesis against the live OpenAPI document: a real panel on 127.0.0.1, seeded
+//! so ids exist, fuzzed through an API token. Fails when schemathesis finds a server
+//! error or an answer the document does not describe (status, content type, schema),
+//! and when schemathesis is not installed (`cargo xtask peers`): never skipped.
+
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchyard_panel::{Panel, PanelConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Examples per operation and phase: enough to try each shape of input, few enough
+/// that the run stays well under two minutes on a shared machine.
+const MAX_EXAMPLES: &str = "20";
+
+/// The checks that matter: no 5xx, and every answer as documented.
+const CHECKS: &str = "not_a_server_error,status_code_conformance,content_type_conformance,\
+                      response_schema_conformance,response_headers_conformance";
+
+/// Stops schemathesis if it hangs.
+const DEADLINE: Duration = Duration::from_secs(240);
+
+/// An answer of [`call`].
+struct Answer {
+    status: u16,
+    head: String,
+    body: Value,
+}
+
+/// One HTTP/1.1 request to the panel (`Connection: close`).
+async fn call(addr: SocketAddr, method: &str, path: &str, headers: &str, body: &Value) -> Answer {
+    let body = if body.is_null() {
+        String::new()
+    } else {
+        body.to_string()
+    };
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{headers}\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(body.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.unwrap();
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap();
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    // The panel's answers here are small: one chunk at most.
+    let rest = if chunked {
+        rest.split_once("\r\n").map_or("", |(_, r)| r)
+    } else {
+        rest
+    };
+    Answer {
+        status: head[9..12].parse().unwrap(),
+        head: head.to_owned(),
+        body: serde_json::Deserializer::from_str(rest)
+            .into_iter::<Value>()
+            .next()
+            .and_then(Result::ok)
+            .unwrap_or(Value::Null),
+    }
+}
+
+/// Logs in as `username` and makes an API token with the session.
+async fn api_token(addr: SocketAddr, username: &str, password: &str) -> String {
+    let login = call(
+        addr,
+        "POST",
+        "/api/v1/session",
+        "",
+        &json!({"username": username, "password": password}),
+    )
+    .await;
+    assert_eq!(login.status, 200, "login: {}", login.body);
+    let cookie = login
+        .head
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .and_then(|c| c.split(';').next())
+        .unwrap()
+        .to_owned();
+    let csrf = login.body["csrf_token"].as_str().unwrap();
+    let created = call(
+        addr,
+        "POST",
+        "/api/v1/tokens",
+        &format!("Cookie: {cookie}\r\nX-CSRF-Token: {csrf}\r\n"),
+        &json!({"name": "schemathesis"}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "token: {}", created.body);
+    created.body["secret"].as_str().unwrap().to_owned()
+}
+
+/// A cluster, a server, two inbounds and a user, through the API.
+async fn seed(addr: SocketAddr, token: &str) {
+    let auth = format!("Authorization: Bearer {token}\r\n");
+    let post = |path: &'static str, body: Value| {
+        let auth = auth.clone();
+        async move {
+            let a = call(addr, "POST", path, &auth, &body).await;
+            assert_eq!(a.status, 201, "{path}: {}", a.body);
+            a.body
+        }
+    };
+    let cluster = post("/api/v1/clusters", json!({"name": "main"})).await;
+    let server = post(
+        "/api/v1/servers",
+        json!({"cluster_id": cluster["id"], "name": "ny-1", "address": "203.0.113.1"}),
+    )
+    .await;
+    post(
+        "/api/v1/inbounds",
+        json!({"server_id": server["id"], "name": "vless", "protocol": "vless", "port": 443,
+            "security": {"type": "tls", "certificate": {"source": "self_signed"}}}),
+    )
+    .await;
+    post(
+        "/api/v1/inbounds",
+        json!({"server_id": server["id"], "name": "ss", "protocol": "shadowsocks",
+            "port": 8388, "method": "2022-blake3-aes-128-gcm"}),
+    )
+    .await;
+    post(
+        "/api/v1/users",
+        json!({"username": "alice", "traffic_limit": 1000000}),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schemathesis_finds_nothing_against_the_live_document() {
+    let st = switchyard_testkit::schemathesis::binary().unwrap_or_else(|e| panic!("{e:#}"));
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = PanelConfig {
+        data_dir: dir.path().to_owned(),
+        listen: "127.0.0.1:0".parse().unwrap(),
+        ..PanelConfig::default()
+    };
+    config.channel.listen = "127.0.0.1:0".parse().unwrap();
+    let panel = Panel::start(config).await.unwrap();
+    let addr = panel.api;
+    let admin = panel.first_admin.clone().unwrap();
+    let token = api_token(addr, &admin.username, &admin.password).await;
+    seed(addr, &token).await;
+
+    let run = tokio::process::Command::new(&st)
+        .arg("run")
+        .arg(format!("http://{addr}/api/openapi.json"))
+        .args(["--header", &format!("Authorization: Bearer {token}")])
+        .args(["--checks", CHECKS])
+        .args(["--max-examples", MAX_EXAMPLES])
+        // Deleting the token would leave the rest of the run with 401s only.
+        .args(["--exclude-operation-id", "delete_token"])
+        .args(["--seed", "1"])
+        .args(["--workers", "1"])
+        .args(["--no-color"])
+        .env("NO_COLOR", "1")
+        .env("SCHEMATHESIS_TELEMETRY", "false")
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(DEADLINE, run)
+        .await
+        .unwrap_or_else(|_| panic!("schemathesis did not finish in {DEADLINE:?}"))
+        .unwrap_or_else(|e| panic!("running {}: {e}", st.display()));
+    panel.shutdown().await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "schemathesis failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    // It ran operations, not nothing.
+    assert!(stdout.contains("passed"), "{stdout}\n{stderr}");
+}
