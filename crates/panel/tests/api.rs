@@ -45,6 +45,25 @@ async fn seed(h: &Harness, token: &str) -> (i64, i64, i64) {
     (c["id"].as_i64().unwrap(), s_id, i["id"].as_i64().unwrap())
 }
 
+/// A server in a new cluster named `name`; its id.
+async fn server_in_new_cluster(h: &Harness, token: &str, name: &str) -> i64 {
+    let c = h
+        .post("/api/v1/clusters")
+        .bearer(token)
+        .json(&json!({"name": name}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    h.post("/api/v1/servers")
+        .bearer(token)
+        .json(&json!({"cluster_id": c["id"], "name": name, "address": "198.51.100.1"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED)["id"]
+        .as_i64()
+        .unwrap()
+}
+
 async fn create_user(h: &Harness, token: &str, body: Value) -> Value {
     h.post("/api/v1/users")
         .bearer(token)
@@ -811,19 +830,23 @@ async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own()
     let h = Harness::new().await;
     let t = h.token().await;
     let (cid, sid, _) = seed(&h, &t).await;
+    // Each protocol first in a cluster of its own, so each is in a (default) route and
+    // in the subscription.
+    let ss_server = server_in_new_cluster(&h, &t, "ss").await;
     h.post("/api/v1/inbounds")
         .bearer(&t)
         .json(
-            &json!({"server_id": sid, "name": "ss", "protocol": "shadowsocks",
+            &json!({"server_id": ss_server, "name": "ss", "protocol": "shadowsocks",
             "port": 8388, "method": "2022-blake3-aes-128-gcm"}),
         )
         .send()
         .await
         .ok(StatusCode::CREATED);
+    let trojan_server = server_in_new_cluster(&h, &t, "trojan").await;
     h.post("/api/v1/inbounds")
         .bearer(&t)
         .json(
-            &json!({"server_id": sid, "name": "trojan", "protocol": "trojan",
+            &json!({"server_id": trojan_server, "name": "trojan", "protocol": "trojan",
             "port": 8443, "security": {"type": "tls", "certificate": {"source": "self_signed"}}}),
         )
         .send()
@@ -841,7 +864,11 @@ async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own()
         .await
         .unwrap()
         .unwrap();
-    let secrets = h.state.store().cluster_inbounds(cid).await.unwrap();
+    let mut secrets = Vec::new();
+    for c in h.state.store().clusters().await.unwrap() {
+        secrets.extend(h.state.store().cluster_inbounds(c.id).await.unwrap());
+    }
+    assert_eq!(secrets.len(), 3);
     let ss_key = secrets
         .iter()
         .find_map(|(_, s)| s.ss_server_key.clone())
