@@ -176,6 +176,8 @@ async fn schemathesis_finds_nothing_against_the_live_document() {
     panel.shutdown().await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // Shown with `--nocapture`: what was tested.
+    println!("{stdout}");
     assert!(
         out.status.success(),
         "schemathesis failed ({}):\n{stdout}\n{stderr}",

@@ -343,6 +343,11 @@ pub async fn logout(
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
     /// What it is for (`ci`, `backup script`).
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub name: String,
 }
 
