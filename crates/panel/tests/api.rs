@@ -197,7 +197,7 @@ async fn failed_logins_from_one_address_are_limited() {
     .await;
     let attempt = |addr: &'static str, password: &'static str| {
         h.post("/api/v1/session")
-            .from_addr(addr)
+            .peer(addr)
             .json(&json!({"username": "admin", "password": password}))
             .send()
     };
@@ -377,6 +377,13 @@ async fn clusters_and_servers_validate_and_name_the_field() {
             .contains("unknown field `colour`"),
         "{p}"
     );
+    assert_eq!(p["errors"][0]["field"], "colour", "{p}");
+    h.post("/api/v1/clusters")
+        .bearer(&t)
+        .json(&json!({}))
+        .send()
+        .await
+        .field_error(StatusCode::UNPROCESSABLE_ENTITY, "name");
     h.post("/api/v1/clusters")
         .bearer(&t)
         .raw("text/plain", "name=x")
@@ -591,7 +598,18 @@ async fn inbounds_validate_and_the_first_one_gets_the_default_route() {
         .send()
         .await
         .problem(StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(p["detail"].as_str().unwrap().contains("port"), "{p}");
+    assert_eq!(p["errors"][0]["field"], "port", "{p}");
+    bad(
+        json!({"server_id": sid, "name": "ws", "protocol": "vless", "port": 80,
+            "transport": {"type": "ws"}}),
+        "transport.path",
+    )
+    .await;
+    bad(
+        json!({"server_id": sid, "name": "p", "protocol": "wireguard", "port": 80}),
+        "protocol",
+    )
+    .await;
     h.post("/api/v1/inbounds")
         .bearer(&t)
         .json(&vless(sid, "again", 443))

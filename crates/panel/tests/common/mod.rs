@@ -167,7 +167,7 @@ impl Req<'_> {
     }
 
     /// As if from `addr`.
-    pub fn from_addr(mut self, addr: &str) -> Self {
+    pub fn peer(mut self, addr: &str) -> Self {
         let addr: SocketAddr = addr.parse().unwrap();
         self.builder = self.builder.extension(ConnectInfo(addr));
         self
