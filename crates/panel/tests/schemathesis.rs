@@ -16,9 +16,17 @@ use tokio::net::TcpStream;
 /// that the run stays well under two minutes on a shared machine.
 const MAX_EXAMPLES: &str = "20";
 
-/// The checks that matter: no 5xx, and every answer as documented.
-const CHECKS: &str = "not_a_server_error,status_code_conformance,content_type_conformance,\
-                      response_schema_conformance,response_headers_conformance";
+/// The checks: all of schemathesis's, so no 5xx, every answer as documented (status,
+/// content type, headers, schema), auth never ignored, deleted resources gone...
+const CHECKS: &str = "all";
+
+/// ...except the two that read the document as the whole of validation: the panel
+/// also refuses schema-valid input for reasons a schema cannot state (a cluster that
+/// still has servers, an id that names nothing, rules across fields such as
+/// Shadowsocks's method), which `positive_data_acceptance` reports; and
+/// `negative_data_rejection` wants out-of-range paging (`offset` past `i64`) refused
+/// where the panel clamps it.
+const EXCLUDED_CHECKS: &str = "positive_data_acceptance,negative_data_rejection";
 
 /// Stops schemathesis if it hangs.
 const DEADLINE: Duration = Duration::from_secs(240);
@@ -157,6 +165,7 @@ async fn schemathesis_finds_nothing_against_the_live_document() {
         .arg(format!("http://{addr}/api/openapi.json"))
         .args(["--header", &format!("Authorization: Bearer {token}")])
         .args(["--checks", CHECKS])
+        .args(["--exclude-checks", EXCLUDED_CHECKS])
         .args(["--max-examples", MAX_EXAMPLES])
         // Deleting the token would leave the rest of the run with 401s only.
         .args(["--exclude-operation-id", "delete_token"])
