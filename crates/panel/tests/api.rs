@@ -1116,6 +1116,14 @@ async fn the_openapi_document_lists_every_route() {
         .collect();
     got.sort();
     assert_eq!(got, want);
+    // Everything needs a token or a session but logging in and subscriptions.
+    assert_eq!(doc["security"], json!([{"token": []}, {"session": []}]));
+    assert_eq!(doc["paths"]["/sub/{token}"]["get"]["security"], json!([{}]));
+    assert_eq!(
+        doc["paths"]["/api/v1/session"]["post"]["security"],
+        json!([{}])
+    );
+    assert_eq!(doc["paths"]["/api/v1/users"]["get"].get("security"), None);
     // Errors are documented as what they are.
     let responses = &doc["paths"]["/api/v1/inbounds"]["post"]["responses"];
     assert_eq!(

@@ -108,8 +108,9 @@ async fn api_token(addr: SocketAddr, username: &str, password: &str) -> String {
     created.body["secret"].as_str().unwrap().to_owned()
 }
 
-/// A cluster, a server, two inbounds and a user, through the API.
-async fn seed(addr: SocketAddr, token: &str) {
+/// A cluster, a server, two inbounds and a user, through the API; the user's
+/// subscription token.
+async fn seed(addr: SocketAddr, token: &str) -> String {
     let auth = format!("Authorization: Bearer {token}\r\n");
     let post = |path: &'static str, body: Value| {
         let auth = auth.clone();
@@ -137,11 +138,16 @@ async fn seed(addr: SocketAddr, token: &str) {
             "port": 8388, "method": "2022-blake3-aes-128-gcm"}),
     )
     .await;
-    post(
+    let user = post(
         "/api/v1/users",
         json!({"username": "alice", "traffic_limit": 1000000}),
     )
     .await;
+    user["subscription_path"]
+        .as_str()
+        .and_then(|p| p.strip_prefix("/sub/"))
+        .unwrap()
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -158,9 +164,22 @@ async fn schemathesis_finds_nothing_against_the_live_document() {
     let addr = panel.api;
     let admin = panel.first_admin.clone().unwrap();
     let token = api_token(addr, &admin.username, &admin.password).await;
-    seed(addr, &token).await;
+    let subscription = seed(addr, &token).await;
+    // No operation returns a subscription token, so schemathesis is given the seeded
+    // user's: the formats are tried on a real subscription, not only on 404s.
+    let config = dir.path().join("schemathesis.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[operations]]\ninclude-path = \"/sub/{{token}}\"\n\
+             parameters = {{ \"path.token\" = \"{subscription}\" }}\n"
+        ),
+    )
+    .unwrap();
 
     let run = tokio::process::Command::new(&st)
+        .arg("--config-file")
+        .arg(&config)
         .arg("run")
         .arg(format!("http://{addr}/api/openapi.json"))
         .args(["--header", &format!("Authorization: Bearer {token}")])

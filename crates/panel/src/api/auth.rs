@@ -223,6 +223,8 @@ pub struct SessionInfo {
 
 /// Logs in: sets the session cookie and returns the CSRF token.
 #[utoipa::path(post, path = "/api/v1/session", tag = "auth", request_body = Login,
+    // Public: this is where credentials are first shown.
+    security(()),
     responses(
         (status = 200, description = "Logged in; the cookie is set", body = SessionInfo),
         (status = 401, description = "Wrong name or password", body = super::problem::Problem),
