@@ -401,6 +401,14 @@ async fn clusters_and_servers_validate_and_name_the_field() {
         .send()
         .await
         .problem(StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    // Past the 1 MiB body limit.
+    let big = json!({"name": "x", "pad": "y".repeat(2 << 20)});
+    h.post("/api/v1/clusters")
+        .bearer(&t)
+        .json(&big)
+        .send()
+        .await
+        .problem(StatusCode::PAYLOAD_TOO_LARGE);
 
     let got = h
         .get(&format!("/api/v1/clusters/{cid}"))

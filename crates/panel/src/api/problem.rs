@@ -145,6 +145,8 @@ impl From<JsonRejection> for ApiError {
         let status = match r {
             JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             JsonRejection::JsonSyntaxError(_) => StatusCode::BAD_REQUEST,
+            // Reading the body failed: too large (413) or cut off; axum knows which.
+            JsonRejection::BytesRejection(_) => r.status(),
             _ => StatusCode::UNPROCESSABLE_ENTITY,
         };
         // serde's message names the field and the position; it holds no internals.
