@@ -624,12 +624,13 @@ async fn inbounds_validate_and_the_first_one_gets_the_default_route() {
         .send()
         .await
         .field_error(StatusCode::CONFLICT, "port");
-    h.post("/api/v1/inbounds")
-        .bearer(&t)
-        .json(&vless(999, "x", 443))
-        .send()
-        .await
-        .problem(StatusCode::NOT_FOUND);
+    // An unknown server is a bad field, with a certificate to make or without.
+    bad(vless(999, "x", 443), "server_id").await;
+    bad(
+        json!({"server_id": 999, "name": "x", "protocol": "vless", "port": 443}),
+        "server_id",
+    )
+    .await;
 
     // A second inbound lands in no route.
     let ss = h
