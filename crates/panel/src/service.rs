@@ -209,7 +209,14 @@ impl Service {
             certificate: TlsCertificate::SelfSigned,
         } = input.security
         {
-            let server = self.store.server(input.server_id).await?;
+            // As the store says when the inbound is written: the input names a server
+            // that does not exist (422 on `server_id`), not a missing resource (404).
+            let server = match self.store.server(input.server_id).await {
+                Err(StoreError::NotFound(_)) => {
+                    return Err(FieldError::new("server_id", "no such server").into());
+                }
+                other => other?,
+            };
             let name = input
                 .sni
                 .clone()

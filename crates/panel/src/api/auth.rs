@@ -223,6 +223,8 @@ pub struct SessionInfo {
 
 /// Logs in: sets the session cookie and returns the CSRF token.
 #[utoipa::path(post, path = "/api/v1/session", tag = "auth", request_body = Login,
+    // Public: this is where credentials are first shown.
+    security(()),
     responses(
         (status = 200, description = "Logged in; the cookie is set", body = SessionInfo),
         (status = 401, description = "Wrong name or password", body = super::problem::Problem),
@@ -343,6 +345,11 @@ pub async fn logout(
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
     /// What it is for (`ci`, `backup script`).
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub name: String,
 }
 

@@ -141,7 +141,7 @@ impl AppState {
         users::reset_usage, users::revoke_subscription,
         subscription::subscription,
     ),
-    modifiers(&Security),
+    modifiers(&Security, &ProblemJson),
     security(("token" = []), ("session" = [])),
 )]
 pub struct ApiDoc;
@@ -159,6 +159,39 @@ impl utoipa::Modify for Security {
             "session",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(auth::COOKIE))),
         );
+    }
+}
+
+/// Error answers are `application/problem+json`, not the `application/json` utoipa
+/// writes for every body: say so in the document, in one place.
+struct ProblemJson;
+
+impl utoipa::Modify for ProblemJson {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::RefOr;
+        const JSON: &str = "application/json";
+        const PROBLEM: &str = "#/components/schemas/Problem";
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+            ];
+            for op in operations.into_iter().flatten() {
+                for response in op.responses.responses.values_mut() {
+                    let RefOr::T(response) = response else {
+                        continue;
+                    };
+                    let is_problem = response.content.get(JSON).is_some_and(
+                        |c| matches!(&c.schema, Some(RefOr::Ref(r)) if r.ref_location == PROBLEM),
+                    );
+                    if is_problem && let Some(c) = response.content.shift_remove(JSON) {
+                        response.content.insert(problem::MEDIA_TYPE.to_owned(), c);
+                    }
+                }
+            }
+        }
     }
 }
 

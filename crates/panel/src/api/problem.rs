@@ -12,6 +12,9 @@ use crate::model::FieldError;
 use crate::service::ServiceError;
 use crate::store::StoreError;
 
+/// The media type of error answers.
+pub const MEDIA_TYPE: &str = "application/problem+json";
+
 /// A problem document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
 pub struct Problem {
@@ -99,10 +102,9 @@ impl IntoResponse for ApiError {
         };
         let body = serde_json::to_vec(&problem).unwrap_or_default();
         let mut response = (self.status, body).into_response();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/problem+json"),
-        );
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(MEDIA_TYPE));
         if let Some(s) = self.retry_after {
             response
                 .headers_mut()
@@ -143,11 +145,56 @@ impl From<JsonRejection> for ApiError {
         let status = match r {
             JsonRejection::MissingJsonContentType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             JsonRejection::JsonSyntaxError(_) => StatusCode::BAD_REQUEST,
+            // Reading the body failed: too large (413) or cut off; axum knows which.
+            JsonRejection::BytesRejection(_) => r.status(),
             _ => StatusCode::UNPROCESSABLE_ENTITY,
         };
         // serde's message names the field and the position; it holds no internals.
-        Self::new(status, r.body_text())
+        let text = r.body_text();
+        let errors = match status {
+            StatusCode::UNPROCESSABLE_ENTITY => json_field(&text)
+                .map(|field| vec![FieldError::new(field, json_message(&text))])
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        Self {
+            errors,
+            ..Self::new(status, text)
+        }
     }
+}
+
+/// serde's message without axum's preamble.
+fn json_message(text: &str) -> &str {
+    text.split_once("target type: ").map_or(text, |(_, m)| m)
+}
+
+/// The field a JSON body's data error is about, named as validation names it
+/// (`port`, `transport.path`): axum reports serde's errors as `path: message` (no
+/// path at the top level), and a missing or unknown field names itself in backticks.
+fn json_field(text: &str) -> Option<String> {
+    let named = |m: &str| {
+        (m.starts_with("missing field `") || m.starts_with("unknown field `"))
+            .then(|| m.split('`').nth(1).map(str::to_owned))
+            .flatten()
+    };
+    let message = json_message(text);
+    if let Some(f) = named(message) {
+        return Some(f);
+    }
+    let (path, rest) = message.split_once(": ")?;
+    let is_path = !path.is_empty()
+        && path
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.[]".contains(&b));
+    if !is_path {
+        return None;
+    }
+    // An unknown field's path already ends with it; a missing one's is its parent.
+    Some(match named(rest) {
+        Some(f) if path != f && !path.ends_with(&format!(".{f}")) => format!("{path}.{f}"),
+        _ => path.to_owned(),
+    })
 }
 
 impl From<PathRejection> for ApiError {
@@ -176,3 +223,49 @@ pub struct Id<T>(pub T);
 #[derive(Debug, axum::extract::FromRequestParts)]
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct Query<T>(pub T);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_errors_name_their_field() {
+        let t = |m: &str| {
+            json_field(&format!(
+                "Failed to deserialize the JSON body into the target type: {m}"
+            ))
+        };
+        assert_eq!(
+            t("missing field `name` at line 1 column 2").as_deref(),
+            Some("name")
+        );
+        assert_eq!(
+            t("unknown field `colour`, expected `name` at line 1 column 9").as_deref(),
+            Some("colour")
+        );
+        assert_eq!(
+            t("colour: unknown field `colour`, expected `name` at line 1 column 9").as_deref(),
+            Some("colour")
+        );
+        assert_eq!(
+            t("transport.x: unknown field `x`, expected `path`").as_deref(),
+            Some("transport.x")
+        );
+        assert_eq!(
+            t("port: invalid value: integer `70000`, expected u16 at line 1 column 60").as_deref(),
+            Some("port")
+        );
+        assert_eq!(
+            t("transport: missing field `path` at line 1 column 30").as_deref(),
+            Some("transport.path")
+        );
+        assert_eq!(
+            t("clusters[0]: invalid type: string \"a\", expected i64").as_deref(),
+            Some("clusters[0]")
+        );
+        assert_eq!(
+            t("invalid type: sequence, expected struct X at line 1 column 0"),
+            None
+        );
+    }
+}

@@ -17,6 +17,11 @@ use crate::store::{InboundInput, ServerInput};
 #[serde(deny_unknown_fields)]
 pub struct ClusterInput {
     /// Name shown to operators.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub name: String,
 }
 

@@ -191,10 +191,13 @@ fn header_value(s: &str) -> HeaderValue {
 
 /// A user's subscription.
 #[utoipa::path(get, path = "/sub/{token}", tag = "subscriptions",
+    // Public: the token in the path is the credential.
+    security(()),
     params(("token" = String, Path, description = "The user's subscription token"), SubscriptionQuery),
     responses(
         (status = 200, description = "sing-box JSON or base64 share links",
             content((String = "application/json"), (String = "text/plain"))),
+        (status = 400, description = "A bad query", body = Problem),
         (status = 404, description = "No such subscription", body = Problem),
         (status = 422, description = "Unknown format", body = Problem),
     ))]

@@ -153,6 +153,7 @@ pub enum InboundTransport {
     /// WebSocket.
     Ws {
         /// The request path, starting with `/`.
+        #[schema(max_length = 256, pattern = r"^/[^\x00-\x1f\x7f-\x9f]*$")]
         path: String,
         /// The `Host` the node expects and clients send; any when unset.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -71,8 +71,18 @@ pub struct ServerInput {
     /// The cluster it belongs to.
     pub cluster_id: Id,
     /// Name shown to operators.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub name: String,
     /// The host name or IP clients dial.
+    #[schema(
+        min_length = 1,
+        max_length = 253,
+        pattern = r"^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$"
+    )]
     pub address: String,
     /// Let this node's users reach loopback and private addresses.
     #[serde(default)]
@@ -86,10 +96,16 @@ pub struct InboundInput {
     /// The server it runs on.
     pub server_id: Id,
     /// The name users see.
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+    )]
     pub name: String,
     /// The protocol.
     pub protocol: Protocol,
     /// The port the node listens on.
+    #[schema(minimum = 1)]
     pub port: u16,
     /// Transport (`{"type":"tcp"}` by default).
     #[serde(default)]
@@ -99,12 +115,23 @@ pub struct InboundInput {
     pub security: InboundSecurity,
     /// The address clients dial; the server's address when unset.
     #[serde(default)]
+    #[schema(
+        min_length = 1,
+        max_length = 253,
+        pattern = r"^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$"
+    )]
     pub host: Option<String>,
     /// The TLS server name; the host when unset.
     #[serde(default)]
+    #[schema(
+        min_length = 1,
+        max_length = 253,
+        pattern = r"^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$|^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$"
+    )]
     pub sni: Option<String>,
     /// Round-robin weight, default 1.0.
     #[serde(default = "one")]
+    #[schema(exclusive_minimum = 0.0, maximum = 1000.0)]
     pub coefficient: f64,
     /// Shadowsocks only: the 2022 method.
     #[serde(default)]
@@ -120,12 +147,14 @@ fn one() -> f64 {
 #[serde(deny_unknown_fields)]
 pub struct UserInput {
     /// Unique name.
+    #[schema(pattern = r"^[A-Za-z0-9_.@-]{1,64}$")]
     pub username: String,
     /// Switched on (default true).
     #[serde(default = "yes")]
     pub enabled: bool,
     /// A note for operators.
     #[serde(default)]
+    #[schema(max_length = 1000)]
     pub note: String,
     /// Bytes allowed per period; unset is unlimited.
     #[serde(default)]
@@ -135,9 +164,11 @@ pub struct UserInput {
     pub reset_strategy: ResetStrategy,
     /// Unix ms after which the user may no longer connect.
     #[serde(default)]
+    #[schema(minimum = 0)]
     pub expires_ms: Option<i64>,
     /// On hold: the expiry is this many days after the first connection.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 36500)]
     pub on_hold_days: Option<u32>,
     /// The clusters whose routes the user sees; all when unset.
     #[serde(default)]
