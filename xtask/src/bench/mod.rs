@@ -100,7 +100,17 @@ pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
 /// the table; a full run (no `name`) also writes it into `docs/benchmarks.md`, so the
 /// document always shows one whole run.
 fn criterion(root: &Path, name: Option<&str>) -> Result<()> {
-    let mut bench = Cmd::cargo(root).args(["bench", "-p", "switchyard-auto", "--bench", "auto"]);
+    let mut bench = Cmd::cargo(root).args([
+        "bench",
+        "-p",
+        "switchyard-auto",
+        "--bench",
+        "auto",
+        "-p",
+        "switchyard-panel",
+        "--bench",
+        "render",
+    ]);
     if let Some(name) = name {
         bench = bench.args(["--", name]);
     }
