@@ -10,8 +10,13 @@
 //!   a change was announced is served to the request that loaded it but never kept;
 //! - when it is [`MAX_AGE_MS`] old: servers' health and load are stored without an
 //!   announcement (they change no node's config), so a subscription's choice of server
-//!   may be that much behind the store's. Servers are kept as stored; the caller judges
-//!   their state at its own `now` ([`Server::at`]), as before.
+//!   may be that much behind the store's (plus one reload). Servers are kept as stored;
+//!   the caller judges their state at its own `now` ([`Server::at`]), as before.
+//!
+//! Only after a change do requests wait for the reload. A view that is merely old is
+//! reloaded by one request while the others keep answering from it: under load, a
+//! reload's queries queue behind the users' in the read pool, and every request waiting
+//! for them was a latency spike each second.
 //!
 //! Time comes in as `now_ms`; nothing here reads a clock.
 
@@ -83,14 +88,22 @@ impl Cache {
         }
     }
 
-    fn fresh(&mut self, now_ms: i64) -> Option<View> {
+    /// The view if no change was announced since it was loaded, and whether it is
+    /// also younger than [`MAX_AGE_MS`].
+    fn current(&mut self, now_ms: i64) -> Option<(View, bool)> {
         self.take_changes();
         self.view
             .as_ref()
-            .filter(|l| {
-                l.generation == self.generation && (0..MAX_AGE_MS).contains(&(now_ms - l.loaded_ms))
+            .filter(|l| l.generation == self.generation)
+            .map(|l| {
+                let young = (0..MAX_AGE_MS).contains(&(now_ms - l.loaded_ms));
+                (l.view.clone(), young)
             })
-            .map(|l| l.view.clone())
+    }
+
+    fn fresh(&mut self, now_ms: i64) -> Option<View> {
+        self.current(now_ms)
+            .and_then(|(v, young)| young.then_some(v))
     }
 }
 
@@ -114,10 +127,16 @@ impl Topology {
 
     /// The view at `now_ms`: the cached one while fresh, else loaded from the store.
     pub async fn view(&self, now_ms: i64) -> Result<View, StoreError> {
-        if let Some(v) = self.lock().fresh(now_ms) {
-            return Ok(v);
-        }
-        let _loading = self.loading.lock().await;
+        let current = self.lock().current(now_ms);
+        let _loading = match current {
+            Some((v, true)) => return Ok(v),
+            // Old but unchanged: one request reloads, the others answer from it.
+            Some((v, false)) => match self.loading.try_lock() {
+                Ok(guard) => guard,
+                Err(_) => return Ok(v),
+            },
+            None => self.loading.lock().await,
+        };
         let generation = {
             let mut cache = self.lock();
             if let Some(v) = cache.fresh(now_ms) {
@@ -156,4 +175,45 @@ async fn load(store: &dyn Store) -> Result<Vec<ClusterView>, StoreError> {
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::SqlStore;
+
+    const NOW: i64 = 1_796_121_000_000;
+
+    #[tokio::test]
+    async fn changes_reload_at_once_and_age_reloads_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let changes = Changes::default();
+        let store = SqlStore::open_sqlite(&dir.path().join("panel.db"), changes.clone())
+            .await
+            .unwrap();
+        let topology = Topology::new(Arc::new(store.clone()), &changes);
+        let empty = topology.view(NOW).await.unwrap();
+        assert!(empty.is_empty());
+        // Unchanged and young: the same view.
+        assert!(Arc::ptr_eq(&empty, &topology.view(NOW + 1).await.unwrap()));
+
+        // A write announces: the next view has it, however young the cached one.
+        store.create_cluster("c", NOW).await.unwrap();
+        let old = topology.view(NOW + 2).await.unwrap();
+        assert!(!Arc::ptr_eq(&empty, &old));
+        assert!(old.is_empty(), "a cluster without routes shows nothing");
+
+        // Old but unchanged while another request reloads: answered from the old view.
+        let later = NOW + 2 + MAX_AGE_MS;
+        let busy = topology.loading.lock().await;
+        assert!(Arc::ptr_eq(&old, &topology.view(later).await.unwrap()));
+        drop(busy);
+        // With nobody reloading, the old view is reloaded.
+        let reloaded = topology.view(later).await.unwrap();
+        assert!(!Arc::ptr_eq(&old, &reloaded));
+        assert!(Arc::ptr_eq(
+            &reloaded,
+            &topology.view(later + 1).await.unwrap()
+        ));
+    }
 }
