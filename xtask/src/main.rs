@@ -5,7 +5,7 @@
 //! - `cargo xtask bench [NAME]`: the criterion benchmarks and the node's end-to-end
 //!   benchmark against sing-box (`cargo xtask bench node` for that one alone) and the
 //!   tunnel's against rathole (`cargo xtask bench tunnel`), or the panel under HTTP
-//!   load (`cargo xtask bench panel`, waiting for the panel), then
+//!   load (`cargo xtask bench panel`, with the time a user change takes to reach a node), then
 //!   their medians and ratios against the references into `docs/benchmarks.md`
 //!   ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).

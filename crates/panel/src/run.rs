@@ -221,7 +221,7 @@ impl Panel {
         });
         let metrics = Arc::new(Metrics::default());
         let shared: Arc<dyn Store> = Arc::new(store.clone());
-        let state = AppState::new(shared.clone(), config, join, metrics.clone());
+        let state = AppState::new(shared.clone(), &changes, config, join, metrics.clone());
         let nodes = Nodes::new(shared.clone(), changes, metrics);
 
         let stop = CancellationToken::new();

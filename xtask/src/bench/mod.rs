@@ -1,7 +1,9 @@
 //! `cargo xtask bench [NAME]`: run the benchmarks, then report them.
 //!
 //! `cargo xtask bench panel` loads the panel's subscription endpoint with testkit's
-//! `loadgen` ([`panel`]; the panel's own start is still a TODO for its author).
+//! `loadgen` next to the same panel's `/healthz`, and times a user change until a
+//! joined node runs it ([`panel`], [`push`]); it writes its tables between the
+//! `bench:panel` markers.
 //!
 //! `cargo xtask bench tunnel` runs the tunnel's end-to-end benchmark
 //! (`crates/tunnel/benches/tunnel/`) against rathole 0.5.0, which it builds first
@@ -12,7 +14,7 @@
 //! binary, runs the bench (which measures our node and sing-box as separate server
 //! processes side by side) and writes the table it reports into `docs/benchmarks.md`
 //! between the `bench:node` markers. Any other NAME filters the criterion benchmarks;
-//! no NAME runs the criterion benchmarks, then the node and tunnel benchmarks.
+//! no NAME runs the criterion benchmarks, then the node, tunnel and panel benchmarks.
 //!
 //! Criterion leaves each benchmark's estimates in
 //! `target/criterion/<group>/<id>/new/{benchmark,estimates}.json`. This reads the
@@ -29,6 +31,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 mod panel;
+mod push;
 
 use crate::cmd::Cmd;
 use crate::peers;
@@ -84,11 +87,11 @@ pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
         Some(TUNNEL) => tunnel(root),
         Some(panel::PANEL) => panel::bench_panel(root),
         Some(filter) => criterion(root, Some(filter)),
-        // The panel joins the full run once `panel::start_panel` is written.
         None => {
             criterion(root, None)?;
             node(root)?;
-            tunnel(root)
+            tunnel(root)?;
+            panel::bench_panel(root)
         }
     }
 }
@@ -97,7 +100,17 @@ pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
 /// the table; a full run (no `name`) also writes it into `docs/benchmarks.md`, so the
 /// document always shows one whole run.
 fn criterion(root: &Path, name: Option<&str>) -> Result<()> {
-    let mut bench = Cmd::cargo(root).args(["bench", "-p", "switchyard-auto", "--bench", "auto"]);
+    let mut bench = Cmd::cargo(root).args([
+        "bench",
+        "-p",
+        "switchyard-auto",
+        "--bench",
+        "auto",
+        "-p",
+        "switchyard-panel",
+        "--bench",
+        "render",
+    ]);
     if let Some(name) = name {
         bench = bench.args(["--", name]);
     }

@@ -1,16 +1,19 @@
-//! `cargo xtask bench panel`: the panel's subscription endpoint under HTTP load.
+//! `cargo xtask bench panel`: the panel's subscription endpoint under HTTP load, and
+//! the time a user change takes to reach a node.
 //!
-//! The load side is done: [`bench_panel`] builds `loadgen` (testkit's keep-alive
-//! HTTP/1.1 load generator, `crates/testkit/src/bin/loadgen.rs`) in release, starts
-//! the panel, writes the subscription paths of the seeded users into a URL file, runs
-//! every [`SCENARIOS`] entry [`RUNS`] times with loadgen in its own process, and
-//! writes the medians as a table between the `bench:panel` markers of
+//! [`bench_panel`] builds `loadgen` (testkit's keep-alive HTTP/1.1 load generator,
+//! `crates/testkit/src/bin/loadgen.rs`) and `switchyard` in release, seeds [`USERS`]
+//! users plus one cluster, server and VLESS+TLS inbound into a fresh SQLite database
+//! (`switchyard panel seed --with-inbound`), starts `switchyard panel` on it, writes
+//! the subscription paths into a URL file, runs every [`SCENARIOS`] entry [`RUNS`]
+//! times with loadgen in its own process (the subscription in both formats, and the
+//! panel's static `/healthz` as the reference: HTTP and loadgen without the
+//! subscription), then measures the node config push ([`super::push`]) against the
+//! same panel, and writes the medians between the `bench:panel` markers of
 //! `docs/benchmarks.md`.
 //!
-//! The panel's part is not: [`start_panel`] (marked `TODO(panel)`) must start
-//! `switchyard panel` from the release binary with [`USERS`] users seeded and
-//! return their subscription tokens. Until it does, the command stops there with a
-//! message saying so, and `cargo xtask bench` without NAME leaves the panel out.
+//! With [`BINARY_ENV`] set, that `switchyard` binary is measured instead of a fresh
+//! release build (an older build, for before/after figures).
 
 use std::fs;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -20,6 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use super::push::{self, PushTimes};
 use super::{measured_with, target_dir, write_section};
 use crate::cmd::{Background, Cmd};
 use crate::section::Section;
@@ -36,14 +40,27 @@ const PANEL_SECTION: Section = Section {
 pub(crate) const USERS: usize = 10_000;
 /// Repetitions of each scenario; the table shows their medians.
 pub(crate) const RUNS: usize = 3;
+/// The variable naming a `switchyard` binary to measure instead of building one.
+const BINARY_ENV: &str = "SWITCHYARD_BIN";
 /// How long the panel may take to listen after it starts (migrations included).
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a scenario requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// Every seeded user's `/sub/{token}?format=FORMAT` in turn.
+    Subscription(&'static str),
+    /// `/healthz`: the same panel's static answer, the reference.
+    Healthz,
+}
 
 /// One load to measure: a table row.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Scenario {
     /// The row's label.
     pub(crate) label: &'static str,
+    /// What it requests.
+    pub(crate) request: Request,
     /// loadgen's `--connections`.
     pub(crate) connections: usize,
     /// loadgen's `--warmup`.
@@ -52,22 +69,51 @@ pub(crate) struct Scenario {
     pub(crate) duration: &'static str,
 }
 
-/// Every user's subscription fetched in turn: many clients at once, then one alone
-/// (the latency without queueing).
-pub(crate) const SCENARIOS: [Scenario; 2] = [
+/// Every user's subscription fetched in turn, in both formats, with `/healthz` of the
+/// same process beside each load as the reference: many clients at once, then one
+/// alone (the latency without queueing).
+pub(crate) const SCENARIOS: [Scenario; 5] = [
     Scenario {
-        label: "`GET /sub/{token}`, 64 connections",
+        label: "`GET /sub/{token}?format=links`, 64 connections",
+        request: Request::Subscription("links"),
         connections: 64,
         warmup: "2s",
         duration: "10s",
     },
     Scenario {
-        label: "`GET /sub/{token}`, 1 connection",
+        label: "`GET /sub/{token}?format=sing-box`, 64 connections",
+        request: Request::Subscription("sing-box"),
+        connections: 64,
+        warmup: "2s",
+        duration: "10s",
+    },
+    Scenario {
+        label: "`GET /healthz` (reference), 64 connections",
+        request: Request::Healthz,
+        connections: 64,
+        warmup: "2s",
+        duration: "10s",
+    },
+    Scenario {
+        label: "`GET /sub/{token}?format=links`, 1 connection",
+        request: Request::Subscription("links"),
+        connections: 1,
+        warmup: "1s",
+        duration: "5s",
+    },
+    Scenario {
+        label: "`GET /healthz` (reference), 1 connection",
+        request: Request::Healthz,
         connections: 1,
         warmup: "1s",
         duration: "5s",
     },
 ];
+
+/// The issue's goal for the subscription with [`USERS`] users on SQLite.
+const GOAL_RPS: f64 = 5_000.0;
+/// ... at this p99 or less.
+const GOAL_P99_MS: f64 = 20.0;
 
 /// The panel under load, as [`start_panel`] leaves it.
 pub(crate) struct Panel {
@@ -75,8 +121,12 @@ pub(crate) struct Panel {
     pub(crate) process: Background,
     /// Where it serves HTTP (127.0.0.1).
     pub(crate) addr: SocketAddr,
-    /// The request paths, one per seeded user (`/sub/{token}`).
-    pub(crate) paths: Vec<String>,
+    /// The seeded users' subscription tokens.
+    pub(crate) tokens: Vec<String>,
+    /// The data directory (the SQLite database, the first admin's password).
+    pub(crate) data: PathBuf,
+    /// The release `switchyard` binary.
+    pub(crate) switchyard: PathBuf,
     /// How it was started, for the doc (e.g. "`switchyard panel` with SQLite").
     pub(crate) how: String,
 }
@@ -91,15 +141,24 @@ pub(crate) fn bench_panel(root: &Path) -> Result<()> {
     fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
 
     let mut panel = start_panel(root, &work, USERS)?;
-    let urls = work.join("urls.txt");
-    write_url_file(&urls, &panel.paths)?;
-    let base = format!("http://{}{}", panel.addr, panel.paths[0]);
-
     let mut rows = Vec::new();
     for scenario in SCENARIOS {
+        let (base, url_file) = match scenario.request {
+            Request::Subscription(format) => {
+                let file = work.join(format!("urls-{format}.txt"));
+                let paths: Vec<String> = panel
+                    .tokens
+                    .iter()
+                    .map(|t| format!("/sub/{t}?format={format}"))
+                    .collect();
+                write_url_file(&file, &paths)?;
+                (format!("http://{}{}", panel.addr, paths[0]), Some(file))
+            }
+            Request::Healthz => (format!("http://{}/healthz", panel.addr), None),
+        };
         let mut runs = Vec::new();
         for _ in 0..RUNS {
-            let args = loadgen_args(&base, &urls, &scenario);
+            let args = loadgen_args(&base, url_file.as_deref(), &scenario);
             runs.push(run_loadgen(&loadgen, &args)?);
             panel
                 .process
@@ -108,15 +167,19 @@ pub(crate) fn bench_panel(root: &Path) -> Result<()> {
         }
         rows.push((scenario, runs));
     }
-    drop(panel.process);
-
     let table = table(&rows);
     println!("\n{table}");
+
+    let push = push::measure(&mut panel, &work)?;
+    drop(panel.process);
+    let push_table = push_table(&push);
+    println!("\n{push_table}");
+
     let how = format!(
         "`cargo xtask bench panel` ({}, {USERS} users, loadgen in release)",
         panel.how
     );
-    let body = format!("{}\n\n{table}", measured_with(&how));
+    let body = format!("{}\n\n{table}\n{push_table}", measured_with(&how));
     write_section(
         root,
         &PANEL_SECTION,
@@ -124,43 +187,66 @@ pub(crate) fn bench_panel(root: &Path) -> Result<()> {
     )
 }
 
-/// Starts the panel under measurement: [`USERS`] users seeded, `switchyard panel`
-/// from the release binary listening on a free port of 127.0.0.1, waited for.
-///
-/// TODO(panel): two pieces are the panel author's, marked below: [`seed_users`] and
-/// the panel's command line. The rest (build, port, background process with its
-/// log in `work`, waiting for the port) is written.
+/// Starts the panel under measurement: [`USERS`] users, one cluster, server and
+/// VLESS+TLS inbound seeded into a fresh SQLite database under `work`, then
+/// `switchyard panel` from the release binary listening on free ports of 127.0.0.1,
+/// waited for.
 fn start_panel(root: &Path, work: &Path, users: usize) -> Result<Panel> {
-    // Seeding comes first so that, until it is written, the bench stops before a
-    // release build; move it after the build if it needs the binary.
-    let tokens = seed_users(work, users)?;
-    let switchyard = build_switchyard(root)?;
+    let switchyard = match std::env::var_os(BINARY_ENV) {
+        Some(path) => {
+            println!("measuring {} ({BINARY_ENV})", Path::new(&path).display());
+            PathBuf::from(path)
+        }
+        None => build_switchyard(root)?,
+    };
+    let data = work.join("data");
+    let tokens = seed_users(&switchyard, &data, users)?;
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
-    // TODO(panel): the panel's real flags (its database under `work`, the listen
-    // address).
+    let channel = SocketAddr::from(([127, 0, 0, 1], free_port()?));
     let mut process = Cmd::new(&switchyard)
-        .args(["panel", "--listen", &addr.to_string()])
+        .args(["panel", "--data"])
+        .args([&data])
+        .args(["--listen", &addr.to_string()])
+        .args(["--channel-listen", &channel.to_string()])
         .spawn(&work.join("panel.log"))?;
     wait_for_port(&mut process, addr, START_TIMEOUT)?;
     Ok(Panel {
         process,
         addr,
-        paths: tokens.iter().map(|t| format!("/sub/{t}")).collect(),
-        // TODO(panel): say which storage backend and settings it ran with.
-        how: "`switchyard panel`".to_owned(),
+        tokens,
+        data: data.clone(),
+        switchyard,
+        how: format!(
+            "`switchyard panel --data DIR --listen 127.0.0.1:PORT --channel-listen \
+             127.0.0.1:PORT2`, SQLite (the default), seeded by `switchyard panel seed \
+             --users {users} --tokens FILE --with-inbound PORT3 --data DIR`"
+        ),
     })
 }
 
-/// TODO(panel): seed `users` users into a fresh database under `work` (the panel's
-/// seeding command or its storage API) and return their subscription tokens, one
-/// per user.
-fn seed_users(work: &Path, users: usize) -> Result<Vec<String>> {
-    bail!(
-        "cargo xtask bench panel: seeding {users} users into {} is not written yet, \
-         because the panel does not exist yet (seed_users in xtask/src/bench/panel.rs is a \
-         TODO for the panel's author; loadgen and the rest of the bench are ready)",
-        work.display()
-    )
+/// Seeds `users` users, and the cluster, server and VLESS+TLS inbound their
+/// subscriptions show, into a fresh database in `data`; returns their subscription
+/// tokens, one per user.
+fn seed_users(switchyard: &Path, data: &Path, users: usize) -> Result<Vec<String>> {
+    let file = data.with_file_name("tokens.txt");
+    let started = Instant::now();
+    Cmd::new(switchyard)
+        .args(["panel", "seed", "--users", &users.to_string(), "--tokens"])
+        .args([&file])
+        .args(["--with-inbound", &free_port()?.to_string(), "--data"])
+        .args([data])
+        .run()?;
+    println!("seeded {users} users in {:.1?}", started.elapsed());
+    let text = fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let tokens: Vec<String> = text.lines().map(str::to_owned).collect();
+    if tokens.len() != users {
+        bail!(
+            "{} holds {} tokens, not the {users} seeded",
+            file.display(),
+            tokens.len()
+        );
+    }
+    Ok(tokens)
 }
 
 /// Builds our release binary and returns its path.
@@ -230,19 +316,21 @@ pub(crate) fn write_url_file(path: &Path, paths: &[String]) -> Result<()> {
     fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
-fn loadgen_args(url: &str, url_file: &Path, s: &Scenario) -> Vec<String> {
-    vec![
-        "--url".to_owned(),
-        url.to_owned(),
-        "--url-file".to_owned(),
-        url_file.display().to_string(),
+fn loadgen_args(url: &str, url_file: Option<&Path>, s: &Scenario) -> Vec<String> {
+    let mut args = vec!["--url".to_owned(), url.to_owned()];
+    if let Some(file) = url_file {
+        args.push("--url-file".to_owned());
+        args.push(file.display().to_string());
+    }
+    args.extend([
         "--connections".to_owned(),
         s.connections.to_string(),
         "--warmup".to_owned(),
         s.warmup.to_owned(),
         "--duration".to_owned(),
         s.duration.to_owned(),
-    ]
+    ]);
+    args
 }
 
 /// One loadgen run's JSON line.
@@ -309,16 +397,38 @@ fn median(values: impl IntoIterator<Item = f64>) -> f64 {
 }
 
 /// The Markdown table: per scenario, the medians over its runs; errors and non-2xx
-/// responses summed over them (any is worth seeing).
+/// responses summed over them (any is worth seeing); per request, the time against
+/// `/healthz` at the same connections (its requests/s over this row's: 3.00× means
+/// a subscription costs three static answers, HTTP and loadgen included); and the
+/// issue's goal for the 64-connection subscription rows.
 fn table(rows: &[(Scenario, Vec<LoadReport>)]) -> String {
     let mut t = String::from(
-        "| load | requests/s | p50 | p90 | p99 | max | errors | non-2xx |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| load | requests/s | p50 | p90 | p99 | max | errors | non-2xx | time / `/healthz` | goal |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
+    let rps = |runs: &[LoadReport]| median(runs.iter().map(|r| r.rps));
     for (s, runs) in rows {
         let m = |f: fn(&LoadReport) -> f64| median(runs.iter().map(f));
+        let reference = rows
+            .iter()
+            .find(|(r, _)| r.request == Request::Healthz && r.connections == s.connections);
+        let ratio = match reference {
+            _ if s.request == Request::Healthz => "(reference)".to_owned(),
+            Some((_, r)) => format!("{:.2}×", rps(r) / rps(runs)),
+            None => "(reference not run)".to_owned(),
+        };
+        let goal = match s.request {
+            Request::Subscription(_) if s.connections == 64 => {
+                let met = m(|r| r.rps) >= GOAL_RPS && m(|r| r.p99_ms) <= GOAL_P99_MS;
+                format!(
+                    "≥ {GOAL_RPS:.0}/s at p99 ≤ {GOAL_P99_MS:.0} ms: {}",
+                    if met { "met" } else { "**not met**" }
+                )
+            }
+            _ => "—".to_owned(),
+        };
         t += &format!(
-            "| {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {} | {} |\n",
+            "| {} | {:.0} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms | {} | {} | {ratio} | {goal} |\n",
             s.label,
             m(|r| r.rps),
             m(|r| r.p50_ms),
@@ -330,11 +440,31 @@ fn table(rows: &[(Scenario, Vec<LoadReport>)]) -> String {
         );
     }
     t += &format!(
-        "\nMedians of {RUNS} runs of loadgen (keep-alive HTTP/1.1, its own process) over \
-         the {USERS} users' subscription URLs in turn; latency from a request's first \
-         byte to its response's last; errors and non-2xx summed over the runs.\n"
+        "\nMedians of {RUNS} runs of loadgen (keep-alive HTTP/1.1, its own process, sharing \
+         the {cores} cores with the panel) over the {USERS} users' subscription URLs in \
+         turn; latency from a request's first byte to its response's last; errors and \
+         non-2xx summed over the runs.\n",
+        cores = std::thread::available_parallelism().map_or(0, usize::from),
     );
     t
+}
+
+/// The push times' Markdown table.
+fn push_table(p: &PushTimes) -> String {
+    let ms = |d: &Duration| format!("{:.0} ms", d.as_secs_f64() * 1e3);
+    let runs: Vec<String> = p.runs.iter().map(ms).collect();
+    format!(
+        "| change | median | runs |\n|---|---:|---|\n\
+         | one user disabled or enabled (`PUT /api/v1/users/1`) until the node runs the new config of {} users | {} | {} |\n\n\
+         From the API call's start to `GET /api/v1/servers/{{id}}` showing the new \
+         `config_version` (polled every {} ms), with `switchyard node join` on the same \
+         machine; the panel renders, validates and pushes the whole config, the node \
+         applies it and the panel records the version the node runs.\n",
+        p.users,
+        ms(&p.median()),
+        runs.join(", "),
+        push::POLL.as_millis(),
+    )
 }
 
 #[cfg(test)]
@@ -378,11 +508,16 @@ mod tests {
             report(1100.0, 3.0, 2),
             report(1000.0, 2.0, 0),
         ];
-        let t = table(&[(SCENARIOS[0], runs)]);
+        let reference = vec![report(4000.0, 0.5, 0); 3];
+        let t = table(&[(SCENARIOS[0], runs), (SCENARIOS[2], reference)]);
         assert!(
             t.contains(
-                "| `GET /sub/{token}`, 64 connections | 1000 | 2.00 ms | 4.00 ms | 6.00 ms | 8.00 ms | 2 | 3 |"
+                "| `GET /sub/{token}?format=links`, 64 connections | 1000 | 2.00 ms | 4.00 ms | 6.00 ms | 8.00 ms | 2 | 3 | 4.00× | ≥ 5000/s at p99 ≤ 20 ms: **not met** |"
             ),
+            "{t}"
+        );
+        assert!(
+            t.contains("| `GET /healthz` (reference), 64 connections | 4000 | 0.50 ms |"),
             "{t}"
         );
     }

@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod problem;
 pub mod resources;
 pub mod subscription;
+pub mod topology;
 pub mod users;
 
 use std::sync::Arc;
@@ -23,10 +24,11 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::config::PanelConfig;
-use crate::model::{HealthSettings, Id, Inbound, InboundSecrets};
+use crate::model::HealthSettings;
 use crate::service::Service;
-use crate::store::{Store, StoreError};
+use crate::store::{Changes, Store};
 pub use metrics::{Metrics, PushOutcome};
+use topology::Topology;
 
 /// Turns a join secret into the token a node is given (the panel's channel address and
 /// certificate pin around the secret).
@@ -40,6 +42,7 @@ struct Inner {
     join: JoinEncoder,
     metrics: Arc<Metrics>,
     health: HealthSettings,
+    topology: Topology,
 }
 
 /// What every handler sees. Cheap to clone.
@@ -53,13 +56,15 @@ impl std::fmt::Debug for AppState {
 }
 
 impl AppState {
-    /// State over `store`.
+    /// State over `store`, whose writes are announced on `changes`.
     pub fn new(
         store: Arc<dyn Store>,
+        changes: &Changes,
         config: PanelConfig,
         join: JoinEncoder,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let topology = Topology::new(store.clone(), changes);
         let limiter = auth::LoginLimiter::new(config.auth.login_burst, config.auth.login_refill_s);
         Self(Arc::new(Inner {
             service: Service::new(store),
@@ -70,6 +75,7 @@ impl AppState {
             join,
             metrics,
             health: HealthSettings::default(),
+            topology,
         }))
     }
 
@@ -117,11 +123,9 @@ impl AppState {
         self.0.health
     }
 
-    async fn inbound_secrets(
-        &self,
-        cluster: Id,
-    ) -> Result<Vec<(Inbound, InboundSecrets)>, StoreError> {
-        self.store().cluster_inbounds(cluster).await
+    /// The clusters' routes, servers and inbounds, cached for subscriptions.
+    pub fn topology(&self) -> &Topology {
+        &self.0.topology
     }
 }
 

@@ -6,6 +6,10 @@
 //! unavailable (the first inbound when all are). Formats: sing-box JSON (a complete
 //! client config) and base64 share links, by `?format=` or else the User-Agent.
 //!
+//! Everything but the user comes from [`super::topology`]'s cache, so a request costs
+//! one query (the user by token); a write shows in the next subscription, a server's
+//! health within [`super::topology::MAX_AGE_MS`].
+//!
 //! A user who is limited, expired or disabled still gets their subscription (their
 //! app shows the quota and expiry from `subscription-userinfo`); the nodes refuse
 //! them, which is what matters.
@@ -137,34 +141,29 @@ pub fn entry(
     })
 }
 
-/// The entries of `user`'s subscription.
+/// The entries of `user`'s subscription, from the cached topology.
 async fn entries(
     state: &AppState,
     user: &User,
     credentials: &Credentials,
     format: Format,
 ) -> Result<Vec<Entry>, ApiError> {
-    let store = state.store();
     let now = state.now();
+    let view = state.topology().view(now).await?;
     let mut out = Vec::new();
-    for cluster in store.clusters().await? {
+    for cluster in view.iter() {
         if let Some(allowed) = &user.clusters
             && !allowed.contains(&cluster.id)
         {
             continue;
         }
-        let routes = store.routes(cluster.id).await?;
-        if routes.iter().all(|r| r.inbound_ids.is_empty()) {
-            continue;
-        }
-        let servers: Vec<Server> = store
-            .servers(Some(cluster.id))
-            .await?
-            .into_iter()
-            .map(|s| s.at(now, state.health()))
+        let servers: Vec<Server> = cluster
+            .servers
+            .iter()
+            .map(|s| s.clone().at(now, state.health()))
             .collect();
-        let inbounds = state.inbound_secrets(cluster.id).await?;
-        for route in routes.iter().filter(|r| !r.inbound_ids.is_empty()) {
+        let inbounds = &cluster.inbounds;
+        for route in cluster.routes.iter().filter(|r| !r.inbound_ids.is_empty()) {
             let pool: Vec<(&Inbound, &InboundSecrets, &Server)> = route
                 .inbound_ids
                 .iter()

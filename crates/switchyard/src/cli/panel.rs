@@ -1,14 +1,18 @@
 //! `switchyard panel [--config FILE]`: runs the control plane (API, subscriptions,
-//! node channels). `switchyard panel seed --users N --tokens FILE`: adds N users to
-//! the panel's database and writes their subscription tokens, for benchmarks and load
-//! tests. `switchyard panel backup --to FILE`: an online copy of the SQLite database.
+//! node channels). `switchyard panel seed --users N --tokens FILE [--with-inbound
+//! PORT]`: adds N users to the panel's database and writes their subscription tokens,
+//! for benchmarks and load tests; with `--with-inbound`, also a cluster, a server on
+//! 127.0.0.1 and a VLESS+TLS (self-signed) inbound on PORT, so every user's
+//! subscription has one entry and a node that joins the server serves every user. `switchyard panel backup
+//! --to FILE`: an online copy of the SQLite database.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use switchyard_panel::store::{Changes, SqlStore, UserInput};
+use switchyard_panel::model::{InboundSecurity, InboundTransport, Protocol, TlsCertificate};
+use switchyard_panel::store::{Changes, InboundInput, ServerInput, SqlStore, Store, UserInput};
 use switchyard_panel::{Panel, PanelConfig};
 
 /// Run the panel: servers, inbounds, users, subscriptions, node channels.
@@ -32,7 +36,10 @@ pub(crate) struct PanelArgs {
 
 #[derive(Debug, clap::Subcommand)]
 enum PanelCommand {
-    /// Add N users (named seed-1, seed-2, ...) and write their subscription tokens.
+    /// Add N users (named seed-1, seed-2, ...) and write their subscription tokens;
+    /// with --with-inbound, also the cluster `seed`, its server `seed` on 127.0.0.1
+    /// and a VLESS+TLS inbound (self-signed certificate) on that port, so every
+    /// subscription has one entry.
     Seed {
         /// How many.
         #[arg(long)]
@@ -40,6 +47,10 @@ enum PanelCommand {
         /// Where to write the tokens, one per line.
         #[arg(long)]
         tokens: PathBuf,
+        /// Also seed a cluster, a server and a VLESS+TLS inbound listening on this port
+        /// of 127.0.0.1 (once a node joins the server).
+        #[arg(long, value_name = "PORT")]
+        with_inbound: Option<u16>,
     },
     /// Write a consistent copy of the SQLite database while the panel runs.
     Backup {
@@ -70,9 +81,11 @@ impl PanelArgs {
         let config = self.config()?;
         let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
         match self.command {
-            Some(PanelCommand::Seed { users, tokens }) => {
-                runtime.block_on(seed(config, users, tokens))
-            }
+            Some(PanelCommand::Seed {
+                users,
+                tokens,
+                with_inbound,
+            }) => runtime.block_on(seed(config, users, tokens, with_inbound)),
             Some(PanelCommand::Backup { to }) => runtime.block_on(backup(config, to)),
             None => runtime.block_on(serve(config)),
         }
@@ -106,12 +119,62 @@ async fn backup(config: PanelConfig, to: PathBuf) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn seed(config: PanelConfig, users: usize, tokens: PathBuf) -> anyhow::Result<()> {
+/// The name of the cluster and of the server `seed --with-inbound` makes.
+const SEED_CLUSTER: &str = "seed";
+
+async fn seed(
+    config: PanelConfig,
+    users: usize,
+    tokens: PathBuf,
+    with_inbound: Option<u16>,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating {}", config.data_dir.display()))?;
     let store = SqlStore::open(&config.database(), Changes::default()).await?;
     let service = switchyard_panel::service::Service::new(std::sync::Arc::new(store.clone()));
     let now = switchyard_node::accounting::now_ms();
+    if let Some(port) = with_inbound {
+        let cluster = store
+            .create_cluster(SEED_CLUSTER, now)
+            .await
+            .with_context(|| format!("seeding the cluster {SEED_CLUSTER:?}"))?;
+        let server = service
+            .create_server(
+                &ServerInput {
+                    cluster_id: cluster.id,
+                    name: SEED_CLUSTER.into(),
+                    address: "127.0.0.1".into(),
+                    allow_private_destinations: false,
+                },
+                now,
+            )
+            .await
+            .with_context(|| format!("seeding the server {SEED_CLUSTER:?}"))?;
+        service
+            .create_inbound(
+                &InboundInput {
+                    server_id: server.id,
+                    name: "Seed".into(),
+                    protocol: Protocol::Vless,
+                    port,
+                    transport: InboundTransport::Tcp,
+                    security: InboundSecurity::Tls {
+                        certificate: TlsCertificate::SelfSigned,
+                    },
+                    host: None,
+                    sni: Some("localhost".into()),
+                    coefficient: 1.0,
+                    method: None,
+                },
+                now,
+            )
+            .await
+            .with_context(|| format!("seeding a VLESS+TLS inbound on port {port}"))?;
+        println!(
+            "added cluster {} and server {} (id {}) with a VLESS+TLS inbound on 127.0.0.1:{port}",
+            cluster.name, server.name, server.id
+        );
+    }
     let mut out = String::new();
     for i in 1..=users {
         let input = UserInput {
