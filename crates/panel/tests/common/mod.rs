@@ -54,7 +54,13 @@ impl Harness {
         store.create_admin(ADMIN, &hash, 0).await.unwrap();
         let join: JoinEncoder = Arc::new(|s: &str| format!("join-{s}"));
         let shared: Arc<dyn Store> = Arc::new(store.clone());
-        let state = AppState::new(shared, config, join, Arc::new(Metrics::default()));
+        let state = AppState::new(
+            shared,
+            store.changes(),
+            config,
+            join,
+            Arc::new(Metrics::default()),
+        );
         Self {
             app: api::router(state.clone()),
             state,
