@@ -168,7 +168,19 @@ impl Nodes {
             }
             tracing::info!(server = id, remote = %channel.remote(), "node channel up");
             let me = self.clone();
-            tokio::spawn(async move { me.hold(id, channel, token).await });
+            // Supervised: if the task fails, the channel is closed, so the node dials
+            // again and gets a fresh task (nothing stays held without one).
+            tokio::spawn(async move {
+                let held = channel.clone();
+                let task = tokio::spawn(async move { me.hold(id, channel, token).await });
+                if let Err(e) = task.await {
+                    tracing::error!(
+                        server = id,
+                        "the node's task failed: {e}; closing its channel"
+                    );
+                    held.close();
+                }
+            });
         }
     }
 

@@ -256,6 +256,26 @@ impl SqlStore {
         Ok(())
     }
 
+    /// Inbounds matching `filter` (one `$1` parameter, bound to `id`) with their
+    /// secrets, for rendering configs and subscriptions.
+    async fn inbounds_with_secrets(
+        &self,
+        filter: &str,
+        id: Id,
+    ) -> Result<Vec<(Inbound, InboundSecrets)>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {INBOUND}, i.ss_server_key, i.tls_cert_pem, i.tls_key_pem \
+             FROM {INBOUND_FROM} WHERE {filter} ORDER BY i.id"
+        ))
+        .bind(id)
+        .fetch_all(&self.read)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Ok((rows::inbound(r)?, rows::inbound_secrets(r)?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()?)
+    }
+
     async fn user_full(&self, id: Id, now_ms: i64) -> Result<(User, Credentials), StoreError> {
         let row = sqlx::query(&format!("SELECT {USER} FROM users WHERE id = $1"))
             .bind(id)
@@ -792,18 +812,11 @@ impl Store for SqlStore {
         &self,
         cluster: Id,
     ) -> Result<Vec<(Inbound, InboundSecrets)>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {INBOUND}, i.ss_server_key, i.tls_cert_pem, i.tls_key_pem \
-             FROM {INBOUND_FROM} WHERE i.server_id IN \
-             (SELECT id FROM servers WHERE cluster_id = $1) ORDER BY i.id"
-        ))
-        .bind(cluster)
-        .fetch_all(&self.read)
-        .await?;
-        Ok(rows
-            .iter()
-            .map(|r| Ok((rows::inbound(r)?, rows::inbound_secrets(r)?)))
-            .collect::<Result<Vec<_>, sqlx::Error>>()?)
+        self.inbounds_with_secrets(
+            "i.server_id IN (SELECT id FROM servers WHERE cluster_id = $1)",
+            cluster,
+        )
+        .await
     }
 
     async fn routes(&self, cluster: Id) -> Result<Vec<Route>, StoreError> {
@@ -1110,17 +1123,7 @@ impl Store for SqlStore {
 
     async fn server_snapshot(&self, id: Id, now_ms: i64) -> Result<ServerSnapshot, StoreError> {
         let server = self.server(id).await?;
-        let rows = sqlx::query(&format!(
-            "SELECT {INBOUND}, i.ss_server_key, i.tls_cert_pem, i.tls_key_pem \
-             FROM {INBOUND_FROM} WHERE i.server_id = $1 ORDER BY i.id"
-        ))
-        .bind(id)
-        .fetch_all(&self.read)
-        .await?;
-        let inbounds = rows
-            .iter()
-            .map(|r| Ok((rows::inbound(r)?, rows::inbound_secrets(r)?)))
-            .collect::<Result<Vec<_>, sqlx::Error>>()?;
+        let inbounds = self.inbounds_with_secrets("i.server_id = $1", id).await?;
         let rows = sqlx::query(&format!(
             "SELECT {USER} FROM users WHERE all_clusters = 1 OR id IN \
              (SELECT user_id FROM user_clusters WHERE cluster_id = $1) ORDER BY id"
