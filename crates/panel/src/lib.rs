@@ -16,6 +16,7 @@ pub mod render;
 pub mod run;
 pub mod service;
 pub mod store;
+pub mod subscription;
 
 pub use config::PanelConfig;
 pub use run::Panel;
