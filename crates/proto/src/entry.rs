@@ -12,6 +12,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 /// What `Debug` prints in place of a secret.
 pub const REDACTED: &str = "<redacted>";
@@ -117,6 +118,23 @@ pub struct EntryTls {
     /// The ALPN protocols to offer, in order; empty for the client's default.
     #[serde(default)]
     pub alpn: Vec<String>,
+}
+
+impl EntryTls {
+    /// The SHA-256 of the pinned certificate's DER bytes (of its first `CERTIFICATE`
+    /// block), the form certificate pins take in Clash configs. `None` without a
+    /// pinned certificate or when it is not PEM; a config then pins nothing and
+    /// verifies as usual, which a self-signed certificate fails: it fails closed.
+    pub fn certificate_sha256(&self) -> Option<[u8; 32]> {
+        const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+        const END: &str = "-----END CERTIFICATE-----";
+        let pem = self.certificate_pem.as_deref()?;
+        let body = &pem[pem.find(BEGIN)? + BEGIN.len()..];
+        let body = &body[..body.find(END)?];
+        let text: Vec<u8> = body.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+        let der = crate::base64::decode_lenient(&text)?;
+        Some(sha2::Sha256::digest(&der).into())
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,11 @@
 //! - [`entry`]: one server of a subscription as a client app sees it ([`Entry`]);
 //! - [`share`]: share links (`vless://`, `trojan://`, `ss://`) and subscription
 //!   bodies, written by the panel and read by the client;
-//! - [`singbox`]: a complete sing-box client config for a list of entries.
+//! - [`singbox`]: a complete sing-box client config for a list of entries;
+//! - [`clash`]: a complete Clash (mihomo) client config, as YAML, for a list of
+//!   entries;
+//! - [`xray`]: complete Xray client configs, one per entry, as the JSON array
+//!   v2rayN-style apps import.
 //!
 //! This crate never does I/O, never spawns, never reads a clock: the node's async
 //! driver reads bytes into a buffer and hands them here.
@@ -46,6 +50,7 @@
 
 pub mod address;
 mod base64;
+pub mod clash;
 pub mod entry;
 pub mod shadowsocks;
 pub mod share;
@@ -54,7 +59,9 @@ pub mod socks5;
 pub mod trojan;
 pub mod vless;
 pub mod websocket;
+pub mod xray;
 pub mod xudp;
+mod yaml;
 
 pub use address::{Address, AddressError};
 pub use entry::{Entry, EntryProtocol, EntryTls, EntryTransport};

@@ -111,15 +111,26 @@ pub fn client_config(entries: &[Entry], options: &SingBoxOptions) -> Value {
     })
 }
 
-/// One tag per entry: its name, or `"server"` when empty, with ` 2`, ` 3`, ...
-/// added when a name is taken (by an earlier entry or a group's tag).
+/// One tag per entry (see [`unique_names`]), the groups' tags and `direct` taken.
 fn unique_tags(entries: &[Entry], options: &SingBoxOptions) -> Vec<String> {
-    let mut taken: HashSet<String> = [
-        options.group_name.clone(),
-        options.urltest_name.clone(),
-        DIRECT_TAG.to_owned(),
-    ]
-    .into();
+    unique_names(
+        entries,
+        [
+            options.group_name.as_str(),
+            options.urltest_name.as_str(),
+            DIRECT_TAG,
+        ],
+    )
+}
+
+/// One name per entry: its name, or `"server"` when empty, with ` 2`, ` 3`, ...
+/// added when a name is taken (by an earlier entry or one of `reserved`). The
+/// Clash config uses it too.
+pub(crate) fn unique_names<'a>(
+    entries: &[Entry],
+    reserved: impl IntoIterator<Item = &'a str>,
+) -> Vec<String> {
+    let mut taken: HashSet<String> = reserved.into_iter().map(str::to_owned).collect();
     entries
         .iter()
         .map(|entry| {
@@ -220,8 +231,8 @@ fn ws_transport(path: &str, host: Option<&str>) -> Value {
 }
 
 /// `("/ws", Some(2048))` for `"/ws?ed=2048"`; the path unchanged when its query is
-/// anything else.
-fn split_early_data(path: &str) -> (&str, Option<u32>) {
+/// anything else. The Clash config splits it the same way.
+pub(crate) fn split_early_data(path: &str) -> (&str, Option<u32>) {
     if let Some((base, query)) = path.split_once('?')
         && let Some(bytes) = query.strip_prefix("ed=")
         && let Ok(bytes) = bytes.parse::<u32>()

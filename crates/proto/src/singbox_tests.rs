@@ -1,55 +1,10 @@
 use serde_json::json;
 
 use super::*;
-use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
-
-const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
-const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-
-fn entry(
-    name: &str,
-    protocol: EntryProtocol,
-    transport: EntryTransport,
-    tls: Option<EntryTls>,
-) -> Entry {
-    Entry {
-        name: name.into(),
-        server: "node.example.com".into(),
-        port: 443,
-        protocol,
-        transport,
-        tls,
-    }
-}
-
-fn vless() -> EntryProtocol {
-    EntryProtocol::Vless {
-        uuid: UUID.into(),
-        flow: None,
-    }
-}
-
-fn trojan() -> EntryProtocol {
-    EntryProtocol::Trojan {
-        password: "pw".into(),
-    }
-}
-
-fn ws() -> EntryTransport {
-    EntryTransport::Ws {
-        path: "/ws".into(),
-        host: Some("cdn.example.com".into()),
-    }
-}
-
-fn tls() -> Option<EntryTls> {
-    Some(EntryTls {
-        server_name: Some("sni.example.com".into()),
-        insecure: false,
-        certificate_pem: Some(PEM.into()),
-        alpn: vec!["h2".into(), "http/1.1".into()],
-    })
-}
+use crate::entry::EntryTransport;
+use crate::testing::entries::{
+    PEM, UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws, vless, ws,
+};
 
 #[test]
 fn outbounds_of_each_protocol_transport_and_tls() {
@@ -61,14 +16,8 @@ fn outbounds_of_each_protocol_transport_and_tls() {
     });
     let ws_json = json!({ "type": "ws", "path": "/ws", "headers": { "Host": "cdn.example.com" } });
     let base = |kind: &str| json!({ "type": kind, "tag": "t", "server": "node.example.com", "server_port": 443 });
-    let with = |mut v: Value, extra: Value| {
-        for (k, x) in extra.as_object().unwrap() {
-            v[k] = x.clone();
-        }
-        v
-    };
-    let vless_base = with(base("vless"), json!({ "uuid": UUID }));
-    let trojan_base = with(base("trojan"), json!({ "password": "pw" }));
+    let vless_base = merged(base("vless"), json!({ "uuid": UUID }));
+    let trojan_base = merged(base("trojan"), json!({ "password": "pw" }));
     let cases = [
         (
             entry("t", vless(), EntryTransport::Tcp, None),
@@ -76,15 +25,15 @@ fn outbounds_of_each_protocol_transport_and_tls() {
         ),
         (
             entry("t", vless(), EntryTransport::Tcp, tls()),
-            with(vless_base.clone(), json!({ "tls": tls_json })),
+            merged(vless_base.clone(), json!({ "tls": tls_json })),
         ),
         (
             entry("t", vless(), ws(), None),
-            with(vless_base.clone(), json!({ "transport": ws_json })),
+            merged(vless_base.clone(), json!({ "transport": ws_json })),
         ),
         (
             entry("t", vless(), ws(), tls()),
-            with(
+            merged(
                 vless_base.clone(),
                 json!({ "tls": tls_json, "transport": ws_json }),
             ),
@@ -95,30 +44,22 @@ fn outbounds_of_each_protocol_transport_and_tls() {
         ),
         (
             entry("t", trojan(), EntryTransport::Tcp, tls()),
-            with(trojan_base.clone(), json!({ "tls": tls_json })),
+            merged(trojan_base.clone(), json!({ "tls": tls_json })),
         ),
         (
             entry("t", trojan(), ws(), None),
-            with(trojan_base.clone(), json!({ "transport": ws_json })),
+            merged(trojan_base.clone(), json!({ "transport": ws_json })),
         ),
         (
             entry("t", trojan(), ws(), tls()),
-            with(
+            merged(
                 trojan_base.clone(),
                 json!({ "tls": tls_json, "transport": ws_json }),
             ),
         ),
         (
-            entry(
-                "t",
-                EntryProtocol::Shadowsocks {
-                    method: "2022-blake3-aes-128-gcm".into(),
-                    password: "c2VydmVy:dXNlcg==".into(),
-                },
-                EntryTransport::Tcp,
-                None,
-            ),
-            with(
+            entry("t", shadowsocks(), EntryTransport::Tcp, None),
+            merged(
                 base("shadowsocks"),
                 json!({ "method": "2022-blake3-aes-128-gcm", "password": "c2VydmVy:dXNlcg==" }),
             ),
@@ -131,21 +72,7 @@ fn outbounds_of_each_protocol_transport_and_tls() {
 
 #[test]
 fn flow_insecure_and_early_data() {
-    let e = entry(
-        "t",
-        EntryProtocol::Vless {
-            uuid: UUID.into(),
-            flow: Some("xtls-rprx-vision".into()),
-        },
-        EntryTransport::Ws {
-            path: "/v?ed=2048".into(),
-            host: None,
-        },
-        Some(EntryTls {
-            insecure: true,
-            ..EntryTls::default()
-        }),
-    );
+    let e = vision_over_insecure_ws();
     let out = outbound(&e, "t");
     assert_eq!(out["flow"], json!("xtls-rprx-vision"));
     assert_eq!(out["tls"], json!({ "enabled": true, "insecure": true }));

@@ -38,3 +38,94 @@ pub(crate) fn assert_prefixes_incomplete<T: std::fmt::Debug, E: std::fmt::Debug>
         );
     }
 }
+
+/// Entries of every shape, for the client-config tests.
+pub(crate) mod entries {
+    use serde_json::Value;
+
+    use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+
+    /// `base` with the fields of the object `extra` set on it.
+    pub(crate) fn merged(mut base: Value, extra: Value) -> Value {
+        for (k, x) in extra.as_object().expect("an object") {
+            base[k] = x.clone();
+        }
+        base
+    }
+
+    pub(crate) const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
+    pub(crate) const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+    pub(crate) fn entry(
+        name: &str,
+        protocol: EntryProtocol,
+        transport: EntryTransport,
+        tls: Option<EntryTls>,
+    ) -> Entry {
+        Entry {
+            name: name.into(),
+            server: "node.example.com".into(),
+            port: 443,
+            protocol,
+            transport,
+            tls,
+        }
+    }
+
+    pub(crate) fn vless() -> EntryProtocol {
+        EntryProtocol::Vless {
+            uuid: UUID.into(),
+            flow: None,
+        }
+    }
+
+    pub(crate) fn trojan() -> EntryProtocol {
+        EntryProtocol::Trojan {
+            password: "pw".into(),
+        }
+    }
+
+    pub(crate) fn shadowsocks() -> EntryProtocol {
+        EntryProtocol::Shadowsocks {
+            method: "2022-blake3-aes-128-gcm".into(),
+            password: "c2VydmVy:dXNlcg==".into(),
+        }
+    }
+
+    pub(crate) fn ws() -> EntryTransport {
+        EntryTransport::Ws {
+            path: "/ws".into(),
+            host: Some("cdn.example.com".into()),
+        }
+    }
+
+    /// TLS with a name, ALPN and a pinned certificate ([`PEM`]).
+    pub(crate) fn tls() -> Option<EntryTls> {
+        Some(EntryTls {
+            server_name: Some("sni.example.com".into()),
+            insecure: false,
+            certificate_pem: Some(PEM.into()),
+            alpn: vec!["h2".into(), "http/1.1".into()],
+        })
+    }
+
+    /// VLESS with the Vision flow over WebSocket with early data in the path, and TLS
+    /// without verification.
+    pub(crate) fn vision_over_insecure_ws() -> Entry {
+        entry(
+            "t",
+            EntryProtocol::Vless {
+                uuid: UUID.into(),
+                flow: Some("xtls-rprx-vision".into()),
+            },
+            EntryTransport::Ws {
+                path: "/v?ed=2048".into(),
+                host: None,
+            },
+            Some(EntryTls {
+                insecure: true,
+                ..EntryTls::default()
+            }),
+        )
+    }
+}

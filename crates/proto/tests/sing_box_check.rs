@@ -1,10 +1,14 @@
 //! The pinned sing-box (1.14) accepts the client configs `client_config` renders:
 //! `sing-box check` on every protocol, transport and TLS combination, a pinned
 //! certificate, repeated names, non-default options, no entries, and a
-//! subscription read back from its base64 body as the client would.
+//! subscription read back from its base64 body as the client would. The pinned
+//! mihomo (1.19.2, `mihomo -t`) and Xray (24.11.21, `xray run -test`) accept the
+//! Clash and Xray configs of the same entries.
 
+use switchyard_proto::clash::{self, ClashOptions};
 use switchyard_proto::share::{parse_subscription, subscription_base64};
 use switchyard_proto::singbox::{SingBoxOptions, client_config};
+use switchyard_proto::xray::{self, XrayOptions};
 use switchyard_proto::{Entry, EntryProtocol, EntryTls, EntryTransport};
 use switchyard_testkit::TestCert;
 use switchyard_testkit::sing_box::check;
@@ -114,4 +118,24 @@ async fn a_subscription_read_back_passes_sing_box_check() {
     check(&client_config(&entries, &SingBoxOptions::default()))
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn every_kind_of_entry_and_no_entries_pass_mihomo_check() {
+    let cert = TestCert::new("node.test").unwrap();
+    let options = ClashOptions::default();
+    for entries in [every_kind(&cert), Vec::new()] {
+        switchyard_testkit::mihomo::check(&clash::client_config(&entries, &options))
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn every_kind_of_entry_passes_xray_test() {
+    let cert = TestCert::new("node.test").unwrap();
+    let configs = xray::client_configs(&every_kind(&cert), &XrayOptions::default());
+    for config in configs.as_array().unwrap() {
+        switchyard_testkit::xray::check(config).await.unwrap();
+    }
 }

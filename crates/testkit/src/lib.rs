@@ -11,6 +11,10 @@
 //!   test panics. [`config`] builds the configs the tests need (a client with a
 //!   `mixed` SOCKS5/HTTP inbound and one outbound; a server with one inbound), and
 //!   [`sing_box::binary`] finds the pinned binary that `cargo xtask peers` installs.
+//! - [`Mihomo`] and [`Xray`]: the cores of the Clash-style and v2rayN-style client
+//!   apps, run the same way from the configs our subscriptions serve (YAML text, a
+//!   JSON value), each with a checker ([`mihomo::check`]: `mihomo -t`;
+//!   [`xray::check`]: `xray run -test`). Xray always runs as `nobody`.
 //! - [`HttpTarget`]: a tiny HTTP/1.1 server serving deterministic bytes
 //!   ([`pattern`]) and a sink that answers with the length and checksum of what it
 //!   read, with [`http`] helpers to fetch through a proxy and verify.
@@ -37,13 +41,16 @@ pub mod config;
 pub mod fault;
 pub mod http;
 pub mod load;
+pub mod mihomo;
 pub mod pattern;
+mod peer;
 pub mod postgres;
 pub mod schemathesis;
 pub mod sing_box;
 mod sockets;
 pub mod socks5;
 pub mod udp_echo;
+pub mod xray;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 
@@ -51,9 +58,11 @@ use anyhow::{Context, Result};
 
 pub use cert::TestCert;
 pub use http::HttpTarget;
+pub use mihomo::Mihomo;
 pub use postgres::Postgres;
 pub use sing_box::SingBox;
 pub use udp_echo::UdpEcho;
+pub use xray::Xray;
 
 /// 127.0.0.1, the only address the tests use.
 pub const LOCALHOST: Ipv4Addr = Ipv4Addr::LOCALHOST;

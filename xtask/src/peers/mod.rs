@@ -12,13 +12,18 @@
 //! ([`schemathesis::SCHEMATHESIS_VERSION`], for the panel's API tests, in a venv under
 //! `target/peers/schemathesis`); Debian's `postgresql` (whatever version the
 //! distribution ships, from apt, for the panel's storage tests: testkit runs a
-//! private cluster from its binaries); and rathole ([`RATHOLE_VERSION`],
+//! private cluster from its binaries); rathole ([`RATHOLE_VERSION`],
 //! the tunnel benchmark's reference, built from its crates.io source by [`rathole`]
-//! when `cargo xtask bench tunnel` needs it). The tests find them through
-//! [`SING_BOX_ENV`], [`schemathesis::SCHEMATHESIS_ENV`] and [`postgres::PG_BIN_ENV`],
+//! when `cargo xtask bench tunnel` needs it); and the client apps' cores for the
+//! Clash and Xray subscription formats, mihomo ([`clients::MIHOMO_VERSION`]) and
+//! Xray-core ([`clients::XRAY_VERSION`]), each taken out of a PyPI wheel whose
+//! sha256 is pinned in [`clients`] (Xray is only ever run as `nobody`). The tests
+//! find them through [`SING_BOX_ENV`], [`schemathesis::SCHEMATHESIS_ENV`],
+//! [`postgres::PG_BIN_ENV`], [`clients::MIHOMO_ENV`] and [`clients::XRAY_ENV`],
 //! which `cargo xtask test` sets, or at their default places (`crates/testkit` looks
 //! there when the variables are unset).
 
+mod clients;
 mod postgres;
 mod schemathesis;
 
@@ -52,6 +57,10 @@ pub(crate) struct Peers {
     pub(crate) schemathesis: PathBuf,
     /// The directory holding PostgreSQL's `initdb`, `postgres`, `psql` and the rest.
     pub(crate) pg_bin: PathBuf,
+    /// The absolute path of the pinned mihomo binary.
+    pub(crate) mihomo: PathBuf,
+    /// The absolute path of the pinned Xray binary.
+    pub(crate) xray: PathBuf,
 }
 
 impl Peers {
@@ -65,6 +74,8 @@ impl Peers {
                 self.schemathesis.display()
             ),
             format!("{}={}", postgres::PG_BIN_ENV, self.pg_bin.display()),
+            format!("{}={}", clients::MIHOMO_ENV, self.mihomo.display()),
+            format!("{}={}", clients::XRAY_ENV, self.xray.display()),
         ]
     }
 }
@@ -85,6 +96,8 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         sing_box: sing_box(&peers_dir)?,
         schemathesis: schemathesis::schemathesis(&peers_dir)?,
         pg_bin: postgres::postgresql()?,
+        mihomo: clients::mihomo(&peers_dir)?,
+        xray: clients::xray(&peers_dir)?,
     })
 }
 

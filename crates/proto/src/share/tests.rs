@@ -488,3 +488,61 @@ proptest! {
         }
     }
 }
+
+/// What a link carries of `entry`: everything but the pinned certificate (see the
+/// module docs), so a client that imports it verifies with its system roots.
+fn link_limited(entry: &Entry) -> Entry {
+    let mut linked = entry.clone();
+    if let Some(tls) = &mut linked.tls {
+        tls.certificate_pem = None;
+    }
+    linked
+}
+
+/// Every entry shape the panel serves, a pinned certificate included: each link reads
+/// back as the entry less what links cannot carry, and the sing-box and Clash configs
+/// of the subscription read back are those of the served entries so limited.
+#[test]
+fn every_served_shape_round_trips_into_the_same_client_configs() {
+    use crate::testing::entries::{self as e, shadowsocks};
+    use crate::{clash, singbox};
+
+    let mut served = Vec::new();
+    for protocol in [e::vless(), e::trojan()] {
+        for transport in [EntryTransport::Tcp, e::ws()] {
+            let insecure = Some(EntryTls {
+                insecure: true,
+                ..EntryTls::default()
+            });
+            for tls in [None, e::tls(), insecure] {
+                served.push(e::entry(
+                    "Tokyo 🇯🇵 #1: \"x\"",
+                    protocol.clone(),
+                    transport.clone(),
+                    tls,
+                ));
+            }
+        }
+    }
+    served.push(e::entry("ss", shadowsocks(), EntryTransport::Tcp, None));
+    let limited: Vec<Entry> = served.iter().map(link_limited).collect();
+    for (entry, expected) in served.iter().zip(&limited) {
+        assert_eq!(
+            parse_link(&to_link(entry)).as_ref(),
+            Ok(expected),
+            "{entry:?}"
+        );
+    }
+    let read_back = parse_subscription(&subscription_base64(&served)).unwrap();
+    assert_eq!(read_back, limited);
+    let sing_box = singbox::SingBoxOptions::default();
+    assert_eq!(
+        singbox::client_config(&read_back, &sing_box),
+        singbox::client_config(&limited, &sing_box)
+    );
+    let clash_options = clash::ClashOptions::default();
+    assert_eq!(
+        clash::client_config(&read_back, &clash_options),
+        clash::client_config(&limited, &clash_options)
+    );
+}

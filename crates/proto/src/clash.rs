@@ -1,0 +1,217 @@
+//! A Clash (mihomo) client config for a list of entries.
+//!
+//! [`client_config`] renders a complete config as YAML text, in the fields of
+//! mihomo (Clash Meta) 1.19, the core of Clash Verge, FlClash, Clash Meta for
+//! Android and the like (checked with `mihomo -t` of the pinned 1.19.2 in the
+//! tests). It mirrors [`crate::singbox`]:
+//!
+//! ```text
+//! mixed-port: options.mixed_port (SOCKS5 + HTTP), allow-lan: false, mode: rule
+//! proxies:      one per entry, named with its name (made unique)
+//! proxy-groups: select `group_name`    -> [url-test `urltest_name`, entry 1, entry 2, ...]
+//!               url-test `urltest_name` -> [entry 1, entry 2, ...] (url, interval)
+//! rules:        MATCH -> the select group
+//! ```
+//!
+//! A pinned certificate ([`EntryTls::certificate_pem`]) becomes mihomo's
+//! `fingerprint`: the SHA-256 of the certificate's DER, in hex. mihomo then accepts
+//! exactly that certificate and no other, whatever signed it; verification is not
+//! skipped (`skip-cert-verify` is only written for [`EntryTls::insecure`]).
+//!
+//! A Trojan entry without TLS has no Clash form (mihomo's Trojan always speaks TLS)
+//! and is left out. With no entries left there is nothing to select: the select
+//! group holds only `REJECT`, so nothing leaves unproxied.
+//!
+//! The YAML is written by a small writer of this crate (`yaml.rs` says why): every
+//! string double-quoted, keys of a mapping in alphabetical order.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+use crate::singbox::{split_early_data, unique_names};
+use crate::yaml;
+
+/// The names mihomo gives its built-in proxies and groups; no entry may take one.
+const BUILT_IN: [&str; 6] = [
+    "DIRECT",
+    "REJECT",
+    "REJECT-DROP",
+    "PASS",
+    "COMPATIBLE",
+    "GLOBAL",
+];
+
+/// Choices of a rendered config. `Default` gives the documented defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClashOptions {
+    /// The `mixed-port` (SOCKS5 and HTTP proxy) on 127.0.0.1 (`allow-lan` is off,
+    /// so the proxy is not open to the network). Default 7890, Clash's usual port.
+    pub mixed_port: u16,
+    /// The `select` group's name, the group the user picks a server in. Default
+    /// `"Switchyard"`.
+    pub group_name: String,
+    /// The `url-test` group's name. Default `"Fastest"` (it picks the lowest
+    /// latency).
+    pub urltest_name: String,
+    /// The URL the `url-test` group fetches. Default
+    /// `https://www.gstatic.com/generate_204`, an empty answer most clients use.
+    pub urltest_url: String,
+    /// How often the `url-test` group tests, in whole seconds (mihomo's unit).
+    /// Default 3 minutes: often enough to leave a dead server soon, rare enough to
+    /// cost next to nothing.
+    pub urltest_interval: Duration,
+    /// mihomo's `log-level` (`silent`, `error`, `warning`, `info`, `debug`). Default
+    /// `"warning"`.
+    pub log_level: String,
+}
+
+impl Default for ClashOptions {
+    fn default() -> Self {
+        Self {
+            mixed_port: 7890,
+            group_name: "Switchyard".to_owned(),
+            urltest_name: "Fastest".to_owned(),
+            urltest_url: "https://www.gstatic.com/generate_204".to_owned(),
+            urltest_interval: Duration::from_secs(180),
+            log_level: "warning".to_owned(),
+        }
+    }
+}
+
+/// The complete Clash config for `entries`, as YAML text (see the
+/// [module docs](self)).
+pub fn client_config(entries: &[Entry], options: &ClashOptions) -> String {
+    yaml::to_string(&config_value(entries, options))
+}
+
+/// The config as a JSON value, before it is written as YAML.
+pub(crate) fn config_value(entries: &[Entry], options: &ClashOptions) -> Value {
+    let owned: Vec<Entry> = entries
+        .iter()
+        .filter(|e| has_clash_form(e))
+        .cloned()
+        .collect();
+    let mut reserved = vec![options.group_name.as_str(), options.urltest_name.as_str()];
+    reserved.extend(BUILT_IN);
+    let names = unique_names(&owned, reserved);
+    let proxies: Vec<Value> = owned.iter().zip(&names).map(|(e, n)| proxy(e, n)).collect();
+    let groups = if owned.is_empty() {
+        json!([{ "name": options.group_name, "type": "select", "proxies": ["REJECT"] }])
+    } else {
+        let mut choices = vec![options.urltest_name.clone()];
+        choices.extend(names.iter().cloned());
+        json!([
+            { "name": options.group_name, "type": "select", "proxies": choices },
+            {
+                "name": options.urltest_name,
+                "type": "url-test",
+                "proxies": names,
+                "url": options.urltest_url,
+                "interval": options.urltest_interval.as_secs(),
+            },
+        ])
+    };
+    json!({
+        "mixed-port": options.mixed_port,
+        "allow-lan": false,
+        "mode": "rule",
+        "log-level": options.log_level,
+        "proxies": proxies,
+        "proxy-groups": groups,
+        "rules": [format!("MATCH,{}", options.group_name)],
+    })
+}
+
+/// Whether mihomo can express `entry` (a Trojan entry needs TLS).
+fn has_clash_form(entry: &Entry) -> bool {
+    !matches!(entry.protocol, EntryProtocol::Trojan { .. }) || entry.tls.is_some()
+}
+
+/// mihomo's proxy for `entry`, named `name`.
+pub fn proxy(entry: &Entry, name: &str) -> Value {
+    let mut out = Map::new();
+    let mut put = |key: &str, value: Value| {
+        out.insert(key.to_owned(), value);
+    };
+    put("name", json!(name));
+    put("server", json!(entry.server));
+    put("port", json!(entry.port));
+    put("udp", json!(true));
+    match &entry.protocol {
+        EntryProtocol::Vless { uuid, flow } => {
+            put("type", json!("vless"));
+            put("uuid", json!(uuid));
+            if let Some(flow) = flow {
+                put("flow", json!(flow));
+            }
+            if let Some(tls) = &entry.tls {
+                put("tls", json!(true));
+                if let Some(name) = &tls.server_name {
+                    put("servername", json!(name));
+                }
+                tls_fields(tls, &mut put);
+            }
+        }
+        EntryProtocol::Trojan { password } => {
+            put("type", json!("trojan"));
+            put("password", json!(password));
+            if let Some(tls) = &entry.tls {
+                if let Some(name) = &tls.server_name {
+                    put("sni", json!(name));
+                }
+                tls_fields(tls, &mut put);
+            }
+        }
+        EntryProtocol::Shadowsocks { method, password } => {
+            // mihomo takes a SIP022 multi-user password as "serverkey:userkey", as
+            // the entry holds it. Shadowsocks has no transport or TLS here.
+            put("type", json!("ss"));
+            put("cipher", json!(method));
+            put("password", json!(password));
+            return Value::Object(out);
+        }
+    }
+    match &entry.transport {
+        EntryTransport::Tcp => put("network", json!("tcp")),
+        EntryTransport::Ws { path, host } => {
+            put("network", json!("ws"));
+            put("ws-opts", ws_opts(path, host.as_deref()));
+        }
+    }
+    Value::Object(out)
+}
+
+/// The TLS fields VLESS and Trojan share (the SNI's key differs between them).
+fn tls_fields(tls: &EntryTls, put: &mut impl FnMut(&str, Value)) {
+    if !tls.alpn.is_empty() {
+        put("alpn", json!(tls.alpn));
+    }
+    if tls.insecure {
+        put("skip-cert-verify", json!(true));
+    }
+    if let Some(digest) = tls.certificate_sha256() {
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        put("fingerprint", json!(hex));
+    }
+}
+
+/// `ws-opts`. Xray's early-data path (`/ws?ed=2048`) becomes `max-early-data` with
+/// the `Sec-WebSocket-Protocol` header, as for sing-box.
+fn ws_opts(path: &str, host: Option<&str>) -> Value {
+    let (path, early) = split_early_data(path);
+    let mut out = json!({ "path": path });
+    if let Some(host) = host {
+        out["headers"] = json!({ "Host": host });
+    }
+    if let Some(bytes) = early {
+        out["max-early-data"] = json!(bytes);
+        out["early-data-header-name"] = json!("Sec-WebSocket-Protocol");
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "clash_tests.rs"]
+mod tests;

@@ -1,0 +1,141 @@
+use serde_json::json;
+
+use super::*;
+use crate::entry::EntryTransport;
+use crate::testing::entries::{
+    UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws, vless, ws,
+};
+
+fn tls_json() -> Value {
+    json!({
+        "security": "tls",
+        "tlsSettings": {
+            "allowInsecure": false,
+            "serverName": "sni.example.com",
+            "alpn": ["h2", "http/1.1"],
+            "disableSystemRoot": true,
+            "certificates": [{
+                "usage": "verify",
+                "certificate": ["-----BEGIN CERTIFICATE-----", "MIIB", "-----END CERTIFICATE-----"],
+            }],
+        },
+    })
+}
+
+#[test]
+fn outbounds_of_each_protocol_transport_and_tls() {
+    let vless_settings = json!({ "vnext": [{
+        "address": "node.example.com", "port": 443,
+        "users": [{ "id": UUID, "encryption": "none" }],
+    }]});
+    let trojan_settings = json!({ "servers": [{
+        "address": "node.example.com", "port": 443, "password": "pw",
+    }]});
+    let tcp = json!({ "network": "tcp" });
+    let ws_json =
+        json!({ "network": "ws", "wsSettings": { "path": "/ws", "host": "cdn.example.com" } });
+    let none = json!({ "security": "none" });
+    let out = |protocol: &str, settings: &Value, stream: Value| json!({ "tag": "proxy", "protocol": protocol, "settings": settings, "streamSettings": stream });
+    let mut cases = Vec::new();
+    for (protocol, name, settings) in [
+        (vless(), "vless", &vless_settings),
+        (trojan(), "trojan", &trojan_settings),
+    ] {
+        for (transport, stream) in [(EntryTransport::Tcp, &tcp), (ws(), &ws_json)] {
+            cases.push((
+                entry("t", protocol.clone(), transport.clone(), None),
+                out(name, settings, merged(stream.clone(), none.clone())),
+            ));
+            cases.push((
+                entry("t", protocol.clone(), transport, tls()),
+                out(name, settings, merged(stream.clone(), tls_json())),
+            ));
+        }
+    }
+    cases.push((
+        entry("t", shadowsocks(), EntryTransport::Tcp, None),
+        out(
+            "shadowsocks",
+            &json!({ "servers": [{
+                "address": "node.example.com", "port": 443,
+                "method": "2022-blake3-aes-128-gcm", "password": "c2VydmVy:dXNlcg==",
+            }]}),
+            json!({ "network": "tcp", "security": "none" }),
+        ),
+    ));
+    for (entry, expected) in cases {
+        assert_eq!(outbound(&entry), expected, "{entry:?}");
+    }
+}
+
+#[test]
+fn flow_insecure_and_early_data_path() {
+    let e = vision_over_insecure_ws();
+    let out = outbound(&e);
+    assert_eq!(
+        out["settings"]["vnext"][0]["users"][0]["flow"],
+        json!("xtls-rprx-vision")
+    );
+    assert_eq!(
+        out["streamSettings"],
+        json!({
+            "network": "ws",
+            // Xray reads its own early-data form from the path.
+            "wsSettings": { "path": "/v?ed=2048" },
+            "security": "tls",
+            "tlsSettings": { "allowInsecure": true },
+        })
+    );
+}
+
+#[test]
+fn whole_configs() {
+    let entries = [
+        entry("Tokyo 🇯🇵", vless(), EntryTransport::Tcp, None),
+        entry("Tokyo 🇯🇵", trojan(), ws(), tls()),
+    ];
+    let configs = client_configs(&entries, &XrayOptions::default());
+    let expected = |name: &str, e: &Entry| {
+        json!({
+            "remarks": name,
+            "log": { "loglevel": "warning" },
+            "inbounds": [
+                {
+                    "tag": "socks", "protocol": "socks", "listen": "127.0.0.1", "port": 10808,
+                    "settings": { "auth": "noauth", "udp": true }, "sniffing": { "enabled": false },
+                },
+                {
+                    "tag": "http", "protocol": "http", "listen": "127.0.0.1", "port": 10809,
+                    "settings": {}, "sniffing": { "enabled": false },
+                },
+            ],
+            "outbounds": [
+                outbound(e),
+                { "tag": "direct", "protocol": "freedom" },
+                { "tag": "block", "protocol": "blackhole" },
+            ],
+            "routing": {
+                "domainStrategy": "AsIs",
+                "rules": [{ "type": "field", "inboundTag": ["socks", "http"], "outboundTag": "proxy" }],
+            },
+        })
+    };
+    assert_eq!(
+        configs,
+        json!([
+            expected("Tokyo 🇯🇵", &entries[0]),
+            expected("Tokyo 🇯🇵", &entries[1])
+        ])
+    );
+    assert_eq!(client_configs(&[], &XrayOptions::default()), json!([]));
+
+    let options = XrayOptions {
+        socks_port: 1080,
+        http_port: 8080,
+        log_level: "info".into(),
+    };
+    let config = client_config(&entries[0], &options);
+    assert_eq!(config["inbounds"][0]["port"], json!(1080));
+    assert_eq!(config["inbounds"][1]["port"], json!(8080));
+    assert_eq!(config["log"]["loglevel"], json!("info"));
+}
