@@ -42,6 +42,7 @@ fn user(id: i64) -> (User, Credentials) {
             period_started_ms: 0,
             lifetime_bytes: 0,
             online_ms: None,
+            device_limit: None,
             subscription_path: String::new(),
             created_ms: 0,
             clusters: None,
@@ -74,6 +75,8 @@ fn snapshot() -> ServerSnapshot {
             users_online: 0,
             up_bytes_per_s: 0,
             down_bytes_per_s: 0,
+            capacity_bytes_per_s: None,
+            capacity: Default::default(),
             created_ms: 0,
         },
         inbounds: vec![(

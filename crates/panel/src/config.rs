@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::subscription::agents::{AgentRule, check_rules};
+
 /// A config that can't be used; names the field.
 #[derive(Debug, Error, PartialEq, Eq)]
 #[non_exhaustive]
@@ -64,6 +66,61 @@ pub struct PanelConfig {
     /// Serve `/metrics` without a token (for a Prometheus that cannot send one). Off:
     /// the metrics name servers and counts users.
     pub metrics_without_token: bool,
+    /// What subscriptions say and who gets which format.
+    pub subscription: SubscriptionSettings,
+}
+
+/// Apps that send no `x-hwid`, for users with a device limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WithoutHwid {
+    /// Served as if the limit were not there (default: most apps send no `x-hwid`,
+    /// and refusing them would lock those users out).
+    #[default]
+    Serve,
+    /// Given no servers, with an `announce` that says why.
+    Refuse,
+}
+
+/// Subscriptions: the headers apps show, the User-Agent rules, device limits and the
+/// balancer's stickiness.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubscriptionSettings {
+    /// The profile's title in apps (`profile-title`). Default `"Switchyard"`.
+    pub title: String,
+    /// How often apps fetch again, in hours (`profile-update-interval`). Default 12:
+    /// twice a day picks up new servers soon enough and costs nothing.
+    pub update_interval_hours: u32,
+    /// Where users get help (`support-url`), shown by Hiddify and Happ.
+    pub support_url: Option<String>,
+    /// A page for people (`profile-web-page-url`); default: the subscription URL
+    /// itself, which browsers get as a page.
+    pub web_page_url: Option<String>,
+    /// A notice apps show (`announce`), e.g. maintenance hours.
+    pub announce: Option<String>,
+    /// User-Agent rules tried before the built-in table (`docs/subscriptions.md`).
+    pub agents: Vec<AgentRule>,
+    /// What users with a device limit get from apps that send no `x-hwid`.
+    pub without_hwid: WithoutHwid,
+    /// A user keeps the inbound a route gave them unless another is better by more
+    /// than this many percent on the route's own metric. Default 25.
+    pub hysteresis_percent: u32,
+}
+
+impl Default for SubscriptionSettings {
+    fn default() -> Self {
+        Self {
+            title: "Switchyard".to_owned(),
+            update_interval_hours: 12,
+            support_url: None,
+            web_page_url: None,
+            announce: None,
+            agents: Vec::new(),
+            without_hwid: WithoutHwid::Serve,
+            hysteresis_percent: 25,
+        }
+    }
 }
 
 /// Where nodes dial in.
@@ -106,6 +163,7 @@ impl Default for PanelConfig {
             channel: ChannelSettings::default(),
             auth: AuthSettings::default(),
             metrics_without_token: false,
+            subscription: SubscriptionSettings::default(),
         }
     }
 }
@@ -210,7 +268,7 @@ impl PanelConfig {
                 "login_burst and login_refill_s must be at least 1",
             ));
         }
-        Ok(())
+        self.subscription.validate()
     }
 
     /// The database URL in force.
@@ -251,6 +309,51 @@ impl PanelConfig {
             None if bound.ip().is_unspecified() => format!("127.0.0.1:{}", bound.port()),
             None => bound.to_string(),
         }
+    }
+}
+
+impl SubscriptionSettings {
+    fn validate(&self) -> Result<(), PanelConfigError> {
+        let n = self.title.chars().count();
+        if self.title.trim().is_empty() || n > 128 || self.title.chars().any(char::is_control) {
+            return Err(invalid(
+                "subscription.title",
+                "must be 1 to 128 characters, no control characters",
+            ));
+        }
+        if !(1..=168).contains(&self.update_interval_hours) {
+            return Err(invalid(
+                "subscription.update_interval_hours",
+                "must be 1 to 168 (a week)",
+            ));
+        }
+        for (field, url) in [
+            ("subscription.support_url", &self.support_url),
+            ("subscription.web_page_url", &self.web_page_url),
+        ] {
+            if let Some(u) = url
+                && !(u.starts_with("http://")
+                    || u.starts_with("https://")
+                    || u.starts_with("tg://"))
+            {
+                return Err(invalid(field, "must start with http://, https:// or tg://"));
+            }
+        }
+        if let Some(a) = &self.announce
+            && (a.chars().count() > 200 || a.trim().is_empty())
+        {
+            return Err(invalid(
+                "subscription.announce",
+                "must be 1 to 200 characters",
+            ));
+        }
+        if self.hysteresis_percent > 1000 {
+            return Err(invalid(
+                "subscription.hysteresis_percent",
+                "must be 0 to 1000",
+            ));
+        }
+        check_rules(&self.agents).map_err(|e| invalid(&e.field, e.message))
     }
 }
 

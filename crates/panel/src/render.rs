@@ -176,6 +176,8 @@ mod tests {
             users_online: 0,
             up_bytes_per_s: 0,
             down_bytes_per_s: 0,
+            capacity_bytes_per_s: None,
+            capacity: Default::default(),
             created_ms: 0,
         }
     }
@@ -198,6 +200,7 @@ mod tests {
                 period_started_ms: 0,
                 lifetime_bytes: used,
                 online_ms: None,
+                device_limit: None,
                 subscription_path: String::new(),
                 created_ms: 0,
                 clusters: None,

@@ -125,6 +125,9 @@ fn validate_user(input: &UserInput) -> Result<(), FieldError> {
     if input.on_hold_days.is_some_and(|d| d == 0 || d > 36_500) {
         return Err(FieldError::new("on_hold_days", "must be 1 to 36500"));
     }
+    if input.device_limit.is_some_and(|d| d == 0 || d > 1000) {
+        return Err(FieldError::new("device_limit", "must be 1 to 1000"));
+    }
     if input.expires_ms.is_some_and(|e| e < 0) {
         return Err(FieldError::new("expires_ms", "must not be negative"));
     }

@@ -1051,13 +1051,13 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
     }
 
     let p = h
-        .get(&format!("{path}?format=clash"))
+        .get(&format!("{path}?format=json"))
         .send()
         .await
         .field_error(StatusCode::UNPROCESSABLE_ENTITY, "format");
     assert_eq!(
         p["detail"],
-        "format: \"clash\" is not one of sing-box, links"
+        "format: \"json\" is not one of sing-box, clash, xray, links"
     );
     h.get("/sub/no-such-token")
         .send()
@@ -1077,13 +1077,19 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 15] = [
+const ROUTES: [(&str, &[&str]); 21] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/tokens", &["get", "post"]),
     ("/api/v1/tokens/{id}", &["delete"]),
     ("/api/v1/clusters", &["get", "post"]),
     ("/api/v1/clusters/{id}", &["delete", "get", "put"]),
-    ("/api/v1/clusters/{id}/routes", &["get"]),
+    ("/api/v1/clusters/{id}/routes", &["get", "post"]),
+    ("/api/v1/clusters/{id}/routes/order", &["put"]),
+    ("/api/v1/routes/{id}", &["delete", "get", "put"]),
+    ("/api/v1/routes/{id}/move", &["post"]),
+    ("/api/v1/inbounds/{id}/route", &["put"]),
+    ("/api/v1/users/{id}/devices", &["get"]),
+    ("/api/v1/users/{id}/devices/{device}", &["delete"]),
     ("/api/v1/servers", &["get", "post"]),
     ("/api/v1/servers/{id}", &["delete", "get", "put"]),
     ("/api/v1/servers/{id}/join", &["post"]),

@@ -95,6 +95,7 @@ async fn world(dir: &Path, channel: u16, limit: Option<u64>) -> World {
                 reset_strategy: Default::default(),
                 expires_ms: None,
                 on_hold_days: None,
+                device_limit: None,
                 clusters: None,
             },
             now(),
@@ -304,6 +305,7 @@ async fn a_user_over_the_limit_is_cut_live_and_back_when_it_is_raised() {
         reset_strategy: Default::default(),
         expires_ms: None,
         on_hold_days: None,
+        device_limit: None,
         clusters: None,
     };
     w.panel

@@ -29,6 +29,7 @@ fn user(name: &str) -> UserInput {
         reset_strategy: ResetStrategy::None,
         expires_ms: None,
         on_hold_days: None,
+        device_limit: None,
         clusters: None,
     }
 }
@@ -381,5 +382,263 @@ async fn story_on_postgres() {
         .await
         .expect("the other instance heard the write within a second")
         .unwrap();
+    drop(pg);
+}
+
+/// Routes, sticky choices, devices and the capacity estimate, on either backend.
+async fn routes_story(store: SqlStore) {
+    use switchyard_balance::capacity::Capacity;
+    use switchyard_panel::model::{Algorithm, Health, HealthSettings};
+    use switchyard_panel::store::{
+        DeviceOutcome, DeviceSeen, RouteInput, RouteStore, ServerReport,
+    };
+
+    let cluster = store.create_cluster("routes", NOW).await.unwrap();
+    let server = store
+        .create_server(
+            &ServerInput {
+                cluster_id: cluster.id,
+                name: "r-1".into(),
+                address: "203.0.113.9".into(),
+                allow_private_destinations: false,
+            },
+            NOW,
+        )
+        .await
+        .unwrap();
+    let mut inbounds = Vec::new();
+    for port in [1001, 1002, 1003] {
+        let i = store
+            .create_inbound(&vless(server.id, port), &InboundSecrets::default(), NOW)
+            .await
+            .unwrap();
+        inbounds.push(i.id);
+    }
+    let default = store.routes(cluster.id).await.unwrap()[0].clone();
+    assert_eq!(default.inbound_ids, vec![inbounds[0]]);
+    let input = |name: &str, ids: Option<Vec<i64>>| RouteInput {
+        name: name.into(),
+        flag: Some("🇺🇸".into()),
+        algorithm: Algorithm::RoundRobin,
+        inbound_ids: ids,
+    };
+    // A new route takes an inbound from the default route, atomically.
+    let usa = store
+        .create_route(
+            cluster.id,
+            &input("USA", Some(vec![inbounds[1], inbounds[0]])),
+            NOW,
+        )
+        .await
+        .unwrap();
+    assert_eq!(usa.position, 1);
+    assert_eq!(usa.inbound_ids, vec![inbounds[1], inbounds[0]]);
+    assert!(
+        store
+            .route(default.id)
+            .await
+            .unwrap()
+            .inbound_ids
+            .is_empty()
+    );
+    // Attach at the end; attaching where it already is keeps its place; detach.
+    store
+        .attach_inbound(inbounds[2], Some(usa.id))
+        .await
+        .unwrap();
+    store
+        .attach_inbound(inbounds[1], Some(usa.id))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.route(usa.id).await.unwrap().inbound_ids,
+        vec![inbounds[1], inbounds[0], inbounds[2]]
+    );
+    let detached = store.attach_inbound(inbounds[0], None).await.unwrap();
+    assert_eq!(detached.route_id, None);
+    // Order: move, set, and positions stay 0..n.
+    let japan = store
+        .create_route(cluster.id, &input("Japan", None), NOW)
+        .await
+        .unwrap();
+    let ids = |rs: Vec<switchyard_panel::model::Route>| {
+        rs.iter().map(|r| (r.id, r.position)).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(store.move_route(japan.id, -1).await.unwrap()),
+        vec![(default.id, 0), (japan.id, 1), (usa.id, 2)]
+    );
+    assert_eq!(
+        ids(store
+            .order_routes(cluster.id, &[usa.id, japan.id, default.id])
+            .await
+            .unwrap()),
+        vec![(usa.id, 0), (japan.id, 1), (default.id, 2)]
+    );
+    assert!(matches!(
+        store.order_routes(cluster.id, &[usa.id]).await,
+        Err(StoreError::Refused(f)) if f.field == "route_ids"
+    ));
+
+    // Sticky choices: written in one go, replaced, gone with the route.
+    let (u, _) = (
+        store
+            .create_user(&user("sticky"), &creds(9), "tok-sticky", NOW)
+            .await
+            .unwrap(),
+        (),
+    );
+    store
+        .put_sticky(u.id, &[(usa.id, inbounds[1]), (japan.id, inbounds[2])], NOW)
+        .await
+        .unwrap();
+    store
+        .put_sticky(u.id, &[(usa.id, inbounds[2])], NOW)
+        .await
+        .unwrap();
+    let mut sticky = store.sticky_choices(u.id).await.unwrap();
+    sticky.sort_unstable();
+    let mut want = vec![(usa.id, inbounds[2]), (japan.id, inbounds[2])];
+    want.sort_unstable();
+    assert_eq!(sticky, want);
+    store.delete_route(japan.id).await.unwrap();
+    assert_eq!(
+        store.sticky_choices(u.id).await.unwrap(),
+        vec![(usa.id, inbounds[2])]
+    );
+    assert_eq!(
+        ids(store.routes(cluster.id).await.unwrap()),
+        vec![(usa.id, 0), (default.id, 1)]
+    );
+
+    // Devices: two within the limit, a third refused, a known one refreshed.
+    let seen = |hwid: &str| DeviceSeen {
+        hwid: hwid.into(),
+        os: Some("iOS".into()),
+        model: None,
+        user_agent: Some("Happ/2.0".into()),
+    };
+    assert_eq!(
+        store
+            .register_device(u.id, &seen("a"), Some(2), NOW)
+            .await
+            .unwrap(),
+        DeviceOutcome::Registered
+    );
+    assert_eq!(
+        store
+            .register_device(u.id, &seen("b"), Some(2), NOW + 1)
+            .await
+            .unwrap(),
+        DeviceOutcome::Registered
+    );
+    assert_eq!(
+        store
+            .register_device(u.id, &seen("c"), Some(2), NOW + 2)
+            .await
+            .unwrap(),
+        DeviceOutcome::OverLimit
+    );
+    assert_eq!(
+        store
+            .register_device(u.id, &seen("a"), Some(2), NOW + 3)
+            .await
+            .unwrap(),
+        DeviceOutcome::Known
+    );
+    let devices = store.devices(u.id).await.unwrap();
+    assert_eq!(
+        devices
+            .iter()
+            .map(|d| (d.hwid.as_str(), d.last_seen_ms))
+            .collect::<Vec<_>>(),
+        vec![("a", NOW + 3), ("b", NOW + 1)]
+    );
+    store.delete_device(u.id, devices[1].id).await.unwrap();
+    assert!(matches!(
+        store.delete_device(u.id, devices[1].id).await,
+        Err(StoreError::NotFound("device"))
+    ));
+
+    // The capacity estimate: stored with a report, kept by one without it.
+    let mut health = Health::new(NOW, HealthSettings::default());
+    health.observe(NOW, switchyard_panel::model::Observation::Answered);
+    let c = Capacity {
+        peak: 1.5e6,
+        above_floor_ms: 90_000,
+        last_ms: Some(NOW),
+    };
+    for capacity in [Some(c), None] {
+        store
+            .report_server(
+                server.id,
+                &ServerReport {
+                    health: health.clone(),
+                    config_version: None,
+                    users_online: 3,
+                    throughput: (10, 20),
+                    capacity,
+                },
+                NOW,
+            )
+            .await
+            .unwrap();
+    }
+    let s = store.server(server.id).await.unwrap();
+    assert_eq!(s.capacity, c);
+    assert_eq!(s.capacity_bytes_per_s, Some(1_500_000));
+
+    // The subscription token is found by its hash; a wrong one is not.
+    assert!(
+        store
+            .user_by_token("tok-sticky", NOW)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        store
+            .user_by_token("tok-stick", NOW)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn routes_story_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("panel.db");
+    let store = SqlStore::open_sqlite(&db, Changes::default())
+        .await
+        .unwrap();
+    routes_story(store).await;
+    // A user from before schema version 2 has no token hash: the next start fills it.
+    let raw = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .unwrap();
+    sqlx::query("UPDATE users SET token_hash = NULL")
+        .execute(&raw)
+        .await
+        .unwrap();
+    raw.close().await;
+    let again = SqlStore::open_sqlite(&db, Changes::default())
+        .await
+        .unwrap();
+    assert!(
+        again
+            .user_by_token("tok-sticky", NOW)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn routes_story_on_postgres() {
+    let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
+    let url = pg.fresh_database("routes").unwrap();
+    let store = SqlStore::open(&url, Changes::default()).await.unwrap();
+    routes_story(store).await;
     drop(pg);
 }

@@ -83,6 +83,7 @@ async fn writes_show_in_the_next_subscription() {
                 reset_strategy: Default::default(),
                 expires_ms: None,
                 on_hold_days: None,
+                device_limit: None,
                 clusters: None,
             },
             now,
@@ -132,6 +133,7 @@ async fn writes_show_in_the_next_subscription() {
         reset_strategy: Default::default(),
         expires_ms: None,
         on_hold_days: None,
+        device_limit: None,
         clusters: Some(Vec::new()),
     };
     let bob = service.create_user(&limited, now).await.unwrap();

@@ -110,6 +110,12 @@ fn criterion(root: &Path, name: Option<&str>) -> Result<()> {
         "switchyard-panel",
         "--bench",
         "render",
+        "--bench",
+        "subscriptions",
+        "-p",
+        "switchyard-balance",
+        "--bench",
+        "balance",
     ]);
     if let Some(name) = name {
         bench = bench.args(["--", name]);

@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use super::auth::Authed;
 use super::problem::ApiError;
-use super::subscription::Format;
 use crate::model::ServerState;
+use crate::subscription::agents::Format;
 
 /// Upper bounds of the push latency histogram, in seconds.
 const PUSH_BUCKETS: [f64; 8] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
@@ -21,8 +21,8 @@ const PUSH_BUCKETS: [f64; 8] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
 /// Counters the panel keeps in memory (per instance).
 #[derive(Debug, Default)]
 pub struct Metrics {
-    sub_sing_box: AtomicU64,
-    sub_links: AtomicU64,
+    /// Per [`Format::ALL`], then the HTML page.
+    subscriptions: [AtomicU64; 5],
     push_buckets: [AtomicU64; PUSH_BUCKETS.len()],
     push_count: AtomicU64,
     push_micros: AtomicU64,
@@ -42,13 +42,10 @@ pub enum PushOutcome {
 }
 
 impl Metrics {
-    /// Counts a subscription request.
-    pub fn subscription(&self, format: Format) {
-        match format {
-            Format::SingBox => &self.sub_sing_box,
-            Format::Links => &self.sub_links,
-        }
-        .fetch_add(1, Ordering::Relaxed);
+    /// Counts a subscription request: a format, or `None` for the HTML page.
+    pub fn subscription(&self, format: Option<Format>) {
+        let i = format.map_or(4, |f| Format::ALL.iter().position(|x| *x == f).unwrap_or(3));
+        self.subscriptions[i].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records a config push that took `took`.
@@ -101,16 +98,14 @@ fn render(m: &Metrics, states: [(ServerState, u64); 3], online: u64) -> String {
         o,
         "# TYPE switchyard_panel_subscription_requests_total counter"
     );
-    let _ = writeln!(
-        o,
-        "switchyard_panel_subscription_requests_total{{format=\"sing-box\"}} {}",
-        g(&m.sub_sing_box)
-    );
-    let _ = writeln!(
-        o,
-        "switchyard_panel_subscription_requests_total{{format=\"links\"}} {}",
-        g(&m.sub_links)
-    );
+    let names = Format::ALL.map(Format::name);
+    for (i, name) in names.iter().chain(&["page"]).enumerate() {
+        let _ = writeln!(
+            o,
+            "switchyard_panel_subscription_requests_total{{format=\"{name}\"}} {}",
+            g(&m.subscriptions[i])
+        );
+    }
     let _ = writeln!(
         o,
         "# HELP switchyard_panel_push_seconds Time from sending a node its config to its answer, for applied pushes."

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod metrics;
 pub mod problem;
 pub mod resources;
+pub mod routes;
 pub mod subscription;
 pub mod topology;
 pub mod users;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::{HeaderValue, header};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
@@ -137,12 +138,14 @@ impl AppState {
         auth::login, auth::session, auth::logout, auth::tokens, auth::create_token, auth::delete_token,
         resources::clusters, resources::create_cluster, resources::cluster, resources::update_cluster,
         resources::delete_cluster, resources::routes,
+        routes::create_route, routes::route, routes::update_route, routes::delete_route,
+        routes::move_route, routes::order_routes, routes::attach_inbound,
         resources::servers, resources::create_server, resources::server, resources::update_server,
         resources::delete_server, resources::join,
         resources::inbounds, resources::create_inbound, resources::inbound, resources::update_inbound,
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
-        users::reset_usage, users::revoke_subscription,
+        users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
         subscription::subscription,
     ),
     modifiers(&Security, &ProblemJson),
@@ -245,7 +248,19 @@ pub fn router(state: AppState) -> Router {
                 .put(r::update_cluster)
                 .delete(r::delete_cluster),
         )
-        .route("/clusters/{id}/routes", get(r::routes))
+        .route(
+            "/clusters/{id}/routes",
+            get(r::routes).post(routes::create_route),
+        )
+        .route("/clusters/{id}/routes/order", put(routes::order_routes))
+        .route(
+            "/routes/{id}",
+            get(routes::route)
+                .put(routes::update_route)
+                .delete(routes::delete_route),
+        )
+        .route("/routes/{id}/move", post(routes::move_route))
+        .route("/inbounds/{id}/route", put(routes::attach_inbound))
         .route("/servers", get(r::servers).post(r::create_server))
         .route(
             "/servers/{id}",
@@ -269,6 +284,11 @@ pub fn router(state: AppState) -> Router {
                 .delete(users::delete_user),
         )
         .route("/users/{id}/reset-usage", post(users::reset_usage))
+        .route("/users/{id}/devices", get(users::devices))
+        .route(
+            "/users/{id}/devices/{device}",
+            axum::routing::delete(users::delete_device),
+        )
         .route(
             "/users/{id}/revoke-subscription",
             post(users::revoke_subscription),

@@ -110,25 +110,33 @@ pub async fn routes(
 ) -> Result<Json<ClusterRoutes>, ApiError> {
     s.store().cluster(id).await?;
     let routes = s.store().routes(id).await?;
+    Ok(Json(cluster_routes(&s, id, routes).await?))
+}
+
+/// `routes` of `cluster` with the inbounds outside every route and the warning.
+pub(super) async fn cluster_routes(
+    s: &AppState,
+    cluster: i64,
+    routes: Vec<Route>,
+) -> Result<ClusterRoutes, ApiError> {
     let unattached: Vec<i64> = s
         .store()
-        .inbounds(None, Some(id))
+        .inbounds(None, Some(cluster))
         .await?
         .into_iter()
         .filter(|i| i.route_id.is_none())
         .map(|i| i.id)
         .collect();
-    let warning = (!unattached.is_empty()).then(|| {
-        format!(
-            "{} inbound(s) are not in any route — clients can't see them yet",
-            unattached.len()
-        )
-    });
-    Ok(Json(ClusterRoutes {
+    Ok(ClusterRoutes {
+        warning: unattached_warning(unattached.len()),
         routes,
         unattached_inbound_ids: unattached,
-        warning,
-    }))
+    })
+}
+
+/// The spec's words for `n` inbounds outside every route, when there are any.
+pub fn unattached_warning(n: usize) -> Option<String> {
+    (n > 0).then(|| format!("{n} inbound(s) are not in any route — clients can't see them yet"))
 }
 
 /// Which servers to list.

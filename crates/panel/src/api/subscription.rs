@@ -1,85 +1,96 @@
 //! `GET /sub/{token}`: a user's subscription, public (the token is the credential).
 //!
 //! One entry per non-empty route of every cluster the user sees, cluster by cluster,
-//! in route order, named after the chosen inbound. Until balancing lands (its own
-//! issue), a route's choice is the first inbound of its pool on a server that is not
-//! unavailable (the first inbound when all are). Formats: sing-box JSON (a complete
-//! client config) and base64 share links, by `?format=` or else the User-Agent.
+//! in route order, named after the inbound the route's balancer chose for this user
+//! ([`crate::subscription::choice`]); the choice is remembered per (user, route), so
+//! the next fetch keeps it while conditions are similar.
 //!
-//! Everything but the user comes from [`super::topology`]'s cache, so a request costs
-//! one query (the user by token); a write shows in the next subscription, a server's
-//! health within [`super::topology::MAX_AGE_MS`].
+//! The format: `?format=` wins; else a browser (`Accept: text/html`) gets the HTML
+//! page; else the User-Agent decides ([`crate::subscription::agents`], operator rules
+//! first). The headers apps read are [`crate::subscription::headers`]'.
 //!
-//! A user who is limited, expired or disabled still gets their subscription (their
-//! app shows the quota and expiry from `subscription-userinfo`); the nodes refuse
-//! them, which is what matters.
+//! A user who may not connect (disabled, over the limit, expired), or whose device is
+//! one too many, gets a valid subscription with no servers whose title says why, so
+//! the app shows the reason instead of an error. An unknown token is a plain 404; the
+//! token is looked up by its hash and compared in constant time (see the store).
+//!
+//! Everything but the user and their sticky choices comes from [`super::topology`]'s
+//! cache, so a request costs two reads (plus one write when a choice changes).
+
+use std::collections::HashMap;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use base64::Engine;
 use serde::Deserialize;
+use switchyard_balance::Settings;
 use switchyard_proto::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 
 use super::AppState;
 use super::problem::{ApiError, Id, Problem, Query};
+use crate::config::WithoutHwid;
 use crate::model::{
-    Credentials, Inbound, InboundSecrets, InboundSecurity, InboundTransport, Protocol, Server,
-    ServerState, TlsCertificate, User,
+    Credentials, FieldError, Inbound, InboundSecrets, InboundSecurity, InboundTransport, Protocol,
+    Server, TlsCertificate, User, UserStatus,
 };
 use crate::service::ss_user_key;
+use crate::store::{DeviceOutcome, DeviceSeen};
+use crate::subscription::agents::{Format, format_for};
+use crate::subscription::choice::{pick, previous};
+use crate::subscription::headers::SubscriptionHeaders;
+use crate::subscription::page::{Page, PageLink, render};
 
-/// How often apps should fetch the subscription again, in hours.
-pub const UPDATE_INTERVAL_H: u32 = 12;
-
-/// A subscription's format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, ToSchema)]
-pub enum Format {
-    /// A complete sing-box client config (JSON).
-    #[serde(rename = "sing-box")]
-    SingBox,
-    /// Share links (`vless://`, `trojan://`, `ss://`), base64 of one per line.
-    #[serde(rename = "links")]
-    Links,
-}
+/// The longest `x-hwid` (and device os/model) taken, in bytes.
+const MAX_DEVICE_TEXT: usize = 256;
 
 /// Subscription options.
 #[derive(Clone, Debug, Default, Deserialize, IntoParams)]
 pub struct SubscriptionQuery {
-    /// `sing-box` or `links`; by default `sing-box` for sing-box's apps (User-Agent
-    /// `sing-box`, `SFA`, `SFI`, `SFM`, `SFT`) and `links` for every other.
+    /// `sing-box`, `clash`, `xray` or `links` (aliases in `docs/subscriptions.md`);
+    /// by default the page for browsers, else chosen by the User-Agent.
     pub format: Option<String>,
 }
 
-fn format_of(query: Option<&str>, headers: &HeaderMap) -> Result<Format, ApiError> {
-    match query {
-        Some("sing-box" | "singbox") => Ok(Format::SingBox),
-        Some("links" | "base64") => Ok(Format::Links),
-        Some(other) => Err(ApiError::field(crate::model::FieldError::new(
-            "format",
-            format!("{other:?} is not one of sing-box, links"),
-        ))),
-        None => {
-            let ua = headers
-                .get(header::USER_AGENT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let sing_box = ["sing-box", "SFA", "SFI", "SFM", "SFT"]
-                .iter()
-                .any(|p| ua.starts_with(p));
-            Ok(if sing_box {
-                Format::SingBox
-            } else {
-                Format::Links
-            })
-        }
-    }
+/// What the request gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wanted {
+    /// A config or links for an app.
+    Format(Format),
+    /// The HTML page for a person.
+    Page,
 }
 
-/// The entry for `inbound` on `server` as `user` should use it. For a self-signed
-/// certificate, sing-box gets the certificate to pin; share links cannot carry one,
-/// so they say `allowInsecure=1`.
+/// The answer's kind for this request (see the [module docs](self)).
+pub fn negotiate(
+    query: Option<&str>,
+    headers: &HeaderMap,
+    rules: &[crate::subscription::agents::AgentRule],
+) -> Result<Wanted, ApiError> {
+    if let Some(q) = query {
+        return Format::parse(q).map(Wanted::Format).ok_or_else(|| {
+            ApiError::field(FieldError::new(
+                "format",
+                format!("{q:?} is not one of sing-box, clash, xray, links"),
+            ))
+        });
+    }
+    let text = |h: header::HeaderName| {
+        headers
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    if text(header::ACCEPT).contains("text/html") {
+        return Ok(Wanted::Page);
+    }
+    Ok(Wanted::Format(format_for(&text(header::USER_AGENT), rules)))
+}
+
+/// The entry for `inbound` on `server` as `user` should use it. A self-signed
+/// certificate is pinned in every format that can carry a pin (sing-box, Clash, Xray);
+/// share links cannot, so they say `allowInsecure=1`.
 pub fn entry(
     inbound: &Inbound,
     secrets: &InboundSecrets,
@@ -119,10 +130,11 @@ pub fn entry(
         InboundSecurity::None => None,
         InboundSecurity::Tls { certificate } => {
             let self_signed = *certificate == TlsCertificate::SelfSigned;
+            let links = format == Format::Links;
             Some(EntryTls {
                 server_name: Some(inbound.sni.clone().unwrap_or_else(|| host.clone())),
-                insecure: self_signed && format == Format::Links,
-                certificate_pem: if self_signed && format == Format::SingBox {
+                insecure: self_signed && links,
+                certificate_pem: if self_signed && !links {
                     secrets.tls_cert_pem.clone()
                 } else {
                     None
@@ -141,7 +153,8 @@ pub fn entry(
     })
 }
 
-/// The entries of `user`'s subscription, from the cached topology.
+/// The entries of `user`'s subscription: every route's choice, from the cached
+/// topology; changed choices are remembered.
 async fn entries(
     state: &AppState,
     user: &User,
@@ -150,7 +163,17 @@ async fn entries(
 ) -> Result<Vec<Entry>, ApiError> {
     let now = state.now();
     let view = state.topology().view(now).await?;
+    let sticky: HashMap<i64, i64> = state
+        .store()
+        .sticky_choices(user.id)
+        .await?
+        .into_iter()
+        .collect();
+    let settings = Settings {
+        hysteresis: f64::from(state.config().subscription.hysteresis_percent) / 100.0,
+    };
     let mut out = Vec::new();
+    let mut changed = Vec::new();
     for cluster in view.iter() {
         if let Some(allowed) = &user.clusters
             && !allowed.contains(&cluster.id)
@@ -162,30 +185,120 @@ async fn entries(
             .iter()
             .map(|s| s.clone().at(now, state.health()))
             .collect();
-        let inbounds = &cluster.inbounds;
         for route in cluster.routes.iter().filter(|r| !r.inbound_ids.is_empty()) {
-            let pool: Vec<(&Inbound, &InboundSecrets, &Server)> = route
-                .inbound_ids
-                .iter()
-                .filter_map(|id| inbounds.iter().find(|(i, _)| i.id == *id))
-                .filter_map(|(i, s)| Some((i, s, servers.iter().find(|x| x.id == i.server_id)?)))
-                .collect();
-            let chosen = pool
-                .iter()
-                .find(|(_, _, s)| s.state != ServerState::Unavailable)
-                .or(pool.first());
-            if let Some((i, s, server)) = chosen
-                && let Some(e) = entry(i, s, server, credentials, format)
-            {
+            let last = sticky.get(&route.id).copied();
+            let prev = previous(last, user.online_ms, now);
+            let Some(p) = pick(route, &cluster.inbounds, &servers, prev, &settings) else {
+                continue;
+            };
+            if last != Some(p.inbound.id) {
+                changed.push((route.id, p.inbound.id));
+            }
+            if let Some(e) = entry(p.inbound, p.secrets, p.server, credentials, format) {
                 out.push(e);
             }
         }
     }
+    if let Err(e) = state.store().put_sticky(user.id, &changed, now).await {
+        // The answer is right without it; the next fetch chooses again.
+        tracing::warn!(user = user.id, "remembering route choices: {e}");
+    }
     Ok(out)
 }
 
-fn header_value(s: &str) -> HeaderValue {
-    HeaderValue::from_str(s).unwrap_or(HeaderValue::from_static(""))
+/// Why a user gets no servers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Refusal {
+    Status(UserStatus),
+    Devices(u32),
+    NoHwid,
+}
+
+impl Refusal {
+    /// Appended to the title.
+    fn title(&self) -> &'static str {
+        match self {
+            Self::Status(UserStatus::Disabled) => "disabled",
+            Self::Status(UserStatus::Limited) => "traffic limit reached",
+            Self::Status(UserStatus::Expired) => "expired",
+            Self::Status(_) => "unavailable",
+            Self::Devices(_) => "device limit reached",
+            Self::NoHwid => "device not identified",
+        }
+    }
+
+    /// The `announce` apps show.
+    fn announce(&self) -> String {
+        match self {
+            Self::Status(UserStatus::Disabled) => "Your subscription is disabled.".into(),
+            Self::Status(UserStatus::Limited) => {
+                "You have used all the traffic of this period.".into()
+            }
+            Self::Status(UserStatus::Expired) => "Your subscription has expired.".into(),
+            Self::Status(_) => "Your subscription is unavailable.".into(),
+            Self::Devices(n) => format!(
+                "This subscription is already used on {n} device(s), its limit; \
+                 ask for a device to be removed."
+            ),
+            Self::NoHwid => "This app does not identify the device; use an app that sends x-hwid \
+                 (Happ, v2RayTun, FlClashX...)."
+                .into(),
+        }
+    }
+}
+
+/// A header's text, if present; over [`MAX_DEVICE_TEXT`] or not visible ASCII is a
+/// 400 naming the header.
+fn device_text(headers: &HeaderMap, name: &'static str) -> Result<Option<String>, ApiError> {
+    let Some(v) = headers.get(name) else {
+        return Ok(None);
+    };
+    match v.to_str() {
+        Ok(s) if s.len() <= MAX_DEVICE_TEXT => {
+            let s = s.trim();
+            Ok((!s.is_empty()).then(|| s.to_owned()))
+        }
+        _ => Err(ApiError::field(FieldError::new(
+            name,
+            format!("must be at most {MAX_DEVICE_TEXT} bytes of visible ASCII"),
+        ))),
+    }
+}
+
+/// Whether this fetch may have servers: the user's status, then their device limit.
+async fn refusal(
+    state: &AppState,
+    user: &User,
+    headers: &HeaderMap,
+) -> Result<Option<Refusal>, ApiError> {
+    if matches!(
+        user.status,
+        UserStatus::Disabled | UserStatus::Limited | UserStatus::Expired
+    ) {
+        return Ok(Some(Refusal::Status(user.status)));
+    }
+    let Some(hwid) = device_text(headers, "x-hwid")? else {
+        let refuse = user.device_limit.is_some()
+            && state.config().subscription.without_hwid == WithoutHwid::Refuse;
+        return Ok(refuse.then_some(Refusal::NoHwid));
+    };
+    let seen = DeviceSeen {
+        hwid,
+        os: device_text(headers, "x-device-os")?,
+        model: device_text(headers, "x-device-model")?,
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.chars().take(MAX_DEVICE_TEXT).collect()),
+    };
+    let outcome = state
+        .store()
+        .register_device(user.id, &seen, user.device_limit, state.now())
+        .await?;
+    Ok(match (outcome, user.device_limit) {
+        (DeviceOutcome::OverLimit, Some(n)) => Some(Refusal::Devices(n)),
+        _ => None,
+    })
 }
 
 /// A user's subscription.
@@ -194,9 +307,9 @@ fn header_value(s: &str) -> HeaderValue {
     security(()),
     params(("token" = String, Path, description = "The user's subscription token"), SubscriptionQuery),
     responses(
-        (status = 200, description = "sing-box JSON or base64 share links",
-            content((String = "application/json"), (String = "text/plain"))),
-        (status = 400, description = "A bad query", body = Problem),
+        (status = 200, description = "sing-box JSON, Clash YAML, Xray JSON, base64 share links, or the HTML page",
+            content((String = "application/json"), (String = "text/yaml"), (String = "text/plain"), (String = "text/html"))),
+        (status = 400, description = "A bad query or device header", body = Problem),
         (status = 404, description = "No such subscription", body = Problem),
         (status = 422, description = "Unknown format", body = Problem),
     ))]
@@ -206,26 +319,92 @@ pub async fn subscription(
     Query(q): Query<SubscriptionQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let format = format_of(q.format.as_deref(), &headers)?;
-    state.metrics().subscription(format);
+    let settings = &state.config().subscription;
+    let wanted = negotiate(q.format.as_deref(), &headers, &settings.agents)?;
+    state.metrics().subscription(match wanted {
+        Wanted::Format(f) => Some(f),
+        Wanted::Page => None,
+    });
     let now = state.now();
     let Some((user, credentials)) = state.store().user_by_token(&token, now).await? else {
         return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription"));
     };
-    let entries = entries(&state, &user, &credentials, format).await?;
-    let (body, content_type, file) = match format {
-        Format::SingBox => {
-            let config = switchyard_proto::singbox::client_config(
-                &entries,
-                &switchyard_proto::singbox::SingBoxOptions::default(),
-            );
+    let refused = refusal(&state, &user, &headers).await?;
+    let format = match wanted {
+        Wanted::Format(f) => f,
+        Wanted::Page => Format::Links,
+    };
+    let entries = match &refused {
+        None => entries(&state, &user, &credentials, format).await?,
+        Some(_) => Vec::new(),
+    };
+    let title = match &refused {
+        None => settings.title.clone(),
+        Some(r) => format!("{} — {}", settings.title, r.title()),
+    };
+    let announce = refused
+        .as_ref()
+        .map(Refusal::announce)
+        .or_else(|| settings.announce.clone());
+    let url = format!("{}{}", state.config().public_base(), user.subscription_path);
+    let (body, content_type, file) = match wanted {
+        Wanted::Page => {
+            let links: Vec<(String, String)> = entries
+                .iter()
+                .map(|e| (e.name.clone(), switchyard_proto::share::to_link(e)))
+                .collect();
+            let links: Vec<PageLink<'_>> = links
+                .iter()
+                .map(|(name, link)| PageLink { name, link })
+                .collect();
+            let page = Page {
+                title: &title,
+                username: &user.username,
+                status: user.status.label(),
+                status_reason: refused.as_ref().map(Refusal::title),
+                subscription_url: &url,
+                links: &links,
+                used_bytes: user.used_up.saturating_add(user.used_down),
+                limit_bytes: user.traffic_limit,
+                expires_ms: user.standing().effective_expiry(),
+                now_ms: now,
+                support_url: settings.support_url.as_deref(),
+                announce: announce.as_deref(),
+            };
+            (render(&page), "text/html; charset=utf-8", "switchyard.html")
+        }
+        Wanted::Format(Format::SingBox) => {
+            let options = switchyard_proto::singbox::SingBoxOptions {
+                group_name: settings.title.clone(),
+                ..Default::default()
+            };
+            let config = switchyard_proto::singbox::client_config(&entries, &options);
             (
                 serde_json::to_string_pretty(&config).unwrap_or_default(),
                 "application/json; charset=utf-8",
                 "switchyard.json",
             )
         }
-        Format::Links => (
+        Wanted::Format(Format::Clash) => {
+            let options = switchyard_proto::clash::ClashOptions {
+                group_name: settings.title.clone(),
+                ..Default::default()
+            };
+            (
+                switchyard_proto::clash::client_config(&entries, &options),
+                "text/yaml; charset=utf-8",
+                "switchyard.yaml",
+            )
+        }
+        Wanted::Format(Format::Xray) => {
+            let configs = switchyard_proto::xray::client_configs(&entries, &Default::default());
+            (
+                serde_json::to_string_pretty(&configs).unwrap_or_default(),
+                "application/json; charset=utf-8",
+                "switchyard.json",
+            )
+        }
+        Wanted::Format(Format::Links) => (
             switchyard_proto::share::subscription_base64(&entries),
             "text/plain; charset=utf-8",
             "switchyard.txt",
@@ -235,28 +414,24 @@ pub async fn subscription(
     let h = response.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::CONTENT_DISPOSITION,
-        header_value(&format!("attachment; filename=\"{file}\"")),
-    );
-    h.insert(
-        "profile-update-interval",
-        HeaderValue::from(UPDATE_INTERVAL_H),
-    );
-    let title = base64::engine::general_purpose::STANDARD.encode("Switchyard");
-    h.insert("profile-title", header_value(&format!("base64:{title}")));
-    let expire = user
-        .standing()
-        .effective_expiry()
-        .map_or(0, |ms| ms.max(0) / 1000);
-    h.insert(
-        "subscription-userinfo",
-        header_value(&format!(
-            "upload={}; download={}; total={}; expire={expire}",
-            user.used_up,
-            user.used_down,
-            user.traffic_limit.unwrap_or(0),
-        )),
-    );
+    let web_page = settings.web_page_url.clone().unwrap_or_else(|| url.clone());
+    let pairs = SubscriptionHeaders {
+        title: &title,
+        upload: user.used_up,
+        download: user.used_down,
+        total: user.traffic_limit,
+        expire_ms: user.standing().effective_expiry(),
+        update_interval_h: settings.update_interval_hours,
+        file_name: file,
+        support_url: settings.support_url.as_deref(),
+        web_page_url: Some(&web_page),
+        announce: announce.as_deref(),
+    }
+    .pairs();
+    for (name, value) in pairs {
+        if let Ok(v) = HeaderValue::from_str(&value) {
+            h.insert(HeaderName::from_static(name), v);
+        }
+    }
     Ok(response)
 }

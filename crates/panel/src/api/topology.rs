@@ -121,6 +121,13 @@ impl Topology {
         }
     }
 
+    /// Counts as a change: the next request loads the view, as after an announced
+    /// write (for measurements stored without an announcement, when a caller needs
+    /// them seen at once).
+    pub fn invalidate(&self) {
+        self.lock().generation += 1;
+    }
+
     fn lock(&self) -> MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -11,7 +11,7 @@ use super::AppState;
 use super::auth::Authed;
 use super::problem::{ApiError, Body, Id, Problem, Query};
 use crate::model::User;
-use crate::store::{UserInput, UserQuery};
+use crate::store::{Device, UserInput, UserQuery};
 
 /// A page of users.
 #[derive(Clone, Debug, Serialize, ToSchema)]
@@ -108,4 +108,31 @@ pub async fn revoke_subscription(
     Id(id): Id<i64>,
 ) -> Result<Json<User>, ApiError> {
     Ok(Json(s.service().revoke_subscription(id, s.now()).await?))
+}
+
+/// The devices that fetched the user's subscription (apps that send `x-hwid`),
+/// most recently seen first.
+#[utoipa::path(get, path = "/api/v1/users/{id}/devices", tag = "users", params(("id" = i64, Path)),
+    responses((status = 200, body = [Device]), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn devices(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<Vec<Device>>, ApiError> {
+    s.store().user(id, s.now()).await?;
+    Ok(Json(s.store().devices(id).await?))
+}
+
+/// Forgets a device: it frees a place under the user's device limit (the app is
+/// registered anew at its next fetch, if there is room).
+#[utoipa::path(delete, path = "/api/v1/users/{id}/devices/{device}", tag = "users",
+    params(("id" = i64, Path), ("device" = i64, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn delete_device(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id((id, device)): Id<(i64, i64)>,
+) -> Result<StatusCode, ApiError> {
+    s.store().delete_device(id, device).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

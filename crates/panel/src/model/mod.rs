@@ -90,6 +90,14 @@ pub struct Server {
     pub up_bytes_per_s: u64,
     /// Bytes per second to users, at the last heartbeat.
     pub down_bytes_per_s: u64,
+    /// The estimated capacity of the server's channel, bytes per second (both
+    /// directions): the peak of observed traffic, cooling down while the server is
+    /// not loaded. None until it has seen enough traffic (see `docs/routes.md`).
+    pub capacity_bytes_per_s: Option<u64>,
+    /// The estimator's state behind `capacity_bytes_per_s`.
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub capacity: switchyard_balance::capacity::Capacity,
     /// Unix ms.
     pub created_ms: i64,
 }
@@ -344,6 +352,8 @@ pub struct User {
     pub subscription_path: String,
     /// Unix ms.
     pub created_ms: i64,
+    /// At most this many devices (apps sending `x-hwid`) get servers; none is no limit.
+    pub device_limit: Option<u32>,
     /// The clusters whose routes the user sees; all when unset.
     pub clusters: Option<Vec<Id>>,
 }

@@ -72,6 +72,17 @@ pub enum UserStatus {
 }
 
 impl UserStatus {
+    /// How a person reads it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Active => "Active",
+            Self::Limited => "Limited",
+            Self::Expired => "Expired",
+            Self::Disabled => "Disabled",
+            Self::OnHold => "On hold",
+        }
+    }
+
     /// Whether the user's credentials go to the nodes.
     pub fn may_connect(self) -> bool {
         matches!(self, Self::Active | Self::OnHold)

@@ -17,6 +17,7 @@
 //! returns, step 2 catches it up.
 
 mod enroller;
+mod recent;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,15 +25,25 @@ use std::time::{Duration, Instant};
 
 use http::Method;
 use serde::Deserialize;
+use switchyard_balance::capacity::{Capacity, EstimatorSettings};
 use switchyard_channel::NodeChannel;
 use tokio_util::sync::CancellationToken;
 
 pub use enroller::StoreEnroller;
+pub use recent::{RecentUsers, WINDOW_MS};
 
 use crate::api::{Metrics, PushOutcome};
 use crate::model::{Health, HealthSettings, Id, Observation};
 use crate::render::{panel_user, render};
 use crate::store::{Changes, ServerReport, Store, TrafficBatch};
+
+/// The capacity estimator's settings (half-life 24 h, floor 1 Mbit/s for a minute).
+const ESTIMATOR: EstimatorSettings = EstimatorSettings {
+    half_life_ms: EstimatorSettings::DEFAULT_HALF_LIFE_MS,
+    floor: EstimatorSettings::DEFAULT_FLOOR,
+    warmup_ms: EstimatorSettings::DEFAULT_WARMUP_MS,
+    max_step_ms: EstimatorSettings::DEFAULT_MAX_STEP_MS,
+};
 
 /// Records asked for per stats read (the node's maximum).
 const STATS_PAGE: usize = 1000;
@@ -208,6 +219,15 @@ impl Nodes {
         let mut beat = tokio::time::interval(period);
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_report = None;
+        let mut recent = RecentUsers::default();
+        // The estimate survives restarts and moves between instances with the channel.
+        let mut capacity = match self.store.server(id).await {
+            Ok(s) => s.capacity,
+            Err(e) => {
+                tracing::warn!(server = id, "reading the capacity estimate: {e}");
+                Capacity::default()
+            }
+        };
         loop {
             tokio::select! {
                 _ = beat.tick() => {}
@@ -218,9 +238,15 @@ impl Nodes {
                 () = stop.cancelled() => return,
             }
             match self.round(id, &channel).await {
-                Ok(report) => {
+                Ok(mut report) => {
+                    let now = now_ms();
+                    recent.seen(&report.online, now);
+                    report.users_online = report.users_online.max(recent.count(now));
+                    let (up, down) = report.throughput;
+                    capacity.observe(now, up.saturating_add(down) as f64, &ESTIMATOR);
+                    report.capacity = Some(capacity);
                     last_report = Some(report.clone());
-                    let health = self.observe(id, now_ms(), Observation::Answered);
+                    let health = self.observe(id, now, Observation::Answered);
                     self.report(id, &report, health).await;
                 }
                 Err(e) => {
@@ -228,6 +254,7 @@ impl Nodes {
                     let health = self.observe(id, now_ms(), Observation::Failed(e));
                     let mut report = last_report.clone().unwrap_or_default();
                     report.users_online = 0;
+                    report.capacity = None;
                     self.report(id, &report, health).await;
                 }
             }
@@ -261,6 +288,7 @@ impl Nodes {
             config_version: parts.config_version,
             users_online: parts.users_online,
             throughput: parts.throughput,
+            capacity: parts.capacity,
         };
         if let Err(e) = self.store.report_server(id, &report, now_ms()).await {
             tracing::warn!(server = id, "storing the server's health: {e}");
@@ -278,6 +306,7 @@ impl Nodes {
                 status.throughput.up_bytes_per_s,
                 status.throughput.down_bytes_per_s,
             ),
+            ..ReportParts::default()
         };
         let now = now_ms();
         let snapshot = self
@@ -308,12 +337,14 @@ impl Nodes {
             Ok(_) => {}
             Err(e) => tracing::error!("{e}"),
         }
-        self.collect(id, channel, now).await?;
+        parts.online = self.collect(id, channel, now).await?;
         Ok(parts)
     }
 
-    /// Pulls stats after the stored cursor until the node has no more.
-    async fn collect(&self, id: Id, channel: &NodeChannel, now: i64) -> Result<(), String> {
+    /// Pulls stats after the stored cursor until the node has no more; returns the
+    /// users seen online (an open connection or traffic).
+    async fn collect(&self, id: Id, channel: &NodeChannel, now: i64) -> Result<Vec<Id>, String> {
+        let mut seen = Vec::new();
         for _ in 0..100 {
             let cursor = self
                 .store
@@ -346,6 +377,7 @@ impl Nodes {
             online.extend(totals.keys().copied());
             online.sort_unstable();
             online.dedup();
+            seen.extend_from_slice(&online);
             let batch = TrafficBatch {
                 cursor: stats.next_cursor,
                 users: totals
@@ -369,10 +401,10 @@ impl Nodes {
                 }
             }
             if stats.records.len() < STATS_PAGE {
-                return Ok(());
+                return Ok(seen);
             }
         }
-        Ok(())
+        Ok(seen)
     }
 }
 
@@ -382,6 +414,11 @@ struct ReportParts {
     config_version: Option<u64>,
     users_online: u64,
     throughput: (u64, u64),
+    /// Users seen online in this round.
+    online: Vec<Id>,
+    /// The capacity estimate after this round's observation; none leaves the stored
+    /// one as it is.
+    capacity: Option<Capacity>,
 }
 
 async fn call<T: serde::de::DeserializeOwned>(

@@ -11,8 +11,10 @@
 //! database hears every change and pushes it to the nodes it holds.
 
 mod changes;
+mod routes;
 mod rows;
 mod sql;
+mod sql_routes;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -20,6 +22,7 @@ use thiserror::Error;
 use utoipa::ToSchema;
 
 pub use changes::Changes;
+pub use routes::{Device, DeviceOutcome, DeviceSeen, RouteInput, RouteStore};
 pub use sql::SqlStore;
 
 use crate::model::{
@@ -170,6 +173,11 @@ pub struct UserInput {
     #[serde(default)]
     #[schema(minimum = 1, maximum = 36500)]
     pub on_hold_days: Option<u32>,
+    /// At most this many devices (apps sending `x-hwid`) get servers; unset is no
+    /// limit.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000)]
+    pub device_limit: Option<u32>,
     /// The clusters whose routes the user sees; all when unset.
     #[serde(default)]
     pub clusters: Option<Vec<Id>>,
@@ -214,7 +222,7 @@ pub struct ServerSnapshot {
 }
 
 /// Health and load as the channel's holder last saw them.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ServerReport {
     /// Health.
     pub health: Health,
@@ -224,12 +232,14 @@ pub struct ServerReport {
     pub users_online: u64,
     /// Bytes per second up and down.
     pub throughput: (u64, u64),
+    /// The capacity estimate to store; none keeps the stored one.
+    pub capacity: Option<switchyard_balance::capacity::Capacity>,
 }
 
 /// The panel's storage. One implementation ([`SqlStore`]) serves both backends; the
 /// trait is what the rest of the panel sees, and what the storage story tests.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: RouteStore + Send + Sync + 'static {
     /// The value of a setting, inserting `init` first when there is none (atomic, so
     /// two instances starting at once agree on one value).
     async fn setting_or_init(&self, key: &str, init: String) -> Result<String, StoreError>;

@@ -3,6 +3,7 @@
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
+use switchyard_balance::capacity::{Capacity, EstimatorSettings};
 
 use crate::model::{
     Algorithm, Cluster, Credentials, Id, Inbound, InboundSecrets, Protocol, ResetStrategy, Route,
@@ -11,7 +12,8 @@ use crate::model::{
 
 pub(super) const SERVER: &str = "id, cluster_id, name, address, allow_private, fingerprint, \
     hostname, node_version, state, state_reason, state_since_ms, refreshed_ms, \
-    config_version, users_online, up_bps, down_bps, created_ms";
+    config_version, users_online, up_bps, down_bps, created_ms, capacity_peak, \
+    capacity_above_floor_ms, capacity_last_ms";
 
 pub(super) const INBOUND: &str = "i.id, i.server_id, i.name, i.protocol, i.port, \
     i.transport, i.security, i.host, i.sni, i.coefficient, i.method, i.created_ms, \
@@ -23,7 +25,7 @@ pub(super) const INBOUND_FROM: &str =
 pub(super) const USER: &str = "id, username, enabled, note, traffic_limit, reset_strategy, \
     expires_ms, on_hold_days, first_connected_ms, used_up, used_down, period_started_ms, \
     lifetime_bytes, online_ms, subscription_token, all_clusters, created_ms, \
-    vless_uuid, trojan_password, ss_seed";
+    vless_uuid, trojan_password, ss_seed, device_limit";
 
 pub(super) fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
@@ -44,6 +46,11 @@ pub(super) fn cluster(r: &AnyRow) -> Result<Cluster, sqlx::Error> {
 pub(super) fn server(r: &AnyRow) -> Result<Server, sqlx::Error> {
     let state: String = r.try_get("state")?;
     let fingerprint: Option<String> = r.try_get("fingerprint")?;
+    let capacity = Capacity {
+        peak: r.try_get("capacity_peak")?,
+        above_floor_ms: r.try_get("capacity_above_floor_ms")?,
+        last_ms: r.try_get("capacity_last_ms")?,
+    };
     Ok(Server {
         id: r.try_get("id")?,
         cluster_id: r.try_get("cluster_id")?,
@@ -63,6 +70,10 @@ pub(super) fn server(r: &AnyRow) -> Result<Server, sqlx::Error> {
         users_online: to_u64(r.try_get("users_online")?),
         up_bytes_per_s: to_u64(r.try_get("up_bps")?),
         down_bytes_per_s: to_u64(r.try_get("down_bps")?),
+        capacity_bytes_per_s: capacity
+            .estimate(&EstimatorSettings::default())
+            .map(|c| c as u64),
+        capacity,
         created_ms: r.try_get("created_ms")?,
     })
 }
@@ -149,6 +160,9 @@ pub(super) fn user(r: &AnyRow, now_ms: i64) -> Result<(User, Credentials), sqlx:
         online_ms: r.try_get("online_ms")?,
         subscription_path: format!("/sub/{token}"),
         created_ms: r.try_get("created_ms")?,
+        device_limit: r
+            .try_get::<Option<i64>, _>("device_limit")?
+            .map(|d| u32::try_from(d).unwrap_or(u32::MAX)),
         clusters: if r.try_get::<i64, _>("all_clusters")? != 0 {
             None
         } else {

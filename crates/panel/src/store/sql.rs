@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Executor, Row, Transaction};
+use subtle::ConstantTimeEq;
 
 use super::rows::{self, INBOUND, INBOUND_FROM, SERVER, USER, to_i64, to_u64};
 use super::{
@@ -16,6 +17,7 @@ use crate::model::{
     Admin, Cluster, Credentials, FieldError, Id, Inbound, InboundSecrets, Route, Server, User,
     period_start,
 };
+use crate::service::hash_token;
 
 /// The database behind a [`SqlStore`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,8 +37,8 @@ const SQLITE_BUSY_TIMEOUT_MS: u32 = 10_000;
 /// The store over sqlx. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct SqlStore {
-    write: AnyPool,
-    read: AnyPool,
+    pub(super) write: AnyPool,
+    pub(super) read: AnyPool,
     backend: Backend,
     changes: Changes,
 }
@@ -75,17 +77,31 @@ fn sqlite_pool(url: &str, max: u32, read_only: bool) -> AnyPoolOptions {
 fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
     use sqlx::migrate::{Migration, MigrationType, Migrator};
     use std::borrow::Cow;
-    let init = match backend {
-        Backend::Sqlite => include_str!("../../migrations/sqlite/0001_init.sql"),
-        Backend::Postgres => include_str!("../../migrations/postgres/0001_init.sql"),
+    let files = match backend {
+        Backend::Sqlite => [
+            include_str!("../../migrations/sqlite/0001_init.sql"),
+            include_str!("../../migrations/sqlite/0002_balancing.sql"),
+        ],
+        Backend::Postgres => [
+            include_str!("../../migrations/postgres/0001_init.sql"),
+            include_str!("../../migrations/postgres/0002_balancing.sql"),
+        ],
     };
-    let migrations = vec![Migration::new(
-        1,
-        Cow::Borrowed("init"),
-        MigrationType::Simple,
-        Cow::Borrowed(init),
-        false,
-    )];
+    let names = ["init", "balancing"];
+    let migrations = files
+        .iter()
+        .zip(names)
+        .zip(1..)
+        .map(|((sql, name), version)| {
+            Migration::new(
+                version,
+                Cow::Borrowed(name),
+                MigrationType::Simple,
+                Cow::Borrowed(*sql),
+                false,
+            )
+        })
+        .collect();
     // The fields are public (for `migrate!`); sqlx is pinned by Cargo.lock.
     Migrator {
         migrations: Cow::Owned(migrations),
@@ -93,7 +109,7 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
     }
 }
 
-fn conflict(e: sqlx::Error, field: &str, message: &str) -> StoreError {
+pub(super) fn conflict(e: sqlx::Error, field: &str, message: &str) -> StoreError {
     match e.as_database_error() {
         Some(d) if d.is_unique_violation() => StoreError::Conflict(FieldError::new(field, message)),
         Some(d) if d.is_foreign_key_violation() => StoreError::Refused(FieldError::new(
@@ -135,15 +151,34 @@ impl SqlStore {
             // Migrate before readers open, so they see the schema.
             migrator(Backend::Sqlite).run(&write).await?;
             let read = sqlite_pool(&url, 4, true).connect(&url).await?;
-            return Ok(Self {
+            let store = Self {
                 write,
                 read,
                 backend: Backend::Sqlite,
                 changes,
-            });
+            };
+            store.fill_token_hashes().await?;
+            return Ok(store);
         };
         migrator(Backend::Postgres).run(&store.write).await?;
+        store.fill_token_hashes().await?;
         Ok(store)
+    }
+
+    /// Users made before schema version 2 have no token hash: compute them (once).
+    async fn fill_token_hashes(&self) -> Result<(), StoreError> {
+        let rows = sqlx::query("SELECT id, subscription_token FROM users WHERE token_hash IS NULL")
+            .fetch_all(&self.write)
+            .await?;
+        for r in &rows {
+            let (id, token): (i64, String) = (r.try_get(0)?, r.try_get(1)?);
+            sqlx::query("UPDATE users SET token_hash = $1 WHERE id = $2")
+                .bind(hash_token(&token))
+                .bind(id)
+                .execute(&self.write)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Opens (creating) the SQLite file at `path`.
@@ -181,12 +216,12 @@ impl SqlStore {
         Ok(())
     }
 
-    async fn begin(&self) -> Result<Transaction<'static, Any>, StoreError> {
+    pub(super) async fn begin(&self) -> Result<Transaction<'static, Any>, StoreError> {
         Ok(self.write.begin().await?)
     }
 
     /// Commits and announces the change.
-    async fn commit(&self, mut tx: Transaction<'static, Any>) -> Result<(), StoreError> {
+    pub(super) async fn commit(&self, mut tx: Transaction<'static, Any>) -> Result<(), StoreError> {
         if self.backend == Backend::Postgres {
             sqlx::query("SELECT pg_notify('switchyard', '')")
                 .execute(&mut *tx)
@@ -521,7 +556,9 @@ impl Store for SqlStore {
         sqlx::query(
             "UPDATE servers SET state = $1, state_reason = $2, state_since_ms = $3, \
              refreshed_ms = $4, config_version = $5, users_online = $6, up_bps = $7, \
-             down_bps = $8 WHERE id = $9",
+             down_bps = $8, capacity_peak = COALESCE($9, capacity_peak), \
+             capacity_above_floor_ms = COALESCE($10, capacity_above_floor_ms), \
+             capacity_last_ms = COALESCE($11, capacity_last_ms) WHERE id = $12",
         )
         .bind(report.health.state.as_str())
         .bind(&report.health.reason)
@@ -531,6 +568,9 @@ impl Store for SqlStore {
         .bind(to_i64(report.users_online))
         .bind(to_i64(report.throughput.0))
         .bind(to_i64(report.throughput.1))
+        .bind(report.capacity.map(|c| c.peak))
+        .bind(report.capacity.map(|c| c.above_floor_ms))
+        .bind(report.capacity.and_then(|c| c.last_ms))
         .bind(id)
         .execute(&self.write)
         .await?;
@@ -900,13 +940,17 @@ impl Store for SqlStore {
         token: &str,
         now_ms: i64,
     ) -> Result<Option<(User, Credentials)>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {USER} FROM users WHERE subscription_token = $1"
-        ))
-        .bind(token)
-        .fetch_optional(&self.read)
-        .await?;
+        // By the token's hash, so the index lookup's timing says nothing about the
+        // token; then the token itself, compared in constant time.
+        let row = sqlx::query(&format!("SELECT {USER} FROM users WHERE token_hash = $1"))
+            .bind(hash_token(token))
+            .fetch_optional(&self.read)
+            .await?;
         let Some(row) = row else { return Ok(None) };
+        let stored: String = row.try_get("subscription_token")?;
+        if !bool::from(stored.as_bytes().ct_eq(token.as_bytes())) {
+            return Ok(None);
+        }
         let mut one = vec![rows::user(&row, now_ms)?];
         self.fill_clusters(&mut one).await?;
         Ok(one.pop())
@@ -923,8 +967,9 @@ impl Store for SqlStore {
         let row = sqlx::query(
             "INSERT INTO users (username, enabled, note, traffic_limit, reset_strategy, \
              expires_ms, on_hold_days, period_started_ms, subscription_token, vless_uuid, \
-             trojan_password, ss_seed, created_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+             trojan_password, ss_seed, created_ms, token_hash, device_limit) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+             RETURNING id",
         )
         .bind(&input.username)
         .bind(i64::from(input.enabled))
@@ -939,6 +984,8 @@ impl Store for SqlStore {
         .bind(&credentials.trojan_password)
         .bind(&credentials.ss_seed)
         .bind(now_ms)
+        .bind(hash_token(token))
+        .bind(input.device_limit.map(i64::from))
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, "username", "a user with this name exists"))?;
@@ -957,7 +1004,8 @@ impl Store for SqlStore {
         let mut tx = self.begin().await?;
         let done = sqlx::query(
             "UPDATE users SET username = $1, enabled = $2, note = $3, traffic_limit = $4, \
-             reset_strategy = $5, expires_ms = $6, on_hold_days = $7 WHERE id = $8",
+             reset_strategy = $5, expires_ms = $6, on_hold_days = $7, device_limit = $8 \
+             WHERE id = $9",
         )
         .bind(&input.username)
         .bind(i64::from(input.enabled))
@@ -966,6 +1014,7 @@ impl Store for SqlStore {
         .bind(input.reset_strategy.as_str())
         .bind(input.expires_ms)
         .bind(input.on_hold_days.map(i64::from))
+        .bind(input.device_limit.map(i64::from))
         .bind(id)
         .execute(&mut *tx)
         .await
@@ -997,11 +1046,13 @@ impl Store for SqlStore {
         now_ms: i64,
     ) -> Result<User, StoreError> {
         let mut tx = self.begin().await?;
-        let done = sqlx::query("UPDATE users SET subscription_token = $1 WHERE id = $2")
-            .bind(token)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        let done =
+            sqlx::query("UPDATE users SET subscription_token = $1, token_hash = $2 WHERE id = $3")
+                .bind(token)
+                .bind(hash_token(token))
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("user"));
         }

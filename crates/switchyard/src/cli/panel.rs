@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use switchyard_panel::model::{InboundSecurity, InboundTransport, Protocol, TlsCertificate};
-use switchyard_panel::store::{Changes, InboundInput, ServerInput, SqlStore, Store, UserInput};
+use switchyard_panel::store::{
+    Changes, InboundInput, RouteInput, RouteStore, ServerInput, SqlStore, Store, UserInput,
+};
 use switchyard_panel::{Panel, PanelConfig};
 
 /// Run the panel: servers, inbounds, users, subscriptions, node channels.
@@ -51,6 +53,15 @@ enum PanelCommand {
         /// of 127.0.0.1 (once a node joins the server).
         #[arg(long, value_name = "PORT")]
         with_inbound: Option<u16>,
+        /// Also seed this many routes in the cluster `seed`, each with --pool
+        /// inbounds, one on each of --pool servers (never joined): VLESS+TLS,
+        /// Trojan+TLS, Shadowsocks-2022 and VLESS+WebSocket+TLS in turn, so every
+        /// subscription carries every kind of entry.
+        #[arg(long, default_value_t = 0)]
+        routes: usize,
+        /// Inbounds per seeded route.
+        #[arg(long, default_value_t = 5)]
+        pool: usize,
     },
     /// Write a consistent copy of the SQLite database while the panel runs.
     Backup {
@@ -85,7 +96,9 @@ impl PanelArgs {
                 users,
                 tokens,
                 with_inbound,
-            }) => runtime.block_on(seed(config, users, tokens, with_inbound)),
+                routes,
+                pool,
+            }) => runtime.block_on(seed(config, users, tokens, with_inbound, (routes, pool))),
             Some(PanelCommand::Backup { to }) => runtime.block_on(backup(config, to)),
             None => runtime.block_on(serve(config)),
         }
@@ -127,6 +140,7 @@ async fn seed(
     users: usize,
     tokens: PathBuf,
     with_inbound: Option<u16>,
+    (routes, pool): (usize, usize),
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&config.data_dir)
         .with_context(|| format!("creating {}", config.data_dir.display()))?;
@@ -175,6 +189,9 @@ async fn seed(
             cluster.name, server.name, server.id
         );
     }
+    if routes > 0 {
+        seed_routes(&store, &service, routes, pool, now).await?;
+    }
     let mut out = String::new();
     for i in 1..=users {
         let input = UserInput {
@@ -185,6 +202,7 @@ async fn seed(
             reset_strategy: Default::default(),
             expires_ms: None,
             on_hold_days: None,
+            device_limit: None,
             clusters: None,
         };
         let user = service.create_user(&input, now).await?;
@@ -193,5 +211,103 @@ async fn seed(
     }
     std::fs::write(&tokens, out).with_context(|| format!("writing {}", tokens.display()))?;
     println!("added {users} users; tokens in {}", tokens.display());
+    Ok(())
+}
+
+/// `routes` routes of `pool` inbounds each in the cluster `seed` (made if missing),
+/// over `pool` servers named `pool-K`.
+async fn seed_routes(
+    store: &SqlStore,
+    service: &switchyard_panel::service::Service,
+    routes: usize,
+    pool: usize,
+    now: i64,
+) -> anyhow::Result<()> {
+    let cluster = match store
+        .clusters()
+        .await?
+        .into_iter()
+        .find(|c| c.name == SEED_CLUSTER)
+    {
+        Some(c) => c,
+        None => store.create_cluster(SEED_CLUSTER, now).await?,
+    };
+    let mut servers = Vec::new();
+    for k in 1..=pool {
+        let server = service
+            .create_server(
+                &ServerInput {
+                    cluster_id: cluster.id,
+                    name: format!("pool-{k}"),
+                    address: format!("pool-{k}.example.com"),
+                    allow_private_destinations: false,
+                },
+                now,
+            )
+            .await
+            .with_context(|| format!("seeding the server pool-{k}"))?;
+        servers.push(server.id);
+    }
+    let tls = InboundSecurity::Tls {
+        certificate: TlsCertificate::SelfSigned,
+    };
+    for r in 1..=routes {
+        let mut ids = Vec::new();
+        for (k, server) in servers.iter().enumerate() {
+            let (protocol, transport, security, method) = match r % 4 {
+                1 => (Protocol::Vless, InboundTransport::Tcp, tls.clone(), None),
+                2 => (Protocol::Trojan, InboundTransport::Tcp, tls.clone(), None),
+                3 => (
+                    Protocol::Shadowsocks,
+                    InboundTransport::Tcp,
+                    InboundSecurity::None,
+                    Some("2022-blake3-aes-128-gcm".to_owned()),
+                ),
+                _ => (
+                    Protocol::Vless,
+                    InboundTransport::Ws {
+                        path: "/ws".into(),
+                        host: None,
+                    },
+                    tls.clone(),
+                    None,
+                ),
+            };
+            let port = u16::try_from(20_000 + r * 10 + k).context("too many routes to seed")?;
+            let inbound = service
+                .create_inbound(
+                    &InboundInput {
+                        server_id: *server,
+                        name: format!("Route {r} · server {}", k + 1),
+                        protocol,
+                        port,
+                        transport,
+                        security,
+                        host: None,
+                        sni: None,
+                        coefficient: 1.0,
+                        method,
+                    },
+                    now,
+                )
+                .await
+                .with_context(|| format!("seeding an inbound of route {r}"))?;
+            ids.push(inbound.id);
+        }
+        store
+            .create_route(
+                cluster.id,
+                &RouteInput {
+                    name: format!("Route {r}"),
+                    flag: None,
+                    algorithm: Default::default(),
+                    inbound_ids: Some(ids),
+                },
+                now,
+            )
+            .await
+            .with_context(|| format!("seeding route {r}"))?;
+    }
+    println!("added {routes} routes of {pool} inbounds over {pool} servers");
     Ok(())
 }

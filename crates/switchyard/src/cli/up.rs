@@ -156,6 +156,7 @@ impl UpArgs {
                             reset_strategy: Default::default(),
                             expires_ms: None,
                             on_hold_days: None,
+                            device_limit: None,
                             clusters: None,
                         },
                         now,
