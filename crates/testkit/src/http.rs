@@ -8,8 +8,8 @@
 //!   `{"len": <bytes read>, "checksum": <checksum of them>}` (see
 //!   [`pattern::checksum`]).
 //!
-//! Anything else gets 404 (or 400 when it is not HTTP). [`get_bytes`] and
-//! [`post_sink`] speak to it over any stream, such as one from
+//! Anything else gets 404 (or 400 when it is not HTTP). [`get_bytes`] (or
+//! [`get_bytes_by_length`]) and [`post_sink`] speak to it over any stream, such as one from
 //! [`socks5::connect`](crate::socks5::connect).
 
 use std::net::SocketAddr;
@@ -103,6 +103,20 @@ impl HttpTarget {
             .with_context(|| format!("GET /bytes/{n} from {} through {proxy}", self.addr))?;
         ensure!(got == n, "received {got} of {n} bytes");
         Ok(())
+    }
+
+    /// Like [`Self::download_via_socks`], but done once the `n` bytes are in, checked,
+    /// without waiting for the proxy to close: the stream is handed back, open or not.
+    pub async fn download_via_socks_by_length(
+        &self,
+        proxy: SocketAddr,
+        n: u64,
+    ) -> Result<TcpStream> {
+        let mut stream = socks5::connect(proxy, self.addr).await?;
+        get_bytes_by_length(&mut stream, n)
+            .await
+            .with_context(|| format!("GET /bytes/{n} from {} through {proxy}", self.addr))?;
+        Ok(stream)
     }
 
     /// Uploads `n` pattern bytes to this target's sink through the SOCKS5 proxy at
@@ -250,14 +264,40 @@ fn parse_response(head: &str) -> Result<(u16, Option<u64>)> {
 }
 
 /// Sends `GET /bytes/{n}` on `stream`, reads the response and checks every body byte
-/// against the pattern as it arrives; returns the body's length.
+/// against the pattern as it arrives; returns the body's length, counted up to the
+/// close of the stream.
 pub async fn get_bytes<S>(mut stream: S, n: u64) -> Result<u64>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    get_body(&mut stream, n, BodyEnd::Close).await
+}
+
+/// Like [`get_bytes`], but done once the `n` announced body bytes are in, checked:
+/// the stream may stay open, as HTTP/1.1 allows, and is left to the caller.
+pub async fn get_bytes_by_length<S>(stream: &mut S, n: u64) -> Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    get_body(stream, n, BodyEnd::Length).await.map(|_| ())
+}
+
+/// Where a response body ends for [`get_body`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BodyEnd {
+    /// At the close of the stream, which must come after exactly the announced bytes.
+    Close,
+    /// After the announced `Content-Length`; the close is not waited for.
+    Length,
+}
+
+async fn get_body<S>(stream: &mut S, n: u64, end: BodyEnd) -> Result<u64>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let request = format!("GET /bytes/{n} HTTP/1.1\r\nHost: target\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
-    let (head, first) = read_head(&mut stream)
+    let (head, first) = read_head(stream)
         .await
         .context("reading the response head")?;
     let (status, len) = parse_response(&head)?;
@@ -278,10 +318,14 @@ where
             got <= n,
             "received {got} bytes, more than the {n} asked for"
         );
+        if end == BodyEnd::Length && got == n {
+            break;
+        }
         buf.clear();
         buf.resize(64 * 1024, 0);
         let read = stream.read(&mut buf).await?;
         if read == 0 {
+            ensure!(end == BodyEnd::Close, "closed after {got} of {n} bytes");
             break;
         }
         buf.truncate(read);
