@@ -1,6 +1,7 @@
 //! Share links and subscription bodies on arbitrary text: no panic; a link that
 //! parses writes a link that parses to the same entry (what a link carries
-//! round-trips), and a subscription that parses renders a sing-box config.
+//! round-trips), and a subscription that parses renders sing-box, Clash and Xray
+//! configs.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -20,5 +21,7 @@ fuzz_target!(|data: &[u8]| {
             Ok(entries.clone())
         );
         let _ = client_config(&entries, &SingBoxOptions::default());
+        let _ = switchyard_proto::clash::client_config(&entries, &Default::default());
+        let _ = switchyard_proto::xray::client_configs(&entries, &Default::default());
     }
 });

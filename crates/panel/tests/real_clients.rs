@@ -253,12 +253,6 @@ async fn xray_runs_every_config_of_the_xray_subscription() {
             .unwrap_or_else(|e| panic!("xray -test: {e:#}"));
     }
     for config in configs {
-        if config["outbounds"][0]["protocol"] == "shadowsocks" {
-            // Xray 24.11.21's Shadowsocks 2022 client with an identity header gets
-            // no answer through our node yet (crates/node/tests/clients.rs): checked
-            // above, not carried.
-            continue;
-        }
         let mut config = config.clone();
         for inbound in config["inbounds"].as_array_mut().unwrap() {
             inbound["port"] = json!(free_port().unwrap());
@@ -268,6 +262,21 @@ async fn xray_runs_every_config_of_the_xray_subscription() {
             .unwrap_or_else(|e| panic!("xray runs the subscription: {e:#}"));
         let socks = client.inbound_addr("socks").unwrap();
         let name = config["remarks"].as_str().unwrap().to_owned();
+        if config["outbounds"][0]["protocol"] == "shadowsocks" {
+            // Xray's Shadowsocks 2022 client never passes the close on (docs/node.md,
+            // "Xray as a client"): read the answer by its length.
+            let got = tokio::time::timeout(
+                Duration::from_secs(15),
+                target.download_via_socks_by_length(socks, 2 * MIB),
+            )
+            .await;
+            assert!(
+                matches!(got, Ok(Ok(_))),
+                "{name}: {got:?}\n{}",
+                client.log_tail()
+            );
+            continue;
+        }
         download(&target, socks, &name, || client.log_tail()).await;
     }
     w.node.shutdown().await;

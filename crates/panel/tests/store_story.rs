@@ -603,6 +603,26 @@ async fn routes_story(store: SqlStore) {
             .unwrap()
             .is_none()
     );
+    // A fetch reads the user and their sticky choices in one query.
+    store
+        .put_sticky(u.id, &[(default.id, inbounds[1])], NOW)
+        .await
+        .unwrap();
+    let sub = store.subscriber("tok-sticky", NOW).await.unwrap().unwrap();
+    assert_eq!(sub.user.id, u.id);
+    assert_eq!(sub.credentials.trojan_password, "trojan-9");
+    let mut sticky = sub.sticky.clone();
+    sticky.sort_unstable();
+    let mut want = vec![(usa.id, inbounds[2]), (default.id, inbounds[1])];
+    want.sort_unstable();
+    assert_eq!(sticky, want);
+    assert!(store.subscriber("tok-stickz", NOW).await.unwrap().is_none());
+    let fresh = store
+        .create_user(&user("fresh"), &creds(8), "tok-fresh", NOW)
+        .await
+        .unwrap();
+    let sub = store.subscriber("tok-fresh", NOW).await.unwrap().unwrap();
+    assert_eq!((sub.user.id, sub.sticky), (fresh.id, vec![]));
 }
 
 #[tokio::test]

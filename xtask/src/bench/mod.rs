@@ -13,8 +13,10 @@
 //! (`crates/node/benches/node/`): it installs the pinned peers, builds our release
 //! binary, runs the bench (which measures our node and sing-box as separate server
 //! processes side by side) and writes the table it reports into `docs/benchmarks.md`
-//! between the `bench:node` markers. Any other NAME filters the criterion benchmarks;
-//! no NAME runs the criterion benchmarks, then the node, tunnel and panel benchmarks.
+//! between the `bench:node` markers. `cargo xtask bench criterion` runs every criterion
+//! benchmark (Auto's, the panel's render and subscriptions, the balancer's) and writes
+//! their table; any other NAME filters them (and only prints); no NAME runs the
+//! criterion benchmarks, then the node, tunnel and panel benchmarks.
 //!
 //! Criterion leaves each benchmark's estimates in
 //! `target/criterion/<group>/<id>/new/{benchmark,estimates}.json`. This reads the
@@ -45,6 +47,9 @@ const SECTION: Section = Section {
     begin: "<!-- bench:auto:begin -->",
     end: "<!-- bench:auto:end -->",
 };
+
+/// The NAME that runs every criterion benchmark (and writes their table) alone.
+const CRITERION: &str = "criterion";
 
 /// The NAME that runs the node's end-to-end benchmark.
 const NODE: &str = "node";
@@ -79,13 +84,15 @@ struct Measured {
     median_ns: f64,
 }
 
-/// `node` runs the node benchmark; any other `name` runs the criterion benchmarks
-/// matching it; no `name` runs all of them.
+/// `node`, `tunnel` and `panel` run those benchmarks; `criterion` runs every criterion
+/// benchmark and writes their table; any other `name` runs the criterion benchmarks
+/// matching it (and only prints); no `name` runs all of them.
 pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
     match name {
         Some(NODE) => node(root),
         Some(TUNNEL) => tunnel(root),
         Some(panel::PANEL) => panel::bench_panel(root),
+        Some(CRITERION) => criterion(root, None),
         Some(filter) => criterion(root, Some(filter)),
         None => {
             criterion(root, None)?;

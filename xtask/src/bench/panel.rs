@@ -516,13 +516,13 @@ fn first_fetches(addr: SocketAddr, tokens: &[String]) -> Result<Duration> {
     use std::io::{BufRead, BufReader, Read, Write};
     let started = Instant::now();
     let stream = TcpStream::connect(addr).with_context(|| format!("connecting to {addr}"))?;
+    // One write per request and no Nagle: else each request waits for a delayed ACK.
+    stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
     for t in tokens {
-        write!(
-            writer,
-            "GET /sub/{t}?format=links HTTP/1.1\r\nHost: bench\r\n\r\n"
-        )?;
+        let request = format!("GET /sub/{t}?format=links HTTP/1.1\r\nHost: bench\r\n\r\n");
+        writer.write_all(request.as_bytes())?;
         let mut status = String::new();
         reader.read_line(&mut status)?;
         if !status.starts_with("HTTP/1.1 200") {

@@ -15,7 +15,8 @@
 //! token is looked up by its hash and compared in constant time (see the store).
 //!
 //! Everything but the user and their sticky choices comes from [`super::topology`]'s
-//! cache, so a request costs two reads (plus one write when a choice changes).
+//! cache, so a request costs one read (the user with their sticky choices, by the
+//! token's hash) plus one write when a choice changes.
 
 use std::collections::HashMap;
 
@@ -35,7 +36,7 @@ use crate::model::{
     Server, TlsCertificate, User, UserStatus,
 };
 use crate::service::ss_user_key;
-use crate::store::{DeviceOutcome, DeviceSeen};
+use crate::store::{DeviceOutcome, DeviceSeen, Subscriber};
 use crate::subscription::agents::{Format, format_for};
 use crate::subscription::choice::{pick, previous};
 use crate::subscription::headers::SubscriptionHeaders;
@@ -159,16 +160,12 @@ async fn entries(
     state: &AppState,
     user: &User,
     credentials: &Credentials,
+    sticky: &[(i64, i64)],
     format: Format,
 ) -> Result<Vec<Entry>, ApiError> {
     let now = state.now();
     let view = state.topology().view(now).await?;
-    let sticky: HashMap<i64, i64> = state
-        .store()
-        .sticky_choices(user.id)
-        .await?
-        .into_iter()
-        .collect();
+    let sticky: HashMap<i64, i64> = sticky.iter().copied().collect();
     let settings = Settings {
         hysteresis: f64::from(state.config().subscription.hysteresis_percent) / 100.0,
     };
@@ -326,7 +323,12 @@ pub async fn subscription(
         Wanted::Page => None,
     });
     let now = state.now();
-    let Some((user, credentials)) = state.store().user_by_token(&token, now).await? else {
+    let Some(Subscriber {
+        user,
+        credentials,
+        sticky,
+    }) = state.store().subscriber(&token, now).await?
+    else {
         return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription"));
     };
     let refused = refusal(&state, &user, &headers).await?;
@@ -335,7 +337,7 @@ pub async fn subscription(
         Wanted::Page => Format::Links,
     };
     let entries = match &refused {
-        None => entries(&state, &user, &credentials, format).await?,
+        None => entries(&state, &user, &credentials, &sticky, format).await?,
         Some(_) => Vec::new(),
     };
     let title = match &refused {
@@ -380,7 +382,7 @@ pub async fn subscription(
             };
             let config = switchyard_proto::singbox::client_config(&entries, &options);
             (
-                serde_json::to_string_pretty(&config).unwrap_or_default(),
+                serde_json::to_string(&config).unwrap_or_default(),
                 "application/json; charset=utf-8",
                 "switchyard.json",
             )
@@ -399,7 +401,7 @@ pub async fn subscription(
         Wanted::Format(Format::Xray) => {
             let configs = switchyard_proto::xray::client_configs(&entries, &Default::default());
             (
-                serde_json::to_string_pretty(&configs).unwrap_or_default(),
+                serde_json::to_string(&configs).unwrap_or_default(),
                 "application/json; charset=utf-8",
                 "switchyard.json",
             )

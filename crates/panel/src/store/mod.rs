@@ -22,7 +22,7 @@ use thiserror::Error;
 use utoipa::ToSchema;
 
 pub use changes::Changes;
-pub use routes::{Device, DeviceOutcome, DeviceSeen, RouteInput, RouteStore};
+pub use routes::{Device, DeviceOutcome, DeviceSeen, RouteInput, RouteStore, Subscriber};
 pub use sql::SqlStore;
 
 use crate::model::{

@@ -115,6 +115,17 @@ pub enum DeviceOutcome {
     OverLimit,
 }
 
+/// A subscription's owner as a fetch needs them, read in one query.
+#[derive(Clone, Debug)]
+pub struct Subscriber {
+    /// The user (status computed at the time of reading).
+    pub user: crate::model::User,
+    /// Their credentials.
+    pub credentials: crate::model::Credentials,
+    /// Their last choice per route, as `(route, inbound)`.
+    pub sticky: Vec<(Id, Id)>,
+}
+
 /// Routes, sticky choices and devices.
 #[async_trait]
 pub trait RouteStore: Send + Sync {
@@ -139,6 +150,11 @@ pub trait RouteStore: Send + Sync {
     /// Puts an inbound at the end of `route`'s pool (moving it from any other), or
     /// detaches it with `None`.
     async fn attach_inbound(&self, inbound: Id, route: Option<Id>) -> Result<Inbound, StoreError>;
+
+    /// The user with this subscription token, their credentials and sticky choices,
+    /// in one query (a subscription fetch's only read besides the cached topology):
+    /// looked up by the token's hash, then compared in constant time.
+    async fn subscriber(&self, token: &str, now_ms: i64) -> Result<Option<Subscriber>, StoreError>;
 
     /// The user's last choice per route, as `(route, inbound)`.
     async fn sticky_choices(&self, user: Id) -> Result<Vec<(Id, Id)>, StoreError>;

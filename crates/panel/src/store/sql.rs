@@ -246,7 +246,10 @@ impl SqlStore {
         }
     }
 
-    async fn fill_clusters(&self, users: &mut [(User, Credentials)]) -> Result<(), StoreError> {
+    pub(super) async fn fill_clusters(
+        &self,
+        users: &mut [(User, Credentials)],
+    ) -> Result<(), StoreError> {
         for (u, _) in users.iter_mut().filter(|(u, _)| u.clusters.is_some()) {
             let rows = sqlx::query(
                 "SELECT cluster_id FROM user_clusters WHERE user_id = $1 ORDER BY cluster_id",

@@ -3,11 +3,14 @@
 use async_trait::async_trait;
 use sqlx::{Any, Row, Transaction};
 
-use super::routes::{Device, DeviceOutcome, DeviceSeen, RouteInput, RouteStore};
-use super::rows;
+use subtle::ConstantTimeEq;
+
+use super::routes::{Device, DeviceOutcome, DeviceSeen, RouteInput, RouteStore, Subscriber};
+use super::rows::{self, USER};
 use super::sql::{Backend, conflict};
 use super::{SqlStore, Store, StoreError};
 use crate::model::{FieldError, Id, Inbound, Route};
+use crate::service::hash_token;
 
 type Tx = Transaction<'static, Any>;
 
@@ -293,6 +296,41 @@ impl RouteStore for SqlStore {
         }
         self.commit(tx).await?;
         Store::inbound(self, inbound).await
+    }
+
+    async fn subscriber(&self, token: &str, now_ms: i64) -> Result<Option<Subscriber>, StoreError> {
+        // `string_agg` is in both backends (SQLite since 3.44; sqlx bundles a newer
+        // one); `CAST(.. AS TEXT)` too.
+        let row = sqlx::query(&format!(
+            "SELECT {USER}, (SELECT string_agg(CAST(s.route_id AS TEXT) || ':' || \
+             CAST(s.inbound_id AS TEXT), ',') FROM sticky_choices s WHERE s.user_id = \
+             users.id) AS sticky FROM users WHERE token_hash = $1"
+        ))
+        .bind(hash_token(token))
+        .fetch_optional(&self.read)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let stored: String = row.try_get("subscription_token")?;
+        if !bool::from(stored.as_bytes().ct_eq(token.as_bytes())) {
+            return Ok(None);
+        }
+        let sticky: Option<String> = row.try_get("sticky")?;
+        let sticky = sticky
+            .iter()
+            .flat_map(|s| s.split(','))
+            .filter_map(|pair| {
+                let (r, i) = pair.split_once(':')?;
+                Some((r.parse().ok()?, i.parse().ok()?))
+            })
+            .collect();
+        let mut one = vec![rows::user(&row, now_ms)?];
+        self.fill_clusters(&mut one).await?;
+        let (user, credentials) = one.remove(0);
+        Ok(Some(Subscriber {
+            user,
+            credentials,
+            sticky,
+        }))
     }
 
     async fn sticky_choices(&self, user: Id) -> Result<Vec<(Id, Id)>, StoreError> {

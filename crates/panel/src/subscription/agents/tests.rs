@@ -382,3 +382,24 @@ fn versions_compare_numerically() {
     assert_eq!(parse_version("6.40"), Some(vec![6, 40]));
     assert_eq!(parse_version("6.40.x"), None);
 }
+
+proptest::proptest! {
+    /// Any User-Agent a client sends (it comes from the network) picks a format without
+    /// panicking, whatever its bytes, length or digits: huge version numbers included.
+    #[test]
+    fn any_user_agent_gets_a_format(ua in ".{0,300}", digits in "[0-9]{1,40}(\\.[0-9]{1,40}){0,6}") {
+        let _ = format_for(&ua, &[]);
+        for prefix in ["Happ/", "v2rayNG/", "v2rayN/", "myapp/"] {
+            let rules = [AgentRule {
+                app: "MyApp".into(),
+                prefix: Some("myapp/".into()),
+                contains: None,
+                format: Format::Xray,
+                since: Some(digits.clone()),
+                older: None,
+            }];
+            let _ = format_for(&format!("{prefix}{digits}{ua}"), &rules);
+        }
+        let _ = Format::parse(&ua);
+    }
+}
