@@ -6,7 +6,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{Any, AnyPool, Executor, Row, Transaction};
-use subtle::ConstantTimeEq;
 
 use super::rows::{self, INBOUND, INBOUND_FROM, SERVER, USER, to_i64, to_u64};
 use super::{
@@ -943,20 +942,11 @@ impl Store for SqlStore {
         token: &str,
         now_ms: i64,
     ) -> Result<Option<(User, Credentials)>, StoreError> {
-        // By the token's hash, so the index lookup's timing says nothing about the
-        // token; then the token itself, compared in constant time.
-        let row = sqlx::query(&format!("SELECT {USER} FROM users WHERE token_hash = $1"))
-            .bind(hash_token(token))
-            .fetch_optional(&self.read)
-            .await?;
-        let Some(row) = row else { return Ok(None) };
-        let stored: String = row.try_get("subscription_token")?;
-        if !bool::from(stored.as_bytes().ct_eq(token.as_bytes())) {
-            return Ok(None);
-        }
-        let mut one = vec![rows::user(&row, now_ms)?];
-        self.fill_clusters(&mut one).await?;
-        Ok(one.pop())
+        // The subscription's lookup (by hash, compared in constant time) without
+        // the sticky choices.
+        Ok(super::RouteStore::subscriber(self, token, now_ms)
+            .await?
+            .map(|s| (s.user, s.credentials)))
     }
 
     async fn create_user(
