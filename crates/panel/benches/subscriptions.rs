@@ -15,14 +15,14 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use switchyard_balance::{Previous, Settings};
+use switchyard_balance::{Previous, Reason, Settings};
 use switchyard_panel::api::subscription::entry;
 use switchyard_panel::model::{
-    Algorithm, Credentials, Inbound, InboundSecrets, InboundSecurity, InboundTransport, Protocol,
-    Route, Server, ServerState, TlsCertificate,
+    Algorithm, Credentials, HealthSettings, Inbound, InboundSecrets, InboundSecurity,
+    InboundTransport, Protocol, Route, Server, ServerState, TlsCertificate,
 };
 use switchyard_panel::subscription::agents::Format;
-use switchyard_panel::subscription::choice::pick;
+use switchyard_panel::subscription::choice::{Pool, pick};
 use switchyard_proto::entry::Entry;
 
 const USERS: usize = 10_000;
@@ -39,7 +39,7 @@ fn server(id: i64) -> Server {
         state: ServerState::Online,
         state_reason: String::new(),
         state_since_ms: 0,
-        refreshed_ms: None,
+        refreshed_ms: Some(0),
         joined: true,
         hostname: None,
         node_version: None,
@@ -152,7 +152,13 @@ fn entries(t: &Topology, user: usize, credentials: &Credentials, format: Format)
                 inbound: route.inbound_ids[user % route.inbound_ids.len()],
                 counted: true,
             });
-            let p = pick(route, &t.inbounds, &t.servers, previous, &settings)?;
+            let pool = Pool {
+                inbounds: &t.inbounds,
+                servers: &t.servers,
+                now_ms: 0,
+                health: HealthSettings::default(),
+            };
+            let p = pick(route, pool, previous, &settings)?;
             entry(p.inbound, p.secrets, p.server, credentials, format)
         })
         .collect()
@@ -160,6 +166,15 @@ fn entries(t: &Topology, user: usize, credentials: &Credentials, format: Format)
 
 fn subscriptions_10000(c: &mut Criterion) {
     let t = topology();
+    // The servers are online: the balancer's normal path is measured.
+    let pool = Pool {
+        inbounds: &t.inbounds,
+        servers: &t.servers,
+        now_ms: 0,
+        health: HealthSettings::default(),
+    };
+    let first = pick(&t.routes[0], pool, None, &Settings::default()).unwrap();
+    assert_eq!(first.choice.reason, Reason::Best);
     assert_eq!(
         entries(&t, 0, &t.users[0], Format::Links).len(),
         ROUTES as usize

@@ -417,6 +417,23 @@ async fn measure(h: &Harness, server: i64, users: u64, traffic: u64, capacity: O
     h.state.topology().invalidate();
 }
 
+/// Stores `server` as last heard from a minute ago: past the grace, so unavailable.
+async fn silence(h: &Harness, server: i64) {
+    let stale = h.state.now() - 60_000;
+    let mut health = Health::new(stale - 10_000, HealthSettings::default());
+    health.observe(stale - 2_000, Observation::Answered);
+    health.observe(stale, Observation::Answered);
+    let report = ServerReport {
+        health,
+        config_version: None,
+        users_online: 0,
+        throughput: (0, 0),
+        capacity: None,
+    };
+    h.store.report_server(server, &report, stale).await.unwrap();
+    h.state.topology().invalidate();
+}
+
 #[tokio::test]
 async fn the_balancer_chooses_from_fresh_measurements_and_keeps_its_choice() {
     let h = Harness::new().await;
@@ -477,47 +494,12 @@ async fn the_balancer_chooses_from_fresh_measurements_and_keeps_its_choice() {
     assert_eq!(names(&h, &carol).await, ["dallas-0"]);
     // Dallas becomes unavailable (no heartbeat for longer than the grace): nobody new
     // gets it, carol leaves it.
-    let stale = h.state.now() - 60_000;
-    let mut down = Health::new(stale - 10_000, HealthSettings::default());
-    down.observe(stale - 2_000, Observation::Answered);
-    down.observe(stale, Observation::Answered);
-    h.store
-        .report_server(
-            dallas,
-            &ServerReport {
-                health: down,
-                config_version: None,
-                users_online: 0,
-                throughput: (0, 0),
-                capacity: None,
-            },
-            stale,
-        )
-        .await
-        .unwrap();
-    h.state.topology().invalidate();
+    silence(&h, dallas).await;
     let dave = user(&h, &t, "dave").await;
     assert_eq!(names(&h, &dave).await, ["ny-0"]);
     assert_eq!(names(&h, &carol).await, ["ny-0"]);
     // Both unavailable: the route still has its entry (the least bad: carol's last).
-    measure(&h, ny, 5, 0, Some(1000.0)).await;
-    let mut gone = Health::new(stale - 10_000, HealthSettings::default());
-    gone.observe(stale, Observation::Answered);
-    h.store
-        .report_server(
-            ny,
-            &ServerReport {
-                health: gone,
-                config_version: None,
-                users_online: 0,
-                throughput: (0, 0),
-                capacity: None,
-            },
-            stale,
-        )
-        .await
-        .unwrap();
-    h.state.topology().invalidate();
+    silence(&h, ny).await;
     assert_eq!(names(&h, &carol).await, ["ny-0"]);
 }
 
@@ -611,4 +593,79 @@ async fn the_capacity_estimate_is_kept_across_restarts() {
     .await
     .unwrap();
     assert_eq!(again.server(servers[0]).await.unwrap().capacity, warmed);
+}
+
+#[tokio::test]
+async fn users_see_the_routes_of_their_clusters_cluster_by_cluster() {
+    let h = Harness::new().await;
+    let t = h.token().await;
+    // Two clusters, each with one server and two routes (the added route moved to the
+    // top): entries come cluster by cluster, oldest first, each in its route order.
+    let mut clusters = Vec::new();
+    for (c, name) in ["europe", "asia"].iter().enumerate() {
+        let id = h
+            .post("/api/v1/clusters")
+            .bearer(&t)
+            .json(&json!({"name": name}))
+            .send()
+            .await
+            .ok(StatusCode::CREATED)["id"]
+            .as_i64()
+            .unwrap();
+        let s = h
+            .post("/api/v1/servers")
+            .bearer(&t)
+            .json(&json!({"cluster_id": id, "name": name, "address": format!("192.0.2.{}", c + 1)}))
+            .send()
+            .await
+            .ok(StatusCode::CREATED)["id"]
+            .as_i64()
+            .unwrap();
+        for k in 0..2 {
+            let i = h
+                .post("/api/v1/inbounds")
+                .bearer(&t)
+                .json(&vless(s, &format!("{name}-{k}"), 443 + k))
+                .send()
+                .await
+                .ok(StatusCode::CREATED)["id"]
+                .as_i64()
+                .unwrap();
+            if k == 1 {
+                // The second inbound gets a route of its own, put first in its cluster.
+                let r = h
+                    .post(&format!("/api/v1/clusters/{id}/routes"))
+                    .bearer(&t)
+                    .json(&json!({"name": format!("{name} extra"), "inbound_ids": [i]}))
+                    .send()
+                    .await
+                    .ok(StatusCode::CREATED)["id"]
+                    .as_i64()
+                    .unwrap();
+                h.post(&format!("/api/v1/routes/{r}/move"))
+                    .bearer(&t)
+                    .json(&json!({"direction": "up"}))
+                    .send()
+                    .await
+                    .ok(StatusCode::OK);
+            }
+        }
+        clusters.push(id);
+    }
+    let all = user(&h, &t, "all").await;
+    assert_eq!(
+        names(&h, &all).await,
+        ["europe-1", "europe-0", "asia-1", "asia-0"]
+    );
+    let asia_only = h
+        .post("/api/v1/users")
+        .bearer(&t)
+        .json(&json!({"username": "asia", "clusters": [clusters[1]]}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED)["subscription_path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(names(&h, &asia_only).await, ["asia-1", "asia-0"]);
 }

@@ -38,7 +38,7 @@ use crate::model::{
 use crate::service::ss_user_key;
 use crate::store::{DeviceOutcome, DeviceSeen, Subscriber};
 use crate::subscription::agents::{Format, format_for};
-use crate::subscription::choice::{pick, previous};
+use crate::subscription::choice::{Pool, pick, previous};
 use crate::subscription::headers::SubscriptionHeaders;
 use crate::subscription::page::{Page, PageLink, render};
 
@@ -177,15 +177,16 @@ async fn entries(
         {
             continue;
         }
-        let servers: Vec<Server> = cluster
-            .servers
-            .iter()
-            .map(|s| s.clone().at(now, state.health()))
-            .collect();
+        let pool = Pool {
+            inbounds: &cluster.inbounds,
+            servers: &cluster.servers,
+            now_ms: now,
+            health: state.health(),
+        };
         for route in cluster.routes.iter().filter(|r| !r.inbound_ids.is_empty()) {
             let last = sticky.get(&route.id).copied();
             let prev = previous(last, user.online_ms, now);
-            let Some(p) = pick(route, &cluster.inbounds, &servers, prev, &settings) else {
+            let Some(p) = pick(route, pool, prev, &settings) else {
                 continue;
             };
             if last != Some(p.inbound.id) {

@@ -103,6 +103,11 @@ pub struct Server {
 }
 
 impl Server {
+    /// The state at `now_ms` alone, as [`Self::at`] judges it, without a copy.
+    pub fn state_at(&self, now_ms: i64, settings: HealthSettings) -> ServerState {
+        health::stored_state(self.state, self.refreshed_ms, now_ms, settings).0
+    }
+
     /// The state to show at `now_ms`: the stored one, unless its holder stopped
     /// refreshing it (see [`health::stored_state`]).
     pub fn at(mut self, now_ms: i64, settings: HealthSettings) -> Self {

@@ -1,7 +1,7 @@
 //! One route's choice for one user: the route's pool turned into
 //! [`switchyard_balance::Candidate`]s with the fresh measurements of their servers,
-//! and [`switchyard_balance::choose`]'s answer. Pure: the caller passes the servers
-//! already judged at its `now` ([`Server::at`]) and the user's previous choice.
+//! and [`switchyard_balance::choose`]'s answer. Pure: the caller passes its `now`
+//! (servers are judged at it, [`Server::state_at`]) and the user's previous choice.
 //!
 //! The measurements are the server's, since an inbound shares its machine's channel
 //! with the server's other inbounds: capacity (the estimate, none until warmed up),
@@ -13,7 +13,9 @@
 
 use switchyard_balance::{Algorithm as Balance, Candidate, Choice, Previous, Settings, choose};
 
-use crate::model::{Algorithm, Id, Inbound, InboundSecrets, Route, Server, ServerState};
+use crate::model::{
+    Algorithm, HealthSettings, Id, Inbound, InboundSecrets, Route, Server, ServerState,
+};
 
 /// The inbound a route gives a user, with what the entry is made of.
 #[derive(Clone, Copy, Debug)]
@@ -36,12 +38,18 @@ pub fn algorithm(a: Algorithm) -> Balance {
     }
 }
 
-/// The candidate for `inbound` on `server`, at position `position` of the pool.
-pub fn candidate(inbound: &Inbound, server: &Server, position: u32) -> Candidate {
+/// The candidate for `inbound` on `server` (whose state is `state`), at position
+/// `position` of the pool.
+pub fn candidate(
+    inbound: &Inbound,
+    server: &Server,
+    state: ServerState,
+    position: u32,
+) -> Candidate {
     Candidate {
         inbound: inbound.id,
         position,
-        available: server.state == ServerState::Online,
+        available: state == ServerState::Online,
         capacity: server.capacity_bytes_per_s.map(|c| c as f64),
         traffic: server
             .up_bytes_per_s
@@ -51,16 +59,33 @@ pub fn candidate(inbound: &Inbound, server: &Server, position: u32) -> Candidate
     }
 }
 
+/// The cluster a route's pool is drawn from, judged at `now_ms`.
+#[derive(Clone, Copy, Debug)]
+pub struct Pool<'a> {
+    /// The cluster's inbounds with their secrets.
+    pub inbounds: &'a [(Inbound, InboundSecrets)],
+    /// The cluster's servers, as stored.
+    pub servers: &'a [Server],
+    /// When the servers are judged (Unix ms).
+    pub now_ms: i64,
+    /// How they are judged.
+    pub health: HealthSettings,
+}
+
 /// Picks `route`'s inbound for a user whose previous choice for it was `previous`.
-/// `inbounds` and `servers` are the cluster's (servers judged at `now`). None when the
-/// route has no inbound that exists (an empty route).
+/// None when the route has no inbound that exists (an empty route).
 pub fn pick<'a>(
     route: &Route,
-    inbounds: &'a [(Inbound, InboundSecrets)],
-    servers: &'a [Server],
+    cluster: Pool<'a>,
     previous: Option<Previous>,
     settings: &Settings,
 ) -> Option<Picked<'a>> {
+    let Pool {
+        inbounds,
+        servers,
+        now_ms,
+        health,
+    } = cluster;
     let mut pool = Vec::with_capacity(route.inbound_ids.len());
     let mut parts = Vec::with_capacity(route.inbound_ids.len());
     for (position, id) in route.inbound_ids.iter().enumerate() {
@@ -70,7 +95,8 @@ pub fn pick<'a>(
         let Some(server) = servers.iter().find(|s| s.id == inbound.server_id) else {
             continue;
         };
-        pool.push(candidate(inbound, server, position as u32));
+        let state = server.state_at(now_ms, health);
+        pool.push(candidate(inbound, server, state, position as u32));
         parts.push((inbound, secrets, server));
     }
     let choice = choose(algorithm(route.algorithm), &pool, previous, settings)?;
@@ -143,6 +169,15 @@ mod tests {
         )
     }
 
+    fn pool<'a>(inbounds: &'a [(Inbound, InboundSecrets)], servers: &'a [Server]) -> Pool<'a> {
+        Pool {
+            inbounds,
+            servers,
+            now_ms: 0,
+            health: HealthSettings::default(),
+        }
+    }
+
     fn route(algorithm: Algorithm, pool: Vec<Id>) -> Route {
         Route {
             id: 1,
@@ -171,7 +206,7 @@ mod tests {
             inbound(13, 3, 1.0),
         ];
         let r = route(Algorithm::LeastLoaded, vec![11, 12, 13]);
-        let p = pick(&r, &inbounds, &servers, None, &Settings::default()).unwrap();
+        let p = pick(&r, pool(&inbounds, &servers), None, &Settings::default()).unwrap();
         assert_eq!(p.inbound.id, 13);
         assert_eq!(p.choice.metric, 250.0);
         assert_eq!(p.choice.applied, Balance::LeastLoaded);
@@ -186,7 +221,7 @@ mod tests {
         ];
         let inbounds = [inbound(11, 1, 2.0), inbound(12, 2, 1.0)];
         let r = route(Algorithm::LeastLoaded, vec![11, 12]);
-        let p = pick(&r, &inbounds, &servers, None, &Settings::default()).unwrap();
+        let p = pick(&r, pool(&inbounds, &servers), None, &Settings::default()).unwrap();
         // 4 / 2.0 = 2 < 3 / 1.0 = 3.
         assert_eq!(p.inbound.id, 11);
         assert_eq!(p.choice.applied, Balance::RoundRobin);
@@ -206,10 +241,10 @@ mod tests {
             inbound(13, 3, 1.0),
         ];
         let r = route(Algorithm::RoundRobin, vec![11, 12, 13]);
-        let p = pick(&r, &inbounds, &servers, None, &Settings::default()).unwrap();
+        let p = pick(&r, pool(&inbounds, &servers), None, &Settings::default()).unwrap();
         assert_eq!((p.inbound.id, p.choice.reason), (13, Reason::Best));
         servers[2].state = ServerState::Unavailable;
-        let p = pick(&r, &inbounds, &servers, None, &Settings::default()).unwrap();
+        let p = pick(&r, pool(&inbounds, &servers), None, &Settings::default()).unwrap();
         assert_eq!(p.choice.reason, Reason::LeastBad);
     }
 
@@ -223,11 +258,11 @@ mod tests {
         let r = route(Algorithm::RoundRobin, vec![11, 12]);
         // The user is one of server 1's 4: judged as 3 there, the same as server 2.
         let prev = previous(Some(11), Some(1_000), 2_000);
-        let p = pick(&r, &inbounds, &servers, prev, &Settings::default()).unwrap();
+        let p = pick(&r, pool(&inbounds, &servers), prev, &Settings::default()).unwrap();
         assert_eq!((p.inbound.id, p.choice.reason), (11, Reason::Kept));
         // Not seen for longer than the window: judged with 4; 3 × 1.25 = 3.75 < 4.
         let prev = previous(Some(11), Some(0), crate::nodes::WINDOW_MS);
-        let p = pick(&r, &inbounds, &servers, prev, &Settings::default()).unwrap();
+        let p = pick(&r, pool(&inbounds, &servers), prev, &Settings::default()).unwrap();
         assert_eq!((p.inbound.id, p.choice.reason), (12, Reason::Moved));
     }
 
@@ -238,8 +273,7 @@ mod tests {
         assert!(
             pick(
                 &route(Algorithm::RoundRobin, vec![]),
-                &inbounds,
-                &servers,
+                pool(&inbounds, &servers),
                 None,
                 &Settings::default()
             )
@@ -247,8 +281,7 @@ mod tests {
         );
         let p = pick(
             &route(Algorithm::RoundRobin, vec![99, 11]),
-            &inbounds,
-            &servers,
+            pool(&inbounds, &servers),
             None,
             &Settings::default(),
         )
