@@ -11,7 +11,7 @@ use switchyard_tunnel::frame::{Frame, Kind, Network, Open};
 use switchyard_tunnel::mux::{INITIAL_WINDOW, Mux, MuxConfig, Side};
 use tokio::io::AsyncWriteExt;
 
-#[path = "raw_support.rs"]
+#[path = "it/raw_support.rs"]
 mod raw_support;
 use raw_support::link;
 

@@ -1,0 +1,26 @@
+//! The integration tests of `node`, in one binary: one link instead of one per
+//! file (faster builds, a fraction of the disk). Each module is what was a test file.
+
+mod common;
+mod tunnel_support;
+
+mod atomic_apply;
+mod certificate_renewal;
+mod channel;
+mod clients;
+mod config;
+mod config_hardening;
+mod control_api;
+mod control_auth;
+mod inline_tls;
+mod journal_disk;
+mod live_config;
+mod probes_and_limits;
+mod shadowsocks;
+mod sing_box;
+mod subscription_entries;
+mod tunnel;
+mod tunnel_config;
+mod tunnel_direct;
+mod tunnel_faults;
+mod two_tunnels;

@@ -1,0 +1,15 @@
+//! The integration tests of `panel`, in one binary: one link instead of one per
+//! file (faster builds, a fraction of the disk). Each module is what was a test file.
+
+mod common;
+mod live;
+
+mod api;
+mod balancing;
+mod nodes;
+mod real_clients;
+mod routes;
+mod schemathesis;
+mod store_story;
+mod sub_formats;
+mod subscription;

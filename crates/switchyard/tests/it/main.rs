@@ -1,0 +1,12 @@
+//! The integration tests of `switchyard`, in one binary: one link instead of one per
+//! file (faster builds, a fraction of the disk). Each module is what was a test file.
+
+mod cli;
+mod docs;
+mod node_cli;
+mod node_join;
+mod panel_ha;
+mod panel_seed;
+mod tunnel_init;
+mod tunnel_init_modes;
+mod up;
