@@ -200,7 +200,7 @@ fn subscriptions_10000(c: &mut Criterion) {
         b.iter(|| {
             for (i, u) in t.users.iter().enumerate() {
                 let e = entries(black_box(&t), i, u, Format::SingBox);
-                let config = switchyard_proto::singbox::client_config(&e, &options);
+                let config = switchyard_proto::singbox::ClientConfig::new(&e, &options);
                 black_box(serde_json::to_vec(&config).unwrap());
             }
         })

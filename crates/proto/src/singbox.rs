@@ -21,9 +21,10 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
-use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+use crate::entry::{Entry, EntryProtocol, EntryTransport};
 
 /// The tag of the `mixed` inbound.
 pub const MIXED_TAG: &str = "mixed-in";
@@ -69,46 +70,255 @@ impl Default for SingBoxOptions {
     }
 }
 
-/// The complete sing-box client config for `entries` (see the [module docs](self)).
+/// The complete sing-box client config for `entries` (see the [module docs](self)), as
+/// a JSON value to inspect or edit. [`ClientConfig`] writes the same JSON without
+/// building the value first (what the panel serves on every fetch).
 pub fn client_config(entries: &[Entry], options: &SingBoxOptions) -> Value {
-    let tags = unique_tags(entries, options);
-    let mut outbounds: Vec<Value> = Vec::with_capacity(entries.len() + 3);
-    let mut route = json!({ "default_domain_resolver": DNS_TAG });
-    if entries.is_empty() {
-        route["final"] = json!(DIRECT_TAG);
-        route["rules"] = json!([{ "inbound": [MIXED_TAG], "action": "reject" }]);
-    } else {
-        let mut choices = vec![options.urltest_name.clone()];
-        choices.extend(tags.iter().cloned());
-        outbounds.push(json!({
-            "type": "selector",
-            "tag": options.group_name,
-            "outbounds": choices,
-            "default": options.urltest_name,
-        }));
-        outbounds.push(json!({
-            "type": "urltest",
-            "tag": options.urltest_name,
-            "outbounds": tags,
-            "url": options.urltest_url,
-            "interval": go_duration(options.urltest_interval),
-        }));
-        outbounds.extend(entries.iter().zip(&tags).map(|(e, tag)| outbound(e, tag)));
-        route["final"] = json!(options.group_name);
+    serde_json::to_value(ClientConfig::new(entries, options)).unwrap_or(Value::Null)
+}
+
+/// The complete sing-box client config for a list of entries, serialized straight
+/// from the entries it borrows: `serde_json::to_string(&ClientConfig::new(..))`.
+#[derive(Debug, Clone)]
+pub struct ClientConfig<'a> {
+    entries: &'a [Entry],
+    tags: Vec<String>,
+    options: &'a SingBoxOptions,
+}
+
+impl<'a> ClientConfig<'a> {
+    /// The config of `entries` with `options`; each entry's tag is made unique here.
+    pub fn new(entries: &'a [Entry], options: &'a SingBoxOptions) -> Self {
+        Self {
+            entries,
+            tags: unique_tags(entries, options),
+            options,
+        }
     }
-    outbounds.push(json!({ "type": "direct", "tag": DIRECT_TAG }));
-    json!({
-        "log": { "level": options.log_level, "timestamp": true },
-        "dns": { "servers": [{ "type": "local", "tag": DNS_TAG }] },
-        "inbounds": [{
-            "type": "mixed",
-            "tag": MIXED_TAG,
-            "listen": options.listen.ip().to_string(),
-            "listen_port": options.listen.port(),
-        }],
-        "outbounds": outbounds,
-        "route": route,
-    })
+}
+
+impl Serialize for ClientConfig<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let o = self.options;
+        let empty = self.entries.is_empty();
+        Document {
+            log: Log {
+                level: &o.log_level,
+                timestamp: true,
+            },
+            dns: Dns {
+                servers: [DnsServer {
+                    kind: "local",
+                    tag: DNS_TAG,
+                }],
+            },
+            inbounds: [Mixed {
+                kind: "mixed",
+                tag: MIXED_TAG,
+                listen: o.listen.ip().to_string(),
+                listen_port: o.listen.port(),
+            }],
+            outbounds: Outbounds(self),
+            route: Route {
+                default_domain_resolver: DNS_TAG,
+                r#final: if empty { DIRECT_TAG } else { &o.group_name },
+                rules: empty.then_some([RejectRule {
+                    inbound: [MIXED_TAG],
+                    action: "reject",
+                }]),
+            },
+        }
+        .serialize(serializer)
+    }
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    log: Log<'a>,
+    dns: Dns,
+    inbounds: [Mixed; 1],
+    outbounds: Outbounds<'a>,
+    route: Route<'a>,
+}
+
+#[derive(Serialize)]
+struct Log<'a> {
+    level: &'a str,
+    timestamp: bool,
+}
+
+#[derive(Serialize)]
+struct Dns {
+    servers: [DnsServer; 1],
+}
+
+#[derive(Serialize)]
+struct DnsServer {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    tag: &'static str,
+}
+
+#[derive(Serialize)]
+struct Mixed {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    tag: &'static str,
+    listen: String,
+    listen_port: u16,
+}
+
+#[derive(Serialize)]
+struct Route<'a> {
+    default_domain_resolver: &'static str,
+    r#final: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rules: Option<[RejectRule; 1]>,
+}
+
+#[derive(Serialize)]
+struct RejectRule {
+    inbound: [&'static str; 1],
+    action: &'static str,
+}
+
+/// The outbounds: the selector and the urltest group (when there are entries), one
+/// per entry, then `direct`.
+struct Outbounds<'a>(&'a ClientConfig<'a>);
+
+impl Serialize for Outbounds<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ClientConfig {
+            entries,
+            tags,
+            options: o,
+        } = self.0;
+        let groups = (!entries.is_empty()).then(|| {
+            [
+                Outbound::Selector {
+                    tag: &o.group_name,
+                    outbounds: Choices {
+                        first: &o.urltest_name,
+                        tags,
+                    },
+                    default: &o.urltest_name,
+                },
+                Outbound::Urltest {
+                    tag: &o.urltest_name,
+                    outbounds: tags,
+                    url: &o.urltest_url,
+                    interval: go_duration(o.urltest_interval),
+                },
+            ]
+        });
+        let each = entries.iter().zip(tags).map(|(e, tag)| outbound(e, tag));
+        let direct = Outbound::Direct { tag: DIRECT_TAG };
+        serializer.collect_seq(
+            groups
+                .into_iter()
+                .flatten()
+                .chain(each)
+                .chain(std::iter::once(direct)),
+        )
+    }
+}
+
+/// The selector's choices: the urltest group first, then every entry.
+struct Choices<'a> {
+    first: &'a str,
+    tags: &'a [String],
+}
+
+impl Serialize for Choices<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer
+            .collect_seq(std::iter::once(self.first).chain(self.tags.iter().map(String::as_str)))
+    }
+}
+
+/// One sing-box outbound.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Outbound<'a> {
+    Selector {
+        tag: &'a str,
+        outbounds: Choices<'a>,
+        default: &'a str,
+    },
+    Urltest {
+        tag: &'a str,
+        outbounds: &'a [String],
+        url: &'a str,
+        interval: String,
+    },
+    Vless {
+        tag: &'a str,
+        server: &'a str,
+        server_port: u16,
+        uuid: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        flow: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tls: Option<Tls<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        transport: Option<Ws<'a>>,
+    },
+    Trojan {
+        tag: &'a str,
+        server: &'a str,
+        server_port: u16,
+        password: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tls: Option<Tls<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        transport: Option<Ws<'a>>,
+    },
+    Shadowsocks {
+        tag: &'a str,
+        server: &'a str,
+        server_port: u16,
+        method: &'a str,
+        password: &'a str,
+    },
+    Direct {
+        tag: &'a str,
+    },
+}
+
+/// An outbound's TLS.
+#[derive(Serialize)]
+struct Tls<'a> {
+    enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    server_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    insecure: bool,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    alpn: &'a [String],
+    /// PEM text trusted instead of the system roots.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    certificate: Option<&'a str>,
+}
+
+/// The `ws` transport. Xray's early-data path (`/ws?ed=2048`: the first bytes go in
+/// `Sec-WebSocket-Protocol`) becomes sing-box's `max_early_data` with that header.
+#[derive(Serialize)]
+struct Ws<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    path: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    headers: Option<Host<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_early_data: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    early_data_header_name: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct Host<'a> {
+    #[serde(rename = "Host")]
+    host: &'a str,
 }
 
 /// One tag per entry (see [`unique_names`]), the groups' tags and `direct` taken.
@@ -152,82 +362,56 @@ pub(crate) fn unique_names<'a>(
 }
 
 /// sing-box's outbound for `entry`, tagged `tag`.
-pub fn outbound(entry: &Entry, tag: &str) -> Value {
-    let mut out = Map::new();
-    let mut put = |key: &str, value: Value| {
-        out.insert(key.to_owned(), value);
+fn outbound<'a>(entry: &'a Entry, tag: &'a str) -> Outbound<'a> {
+    let tls = entry.tls.as_ref().map(|tls| Tls {
+        enabled: true,
+        server_name: tls.server_name.as_deref(),
+        insecure: tls.insecure,
+        alpn: &tls.alpn,
+        certificate: tls.certificate_pem.as_deref(),
+    });
+    let transport = match &entry.transport {
+        EntryTransport::Ws { path, host } => {
+            let (path, early) = split_early_data(path);
+            Some(Ws {
+                kind: "ws",
+                path,
+                headers: host.as_deref().map(|host| Host { host }),
+                max_early_data: early,
+                early_data_header_name: early.map(|_| "Sec-WebSocket-Protocol"),
+            })
+        }
+        EntryTransport::Tcp => None,
     };
+    let (server, server_port) = (entry.server.as_str(), entry.port);
     match &entry.protocol {
-        EntryProtocol::Vless { uuid, flow } => {
-            put("type", json!("vless"));
-            put("tag", json!(tag));
-            put("server", json!(entry.server));
-            put("server_port", json!(entry.port));
-            put("uuid", json!(uuid));
-            if let Some(flow) = flow {
-                put("flow", json!(flow));
-            }
-        }
-        EntryProtocol::Trojan { password } => {
-            put("type", json!("trojan"));
-            put("tag", json!(tag));
-            put("server", json!(entry.server));
-            put("server_port", json!(entry.port));
-            put("password", json!(password));
-        }
-        EntryProtocol::Shadowsocks { method, password } => {
-            // sing-box takes a SIP022 multi-user password as "serverkey:userkey",
-            // as the entry holds it. Shadowsocks has no transport or TLS here.
-            return json!({
-                "type": "shadowsocks",
-                "tag": tag,
-                "server": entry.server,
-                "server_port": entry.port,
-                "method": method,
-                "password": password,
-            });
-        }
+        EntryProtocol::Vless { uuid, flow } => Outbound::Vless {
+            tag,
+            server,
+            server_port,
+            uuid,
+            flow: flow.as_deref(),
+            tls,
+            transport,
+        },
+        EntryProtocol::Trojan { password } => Outbound::Trojan {
+            tag,
+            server,
+            server_port,
+            password,
+            tls,
+            transport,
+        },
+        // sing-box takes a SIP022 multi-user password as "serverkey:userkey", as the
+        // entry holds it. Shadowsocks has no transport or TLS here.
+        EntryProtocol::Shadowsocks { method, password } => Outbound::Shadowsocks {
+            tag,
+            server,
+            server_port,
+            method,
+            password,
+        },
     }
-    if let Some(tls) = &entry.tls {
-        put("tls", tls_object(tls));
-    }
-    if let EntryTransport::Ws { path, host } = &entry.transport {
-        put("transport", ws_transport(path, host.as_deref()));
-    }
-    Value::Object(out)
-}
-
-fn tls_object(tls: &EntryTls) -> Value {
-    let mut out = json!({ "enabled": true });
-    if let Some(name) = &tls.server_name {
-        out["server_name"] = json!(name);
-    }
-    if tls.insecure {
-        out["insecure"] = json!(true);
-    }
-    if !tls.alpn.is_empty() {
-        out["alpn"] = json!(tls.alpn);
-    }
-    if let Some(pem) = &tls.certificate_pem {
-        // The outbound TLS `certificate`: PEM text trusted instead of the system roots.
-        out["certificate"] = json!(pem);
-    }
-    out
-}
-
-/// The `ws` transport. Xray's early-data path (`/ws?ed=2048`: the first bytes go in
-/// `Sec-WebSocket-Protocol`) becomes sing-box's `max_early_data` with that header.
-fn ws_transport(path: &str, host: Option<&str>) -> Value {
-    let (path, early) = split_early_data(path);
-    let mut out = json!({ "type": "ws", "path": path });
-    if let Some(host) = host {
-        out["headers"] = json!({ "Host": host });
-    }
-    if let Some(bytes) = early {
-        out["max_early_data"] = json!(bytes);
-        out["early_data_header_name"] = json!("Sec-WebSocket-Protocol");
-    }
-    out
 }
 
 /// `("/ws", Some(2048))` for `"/ws?ed=2048"`; the path unchanged when its query is

@@ -1,6 +1,11 @@
 use serde_json::json;
 
 use super::*;
+
+/// One outbound as JSON.
+fn outbound(entry: &Entry, tag: &str) -> Value {
+    serde_json::to_value(super::outbound(entry, tag)).unwrap()
+}
 use crate::entry::EntryTransport;
 use crate::testing::entries::{
     PEM, UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws, vless, ws,

@@ -381,7 +381,7 @@ pub async fn subscription(
                 group_name: settings.title.clone(),
                 ..Default::default()
             };
-            let config = switchyard_proto::singbox::client_config(&entries, &options);
+            let config = switchyard_proto::singbox::ClientConfig::new(&entries, &options);
             (
                 serde_json::to_string(&config).unwrap_or_default(),
                 "application/json; charset=utf-8",
