@@ -78,12 +78,16 @@ pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
             r.origins.clear();
             r.cert = None;
             r.key = None;
+            r.cert_pem = None;
+            r.key_pem = None;
             r.pin = None;
             r.pins.clear();
         }
         if let Some(o) = &mut c.origin {
             o.cert = None;
             o.key = None;
+            o.cert_pem = None;
+            o.key_pem = None;
             o.pin = None;
             o.pins.clear();
         }
@@ -129,22 +133,37 @@ pub(crate) struct Prepared {
 /// Reads and checks what [`start`] needs, all but the ports. Blocks (file reads).
 pub(crate) fn prepare(config: &TunnelConfig) -> Result<Prepared, String> {
     let direct = config.mode == TunnelMode::Direct;
-    let (cert, key, what) = match (&config.relay, &config.origin) {
+    let (cert, key, inline, what) = match (&config.relay, &config.origin) {
         (Some(r), _) if direct => {
             return pins(&r.all_pins(), "relay.pins").map(|_| Prepared::default());
         }
-        (Some(r), _) => (r.cert.as_deref(), r.key.as_deref(), "relay"),
+        (Some(r), _) => (
+            r.cert.as_deref(),
+            r.key.as_deref(),
+            r.cert_pem.as_ref().zip(r.key_pem.as_ref()),
+            "relay",
+        ),
         (None, Some(o)) => {
             Credential::from_hex(o.credential.expose()).ok_or("credential is not 64 hex digits")?;
             if !direct {
                 return pins(&o.all_pins(), "origin.pins").map(|_| Prepared::default());
             }
-            (o.cert.as_deref(), o.key.as_deref(), "origin")
+            (
+                o.cert.as_deref(),
+                o.key.as_deref(),
+                o.cert_pem.as_ref().zip(o.key_pem.as_ref()),
+                "origin",
+            )
         }
         (None, None) => return Err("neither relay nor origin".into()),
     };
-    let cert_pem = read(cert, &format!("{what}.cert"))?;
-    let key_pem = read(key, &format!("{what}.key"))?;
+    let (cert_pem, key_pem) = match inline {
+        Some((c, k)) => (c.clone(), k.expose().to_owned()),
+        None => (
+            read(cert, &format!("{what}.cert"))?,
+            read(key, &format!("{what}.key"))?,
+        ),
+    };
     let name = |p: Option<&std::path::Path>| p.unwrap_or(std::path::Path::new("")).to_owned();
     crate::tls::parse(
         cert_pem.as_bytes(),

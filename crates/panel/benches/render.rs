@@ -104,6 +104,8 @@ fn snapshot() -> ServerSnapshot {
             },
         )],
         users: (1..=USERS).map(user).collect(),
+        tunnels: Vec::new(),
+        tunnel_secret: None,
     }
 }
 

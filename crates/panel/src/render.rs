@@ -11,6 +11,8 @@
 //!   config without them is applied.
 //! - `node.allow_private_destinations` from the server; the node keeps its own
 //!   `state_dir` and control settings whatever the panel sends.
+//! - The server's tunnel halves, and the route rules of a relay with several tunnels
+//!   ([`tunnels`]).
 //! - `version`: the first 53 bits of the SHA-256 of the config rendered with version
 //!   0, so it is the same on every panel instance, changes when anything in it does,
 //!   and stays exact as a JSON number.
@@ -23,6 +25,8 @@ use switchyard_node::config::ConfigError;
 use crate::model::{InboundSecurity, InboundTransport, Protocol, TlsCertificate};
 use crate::service::ss_user_key;
 use crate::store::ServerSnapshot;
+
+pub mod tunnels;
 
 /// The node's name for the panel user `id`.
 pub fn node_user(id: i64) -> String {
@@ -113,12 +117,25 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
             v
         })
         .collect();
-    json!({
+    let (tunnels, rules) = tunnels::halves(
+        server,
+        &listen,
+        &snapshot.tunnels,
+        snapshot.tunnel_secret.as_ref(),
+    );
+    let mut config = json!({
         "version": 0,
         "node": { "allow_private_destinations": server.allow_private_destinations },
         "inbounds": inbounds,
         "users": users,
-    })
+    });
+    if !tunnels.is_empty() {
+        config["tunnels"] = json!(tunnels);
+    }
+    if !rules.is_empty() {
+        config["route"] = json!({ "rules": rules });
+    }
+    config
 }
 
 /// Why a rendered config is not one the node would take.
@@ -158,7 +175,8 @@ mod tests {
 
     const NOW: i64 = 1_796_121_000_000;
 
-    fn server() -> Server {
+    /// A server of the tests (the tunnel render's too).
+    pub(super) fn server() -> Server {
         Server {
             id: 1,
             cluster_id: 1,
@@ -247,6 +265,8 @@ mod tests {
                 user(3, true, Some(100), 100),
                 user(4, true, Some(100), 99),
             ],
+            tunnels: Vec::new(),
+            tunnel_secret: None,
         }
     }
 

@@ -66,6 +66,9 @@ impl super::NodeConfig {
         }
         for (i, t) in self.tunnels.iter_mut().enumerate() {
             if let Some(r) = &mut t.relay {
+                if let Some(k) = &mut r.key_pem {
+                    out.push((format!("tunnels[{i}].relay.key_pem"), k));
+                }
                 for (j, o) in r.origins.iter_mut().enumerate() {
                     out.push((
                         format!("tunnels[{i}].relay.origins[{j}].credential"),
@@ -74,6 +77,9 @@ impl super::NodeConfig {
                 }
             }
             if let Some(o) = &mut t.origin {
+                if let Some(k) = &mut o.key_pem {
+                    out.push((format!("tunnels[{i}].origin.key_pem"), k));
+                }
                 out.push((format!("tunnels[{i}].origin.credential"), &mut o.credential));
             }
         }

@@ -95,6 +95,13 @@ pub struct RelayHalfConfig {
     /// Reverse mode: its key (PEM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<PathBuf>,
+    /// Reverse mode: the certificate as inline PEM (what the panel pushes), instead
+    /// of `cert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_pem: Option<String>,
+    /// Reverse mode: its key as inline PEM, instead of `key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_pem: Option<Secret>,
     /// Direct mode: the pin of the tunnel certificate the origins present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
@@ -195,6 +202,13 @@ pub struct OriginHalfConfig {
     /// Direct mode: its key (PEM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<PathBuf>,
+    /// Direct mode: the certificate as inline PEM (what the panel pushes), instead of
+    /// `cert`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cert_pem: Option<String>,
+    /// Direct mode: its key as inline PEM, instead of `key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_pem: Option<Secret>,
 }
 
 impl OriginHalfConfig {

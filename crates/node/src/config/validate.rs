@@ -403,13 +403,23 @@ impl NodeConfig {
                     Err(invalid(f(field), "must be cert:<64 hex> or key:<64 hex>"))
                 }
             };
-            let files =
-                |cert: &Option<std::path::PathBuf>, key: &Option<std::path::PathBuf>, at: &str| {
-                    if cert.is_none() || key.is_none() {
-                        return Err(invalid(f(at), "the listening side needs cert and key"));
-                    }
-                    Ok(())
-                };
+            // The listening side's certificate: files (`cert`, `key`) or inline PEM
+            // (`cert_pem`, `key_pem`), one pair, whole.
+            let files = |cert: bool, key: bool, cert_pem: bool, key_pem: bool, at: &str| match (
+                cert || key,
+                cert_pem || key_pem,
+            ) {
+                (true, true) => Err(invalid(
+                    f(&format!("{at}.cert")),
+                    "set cert and key, or cert_pem and key_pem, not both",
+                )),
+                (true, false) if cert && key => Ok(()),
+                (false, true) if cert_pem && key_pem => Ok(()),
+                _ => Err(invalid(
+                    f(&format!("{at}.cert")),
+                    "the listening side needs cert and key (or cert_pem and key_pem)",
+                )),
+            };
             match (&t.relay, &t.origin) {
                 (Some(_), Some(_)) | (None, None) => {
                     return Err(invalid(
@@ -430,7 +440,13 @@ impl NodeConfig {
                         pin_ok(&relay.all_pins(), "relay.pin")?;
                     } else {
                         listens(&mut ports)?;
-                        files(&relay.cert, &relay.key, "relay.cert")?;
+                        files(
+                            relay.cert.is_some(),
+                            relay.key.is_some(),
+                            relay.cert_pem.is_some(),
+                            relay.key_pem.is_some(),
+                            "relay",
+                        )?;
                     }
                     let mut seen = HashSet::new();
                     for (j, o) in relay.origins.iter().enumerate() {
@@ -468,7 +484,13 @@ impl NodeConfig {
                     }
                     if direct {
                         listens(&mut ports)?;
-                        files(&origin.cert, &origin.key, "origin.cert")?;
+                        files(
+                            origin.cert.is_some(),
+                            origin.key.is_some(),
+                            origin.cert_pem.is_some(),
+                            origin.key_pem.is_some(),
+                            "origin",
+                        )?;
                     } else {
                         pin_ok(&origin.all_pins(), "origin.pin")?;
                         for (j, p) in t.profiles.iter().enumerate() {

@@ -79,3 +79,64 @@ fn each_tunnel_problem_names_its_field() {
         assert!(e.starts_with(field), "{field}: got {e:?} for\n{text}");
     }
 }
+
+fn reverse_relay(certificate: &str) -> String {
+    format!(
+        "[[tunnels]]\nname = \"t\"\n[[tunnels.profiles]]\nport = 7443\n[tunnels.relay]\n{certificate}[[tunnels.relay.origins]]\nname = \"o\"\ncredential = \"{CRED}\"\n"
+    )
+}
+
+/// The listening side's certificate comes from files or inline (as the panel pushes
+/// it), one pair, whole; the inline key is a secret, redacted like the others.
+#[test]
+fn the_listening_side_takes_files_or_inline_pem() {
+    let inline = "cert_pem = \"C\"\nkey_pem = \"K\"\n";
+    let c = NodeConfig::from_toml(&reverse_relay(inline)).unwrap();
+    let relay = c.tunnels[0].relay.as_ref().unwrap();
+    assert_eq!(relay.cert_pem.as_deref(), Some("C"));
+    assert_eq!(relay.key_pem.as_ref().map(|k| k.expose()), Some("K"));
+    let shown = c.redacted();
+    assert_eq!(
+        shown.tunnels[0]
+            .relay
+            .as_ref()
+            .unwrap()
+            .key_pem
+            .as_ref()
+            .map(|k| k.expose()),
+        Some("<redacted>")
+    );
+    assert!(!format!("{c:?}").contains("\"K\""));
+    NodeConfig::from_toml(&reverse_relay("cert = \"c.pem\"\nkey = \"k.pem\"\n")).unwrap();
+    for certificate in [
+        "",
+        "cert_pem = \"C\"\n",
+        "key = \"k.pem\"\n",
+        "cert = \"c.pem\"\nkey_pem = \"K\"\n",
+        "cert = \"c.pem\"\nkey = \"k.pem\"\ncert_pem = \"C\"\nkey_pem = \"K\"\n",
+    ] {
+        let e = err(&reverse_relay(certificate));
+        assert!(
+            e.starts_with("tunnels[0].relay.cert:"),
+            "{certificate:?}: {e}"
+        );
+    }
+    let direct_origin = |certificate: &str| {
+        format!(
+            "[[tunnels]]\nname = \"t\"\nmode = \"direct\"\n[[tunnels.profiles]]\nport = 7443\n[tunnels.origin]\nname = \"o\"\ncredential = \"{CRED}\"\n{certificate}"
+        )
+    };
+    let c = NodeConfig::from_toml(&direct_origin(inline)).unwrap();
+    assert_eq!(
+        c.redacted().tunnels[0]
+            .origin
+            .as_ref()
+            .unwrap()
+            .key_pem
+            .as_ref()
+            .map(|k| k.expose()),
+        Some("<redacted>")
+    );
+    let e = err(&direct_origin("cert_pem = \"C\"\n"));
+    assert!(e.starts_with("tunnels[0].origin.cert:"), "{e}");
+}

@@ -13,6 +13,7 @@ pub mod resources;
 pub mod routes;
 pub mod subscription;
 pub mod topology;
+pub mod tunnels;
 pub mod users;
 
 use std::sync::Arc;
@@ -146,6 +147,8 @@ impl AppState {
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
+        tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
+        tunnels::delete_tunnel, tunnels::duplicate_tunnel, tunnels::reissue_certificate,
         subscription::subscription,
     ),
     modifiers(&Security, &ProblemJson),
@@ -261,6 +264,21 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/routes/{id}/move", post(routes::move_route))
         .route("/inbounds/{id}/route", put(routes::attach_inbound))
+        .route(
+            "/tunnels",
+            get(tunnels::tunnels).post(tunnels::create_tunnel),
+        )
+        .route(
+            "/tunnels/{id}",
+            get(tunnels::tunnel)
+                .put(tunnels::update_tunnel)
+                .delete(tunnels::delete_tunnel),
+        )
+        .route("/tunnels/{id}/duplicate", post(tunnels::duplicate_tunnel))
+        .route(
+            "/tunnels/{id}/certificate",
+            post(tunnels::reissue_certificate),
+        )
         .route("/servers", get(r::servers).post(r::create_server))
         .route(
             "/servers/{id}",

@@ -7,6 +7,7 @@
 //! routes and tunnels (the spec's "cluster page").
 
 pub mod health;
+pub mod tunnel;
 pub mod user;
 
 use serde::{Deserialize, Serialize};

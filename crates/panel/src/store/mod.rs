@@ -15,6 +15,8 @@ mod routes;
 mod rows;
 mod sql;
 mod sql_routes;
+mod sql_tunnels;
+mod tunnels;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -24,6 +26,7 @@ use utoipa::ToSchema;
 pub use changes::Changes;
 pub use routes::{Device, DeviceOutcome, DeviceSeen, RouteInput, RouteStore, Subscriber};
 pub use sql::SqlStore;
+pub use tunnels::{TunnelCertificate, TunnelStore};
 
 use crate::model::{
     Admin, Cluster, Credentials, FieldError, Health, Id, Inbound, InboundSecrets, InboundSecurity,
@@ -219,6 +222,11 @@ pub struct ServerSnapshot {
     pub inbounds: Vec<(Inbound, InboundSecrets)>,
     /// Users who may see its cluster, with credentials (status decided by the caller).
     pub users: Vec<(User, Credentials)>,
+    /// The tunnels it is the relay or an origin of (disabled ones too: the render
+    /// leaves those out).
+    pub tunnels: Vec<crate::render::tunnels::SnapshotTunnel>,
+    /// The panel's tunnel secret, when there are tunnels.
+    pub tunnel_secret: Option<switchyard_tunnel::credentials::TunnelSecret>,
 }
 
 /// Health and load as the channel's holder last saw them.
@@ -239,7 +247,7 @@ pub struct ServerReport {
 /// The panel's storage. One implementation ([`SqlStore`]) serves both backends; the
 /// trait is what the rest of the panel sees, and what the storage story tests.
 #[async_trait]
-pub trait Store: RouteStore + Send + Sync + 'static {
+pub trait Store: RouteStore + TunnelStore + Send + Sync + 'static {
     /// The value of a setting, inserting `init` first when there is none (atomic, so
     /// two instances starting at once agree on one value).
     async fn setting_or_init(&self, key: &str, init: String) -> Result<String, StoreError>;

@@ -84,13 +84,15 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         Backend::Sqlite => [
             include_str!("../../migrations/sqlite/0001_init.sql"),
             include_str!("../../migrations/sqlite/0002_balancing.sql"),
+            include_str!("../../migrations/sqlite/0003_tunnels.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
             include_str!("../../migrations/postgres/0002_balancing.sql"),
+            include_str!("../../migrations/postgres/0003_tunnels.sql"),
         ],
     };
-    let names = ["init", "balancing"];
+    let names = ["init", "balancing", "tunnels"];
     let migrations = files
         .iter()
         .zip(names)
@@ -506,6 +508,16 @@ impl Store for SqlStore {
 
     async fn delete_server(&self, id: Id) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
+        let tunnels = Self::tunnels_of_server(&mut tx, id).await?;
+        if !tunnels.is_empty() {
+            return Err(StoreError::Refused(FieldError::new(
+                "id",
+                format!(
+                    "the server is in tunnel(s) {}: take it out of them (or delete them) first",
+                    tunnels.join(", ")
+                ),
+            )));
+        }
         sqlx::query("DELETE FROM inbounds WHERE server_id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -1183,10 +1195,13 @@ impl Store for SqlStore {
             .iter()
             .map(|r| rows::user(r, now_ms))
             .collect::<Result<Vec<_>, _>>()?;
+        let (tunnels, tunnel_secret) = self.snapshot_tunnels(id).await?;
         Ok(ServerSnapshot {
             server,
             inbounds,
             users,
+            tunnels,
+            tunnel_secret,
         })
     }
 

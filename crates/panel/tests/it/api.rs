@@ -1077,7 +1077,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 21] = [
+const ROUTES: [(&str, &[&str]); 25] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/tokens", &["get", "post"]),
     ("/api/v1/tokens/{id}", &["delete"]),
@@ -1099,6 +1099,10 @@ const ROUTES: [(&str, &[&str]); 21] = [
     ("/api/v1/users/{id}", &["delete", "get", "put"]),
     ("/api/v1/users/{id}/reset-usage", &["post"]),
     ("/api/v1/users/{id}/revoke-subscription", &["post"]),
+    ("/api/v1/tunnels", &["get", "post"]),
+    ("/api/v1/tunnels/{id}", &["delete", "get", "put"]),
+    ("/api/v1/tunnels/{id}/duplicate", &["post"]),
+    ("/api/v1/tunnels/{id}/certificate", &["post"]),
 ];
 
 #[tokio::test]

@@ -13,3 +13,5 @@ mod schemathesis;
 mod store_story;
 mod sub_formats;
 mod subscription;
+mod tunnels;
+mod tunnels_live;

@@ -662,3 +662,117 @@ async fn routes_story_on_postgres() {
     routes_story(store).await;
     drop(pg);
 }
+
+/// Tunnels: create, read, change, re-issue, the servers they hold, delete.
+async fn tunnels_story(store: SqlStore) {
+    use switchyard_panel::model::tunnel::{TunnelBalancing, TunnelInput, TunnelMode};
+    use switchyard_panel::store::{TunnelCertificate, TunnelStore};
+
+    let cluster = store.create_cluster("tunnels", NOW).await.unwrap();
+    let mut ids = Vec::new();
+    for name in ["relay", "a", "b"] {
+        let s = store
+            .create_server(
+                &ServerInput {
+                    cluster_id: cluster.id,
+                    name: name.into(),
+                    address: "203.0.113.7".into(),
+                    allow_private_destinations: false,
+                },
+                NOW,
+            )
+            .await
+            .unwrap();
+        ids.push(s.id);
+    }
+    let cert = |n: u8| TunnelCertificate {
+        cert_pem: format!("cert {n}"),
+        key_pem: format!("key {n}"),
+        pin: format!("cert:{n:064}"),
+    };
+    let mut input: TunnelInput = serde_json::from_value(serde_json::json!({
+        "name": "story", "relay_server_id": ids[0], "origin_server_ids": [ids[2], ids[1]],
+    }))
+    .unwrap();
+    let t = store.create_tunnel(&input, &cert(1), NOW).await.unwrap();
+    assert_eq!(t.name, "story");
+    assert_eq!(
+        t.origins.iter().map(|o| o.server_id).collect::<Vec<_>>(),
+        vec![ids[2], ids[1]]
+    );
+    assert_eq!(
+        (t.mode, t.balancing, t.links),
+        (TunnelMode::Reverse, TunnelBalancing::Distribute, 4)
+    );
+    assert_eq!(
+        (t.certificate_pin.as_str(), t.previous_pin.as_deref()),
+        (cert(1).pin.as_str(), None)
+    );
+    assert_eq!(t.created_ms, NOW);
+    assert_eq!(store.tunnels().await.unwrap(), vec![t.clone()]);
+    assert!(matches!(
+        store.create_tunnel(&input, &cert(9), NOW).await,
+        Err(StoreError::Conflict(f)) if f.field == "name"
+    ));
+
+    input.mode = TunnelMode::Direct;
+    input.origin_server_ids = vec![ids[1]];
+    input.links = 2;
+    let changed = store.update_tunnel(t.id, &input).await.unwrap();
+    assert_eq!(
+        (changed.mode, changed.links, changed.origins.len()),
+        (TunnelMode::Direct, 2, 1)
+    );
+    input.name = "renamed".into();
+    assert!(matches!(
+        store.update_tunnel(t.id, &input).await,
+        Err(StoreError::Refused(f)) if f.field == "name"
+    ));
+
+    let re = store
+        .reissue_tunnel_certificate(t.id, &cert(2))
+        .await
+        .unwrap();
+    assert_eq!(
+        (re.certificate_pin.as_str(), re.previous_pin.as_deref()),
+        (cert(2).pin.as_str(), Some(cert(1).pin.as_str()))
+    );
+    assert_eq!(store.tunnel_certificate(t.id).await.unwrap(), cert(2));
+
+    // b left the tunnel and may go; a and the relay may not.
+    store.delete_server(ids[2]).await.unwrap();
+    for s in [ids[0], ids[1]] {
+        assert!(matches!(
+            store.delete_server(s).await,
+            Err(StoreError::Refused(_))
+        ));
+    }
+    store.delete_tunnel(t.id).await.unwrap();
+    assert!(matches!(
+        store.tunnel(t.id).await,
+        Err(StoreError::NotFound("tunnel"))
+    ));
+    assert!(matches!(
+        store.delete_tunnel(t.id).await,
+        Err(StoreError::NotFound("tunnel"))
+    ));
+    store.delete_server(ids[1]).await.unwrap();
+}
+
+#[tokio::test]
+async fn tunnels_story_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqlStore::open_sqlite(&dir.path().join("panel.db"), Changes::default())
+        .await
+        .unwrap();
+    tunnels_story(store).await;
+}
+
+#[tokio::test]
+async fn tunnels_story_on_postgres() {
+    let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
+    let url = pg.fresh_database("tunnels").unwrap();
+    let store = SqlStore::open(&url, Changes::default()).await.unwrap();
+    tunnels_story(store).await;
+    drop(pg);
+}

@@ -151,7 +151,10 @@ fn initial(path: &Path) -> anyhow::Result<NodeConfig> {
 
 async fn serve(path: PathBuf) -> anyhow::Result<()> {
     let file = path.clone();
-    let config = off_workers(move || initial(&file)).await??;
+    // The file's time before it is read: an edit made while the node starts (after
+    // this read, before the watcher's first look) is then still a change.
+    let (seen, config) = off_workers(move || (modified(&file), initial(&file))).await?;
+    let config = config?;
     let control_addr = config.control.listen;
     let token_file = config
         .node
@@ -189,7 +192,7 @@ async fn serve(path: PathBuf) -> anyhow::Result<()> {
         token_file.display()
     );
     let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
-    watch(&path, &node, api).await;
+    watch(&path, seen, &node, api).await;
     match channel {
         Some(c) => c.shutdown().await,
         None => node.shutdown().await,
@@ -201,6 +204,7 @@ async fn serve(path: PathBuf) -> anyhow::Result<()> {
 /// (SIGINT or SIGTERM).
 async fn watch(
     path: &Path,
+    mut seen: Option<SystemTime>,
     node: &Arc<Node>,
     mut api: tokio::task::JoinHandle<std::io::Result<()>>,
 ) {
@@ -209,7 +213,6 @@ async fn watch(
         let p = p.to_owned();
         off_workers(move || modified(&p))
     };
-    let mut seen = changed(path).await.ok().flatten();
     let mut tick = tokio::time::interval(WATCH_EVERY);
     loop {
         let why = tokio::select! {

@@ -56,3 +56,82 @@ pub fn user(name: &str) -> UserInput {
         clusters: None,
     }
 }
+
+/// One HTTP/1.1 request to the panel at `addr`: the status and the JSON body (null
+/// when empty). `auth` is a whole header value (`Bearer …`) or empty.
+pub async fn http(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    auth: &str,
+    body: Option<&serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let auth = if auth.is_empty() {
+        String::new()
+    } else {
+        format!("Authorization: {auth}\r\n")
+    };
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await.unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
+}
+
+/// `Bearer <an API token>`, made through a session of the first admin, whose password
+/// the panel wrote in `data_dir` on its first start.
+pub async fn api_token(addr: std::net::SocketAddr, data_dir: &Path) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let file =
+        std::fs::read_to_string(data_dir.join(switchyard_panel::run::PASSWORD_FILE)).unwrap();
+    let password = file
+        .lines()
+        .find_map(|l| l.strip_prefix("password: "))
+        .unwrap_or_else(|| panic!("no password line in the panel's password file"));
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = serde_json::json!({ "username": "admin", "password": password.trim() }).to_string();
+    let req = format!(
+        "POST /api/v1/session HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await.unwrap();
+    let cookie = raw
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap_or_else(|| panic!("no session: {raw}"))
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let session: serde_json::Value =
+        serde_json::from_str(raw.split_once("\r\n\r\n").unwrap().1).unwrap();
+    let csrf = session["csrf_token"].as_str().unwrap();
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let body = serde_json::json!({ "name": "test" }).to_string();
+    let req = format!(
+        "POST /api/v1/tokens HTTP/1.1\r\nHost: x\r\nConnection: close\r\nCookie: {cookie}\r\n\
+         X-CSRF-Token: {csrf}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await.unwrap();
+    let token: serde_json::Value =
+        serde_json::from_str(raw.split_once("\r\n\r\n").unwrap().1).unwrap();
+    format!("Bearer {}", token["secret"].as_str().unwrap())
+}

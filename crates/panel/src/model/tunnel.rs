@@ -1,0 +1,394 @@
+//! Tunnels as the panel keeps them (`spec/tunnel.md`): one relay, its origins, the
+//! mode, the balancing of profiles, up to eight profiles and the routing rules that
+//! choose the tunnel when a relay carries several. Pure: the checks here need no
+//! database; the store checks what does (servers exist, ports are free).
+//!
+//! What is derived is not kept: an origin's name is `server-<id>` (so renaming a server
+//! changes no credential), its credential comes from the panel's secret, the tunnel's
+//! name and the origin's name, and the tunnel's tag and certificate name from the
+//! tunnel's name, which therefore never changes after saving.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{FieldError, Id, check_host};
+
+/// Most profiles of one tunnel.
+pub const MAX_PROFILES: usize = 8;
+/// Most links an origin keeps per profile.
+pub const MAX_LINKS: usize = 16;
+/// Most entries of each kind of routing rule.
+pub const MAX_RULES: usize = 256;
+/// The port of a new tunnel's profile when none is given.
+pub const DEFAULT_PORT: u16 = 7443;
+
+/// Who listens.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TunnelMode {
+    /// The relay listens and every origin dials it (origins need no open port).
+    #[default]
+    Reverse,
+    /// The relay dials every origin.
+    Direct,
+}
+
+/// How the relay uses several profiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TunnelBalancing {
+    /// Every connected profile; a new connection takes the link with the fewest streams.
+    #[default]
+    Distribute,
+    /// The first connected profile in the list; the next only when it has no links.
+    Priority,
+}
+
+/// How a profile's links are secured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkSecurity {
+    /// TLS 1.3 with the certificate the panel issues for the tunnel, pinned by the
+    /// other side.
+    #[default]
+    Tls,
+}
+
+/// How a profile's links are carried.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum LinkTransport {
+    /// Straight on TCP.
+    #[default]
+    Tcp,
+    /// A WebSocket upgrade on `path` (through an HTTP reverse proxy or a CDN), the
+    /// secured link inside.
+    Ws {
+        /// The request path, starting with `/`.
+        path: String,
+        /// The `Host` the dialing side sends; empty: the address's host.
+        #[serde(default)]
+        host: String,
+    },
+}
+
+/// One way into the tunnel: a port, a security, a transport, and the listening side's
+/// link addresses.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TunnelProfile {
+    /// The listening side's port.
+    #[schema(minimum = 1, maximum = 65535)]
+    pub port: u16,
+    /// Link security.
+    #[serde(default)]
+    pub security: LinkSecurity,
+    /// Link transport.
+    #[serde(default)]
+    pub transport: LinkTransport,
+    /// Reverse mode: the relay's link addresses (`host:port`) the origins dial, all at
+    /// once. Empty: the relay server's address at `port`. Direct mode: unused (the
+    /// relay dials each origin server's address at `port`).
+    #[serde(default)]
+    pub addresses: Vec<String>,
+}
+
+impl Default for TunnelProfile {
+    fn default() -> Self {
+        Self {
+            port: DEFAULT_PORT,
+            security: LinkSecurity::Tls,
+            transport: LinkTransport::Tcp,
+            addresses: Vec::new(),
+        }
+    }
+}
+
+/// When a relay carries two or more tunnels, the connections these rules match go
+/// into this tunnel (with one tunnel, it is the relay's final outbound and the rules
+/// are not needed).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TunnelRules {
+    /// Exact domains (`example.com`).
+    #[serde(default)]
+    pub domains: Vec<String>,
+    /// Domain suffixes (`example.com` matches it and every subdomain).
+    #[serde(default)]
+    pub suffixes: Vec<String>,
+    /// Destination networks (`10.0.0.0/8`, `2001:db8::/32`).
+    #[serde(default)]
+    pub cidrs: Vec<String>,
+    /// Destination ports.
+    #[serde(default)]
+    pub ports: Vec<u16>,
+}
+
+impl TunnelRules {
+    /// Whether no rule is set.
+    pub fn is_empty(&self) -> bool {
+        self.domains.is_empty()
+            && self.suffixes.is_empty()
+            && self.cidrs.is_empty()
+            && self.ports.is_empty()
+    }
+}
+
+/// A new or changed tunnel: what the operator fills in (nothing security-related).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TunnelInput {
+    /// The tunnel's name: 1–64 letters, digits and `_ . -`. It cannot change after
+    /// saving (its tag, credentials and certificate name derive from it).
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[A-Za-z0-9_.-]+$")]
+    pub name: String,
+    /// The relay: the server users connect to, whose traffic goes into the tunnel.
+    pub relay_server_id: Id,
+    /// The origins, in order: the servers the traffic leaves from.
+    pub origin_server_ids: Vec<Id>,
+    /// Who listens (default `reverse`: the relay).
+    #[serde(default)]
+    pub mode: TunnelMode,
+    /// How several profiles are used (default `distribute`).
+    #[serde(default)]
+    pub balancing: TunnelBalancing,
+    /// Links each origin keeps per profile (1–16, default 4).
+    #[serde(default = "default_links")]
+    #[schema(minimum = 1, maximum = 16)]
+    pub links: usize,
+    /// 1–8 profiles; default one TLS profile on port 7443.
+    #[serde(default = "default_profiles")]
+    pub profiles: Vec<TunnelProfile>,
+    /// What goes into this tunnel when its relay carries several.
+    #[serde(default)]
+    pub rules: TunnelRules,
+    /// Off: the tunnel is kept but no node runs it.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+fn default_links() -> usize {
+    4
+}
+
+fn default_profiles() -> Vec<TunnelProfile> {
+    vec![TunnelProfile::default()]
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// An origin of a tunnel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TunnelOrigin {
+    /// The server.
+    pub server_id: Id,
+    /// Its name in the tunnel, `server-<id>` (what users are pinned by and the
+    /// credential is derived from).
+    pub name: String,
+}
+
+/// A tunnel as the API shows it: no key, no credential.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Tunnel {
+    /// Id.
+    pub id: Id,
+    /// The name (fixed).
+    pub name: String,
+    /// The tag both halves carry (`tunnel-…`), derived from the name.
+    pub tag: String,
+    /// The name the tunnel's certificate is issued for, derived from the name.
+    pub certificate_name: String,
+    /// The pin of the current certificate (`cert:<sha256 hex>`).
+    pub certificate_pin: String,
+    /// The previous certificate's pin, still accepted while a re-issue rolls out.
+    pub previous_pin: Option<String>,
+    /// The relay.
+    pub relay_server_id: Id,
+    /// The origins, in order.
+    pub origins: Vec<TunnelOrigin>,
+    /// Who listens.
+    pub mode: TunnelMode,
+    /// How several profiles are used.
+    pub balancing: TunnelBalancing,
+    /// Links per origin per profile.
+    pub links: usize,
+    /// The profiles.
+    pub profiles: Vec<TunnelProfile>,
+    /// What goes into this tunnel when its relay carries several.
+    pub rules: TunnelRules,
+    /// Whether nodes run it.
+    pub enabled: bool,
+    /// Unix ms.
+    pub created_ms: i64,
+}
+
+/// The name of an origin server in every tunnel.
+pub fn origin_name(server: Id) -> String {
+    format!("server-{server}")
+}
+
+/// Checks a tunnel's name: 1–64 of letters, digits, `_ . -`.
+pub fn check_tunnel_name(field: &str, name: &str) -> Result<(), FieldError> {
+    if name.is_empty() || name.len() > 64 {
+        return Err(FieldError::new(field, "must be 1 to 64 characters"));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+    {
+        return Err(FieldError::new(
+            field,
+            "may contain only letters, digits and _ . -",
+        ));
+    }
+    Ok(())
+}
+
+impl TunnelInput {
+    /// Checks everything that needs no database; the error names the field
+    /// (`profiles[1].port`, `rules.cidrs[0]`).
+    pub fn check(&self) -> Result<(), FieldError> {
+        check_tunnel_name("name", &self.name)?;
+        if self.origin_server_ids.is_empty() {
+            return Err(FieldError::new(
+                "origin_server_ids",
+                "a tunnel needs at least one origin",
+            ));
+        }
+        for (i, id) in self.origin_server_ids.iter().enumerate() {
+            let field = format!("origin_server_ids[{i}]");
+            if *id == self.relay_server_id {
+                return Err(FieldError::new(
+                    field,
+                    "the relay cannot be an origin of its own tunnel",
+                ));
+            }
+            if self.origin_server_ids[..i].contains(id) {
+                return Err(FieldError::new(
+                    field,
+                    format!("server {id} is listed twice"),
+                ));
+            }
+        }
+        if !(1..=MAX_LINKS).contains(&self.links) {
+            return Err(FieldError::new("links", "must be 1 to 16"));
+        }
+        if self.profiles.is_empty() || self.profiles.len() > MAX_PROFILES {
+            return Err(FieldError::new("profiles", "a tunnel has 1 to 8 profiles"));
+        }
+        for (i, p) in self.profiles.iter().enumerate() {
+            check_profile(&format!("profiles[{i}]"), p)?;
+            if let Some(j) = self.profiles[..i].iter().position(|q| q.port == p.port) {
+                return Err(FieldError::new(
+                    format!("profiles[{i}].port"),
+                    format!("port {} is profile {j}'s", p.port),
+                ));
+            }
+        }
+        check_rules(&self.rules)
+    }
+}
+
+fn check_profile(field: &str, p: &TunnelProfile) -> Result<(), FieldError> {
+    if p.port == 0 {
+        return Err(FieldError::new(
+            format!("{field}.port"),
+            "must be 1 to 65535",
+        ));
+    }
+    if let LinkTransport::Ws { path, host } = &p.transport {
+        if !path.starts_with('/') || path.len() > 256 || path.chars().any(char::is_control) {
+            return Err(FieldError::new(
+                format!("{field}.transport.path"),
+                "must start with / and be at most 256 characters, without control characters",
+            ));
+        }
+        if !host.is_empty() {
+            check_host(&format!("{field}.transport.host"), host)?;
+        }
+    }
+    if p.addresses.len() > 16 {
+        return Err(FieldError::new(
+            format!("{field}.addresses"),
+            "at most 16 addresses",
+        ));
+    }
+    for (j, a) in p.addresses.iter().enumerate() {
+        check_address(&format!("{field}.addresses[{j}]"), a)?;
+    }
+    Ok(())
+}
+
+/// Checks a `host:port` (`[v6]:port` for IPv6).
+pub fn check_address(field: &str, address: &str) -> Result<(), FieldError> {
+    let bad = || FieldError::new(field, format!("{address:?} is not host:port"));
+    let (host, port) = address.rsplit_once(':').ok_or_else(bad)?;
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => {}
+        _ => return Err(bad()),
+    }
+    // An IPv6 address is bracketed (`[2001:db8::1]:7443`), anything else has no colon.
+    match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6
+            .parse::<std::net::Ipv6Addr>()
+            .map(|_| ())
+            .map_err(|_| bad()),
+        None if host.contains(':') => Err(bad()),
+        None => check_host(field, host),
+    }
+}
+
+fn check_rules(r: &TunnelRules) -> Result<(), FieldError> {
+    let lists = [
+        ("rules.domains", r.domains.len()),
+        ("rules.suffixes", r.suffixes.len()),
+        ("rules.cidrs", r.cidrs.len()),
+        ("rules.ports", r.ports.len()),
+    ];
+    if let Some((field, _)) = lists.iter().find(|(_, n)| *n > MAX_RULES) {
+        return Err(FieldError::new(*field, "at most 256 entries"));
+    }
+    for (field, names) in [
+        ("rules.domains", &r.domains),
+        ("rules.suffixes", &r.suffixes),
+    ] {
+        for (i, name) in names.iter().enumerate() {
+            let field = format!("{field}[{i}]");
+            if name.parse::<std::net::IpAddr>().is_ok() {
+                return Err(FieldError::new(
+                    field,
+                    "is an address: put it in rules.cidrs",
+                ));
+            }
+            check_host(&field, name)?;
+        }
+    }
+    for (i, cidr) in r.cidrs.iter().enumerate() {
+        check_cidr(&format!("rules.cidrs[{i}]"), cidr)?;
+    }
+    if let Some(i) = r.ports.iter().position(|p| *p == 0) {
+        return Err(FieldError::new(
+            format!("rules.ports[{i}]"),
+            "must be 1 to 65535",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks `address/length`.
+fn check_cidr(field: &str, cidr: &str) -> Result<(), FieldError> {
+    let bad = || FieldError::new(field, format!("{cidr:?} is not address/length"));
+    let (addr, len) = cidr.split_once('/').ok_or_else(bad)?;
+    let addr: std::net::IpAddr = addr.parse().map_err(|_| bad())?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    match len.parse::<u8>() {
+        Ok(n) if n <= max => Ok(()),
+        _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+#[path = "tunnel_tests.rs"]
+mod tests;

@@ -1,0 +1,161 @@
+//! The tunnel halves of a server's node config (`spec/tunnel.md`), from the tunnels
+//! it is the relay or an origin of. Pure, like the rest of the render.
+//!
+//! - Every enabled tunnel of the server gives one `[[tunnels]]` entry with its name,
+//!   mode, balancing, links and profiles.
+//! - The relay half lists every origin (`server-<id>`) with its credential, derived
+//!   here from the panel's secret, the tunnel's name and the origin's name; in reverse
+//!   mode it listens with the tunnel's certificate (inline PEM); in direct mode it
+//!   dials each origin server's address and pins the certificate.
+//! - An origin half has only its own name and credential, and the pins (reverse
+//!   mode: it dials the relay's link addresses, by default the relay server's address
+//!   at each profile's port) or the certificate (direct mode: it listens).
+//! - Pins: the current certificate's and, after a re-issue, the previous one's, so
+//!   links up stay up and new links pass whichever side switches first.
+//! - A relay with two or more tunnels gets route rules: each tunnel's rules send what
+//!   they match into it (what matches none goes direct); with one tunnel the node makes
+//!   it the final outbound itself.
+
+use serde_json::{Value, json};
+use switchyard_tunnel::credentials::{TunnelSecret, origin_credential, tunnel_tag};
+
+use crate::model::Server;
+use crate::model::tunnel::{
+    LinkTransport, Tunnel, TunnelBalancing, TunnelMode, TunnelProfile, origin_name,
+};
+use crate::store::TunnelCertificate;
+
+/// A tunnel of the server being rendered, with what its halves need.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SnapshotTunnel {
+    /// The tunnel.
+    pub tunnel: Tunnel,
+    /// Its certificate (with the key: the listening half needs it).
+    pub certificate: TunnelCertificate,
+    /// The relay server (its address is the default link address).
+    pub relay: Server,
+    /// The origin servers, in the tunnel's order (direct mode dials their addresses).
+    pub origins: Vec<Server>,
+}
+
+/// `host:port`, the host bracketed when it is an IPv6 address.
+fn address(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+fn profile(p: &TunnelProfile, dialed: Option<&str>) -> Value {
+    let transport = match &p.transport {
+        LinkTransport::Tcp => json!({ "type": "tls" }),
+        LinkTransport::Ws { path, host } => json!({ "type": "ws", "path": path, "host": host }),
+    };
+    let addresses: Vec<String> = match dialed {
+        Some(_) if !p.addresses.is_empty() => p.addresses.clone(),
+        Some(host) => vec![address(host, p.port)],
+        None => Vec::new(),
+    };
+    json!({ "port": p.port, "transport": transport, "addresses": addresses })
+}
+
+fn pins(c: &SnapshotTunnel) -> Vec<&str> {
+    std::iter::once(c.certificate.pin.as_str())
+        .chain(c.tunnel.previous_pin.as_deref())
+        .collect()
+}
+
+/// The halves `server` runs, and its route rules.
+pub(super) fn halves(
+    server: &Server,
+    listen: &str,
+    tunnels: &[SnapshotTunnel],
+    secret: Option<&TunnelSecret>,
+) -> (Vec<Value>, Vec<Value>) {
+    let Some(secret) = secret else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut out = Vec::new();
+    let mut relayed = Vec::new();
+    for c in tunnels.iter().filter(|c| c.tunnel.enabled) {
+        let t = &c.tunnel;
+        let direct = t.mode == TunnelMode::Direct;
+        let credential =
+            |origin: i64| origin_credential(secret, &t.name, &origin_name(origin)).to_hex();
+        let head = |profiles: Vec<Value>| {
+            json!({
+                "name": t.name,
+                "mode": if direct { "direct" } else { "reverse" },
+                "balancing": match t.balancing {
+                    TunnelBalancing::Distribute => "distribute",
+                    TunnelBalancing::Priority => "priority",
+                },
+                "links": t.links,
+                "profiles": profiles,
+            })
+        };
+        if t.relay_server_id == server.id {
+            let origins: Vec<Value> = c
+                .origins
+                .iter()
+                .map(|o| {
+                    let mut v =
+                        json!({ "name": origin_name(o.id), "credential": credential(o.id) });
+                    if direct {
+                        v["host"] = json!(o.address);
+                    }
+                    v
+                })
+                .collect();
+            let mut relay = json!({ "origins": origins });
+            if direct {
+                relay["pins"] = json!(pins(c));
+            } else {
+                relay["listen"] = json!(listen);
+                relay["cert_pem"] = json!(c.certificate.cert_pem);
+                relay["key_pem"] = json!(c.certificate.key_pem);
+            }
+            let mut v = head(t.profiles.iter().map(|p| profile(p, None)).collect());
+            v["relay"] = relay;
+            out.push(v);
+            relayed.push(t);
+        } else if c.origins.iter().any(|o| o.id == server.id) {
+            let mut origin =
+                json!({ "name": origin_name(server.id), "credential": credential(server.id) });
+            if direct {
+                origin["listen"] = json!(listen);
+                origin["cert_pem"] = json!(c.certificate.cert_pem);
+                origin["key_pem"] = json!(c.certificate.key_pem);
+            } else {
+                origin["pins"] = json!(pins(c));
+            }
+            let dialed = (!direct).then_some(c.relay.address.as_str());
+            let mut v = head(t.profiles.iter().map(|p| profile(p, dialed)).collect());
+            v["origin"] = origin;
+            out.push(v);
+        }
+    }
+    let rules = if relayed.len() >= 2 {
+        relayed
+            .iter()
+            .filter(|t| !t.rules.is_empty())
+            .map(|t| {
+                json!({
+                    "domain": t.rules.domains,
+                    "domain_suffix": t.rules.suffixes,
+                    "ip_cidr": t.rules.cidrs,
+                    "port": t.rules.ports,
+                    "outbound": tunnel_tag(&t.name),
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (out, rules)
+}
+
+#[cfg(test)]
+#[path = "tunnels_tests.rs"]
+mod tests;

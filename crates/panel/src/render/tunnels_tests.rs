@@ -1,0 +1,240 @@
+use switchyard_node::config::{TunnelMode as NodeMode, TunnelTransport};
+use switchyard_tunnel::credentials::Credential;
+
+use super::*;
+use crate::model::tunnel::LinkSecurity;
+use crate::model::tunnel::{TunnelInput, TunnelOrigin, TunnelRules};
+use crate::render::render;
+use crate::store::ServerSnapshot;
+
+const NOW: i64 = 1_796_121_000_000;
+const SECRET: TunnelSecret = TunnelSecret([9; 32]);
+
+fn server(id: i64, address: &str) -> Server {
+    Server {
+        id,
+        name: format!("s{id}"),
+        address: address.into(),
+        allow_private_destinations: false,
+        ..crate::render::tests::server()
+    }
+}
+
+/// Tunnel `name` from server 1 (at 198.51.100.1) to servers 2 and 3.
+fn tunnel(id: i64, name: &str, input: impl FnOnce(&mut TunnelInput)) -> SnapshotTunnel {
+    let mut i: TunnelInput = serde_json::from_value(serde_json::json!({
+        "name": name, "relay_server_id": 1, "origin_server_ids": [2, 3],
+    }))
+    .unwrap();
+    input(&mut i);
+    let issued = switchyard_tunnel::link::cert::issue(name).unwrap();
+    SnapshotTunnel {
+        tunnel: Tunnel {
+            id,
+            name: i.name.clone(),
+            tag: tunnel_tag(&i.name),
+            certificate_name: String::new(),
+            certificate_pin: issued.pin.to_string(),
+            previous_pin: None,
+            relay_server_id: i.relay_server_id,
+            origins: i
+                .origin_server_ids
+                .iter()
+                .map(|s| TunnelOrigin {
+                    server_id: *s,
+                    name: origin_name(*s),
+                })
+                .collect(),
+            mode: i.mode,
+            balancing: i.balancing,
+            links: i.links,
+            profiles: i.profiles,
+            rules: i.rules,
+            enabled: i.enabled,
+            created_ms: 0,
+        },
+        certificate: TunnelCertificate {
+            cert_pem: issued.cert_pem,
+            key_pem: issued.key_pem,
+            pin: issued.pin.to_string(),
+        },
+        relay: server(1, "198.51.100.1"),
+        origins: vec![server(2, "198.51.100.2"), server(3, "2001:db8::3")],
+    }
+}
+
+fn config_of(id: i64, tunnels: Vec<SnapshotTunnel>) -> switchyard_node::NodeConfig {
+    let address = match id {
+        1 => "198.51.100.1",
+        2 => "198.51.100.2",
+        _ => "2001:db8::3",
+    };
+    render(
+        &ServerSnapshot {
+            server: server(id, address),
+            inbounds: Vec::new(),
+            users: Vec::new(),
+            tunnels,
+            tunnel_secret: Some(SECRET),
+        },
+        NOW,
+    )
+    .unwrap()
+}
+
+fn credential(tunnel: &str, origin: i64) -> String {
+    origin_credential(&SECRET, tunnel, &origin_name(origin)).to_hex()
+}
+
+#[test]
+fn a_reverse_tunnel_gives_each_side_only_its_half() {
+    let t = tunnel(1, "eu", |i| {
+        i.links = 3;
+        i.balancing = TunnelBalancing::Priority;
+        i.profiles.push(TunnelProfile {
+            port: 8443,
+            security: LinkSecurity::Tls,
+            transport: LinkTransport::Ws {
+                path: "/t".into(),
+                host: "cdn.example.com".into(),
+            },
+            addresses: vec!["cdn.example.com:443".into()],
+        });
+    });
+    let relay = config_of(1, vec![t.clone()]);
+    let [half] = relay.tunnels.as_slice() else {
+        panic!("{:?}", relay.tunnels)
+    };
+    assert_eq!(
+        (half.name.as_str(), half.mode, half.links),
+        ("eu", NodeMode::Reverse, 3)
+    );
+    assert_eq!(half.balancing, switchyard_tunnel::pool::Balancing::Priority);
+    let r = half.relay.as_ref().unwrap();
+    assert!(half.origin.is_none());
+    assert_eq!(r.cert_pem.as_deref(), Some(t.certificate.cert_pem.as_str()));
+    assert_eq!(
+        r.key_pem.as_ref().map(|k| k.expose()),
+        Some(t.certificate.key_pem.as_str())
+    );
+    assert_eq!(r.listen.to_string(), "0.0.0.0");
+    let origins: Vec<(&str, &str)> = r
+        .origins
+        .iter()
+        .map(|o| (o.name.as_str(), o.credential.expose()))
+        .collect();
+    assert_eq!(
+        origins,
+        [
+            ("server-2", credential("eu", 2).as_str()),
+            ("server-3", credential("eu", 3).as_str())
+        ]
+    );
+    assert!(r.origins.iter().all(|o| o.all_hosts().is_empty()));
+    // The relay listens: no addresses to dial.
+    assert!(half.profiles.iter().all(|p| p.addresses.is_empty()));
+    // With one tunnel the node makes it the final outbound; no rules are rendered.
+    assert_eq!(relay.final_tag(), tunnel_tag("eu"));
+    assert!(relay.route.rules.is_empty());
+
+    let origin = config_of(3, vec![t.clone()]);
+    let half = &origin.tunnels[0];
+    assert!(half.relay.is_none());
+    let o = half.origin.as_ref().unwrap();
+    assert_eq!(
+        (o.name.as_str(), o.credential.expose()),
+        ("server-3", credential("eu", 3).as_str())
+    );
+    assert_eq!(o.all_pins(), std::slice::from_ref(&t.certificate.pin));
+    assert!(
+        o.cert_pem.is_none() && o.key_pem.is_none(),
+        "the dialing side gets no key"
+    );
+    assert_eq!(half.profiles[0].addresses, ["198.51.100.1:7443"]);
+    assert_eq!(half.profiles[1].addresses, ["cdn.example.com:443"]);
+    assert_eq!(
+        half.profiles[1].transport,
+        TunnelTransport::Ws {
+            path: "/t".into(),
+            host: "cdn.example.com".into()
+        }
+    );
+    // Each origin has its own credential; none is another's.
+    assert_ne!(credential("eu", 2), credential("eu", 3));
+    assert!(Credential::from_hex(&credential("eu", 2)).is_some());
+    // A server in no tunnel gets none.
+    assert!(config_of(4, vec![]).tunnels.is_empty());
+}
+
+#[test]
+fn direct_mode_swaps_who_listens() {
+    let mut t = tunnel(1, "dx", |i| {
+        i.mode = crate::model::tunnel::TunnelMode::Direct
+    });
+    t.tunnel.previous_pin = Some(format!("cert:{}", "ab".repeat(32)));
+    let relay = config_of(1, vec![t.clone()]);
+    let r = relay.tunnels[0].relay.as_ref().unwrap();
+    assert!(r.cert_pem.is_none() && r.key_pem.is_none());
+    assert_eq!(
+        r.all_pins(),
+        [
+            t.certificate.pin.clone(),
+            format!("cert:{}", "ab".repeat(32))
+        ]
+    );
+    assert_eq!(r.origins[0].all_hosts(), ["198.51.100.2"]);
+    assert_eq!(r.origins[1].all_hosts(), ["2001:db8::3"]);
+    let origin = config_of(2, vec![t.clone()]);
+    let o = origin.tunnels[0].origin.as_ref().unwrap();
+    assert_eq!(o.cert_pem.as_deref(), Some(t.certificate.cert_pem.as_str()));
+    assert!(o.all_pins().is_empty());
+    assert_eq!(origin.tunnels[0].mode, NodeMode::Direct);
+}
+
+#[test]
+fn a_relay_of_two_tunnels_routes_by_their_rules_and_disabled_ones_are_left_out() {
+    let a = tunnel(1, "a", |i| {
+        i.rules = TunnelRules {
+            suffixes: vec!["example.org".into()],
+            cidrs: vec!["10.0.0.0/8".into()],
+            ports: vec![8080],
+            ..TunnelRules::default()
+        }
+    });
+    let b = tunnel(2, "b", |i| i.profiles[0].port = 7444);
+    let off = tunnel(3, "off", |i| {
+        i.enabled = false;
+        i.profiles[0].port = 7445;
+    });
+    let relay = config_of(1, vec![a, b, off.clone()]);
+    let names: Vec<&str> = relay.tunnels.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    let rules = serde_json::to_value(&relay.route.rules).unwrap();
+    assert_eq!(
+        rules,
+        serde_json::json!([{
+            "domain_suffix": ["example.org"], "ip_cidr": ["10.0.0.0/8"], "port": [8080],
+            "outbound": tunnel_tag("a"),
+        }])
+    );
+    assert_eq!(relay.final_tag(), "direct");
+    assert!(config_of(2, vec![off]).tunnels.is_empty());
+}
+
+#[test]
+fn no_secret_no_tunnel_and_the_version_follows_the_tunnels() {
+    let t = tunnel(1, "eu", |_| {});
+    let mut snapshot = ServerSnapshot {
+        server: server(2, "198.51.100.2"),
+        inbounds: Vec::new(),
+        users: Vec::new(),
+        tunnels: vec![t.clone()],
+        tunnel_secret: None,
+    };
+    assert!(render(&snapshot, NOW).unwrap().tunnels.is_empty());
+    snapshot.tunnel_secret = Some(SECRET);
+    let one = render(&snapshot, NOW).unwrap();
+    snapshot.tunnels[0].tunnel.links = 5;
+    let two = render(&snapshot, NOW).unwrap();
+    assert_ne!(one.version, two.version);
+}

@@ -1,0 +1,391 @@
+//! [`TunnelStore`] over sqlx, for both backends (see [`super::tunnels`] for the rules).
+
+use async_trait::async_trait;
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+use switchyard_tunnel::credentials::{TunnelSecret, certificate_name, tunnel_tag};
+
+use super::rows;
+use super::sql::conflict;
+use super::tunnels::{TunnelCertificate, TunnelStore};
+use super::{SqlStore, Store, StoreError};
+use crate::model::tunnel::{
+    Tunnel, TunnelBalancing, TunnelInput, TunnelMode, TunnelOrigin, origin_name,
+};
+use crate::model::{FieldError, Id};
+use crate::render::tunnels::SnapshotTunnel;
+
+type Tx = Transaction<'static, Any>;
+
+const COLUMNS: &str = "id, name, relay_server_id, mode, balancing, links, profiles, rules, \
+    enabled, pin, previous_pin, created_ms";
+
+fn mode_str(m: TunnelMode) -> &'static str {
+    match m {
+        TunnelMode::Reverse => "reverse",
+        TunnelMode::Direct => "direct",
+    }
+}
+
+fn balancing_str(b: TunnelBalancing) -> &'static str {
+    match b {
+        TunnelBalancing::Distribute => "distribute",
+        TunnelBalancing::Priority => "priority",
+    }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(column: &str, text: &str) -> Result<T, sqlx::Error> {
+    serde_json::from_str(text).map_err(|e| sqlx::Error::ColumnDecode {
+        index: column.to_owned(),
+        source: Box::new(e),
+    })
+}
+
+fn json(v: &impl serde::Serialize) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+/// A tunnel row, its origins still to fill in.
+fn tunnel(r: &AnyRow) -> Result<Tunnel, sqlx::Error> {
+    let name: String = r.try_get("name")?;
+    let mode: String = r.try_get("mode")?;
+    let balancing: String = r.try_get("balancing")?;
+    Ok(Tunnel {
+        id: r.try_get("id")?,
+        tag: tunnel_tag(&name),
+        certificate_name: certificate_name(&name),
+        name,
+        certificate_pin: r.try_get("pin")?,
+        previous_pin: r.try_get("previous_pin")?,
+        relay_server_id: r.try_get("relay_server_id")?,
+        origins: Vec::new(),
+        mode: if mode == "direct" {
+            TunnelMode::Direct
+        } else {
+            TunnelMode::Reverse
+        },
+        balancing: if balancing == "priority" {
+            TunnelBalancing::Priority
+        } else {
+            TunnelBalancing::Distribute
+        },
+        links: usize::try_from(r.try_get::<i64, _>("links")?).unwrap_or(4),
+        profiles: decode("profiles", &r.try_get::<String, _>("profiles")?)?,
+        rules: decode("rules", &r.try_get::<String, _>("rules")?)?,
+        enabled: r.try_get::<i64, _>("enabled")? != 0,
+        created_ms: r.try_get("created_ms")?,
+    })
+}
+
+/// Refuses servers that don't exist, naming the field.
+async fn check_servers(tx: &mut Tx, input: &TunnelInput) -> Result<(), StoreError> {
+    let fields = std::iter::once(("relay_server_id".to_owned(), input.relay_server_id)).chain(
+        input
+            .origin_server_ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (format!("origin_server_ids[{i}]"), *id)),
+    );
+    for (field, id) in fields {
+        let found = sqlx::query("SELECT id FROM servers WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
+        if found.is_none() {
+            return Err(StoreError::Refused(FieldError::new(
+                field,
+                format!("there is no server {id}"),
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a profile port that an inbound of the listening servers holds.
+async fn check_ports(tx: &mut Tx, input: &TunnelInput) -> Result<(), StoreError> {
+    let listeners: Vec<Id> = match input.mode {
+        TunnelMode::Reverse => vec![input.relay_server_id],
+        TunnelMode::Direct => input.origin_server_ids.clone(),
+    };
+    for (i, p) in input.profiles.iter().enumerate() {
+        for server in &listeners {
+            let taken = sqlx::query("SELECT name FROM inbounds WHERE server_id = $1 AND port = $2")
+                .bind(*server)
+                .bind(i64::from(p.port))
+                .fetch_optional(&mut **tx)
+                .await?;
+            if let Some(row) = taken {
+                let inbound: String = row.try_get(0)?;
+                return Err(StoreError::Conflict(FieldError::new(
+                    format!("profiles[{i}].port"),
+                    format!(
+                        "server {server}'s inbound {inbound:?} listens on port {}",
+                        p.port
+                    ),
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn set_origins(tx: &mut Tx, tunnel: Id, origins: &[Id]) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM tunnel_origins WHERE tunnel_id = $1")
+        .bind(tunnel)
+        .execute(&mut **tx)
+        .await?;
+    for (position, server) in (0i64..).zip(origins) {
+        sqlx::query(
+            "INSERT INTO tunnel_origins (tunnel_id, server_id, position) VALUES ($1, $2, $3)",
+        )
+        .bind(tunnel)
+        .bind(*server)
+        .bind(position)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+impl SqlStore {
+    async fn fill_origins(&self, tunnels: &mut [Tunnel]) -> Result<(), StoreError> {
+        let rows = sqlx::query(
+            "SELECT tunnel_id, server_id FROM tunnel_origins ORDER BY tunnel_id, position",
+        )
+        .fetch_all(&self.read)
+        .await?;
+        for r in &rows {
+            let (tunnel, server): (Id, Id) = (r.try_get(0)?, r.try_get(1)?);
+            if let Some(t) = tunnels.iter_mut().find(|t| t.id == tunnel) {
+                t.origins.push(TunnelOrigin {
+                    server_id: server,
+                    name: origin_name(server),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The tunnels `server` is the relay or an origin of, with what their halves
+    /// need, and the panel's tunnel secret (made on first need, once for every
+    /// instance) when there are any.
+    pub(super) async fn snapshot_tunnels(
+        &self,
+        server: Id,
+    ) -> Result<(Vec<SnapshotTunnel>, Option<TunnelSecret>), StoreError> {
+        let mine: Vec<Tunnel> = self
+            .tunnels()
+            .await?
+            .into_iter()
+            .filter(|t| {
+                t.relay_server_id == server || t.origins.iter().any(|o| o.server_id == server)
+            })
+            .collect();
+        if mine.is_empty() {
+            return Ok((Vec::new(), None));
+        }
+        let secret = self.tunnel_secret().await?;
+        let mut out = Vec::with_capacity(mine.len());
+        for tunnel in mine {
+            let certificate = self.tunnel_certificate(tunnel.id).await?;
+            let relay = Store::server(self, tunnel.relay_server_id).await?;
+            let mut origins = Vec::with_capacity(tunnel.origins.len());
+            for o in &tunnel.origins {
+                origins.push(Store::server(self, o.server_id).await?);
+            }
+            out.push(SnapshotTunnel {
+                tunnel,
+                certificate,
+                relay,
+                origins,
+            });
+        }
+        Ok((out, Some(secret)))
+    }
+
+    /// The panel's tunnel secret: 32 random bytes, made once and kept in `settings`
+    /// (every instance on the database agrees on it). It never leaves the panel: nodes
+    /// get only the credentials derived from it.
+    pub async fn tunnel_secret(&self) -> Result<TunnelSecret, StoreError> {
+        let fresh = crate::service::hex(&crate::service::random_bytes(32));
+        let text = Store::setting_or_init(self, "tunnel_secret", fresh).await?;
+        let mut bytes = [0u8; 32];
+        let ok = text.len() == 64
+            && bytes.iter_mut().enumerate().all(|(i, b)| {
+                u8::from_str_radix(text.get(2 * i..2 * i + 2).unwrap_or("zz"), 16)
+                    .map(|v| *b = v)
+                    .is_ok()
+            });
+        if !ok {
+            return Err(StoreError::Refused(FieldError::new(
+                "settings.tunnel_secret",
+                "is not 64 hex digits: the database was edited by hand",
+            )));
+        }
+        Ok(TunnelSecret(bytes))
+    }
+
+    /// The tunnels `server` is in (as relay or origin), by name: why it can't go.
+    pub(super) async fn tunnels_of_server(
+        tx: &mut Tx,
+        server: Id,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT name FROM tunnels WHERE relay_server_id = $1 OR id IN \
+             (SELECT tunnel_id FROM tunnel_origins WHERE server_id = $1) ORDER BY id",
+        )
+        .bind(server)
+        .fetch_all(&mut **tx)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()?)
+    }
+}
+
+#[async_trait]
+impl TunnelStore for SqlStore {
+    async fn tunnels(&self) -> Result<Vec<Tunnel>, StoreError> {
+        let rows = sqlx::query(&format!("SELECT {COLUMNS} FROM tunnels ORDER BY id"))
+            .fetch_all(&self.read)
+            .await?;
+        let mut out = rows.iter().map(tunnel).collect::<Result<Vec<_>, _>>()?;
+        self.fill_origins(&mut out).await?;
+        Ok(out)
+    }
+
+    async fn tunnel(&self, id: Id) -> Result<Tunnel, StoreError> {
+        let row = sqlx::query(&format!("SELECT {COLUMNS} FROM tunnels WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?
+            .ok_or(StoreError::NotFound("tunnel"))?;
+        let mut one = [tunnel(&row)?];
+        self.fill_origins(&mut one).await?;
+        let [t] = one;
+        Ok(t)
+    }
+
+    async fn create_tunnel(
+        &self,
+        input: &TunnelInput,
+        certificate: &TunnelCertificate,
+        now_ms: i64,
+    ) -> Result<Tunnel, StoreError> {
+        let mut tx = self.begin().await?;
+        check_servers(&mut tx, input).await?;
+        check_ports(&mut tx, input).await?;
+        let row = sqlx::query(
+            "INSERT INTO tunnels (name, relay_server_id, mode, balancing, links, profiles, \
+             rules, enabled, cert_pem, key_pem, pin, created_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+        )
+        .bind(&input.name)
+        .bind(input.relay_server_id)
+        .bind(mode_str(input.mode))
+        .bind(balancing_str(input.balancing))
+        .bind(i64::try_from(input.links).unwrap_or(4))
+        .bind(json(&input.profiles))
+        .bind(json(&input.rules))
+        .bind(i64::from(input.enabled))
+        .bind(&certificate.cert_pem)
+        .bind(&certificate.key_pem)
+        .bind(&certificate.pin)
+        .bind(now_ms)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| conflict(e, "name", "a tunnel with this name exists"))?;
+        let id = rows::id(&row)?;
+        set_origins(&mut tx, id, &input.origin_server_ids).await?;
+        self.commit(tx).await?;
+        self.tunnel(id).await
+    }
+
+    async fn update_tunnel(&self, id: Id, input: &TunnelInput) -> Result<Tunnel, StoreError> {
+        let mut tx = self.begin().await?;
+        let row = sqlx::query("SELECT name FROM tunnels WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound("tunnel"))?;
+        let name: String = row.try_get(0)?;
+        if name != input.name {
+            return Err(StoreError::Refused(FieldError::new(
+                "name",
+                format!(
+                    "a tunnel's name cannot change after saving (its tag, credentials and \
+                     certificate derive from it): this one is {name:?}; duplicate the tunnel \
+                     to get one with another name"
+                ),
+            )));
+        }
+        check_servers(&mut tx, input).await?;
+        check_ports(&mut tx, input).await?;
+        sqlx::query(
+            "UPDATE tunnels SET relay_server_id = $1, mode = $2, balancing = $3, links = $4, \
+             profiles = $5, rules = $6, enabled = $7 WHERE id = $8",
+        )
+        .bind(input.relay_server_id)
+        .bind(mode_str(input.mode))
+        .bind(balancing_str(input.balancing))
+        .bind(i64::try_from(input.links).unwrap_or(4))
+        .bind(json(&input.profiles))
+        .bind(json(&input.rules))
+        .bind(i64::from(input.enabled))
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        set_origins(&mut tx, id, &input.origin_server_ids).await?;
+        self.commit(tx).await?;
+        self.tunnel(id).await
+    }
+
+    async fn delete_tunnel(&self, id: Id) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        let done = sqlx::query("DELETE FROM tunnels WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("tunnel"));
+        }
+        self.commit(tx).await
+    }
+
+    async fn reissue_tunnel_certificate(
+        &self,
+        id: Id,
+        certificate: &TunnelCertificate,
+    ) -> Result<Tunnel, StoreError> {
+        let mut tx = self.begin().await?;
+        let done = sqlx::query(
+            "UPDATE tunnels SET previous_pin = pin, pin = $1, cert_pem = $2, key_pem = $3 \
+             WHERE id = $4",
+        )
+        .bind(&certificate.pin)
+        .bind(&certificate.cert_pem)
+        .bind(&certificate.key_pem)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("tunnel"));
+        }
+        self.commit(tx).await?;
+        self.tunnel(id).await
+    }
+
+    async fn tunnel_certificate(&self, id: Id) -> Result<TunnelCertificate, StoreError> {
+        let row = sqlx::query("SELECT cert_pem, key_pem, pin FROM tunnels WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.read)
+            .await?
+            .ok_or(StoreError::NotFound("tunnel"))?;
+        Ok(TunnelCertificate {
+            cert_pem: row.try_get(0)?,
+            key_pem: row.try_get(1)?,
+            pin: row.try_get(2)?,
+        })
+    }
+}

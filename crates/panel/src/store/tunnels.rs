@@ -1,0 +1,63 @@
+//! Tunnels: the part of the [`Store`](super::Store) behind `/api/v1/tunnels`.
+//!
+//! Rules kept here, so no caller can break them:
+//! - a tunnel's name never changes (its tag, credentials and certificate name derive
+//!   from it);
+//! - its relay and origins are servers that exist, the relay is none of its origins,
+//!   and a server in a tunnel cannot be deleted;
+//! - the certificate (and its key) are the panel's: created with the tunnel, replaced
+//!   only by a re-issue, which keeps the previous pin for the overlap.
+
+use async_trait::async_trait;
+
+use super::StoreError;
+use crate::model::Id;
+use crate::model::tunnel::{Tunnel, TunnelInput};
+
+/// The certificate the panel issued for a tunnel: what its listening half presents.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TunnelCertificate {
+    /// The certificate (PEM).
+    pub cert_pem: String,
+    /// Its private key (PEM). A secret: never in the API, never in a log.
+    pub key_pem: String,
+    /// Its pin (`cert:<hex>`), what the dialing half accepts.
+    pub pin: String,
+}
+
+impl std::fmt::Debug for TunnelCertificate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TunnelCertificate")
+            .field("pin", &self.pin)
+            .field("key_pem", &switchyard_proto::entry::REDACTED)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Tunnels in the store.
+#[async_trait]
+pub trait TunnelStore: Send + Sync {
+    /// Every tunnel, oldest first.
+    async fn tunnels(&self) -> Result<Vec<Tunnel>, StoreError>;
+    /// One tunnel.
+    async fn tunnel(&self, id: Id) -> Result<Tunnel, StoreError>;
+    /// Creates a tunnel with the certificate issued for it.
+    async fn create_tunnel(
+        &self,
+        input: &TunnelInput,
+        certificate: &TunnelCertificate,
+        now_ms: i64,
+    ) -> Result<Tunnel, StoreError>;
+    /// Changes a tunnel; `input.name` must be the tunnel's name.
+    async fn update_tunnel(&self, id: Id, input: &TunnelInput) -> Result<Tunnel, StoreError>;
+    /// Deletes a tunnel.
+    async fn delete_tunnel(&self, id: Id) -> Result<(), StoreError>;
+    /// Replaces the certificate; the old pin stays accepted as `previous_pin`.
+    async fn reissue_tunnel_certificate(
+        &self,
+        id: Id,
+        certificate: &TunnelCertificate,
+    ) -> Result<Tunnel, StoreError>;
+    /// The certificate of a tunnel (with its key), for the nodes' halves.
+    async fn tunnel_certificate(&self, id: Id) -> Result<TunnelCertificate, StoreError>;
+}

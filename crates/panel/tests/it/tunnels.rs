@@ -1,0 +1,376 @@
+//! Tunnels through the API, without a socket: create with the spec's defaults and a
+//! certificate the panel issued, every validation error naming its field, the name
+//! fixed after saving, servers in a tunnel kept, duplicate for another relay (new
+//! name, new certificate), re-issue (the old pin kept for the overlap), delete; no key
+//! in any answer.
+
+use crate::common;
+
+use axum::http::StatusCode;
+use common::{Harness, vless};
+use serde_json::{Value, json};
+use switchyard_panel::store::TunnelStore;
+use switchyard_tunnel::credentials::{certificate_name, tunnel_tag};
+
+/// A cluster with servers `relay`, `origin-a`, `origin-b`, `relay-2`; their ids.
+async fn servers(h: &Harness, token: &str) -> Vec<i64> {
+    let c = h
+        .post("/api/v1/clusters")
+        .bearer(token)
+        .json(&json!({"name": "main"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED)["id"]
+        .as_i64()
+        .unwrap();
+    let mut ids = Vec::new();
+    for (i, name) in ["relay", "origin-a", "origin-b", "relay-2"]
+        .iter()
+        .enumerate()
+    {
+        ids.push(
+            h.post("/api/v1/servers")
+                .bearer(token)
+                .json(&json!({"cluster_id": c, "name": name, "address": format!("203.0.113.{}", i + 1)}))
+                .send()
+                .await
+                .ok(StatusCode::CREATED)["id"]
+                .as_i64()
+                .unwrap(),
+        );
+    }
+    ids
+}
+
+fn no_secret_in(v: &Value) {
+    let text = v.to_string();
+    assert!(!text.contains("PRIVATE KEY"), "{text}");
+    assert!(
+        !text.contains("key_pem") && !text.contains("credential"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_tunnel_from_create_to_delete() {
+    let h = Harness::new().await;
+    let token = h.token().await;
+    let s = servers(&h, &token).await;
+    let (relay, a, b, relay2) = (s[0], s[1], s[2], s[3]);
+
+    let t = h
+        .post("/api/v1/tunnels")
+        .bearer(&token)
+        .json(&json!({"name": "eu-exit", "relay_server_id": relay, "origin_server_ids": [a, b]}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    no_secret_in(&t);
+    let id = t["id"].as_i64().unwrap();
+    assert_eq!(t["name"], "eu-exit");
+    assert_eq!(t["tag"], tunnel_tag("eu-exit"));
+    assert_eq!(t["certificate_name"], certificate_name("eu-exit"));
+    assert_eq!(t["mode"], "reverse");
+    assert_eq!(t["balancing"], "distribute");
+    assert_eq!(t["links"], 4);
+    assert_eq!(
+        t["profiles"],
+        json!([{"port": 7443, "security": "tls", "transport": {"type": "tcp"}, "addresses": []}])
+    );
+    assert_eq!(
+        t["origins"],
+        json!([{"server_id": a, "name": format!("server-{a}")}, {"server_id": b, "name": format!("server-{b}")}])
+    );
+    assert_eq!(t["enabled"], true);
+    assert_eq!(t["previous_pin"], Value::Null);
+    let pin = t["certificate_pin"].as_str().unwrap().to_owned();
+    assert!(pin.starts_with("cert:") && pin.len() == 5 + 64, "{pin}");
+
+    // The certificate the store keeps is issued for the derived name, and its pin is
+    // the one shown.
+    let cert = h.store.tunnel_certificate(id).await.unwrap();
+    assert_eq!(cert.pin, pin);
+    assert!(cert.key_pem.contains("PRIVATE KEY"));
+    let chain = switchyard_tunnel::link::cert::read_pem(&cert.cert_pem, &cert.key_pem).unwrap();
+    assert_eq!(
+        switchyard_tunnel::link::pin::Pin::of_certificate(&chain.0[0]).to_string(),
+        pin
+    );
+    assert!(!format!("{cert:?}").contains("PRIVATE KEY"));
+
+    // Read back, listed.
+    assert_eq!(
+        h.get(&format!("/api/v1/tunnels/{id}"))
+            .bearer(&token)
+            .send()
+            .await
+            .ok(StatusCode::OK),
+        t
+    );
+    assert_eq!(
+        h.get("/api/v1/tunnels")
+            .bearer(&token)
+            .send()
+            .await
+            .ok(StatusCode::OK),
+        json!([t])
+    );
+
+    // A change: everything but the name.
+    let changed = h
+        .put(&format!("/api/v1/tunnels/{id}"))
+        .bearer(&token)
+        .json(&json!({
+            "name": "eu-exit", "relay_server_id": relay, "origin_server_ids": [b],
+            "balancing": "priority", "links": 6,
+            "profiles": [
+                {"port": 7443, "addresses": ["relay.example.com:7443", "[2001:db8::1]:7443"]},
+                {"port": 8443, "transport": {"type": "ws", "path": "/t", "host": "cdn.example.com"}},
+            ],
+            "rules": {"suffixes": ["example.org"], "cidrs": ["10.0.0.0/8"], "ports": [443]},
+            "enabled": false,
+        }))
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(
+        changed["origins"],
+        json!([{"server_id": b, "name": format!("server-{b}")}])
+    );
+    assert_eq!(changed["balancing"], "priority");
+    assert_eq!(changed["links"], 6);
+    assert_eq!(
+        changed["profiles"][1]["transport"],
+        json!({"type": "ws", "path": "/t", "host": "cdn.example.com"})
+    );
+    assert_eq!(
+        changed["rules"],
+        json!({"domains": [], "suffixes": ["example.org"], "cidrs": ["10.0.0.0/8"], "ports": [443]})
+    );
+    assert_eq!(changed["enabled"], false);
+    assert_eq!(
+        changed["certificate_pin"],
+        pin.as_str(),
+        "a change keeps the certificate"
+    );
+
+    // The name is fixed.
+    let p = h
+        .put(&format!("/api/v1/tunnels/{id}"))
+        .bearer(&token)
+        .json(&json!({"name": "eu-exit-2", "relay_server_id": relay, "origin_server_ids": [b]}))
+        .send()
+        .await
+        .field_error(StatusCode::UNPROCESSABLE_ENTITY, "name");
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("cannot change after saving"),
+        "{p}"
+    );
+
+    // A server in a tunnel stays.
+    let p = h
+        .delete(&format!("/api/v1/servers/{b}"))
+        .bearer(&token)
+        .send()
+        .await
+        .field_error(StatusCode::UNPROCESSABLE_ENTITY, "id");
+    assert!(p["detail"].as_str().unwrap().contains("eu-exit"), "{p}");
+
+    // Re-issue: a new certificate, the old pin kept for the overlap.
+    let re = h
+        .post(&format!("/api/v1/tunnels/{id}/certificate"))
+        .bearer(&token)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_ne!(re["certificate_pin"], pin.as_str());
+    assert_eq!(re["previous_pin"], pin.as_str());
+    let again = h.store.tunnel_certificate(id).await.unwrap();
+    assert_ne!(again.key_pem, cert.key_pem, "a re-issue brings a new key");
+    assert_eq!(again.pin, re["certificate_pin"].as_str().unwrap());
+
+    // Duplicate for another relay: new name, new certificate, same shape, the link
+    // addresses of the first relay left behind.
+    let dup = h
+        .post(&format!("/api/v1/tunnels/{id}/duplicate"))
+        .bearer(&token)
+        .json(&json!({"name": "eu-exit-r2", "relay_server_id": relay2}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    no_secret_in(&dup);
+    assert_eq!(dup["relay_server_id"], relay2);
+    assert_eq!(dup["origins"], changed["origins"]);
+    assert_eq!(dup["balancing"], "priority");
+    assert_eq!(dup["links"], 6);
+    assert_eq!(dup["profiles"][0]["addresses"], json!([]));
+    assert_eq!(
+        dup["profiles"][1]["transport"],
+        changed["profiles"][1]["transport"]
+    );
+    assert_eq!(dup["rules"], changed["rules"]);
+    assert_eq!(dup["tag"], tunnel_tag("eu-exit-r2"));
+    assert_ne!(dup["certificate_pin"], re["certificate_pin"]);
+    assert_eq!(dup["previous_pin"], Value::Null);
+    h.post(&format!("/api/v1/tunnels/{id}/duplicate"))
+        .bearer(&token)
+        .json(&json!({"name": "eu-exit-r3", "relay_server_id": b}))
+        .send()
+        .await
+        .field_error(StatusCode::UNPROCESSABLE_ENTITY, "relay_server_id");
+    h.post(&format!("/api/v1/tunnels/{id}/duplicate"))
+        .bearer(&token)
+        .json(&json!({"name": "eu-exit", "relay_server_id": relay2}))
+        .send()
+        .await
+        .field_error(StatusCode::CONFLICT, "name");
+
+    // Delete; then the server may go.
+    for t in [id, dup["id"].as_i64().unwrap()] {
+        h.delete(&format!("/api/v1/tunnels/{t}"))
+            .bearer(&token)
+            .send()
+            .await
+            .ok(StatusCode::NO_CONTENT);
+    }
+    h.get(&format!("/api/v1/tunnels/{id}"))
+        .bearer(&token)
+        .send()
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    h.delete(&format!("/api/v1/tunnels/{id}"))
+        .bearer(&token)
+        .send()
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    h.delete(&format!("/api/v1/servers/{b}"))
+        .bearer(&token)
+        .send()
+        .await
+        .ok(StatusCode::NO_CONTENT);
+    assert_eq!(
+        h.get("/api/v1/tunnels")
+            .bearer(&token)
+            .send()
+            .await
+            .ok(StatusCode::OK),
+        json!([])
+    );
+}
+
+#[tokio::test]
+async fn errors_name_the_field_and_change_nothing() {
+    let h = Harness::new().await;
+    let token = h.token().await;
+    let s = servers(&h, &token).await;
+    let (relay, a) = (s[0], s[1]);
+    // An inbound on the relay holds port 7443.
+    h.post("/api/v1/inbounds")
+        .bearer(&token)
+        .json(&vless(relay, "busy", 7443))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    let base = json!({"name": "t1", "relay_server_id": relay, "origin_server_ids": [a],
+        "profiles": [{"port": 8443}]});
+    let with = |patch: Value| {
+        let mut v = base.clone();
+        for (k, x) in patch.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
+    };
+    let cases = [
+        (
+            with(json!({"name": "no spaces"})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "name",
+        ),
+        (
+            with(json!({"origin_server_ids": []})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "origin_server_ids",
+        ),
+        (
+            with(json!({"origin_server_ids": [a, relay]})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "origin_server_ids[1]",
+        ),
+        (
+            with(json!({"origin_server_ids": [a, 999]})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "origin_server_ids[1]",
+        ),
+        (
+            with(json!({"relay_server_id": 999})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "relay_server_id",
+        ),
+        (
+            with(json!({"links": 0})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "links",
+        ),
+        (
+            with(json!({"profiles": []})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "profiles",
+        ),
+        (
+            with(json!({"profiles": [{"port": 7443}]})),
+            StatusCode::CONFLICT,
+            "profiles[0].port",
+        ),
+        (
+            with(json!({"profiles": [{"port": 8443}, {"port": 8443}]})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "profiles[1].port",
+        ),
+        (
+            with(json!({"profiles": [{"port": 8443, "addresses": ["nohost"]}]})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "profiles[0].addresses[0]",
+        ),
+        (
+            with(json!({"rules": {"cidrs": ["10.0.0.0/40"]}})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "rules.cidrs[0]",
+        ),
+    ];
+    for (body, status, field) in cases {
+        h.post("/api/v1/tunnels")
+            .bearer(&token)
+            .json(&body)
+            .send()
+            .await
+            .field_error(status, field);
+    }
+    // Unknown fields (a credential the operator tries to set) are refused.
+    h.post("/api/v1/tunnels")
+        .bearer(&token)
+        .json(&with(json!({"credential": "00"})))
+        .send()
+        .await
+        .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        h.get("/api/v1/tunnels")
+            .bearer(&token)
+            .send()
+            .await
+            .ok(StatusCode::OK),
+        json!([])
+    );
+    // Without a token: 401.
+    h.get("/api/v1/tunnels")
+        .send()
+        .await
+        .problem(StatusCode::UNAUTHORIZED);
+    h.post("/api/v1/tunnels")
+        .json(&base)
+        .send()
+        .await
+        .problem(StatusCode::UNAUTHORIZED);
+}
