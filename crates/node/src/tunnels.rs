@@ -100,9 +100,14 @@ pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
 /// (a reverse-mode relay, a direct-mode origin) serves the certificate now in its
 /// files (re-issued in place or moved, read by [`prepare`]) to new links; the dialing
 /// side checks new links against its current pins. Links already up stay up.
-pub(crate) fn refresh_certificate(r: &Running, files: &Prepared) -> Result<(), String> {
-    let direct = r.config.mode == TunnelMode::Direct;
-    match (&r.half, &r.config.relay, &r.config.origin) {
+pub(crate) fn refresh_certificate(
+    r: &Running,
+    new: &TunnelConfig,
+    files: &Prepared,
+) -> Result<(), String> {
+    // The pins come from the new config (`r.config` is still the old one here).
+    let direct = new.mode == TunnelMode::Direct;
+    match (&r.half, &new.relay, &new.origin) {
         (Half::Relay(h), Some(relay), _) if direct => {
             h.set_direct_pins(pins(&relay.all_pins(), "relay.pins")?);
         }

@@ -223,6 +223,7 @@ impl Panel {
         let shared: Arc<dyn Store> = Arc::new(store.clone());
         let state = AppState::new(shared.clone(), &changes, config, join, metrics.clone());
         let nodes = Nodes::new(shared.clone(), changes, metrics);
+        state.attach_nodes(nodes.clone());
 
         let stop = CancellationToken::new();
         let mut tasks = Vec::new();

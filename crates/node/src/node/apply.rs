@@ -310,7 +310,7 @@ impl Node {
                 && !going.contains(&t.name)
             {
                 let refreshed = match prepared {
-                    Some(Ok(p)) => tunnels::refresh_certificate(r, &p),
+                    Some(Ok(p)) => tunnels::refresh_certificate(r, t, &p),
                     // The files it serves now, caught half-written by a renewal: keep
                     // serving what it has rather than refuse the whole change.
                     Some(Err(problem)) if same_files(&r.config, t) => {

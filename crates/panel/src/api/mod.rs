@@ -45,6 +45,9 @@ struct Inner {
     metrics: Arc<Metrics>,
     health: HealthSettings,
     topology: Topology,
+    /// The node channels of this instance, once it holds any (absent in tests of the
+    /// API alone: then every node is unreachable from here).
+    nodes: std::sync::OnceLock<crate::nodes::Nodes>,
 }
 
 /// What every handler sees. Cheap to clone.
@@ -78,7 +81,18 @@ impl AppState {
             metrics,
             health: HealthSettings::default(),
             topology,
+            nodes: std::sync::OnceLock::new(),
         }))
+    }
+
+    /// Lets handlers reach the nodes through this instance's channels (once).
+    pub fn attach_nodes(&self, nodes: crate::nodes::Nodes) {
+        let _ = self.0.nodes.set(nodes);
+    }
+
+    /// This instance's node channels, if attached.
+    pub fn nodes(&self) -> Option<&crate::nodes::Nodes> {
+        self.0.nodes.get()
     }
 
     /// Now, Unix ms.
@@ -149,6 +163,7 @@ impl AppState {
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
         tunnels::delete_tunnel, tunnels::duplicate_tunnel, tunnels::reissue_certificate,
+        tunnels::status, tunnels::statuses, tunnels::reset,
         subscription::subscription,
     ),
     modifiers(&Security, &ProblemJson),
@@ -279,6 +294,9 @@ pub fn router(state: AppState) -> Router {
             "/tunnels/{id}/certificate",
             post(tunnels::reissue_certificate),
         )
+        .route("/tunnels/status", get(tunnels::statuses))
+        .route("/tunnels/{id}/status", get(tunnels::status))
+        .route("/tunnels/{id}/reset", post(tunnels::reset))
         .route("/servers", get(r::servers).post(r::create_server))
         .route(
             "/servers/{id}",

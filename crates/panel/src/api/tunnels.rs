@@ -1,13 +1,16 @@
 //! Tunnels: create, read, change, delete, duplicate for another relay, re-issue the
-//! certificate. The operator fills in nothing security-related: the certificate is
+//! certificate; their state and live status asked from the nodes, and Reset. The operator fills in nothing security-related: the certificate is
 //! issued here (rcgen, for the tunnel's derived certificate name), credentials are
 //! derived when the nodes' halves are rendered, and neither the key nor a credential
 //! is ever in an answer.
 
+use std::time::Duration;
+
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
-use serde::Deserialize;
+use axum::http::{Method, StatusCode};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::AppState;
@@ -181,5 +184,239 @@ pub async fn reissue_certificate(
         s.store()
             .reissue_tunnel_certificate(id, &certificate)
             .await?,
+    ))
+}
+
+/// How long the panel waits for a node's answer about a tunnel.
+const ASK_WITHIN: Duration = Duration::from_secs(3);
+
+/// What a node said about its half of a tunnel.
+enum Half {
+    /// The node could not be asked (no channel here, or no answer): why.
+    Unreachable(String),
+    /// It answers and runs no half of the tunnel (disabled, or not applied yet).
+    Absent,
+    /// Its half, as it reports it.
+    Running(Value),
+}
+
+async fn ask(s: &AppState, server: RowId, path: &str, method: Method) -> Half {
+    let Some(nodes) = s.nodes() else {
+        return Half::Unreachable("this panel instance holds no node channels".into());
+    };
+    match nodes.request(server, method, path, ASK_WITHIN).await {
+        None => Half::Unreachable(format!(
+            "server {server} is not connected to this panel instance"
+        )),
+        Some(Err(e)) => Half::Unreachable(e),
+        Some(Ok((StatusCode::NOT_FOUND, _))) => Half::Absent,
+        Some(Ok((status, body))) if status.is_success() => {
+            Half::Running(serde_json::from_slice(&body).unwrap_or(Value::Null))
+        }
+        Some(Ok((status, _))) => Half::Unreachable(format!("the node answered {status}")),
+    }
+}
+
+/// A tunnel's state, as its list and its page show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct TunnelState {
+    /// The tunnel.
+    pub id: RowId,
+    /// "Connections: n" (the relay has n links up), "No connections" (the relay answers,
+    /// no origin is connected) or "Relay unreachable" (the panel cannot reach it).
+    pub state: String,
+    /// Links the relay has up.
+    pub links: u64,
+    /// Why the relay is unreachable, when it is.
+    pub error: Option<String>,
+}
+
+fn state_of(id: RowId, relay: &Half) -> TunnelState {
+    match relay {
+        Half::Unreachable(why) => TunnelState {
+            id,
+            state: "Relay unreachable".into(),
+            links: 0,
+            error: Some(why.clone()),
+        },
+        Half::Absent => TunnelState {
+            id,
+            state: "No connections".into(),
+            links: 0,
+            error: None,
+        },
+        Half::Running(v) => {
+            let links = v["links"].as_u64().unwrap_or(0);
+            TunnelState {
+                id,
+                state: if links > 0 {
+                    format!("Connections: {links}")
+                } else {
+                    "No connections".into()
+                },
+                links,
+                error: None,
+            }
+        }
+    }
+}
+
+/// An origin's half as the live status shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct OriginStatus {
+    /// The origin server.
+    pub server_id: RowId,
+    /// Its name in the tunnel.
+    pub name: String,
+    /// Why it could not be asked, when it could not.
+    pub error: Option<String>,
+    /// Its half as it reports it: its links and, per link address, the links wanted
+    /// and up, the failures, the time to the next attempt and the last error. Absent
+    /// when it runs no half (or could not be asked).
+    #[schema(value_type = Option<Object>)]
+    pub half: Option<Value>,
+}
+
+/// A tunnel's live status: its state and what every node of it reports.
+#[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
+pub struct TunnelStatus {
+    /// The state.
+    #[serde(flatten)]
+    pub state: TunnelState,
+    /// The relay's half as it reports it: its links and streams per origin, payload
+    /// bytes, refusals and, in direct mode, its dialing state.
+    #[schema(value_type = Option<Object>)]
+    pub relay: Option<Value>,
+    /// Every origin, in the tunnel's order.
+    pub origins: Vec<OriginStatus>,
+}
+
+fn status_path(name: &str) -> String {
+    // Names are letters, digits and `_ . -` (checked on save): nothing to escape.
+    format!("/v1/tunnels/{name}")
+}
+
+/// The live status of a tunnel: every node of it asked now, at once.
+#[utoipa::path(get, path = "/api/v1/tunnels/{id}/status", tag = "tunnels", params(("id" = i64, Path)),
+    responses((status = 200, body = TunnelStatus), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn status(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<TunnelStatus>, ApiError> {
+    let t = s.store().tunnel(id).await?;
+    let path = status_path(&t.name);
+    let relay = ask(&s, t.relay_server_id, &path, Method::GET);
+    let origins = futures_util::future::join_all(
+        t.origins
+            .iter()
+            .map(|o| ask(&s, o.server_id, &path, Method::GET)),
+    );
+    let (relay, origins) = tokio::join!(relay, origins);
+    let origins = t
+        .origins
+        .iter()
+        .zip(origins)
+        .map(|(o, half)| {
+            let (error, half) = match half {
+                Half::Unreachable(why) => (Some(why), None),
+                Half::Absent => (None, None),
+                Half::Running(v) => (None, Some(v)),
+            };
+            OriginStatus {
+                server_id: o.server_id,
+                name: o.name.clone(),
+                error,
+                half,
+            }
+        })
+        .collect();
+    Ok(Json(TunnelStatus {
+        state: state_of(id, &relay),
+        relay: match relay {
+            Half::Running(v) => Some(v),
+            _ => None,
+        },
+        origins,
+    }))
+}
+
+/// Every tunnel's state (each relay asked now, all at once), for the list.
+#[utoipa::path(get, path = "/api/v1/tunnels/status", tag = "tunnels",
+    responses((status = 200, body = [TunnelState]), (status = 401, body = Problem)))]
+pub async fn statuses(
+    State(s): State<AppState>,
+    _a: Authed,
+) -> Result<Json<Vec<TunnelState>>, ApiError> {
+    let tunnels = s.store().tunnels().await?;
+    let asked = futures_util::future::join_all(tunnels.iter().map(|t| {
+        let s = s.clone();
+        let path = status_path(&t.name);
+        async move { ask(&s, t.relay_server_id, &path, Method::GET).await }
+    }))
+    .await;
+    Ok(Json(
+        tunnels
+            .iter()
+            .zip(&asked)
+            .map(|(t, relay)| state_of(t.id, relay))
+            .collect(),
+    ))
+}
+
+/// What a reset did on one node.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ResetOutcome {
+    /// The server.
+    pub server_id: RowId,
+    /// Whether its half was rebuilt (false: it runs none, or it could not be asked).
+    pub reset: bool,
+    /// Why it could not be asked, when it could not.
+    pub error: Option<String>,
+}
+
+/// Reset: every node of the tunnel rebuilds its half from its config (the one the
+/// panel pushed from the database): links drop and the dialing side starts over at
+/// once, without back-off. Traffic through this tunnel stops until it reconnects.
+#[utoipa::path(post, path = "/api/v1/tunnels/{id}/reset", tag = "tunnels", params(("id" = i64, Path)),
+    responses((status = 200, body = [ResetOutcome]), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn reset(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<Vec<ResetOutcome>>, ApiError> {
+    let t = s.store().tunnel(id).await?;
+    let path = format!("{}/reset", status_path(&t.name));
+    let servers: Vec<RowId> = std::iter::once(t.relay_server_id)
+        .chain(t.origins.iter().map(|o| o.server_id))
+        .collect();
+    let done = futures_util::future::join_all(
+        servers
+            .iter()
+            .map(|server| ask(&s, *server, &path, Method::POST)),
+    )
+    .await;
+    Ok(Json(
+        servers
+            .iter()
+            .zip(done)
+            .map(|(server, half)| match half {
+                Half::Unreachable(why) => ResetOutcome {
+                    server_id: *server,
+                    reset: false,
+                    error: Some(why),
+                },
+                Half::Absent => ResetOutcome {
+                    server_id: *server,
+                    reset: false,
+                    error: None,
+                },
+                Half::Running(_) => ResetOutcome {
+                    server_id: *server,
+                    reset: true,
+                    error: None,
+                },
+            })
+            .collect(),
     ))
 }

@@ -139,6 +139,30 @@ impl Nodes {
         v
     }
 
+    /// A request to `server`'s node control API over the channel this instance holds,
+    /// within `deadline`; `None` when it holds none (the node is not connected here).
+    pub async fn request(
+        &self,
+        server: Id,
+        method: Method,
+        path: &str,
+        deadline: std::time::Duration,
+    ) -> Option<Result<(http::StatusCode, Vec<u8>), String>> {
+        let channel = {
+            let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            held.get(&server)
+                .map(|(c, _)| c.clone())
+                .filter(|c| !c.is_closed())?
+        };
+        Some(
+            channel
+                .request_within(method, path, None, deadline)
+                .await
+                .map(|(status, body)| (status, body.to_vec()))
+                .map_err(|e| e.to_string()),
+        )
+    }
+
     /// Closes the channel this instance holds for `server`, if any; the node dials
     /// again after its back-off (and its state is caught up then).
     pub fn disconnect(&self, server: Id) -> bool {

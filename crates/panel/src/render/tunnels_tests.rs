@@ -238,3 +238,29 @@ fn no_secret_no_tunnel_and_the_version_follows_the_tunnels() {
     let two = render(&snapshot, NOW).unwrap();
     assert_ne!(one.version, two.version);
 }
+
+#[test]
+fn a_copy_for_another_relay_shares_no_credential_tag_or_certificate() {
+    // Duplicate makes a tunnel with another name (and certificate): for the same
+    // origin, nothing the first relay admits is in the copy's halves.
+    let first = tunnel(1, "eu", |_| {});
+    let copy = tunnel(2, "eu-r2", |_| {});
+    let a = config_of(2, vec![first.clone()]);
+    let b = config_of(2, vec![copy.clone()]);
+    let (ha, hb) = (&a.tunnels[0], &b.tunnels[0]);
+    let (oa, ob) = (ha.origin.as_ref().unwrap(), hb.origin.as_ref().unwrap());
+    assert_eq!(oa.name, ob.name, "the same origin server");
+    assert_ne!(oa.credential.expose(), ob.credential.expose());
+    assert_ne!(tunnel_tag(&ha.name), tunnel_tag(&hb.name));
+    assert_ne!(oa.all_pins(), ob.all_pins());
+    let relay = config_of(1, vec![first]);
+    let admitted: Vec<&str> = relay.tunnels[0]
+        .relay
+        .as_ref()
+        .unwrap()
+        .origins
+        .iter()
+        .map(|o| o.credential.expose())
+        .collect();
+    assert!(!admitted.contains(&ob.credential.expose()));
+}

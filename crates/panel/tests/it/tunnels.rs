@@ -228,6 +228,62 @@ async fn a_tunnel_from_create_to_delete() {
         .await
         .field_error(StatusCode::CONFLICT, "name");
 
+    // With no node connected to this panel, the state says so, and a reset reaches
+    // no one.
+    let st = h
+        .get(&format!("/api/v1/tunnels/{id}/status"))
+        .bearer(&token)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(st["state"], "Relay unreachable", "{st}");
+    assert_eq!(
+        (st["links"].as_u64(), &st["relay"]),
+        (Some(0), &Value::Null)
+    );
+    assert!(st["error"].as_str().is_some_and(|e| !e.is_empty()), "{st}");
+    assert_eq!(st["origins"][0]["server_id"], b);
+    assert_eq!(st["origins"][0]["half"], Value::Null);
+    let states = h
+        .get("/api/v1/tunnels/status")
+        .bearer(&token)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    let ids: Vec<i64> = states
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [id, dup["id"].as_i64().unwrap()]);
+    assert!(
+        states
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["state"] == "Relay unreachable")
+    );
+    let outcome = h
+        .post(&format!("/api/v1/tunnels/{id}/reset"))
+        .bearer(&token)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(outcome.as_array().unwrap().len(), 2, "{outcome}");
+    assert!(
+        outcome
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["reset"] == false && o["error"].is_string())
+    );
+    h.get("/api/v1/tunnels/999/status")
+        .bearer(&token)
+        .send()
+        .await
+        .problem(StatusCode::NOT_FOUND);
+
     // Delete; then the server may go.
     for t in [id, dup["id"].as_i64().unwrap()] {
         h.delete(&format!("/api/v1/tunnels/{t}"))

@@ -2,8 +2,9 @@
 //! 127.0.0.1 (a relay and two origins): the panel renders each node's half (derived
 //! credentials, its own certificate, the pins), the links come up, a real sing-box
 //! client's download goes user → relay → tunnel → origin → local target, and changes
-//! made in the API (an origin removed, the tunnel disabled, deleted) reach the nodes
-//! live.
+//! made in the API (Reset, an origin removed, the tunnel disabled, deleted) reach the
+//! nodes live; the state the panel reports follows the nodes ("Connections: 4", "No
+//! connections" once the origins stop, "Relay unreachable" once the relay stops).
 
 use crate::live;
 
@@ -134,36 +135,42 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     }
     let auth = live::api_token(http, &data).await;
 
-    // The operator fills in a name, the relay, the origins and a port: nothing else.
+    // A local echo server: a connection through the tunnel that must survive the
+    // live changes below.
+    let echo = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let echo_addr = echo.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = echo.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+
+    // The operator fills in a name, the relay, an origin and a port: nothing else.
     let port = free_port().unwrap();
-    let input = json!({
-        "name": "exit", "relay_server_id": relay, "origin_server_ids": [a, b],
+    let mut input = json!({
+        "name": "exit", "relay_server_id": relay, "origin_server_ids": [a],
         "links": 2, "profiles": [{"port": port}],
     });
     let (status, tunnel) = live::http(http, "POST", "/api/v1/tunnels", &auth, Some(&input)).await;
     assert_eq!(status, 201, "{tunnel}");
     let id = tunnel["id"].as_i64().unwrap();
-    // Every origin keeps 2 links to the relay.
-    wait_links(&nodes[0], "exit", 4, "the relay").await;
+    let tunnel_path = format!("/api/v1/tunnels/{id}");
+    wait_links(&nodes[0], "exit", 2, "the relay").await;
     wait_links(&nodes[1], "exit", 2, "origin a").await;
-    wait_links(&nodes[2], "exit", 2, "origin b").await;
-    let relay_status = nodes[0].node().tunnel("exit").await.unwrap();
-    assert_eq!(relay_status["state"], "Connections: 4", "{relay_status}");
 
     // A real client, through the relay's inbound; the relay's one tunnel is its final
     // outbound, so the bytes cross the tunnel.
-    let (_, body) = {
-        let (s, b) = live::http(
-            http,
-            "GET",
-            &format!("{}?format=sing-box", user.subscription_path),
-            "",
-            None,
-        )
-        .await;
-        (s, b)
-    };
-    let mut config: Value = body;
+    let (_, mut config) = live::http(
+        http,
+        "GET",
+        &format!("{}?format=sing-box", user.subscription_path),
+        "",
+        None,
+    )
+    .await;
     for o in config["outbounds"].as_array_mut().unwrap() {
         if o["type"] == "urltest" {
             o["url"] = json!(format!("http://{}/bytes/0", target.addr()));
@@ -174,6 +181,91 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     let client = SingBox::start(config).await.unwrap();
     let proxy = client.proxy_addr().unwrap();
     download(&target, proxy, || client.log_tail()).await;
+    let mut held = switchyard_testkit::socks5::connect(proxy, echo_addr)
+        .await
+        .unwrap();
+    let mut round = 0u32;
+    let mut still_up = async |what: &str| {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        round += 1;
+        let line = format!("round {round}\n");
+        held.write_all(line.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let mut back = vec![0u8; line.len()];
+        tokio::time::timeout(Duration::from_secs(5), held.read_exact(&mut back))
+            .await
+            .unwrap_or_else(|_| panic!("{what}: no echo"))
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(back, line.as_bytes(), "{what}");
+    };
+    still_up("through the tunnel").await;
+
+    // An origin added: live; the connection up stays up (adding moves nobody).
+    input["origin_server_ids"] = json!([a, b]);
+    let (status, body) = live::http(http, "PUT", &tunnel_path, &auth, Some(&input)).await;
+    assert_eq!(status, 200, "{body}");
+    wait_links(&nodes[0], "exit", 4, "the relay, two origins").await;
+    wait_links(&nodes[2], "exit", 2, "origin b").await;
+    still_up("after an origin was added").await;
+
+    // The panel asks the nodes: the state, and every node's half.
+    let status_path = format!("/api/v1/tunnels/{id}/status");
+    let (status, live) = live::http(http, "GET", &status_path, &auth, None).await;
+    assert_eq!(status, 200, "{live}");
+    assert_eq!(
+        (live["state"].as_str(), live["links"].as_u64()),
+        (Some("Connections: 4"), Some(4)),
+        "{live}"
+    );
+    assert_eq!(live["relay"]["role"], "relay", "{live}");
+    for (o, server) in live["origins"].as_array().unwrap().iter().zip([a, b]) {
+        assert_eq!(o["server_id"], server);
+        assert_eq!(o["half"]["role"], "origin", "{o}");
+        assert_eq!(o["half"]["links"], 2, "{o}");
+        assert_eq!(o["error"], Value::Null);
+    }
+    let (_, list) = live::http(http, "GET", "/api/v1/tunnels/status", &auth, None).await;
+    assert_eq!(
+        list,
+        json!([{"id": id, "state": "Connections: 4", "links": 4, "error": null}])
+    );
+
+    // Re-issue the certificate: both sides take it (the origins accept both pins) and
+    // no link drops meanwhile.
+    let (status, re) = live::http(
+        http,
+        "POST",
+        &format!("{tunnel_path}/certificate"),
+        &auth,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{re}");
+    let pins = json!([re["certificate_pin"], re["previous_pin"]]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let up = links(&nodes[0], "exit").await;
+        assert_eq!(up, 4, "a link dropped during the re-issue");
+        let config = nodes[1].node().config().await;
+        let origin = config.tunnels[0].origin.as_ref().unwrap();
+        if json!(origin.all_pins()) == pins {
+            break;
+        }
+        assert!(Instant::now() < deadline, "origin a got the new pins");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for _ in 0..50 {
+        assert_eq!(
+            links(&nodes[0], "exit").await,
+            4,
+            "a link dropped after the re-issue"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    still_up("after the certificate was re-issued").await;
+    drop(held);
+
     let carried = nodes[0].node().tunnel("exit").await.unwrap()["payload_bytes"]
         .as_u64()
         .unwrap();
@@ -181,6 +273,41 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
         carried >= 2 * MIB,
         "the relay's tunnel carried {carried} bytes"
     );
+
+    // Reset: every node rebuilds its half; the links drop and come back at once.
+    let (status, outcome) = live::http(
+        http,
+        "POST",
+        &format!("/api/v1/tunnels/{id}/reset"),
+        &auth,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{outcome}");
+    assert_eq!(
+        outcome,
+        json!([
+            {"server_id": relay, "reset": true, "error": null},
+            {"server_id": a, "reset": true, "error": null},
+            {"server_id": b, "reset": true, "error": null},
+        ])
+    );
+    if tokio::time::timeout(Duration::from_secs(10), async {
+        while links(&nodes[0], "exit").await != 4 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .is_err()
+    {
+        panic!(
+            "the links did not come back after the reset:\nrelay {:?}\norigin a {:?}\norigin b {:?}",
+            nodes[0].node().tunnel("exit").await,
+            nodes[1].node().tunnel("exit").await,
+            nodes[2].node().tunnel("exit").await
+        );
+    }
+    download(&target, proxy, || client.log_tail()).await;
 
     // An origin removed in the API: its half goes, the relay keeps the other's links.
     let mut change = input.clone();
@@ -202,6 +329,29 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     .await;
     download(&target, proxy, || client.log_tail()).await;
 
+    // The last origin stops: the relay answers with no connections; the relay stops:
+    // unreachable.
+    let state = || async {
+        let (_, v) = live::http(http, "GET", &status_path, &auth, None).await;
+        v["state"].as_str().unwrap_or_default().to_owned()
+    };
+    let origin_b = nodes.pop().unwrap();
+    let origin_a = nodes.pop().unwrap();
+    origin_a.shutdown().await;
+    live::wait_until("No connections", 30, || async {
+        state().await == "No connections"
+    })
+    .await;
+    let relay_node = nodes.pop().unwrap();
+    relay_node.shutdown().await;
+    live::wait_until("Relay unreachable", 30, || async {
+        state().await == "Relay unreachable"
+    })
+    .await;
+    let (_, v) = live::http(http, "GET", &status_path, &auth, None).await;
+    assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+    assert_eq!(v["relay"], Value::Null);
+
     // Disabled: no node runs it; deleted: gone from the API.
     change["enabled"] = json!(false);
     let (status, body) = live::http(
@@ -213,13 +363,6 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    for n in &nodes[..2] {
-        live::wait_until("the half is gone", 20, || {
-            let n = n.node().clone();
-            async move { n.tunnel("exit").await.is_none() }
-        })
-        .await;
-    }
     let (status, _) = live::http(
         http,
         "DELETE",
@@ -232,8 +375,6 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     let (status, list) = live::http(http, "GET", "/api/v1/tunnels", &auth, None).await;
     assert_eq!((status, list), (200, json!([])));
     drop(client);
-    for n in nodes {
-        n.shutdown().await;
-    }
+    origin_b.shutdown().await;
     drop(panel);
 }
