@@ -163,7 +163,7 @@ impl AppState {
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
         tunnels::delete_tunnel, tunnels::duplicate_tunnel, tunnels::reissue_certificate,
-        tunnels::status, tunnels::statuses, tunnels::reset,
+        tunnels::status, tunnels::statuses, tunnels::reset, tunnels::usage,
         subscription::subscription,
     ),
     modifiers(&Security, &ProblemJson),
@@ -297,6 +297,7 @@ pub fn router(state: AppState) -> Router {
         .route("/tunnels/status", get(tunnels::statuses))
         .route("/tunnels/{id}/status", get(tunnels::status))
         .route("/tunnels/{id}/reset", post(tunnels::reset))
+        .route("/tunnels/{id}/usage", get(tunnels::usage))
         .route("/servers", get(r::servers).post(r::create_server))
         .route(
             "/servers/{id}",

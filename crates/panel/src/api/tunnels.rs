@@ -1,5 +1,6 @@
 //! Tunnels: create, read, change, delete, duplicate for another relay, re-issue the
-//! certificate; their state and live status asked from the nodes, and Reset. The operator fills in nothing security-related: the certificate is
+//! certificate; their state and live status asked from the nodes, Reset, and the
+//! usage chart's points. The operator fills in nothing security-related: the certificate is
 //! issued here (rcgen, for the tunnel's derived certificate name), credentials are
 //! derived when the nodes' halves are rendered, and neither the key nor a credential
 //! is ever in an answer.
@@ -15,10 +16,10 @@ use utoipa::ToSchema;
 
 use super::AppState;
 use super::auth::Authed;
-use super::problem::{ApiError, Body, Id, Problem};
+use super::problem::{ApiError, Body, Id, Problem, Query};
 use crate::model::FieldError;
 use crate::model::Id as RowId;
-use crate::model::tunnel::{Tunnel, TunnelInput, check_tunnel_name};
+use crate::model::tunnel::{Tunnel, TunnelInput, UsagePoint, UsageStep, check_tunnel_name};
 use crate::store::TunnelCertificate;
 
 /// A fresh certificate (and key) for tunnel `name`.
@@ -419,4 +420,58 @@ pub async fn reset(
             })
             .collect(),
     ))
+}
+
+/// Which points of the usage to answer.
+#[derive(Clone, Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UsageQuery {
+    /// `minute` (the default; kept 48 hours) or `hour` (kept 90 days).
+    pub step: Option<String>,
+    /// From this time on (Unix ms); default: as far back as the step is kept.
+    pub since_ms: Option<i64>,
+}
+
+/// A tunnel's usage for its chart.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct TunnelUsage {
+    /// The step.
+    pub step: UsageStep,
+    /// The step's length, ms.
+    pub step_ms: i64,
+    /// Payload bytes per step with any, oldest first (steps without traffic are left
+    /// out).
+    pub points: Vec<UsagePoint>,
+}
+
+/// The tunnel's payload bytes over time, as its relay reported them: per minute for
+/// the last 48 hours, or per hour for the last 90 days.
+#[utoipa::path(get, path = "/api/v1/tunnels/{id}/usage", tag = "tunnels", params(("id" = i64, Path), UsageQuery),
+    responses((status = 200, body = TunnelUsage), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub async fn usage(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+    Query(q): Query<UsageQuery>,
+) -> Result<Json<TunnelUsage>, ApiError> {
+    let step = match q.step.as_deref() {
+        None | Some("minute") => UsageStep::Minute,
+        Some("hour") => UsageStep::Hour,
+        Some(_) => {
+            return Err(ApiError::field(FieldError::new(
+                "step",
+                "must be minute or hour",
+            )));
+        }
+    };
+    s.store().tunnel(id).await?;
+    let since = q
+        .since_ms
+        .unwrap_or(i64::MIN)
+        .max(s.now().saturating_sub(step.kept_ms()));
+    Ok(Json(TunnelUsage {
+        step,
+        step_ms: step.ms(),
+        points: s.store().tunnel_usage(id, step, since).await?,
+    }))
 }

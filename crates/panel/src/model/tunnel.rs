@@ -224,6 +224,51 @@ pub struct Tunnel {
     pub created_ms: i64,
 }
 
+/// The steps a tunnel's usage is kept at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UsageStep {
+    /// One minute, kept for 48 hours.
+    Minute,
+    /// One hour, kept for 90 days.
+    Hour,
+}
+
+impl UsageStep {
+    /// Both steps.
+    pub const ALL: [Self; 2] = [Self::Minute, Self::Hour];
+
+    /// The step's length.
+    pub fn ms(self) -> i64 {
+        match self {
+            Self::Minute => 60_000,
+            Self::Hour => 3_600_000,
+        }
+    }
+
+    /// How long points of this step are kept.
+    pub fn kept_ms(self) -> i64 {
+        match self {
+            Self::Minute => 48 * 3_600_000,
+            Self::Hour => 90 * 24 * 3_600_000,
+        }
+    }
+
+    /// The start of the step `at` falls in.
+    pub fn start(self, at_ms: i64) -> i64 {
+        at_ms.div_euclid(self.ms()) * self.ms()
+    }
+}
+
+/// The payload bytes a tunnel carried in one step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UsagePoint {
+    /// The step's start, Unix ms.
+    pub at_ms: i64,
+    /// Payload bytes (both directions) the relay reported in it.
+    pub bytes: u64,
+}
+
 /// The name of an origin server in every tunnel.
 pub fn origin_name(server: Id) -> String {
     format!("server-{server}")

@@ -18,6 +18,7 @@
 
 mod enroller;
 mod recent;
+mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -244,6 +245,7 @@ impl Nodes {
         beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_report = None;
         let mut recent = RecentUsers::default();
+        let mut meter = usage::TunnelMeter::default();
         // The estimate survives restarts and moves between instances with the channel.
         let mut capacity = match self.store.server(id).await {
             Ok(s) => s.capacity,
@@ -265,6 +267,18 @@ impl Nodes {
                 Ok(mut report) => {
                     let now = now_ms();
                     recent.seen(&report.online, now);
+                    if let Some(counters) = &report.tunnel_bytes {
+                        for (tunnel, bytes) in meter.deltas(counters) {
+                            if let Err(e) = self.store.record_tunnel_usage(tunnel, bytes, now).await
+                            {
+                                tracing::warn!(
+                                    server = id,
+                                    tunnel,
+                                    "storing the tunnel's usage: {e}"
+                                );
+                            }
+                        }
+                    }
                     report.users_online = report.users_online.max(recent.count(now));
                     let (up, down) = report.throughput;
                     capacity.observe(now, up.saturating_add(down) as f64, &ESTIMATOR);
@@ -362,6 +376,7 @@ impl Nodes {
             Err(e) => tracing::error!("{e}"),
         }
         parts.online = self.collect(id, channel, now).await?;
+        parts.tunnel_bytes = relayed_bytes(id, channel, &snapshot).await;
         Ok(parts)
     }
 
@@ -443,6 +458,50 @@ struct ReportParts {
     /// The capacity estimate after this round's observation; none leaves the stored
     /// one as it is.
     capacity: Option<Capacity>,
+    /// The payload counters of the tunnels this server relays, by tunnel id (none:
+    /// the node did not answer).
+    tunnel_bytes: Option<Vec<(Id, u64)>>,
+}
+
+/// The payload counters of the enabled tunnels `server` relays, read from its node
+/// (`GET /v1/tunnels`; empty when it relays none, without asking); none when the node
+/// did not answer.
+async fn relayed_bytes(
+    server: Id,
+    channel: &NodeChannel,
+    snapshot: &crate::store::ServerSnapshot,
+) -> Option<Vec<(Id, u64)>> {
+    let relayed: Vec<(&str, Id)> = snapshot
+        .tunnels
+        .iter()
+        .filter(|t| t.tunnel.enabled && t.tunnel.relay_server_id == server)
+        .map(|t| (t.tunnel.name.as_str(), t.tunnel.id))
+        .collect();
+    if relayed.is_empty() {
+        return Some(Vec::new());
+    }
+    #[derive(Deserialize)]
+    struct Halves {
+        tunnels: Vec<serde_json::Value>,
+    }
+    let halves = match call::<Halves>(channel, Method::GET, "/v1/tunnels", None).await {
+        Ok(v) => v.tunnels,
+        Err(e) => {
+            tracing::warn!(server, "reading the tunnels' counters: {e}");
+            return None;
+        }
+    };
+    Some(
+        halves
+            .iter()
+            .filter(|h| h["role"] == "relay")
+            .filter_map(|h| {
+                let name = h["name"].as_str()?;
+                let id = relayed.iter().find(|(n, _)| *n == name)?.1;
+                Some((id, h["payload_bytes"].as_u64()?))
+            })
+            .collect(),
+    )
 }
 
 async fn call<T: serde::de::DeserializeOwned>(

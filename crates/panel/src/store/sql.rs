@@ -85,14 +85,16 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0001_init.sql"),
             include_str!("../../migrations/sqlite/0002_balancing.sql"),
             include_str!("../../migrations/sqlite/0003_tunnels.sql"),
+            include_str!("../../migrations/sqlite/0004_tunnel_usage.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
             include_str!("../../migrations/postgres/0002_balancing.sql"),
             include_str!("../../migrations/postgres/0003_tunnels.sql"),
+            include_str!("../../migrations/postgres/0004_tunnel_usage.sql"),
         ],
     };
-    let names = ["init", "balancing", "tunnels"];
+    let names = ["init", "balancing", "tunnels", "tunnel_usage"];
     let migrations = files
         .iter()
         .zip(names)

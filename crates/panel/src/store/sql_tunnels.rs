@@ -10,7 +10,8 @@ use super::sql::conflict;
 use super::tunnels::{TunnelCertificate, TunnelStore};
 use super::{SqlStore, Store, StoreError};
 use crate::model::tunnel::{
-    Tunnel, TunnelBalancing, TunnelInput, TunnelMode, TunnelOrigin, origin_name,
+    Tunnel, TunnelBalancing, TunnelInput, TunnelMode, TunnelOrigin, UsagePoint, UsageStep,
+    origin_name,
 };
 use crate::model::{FieldError, Id};
 use crate::render::tunnels::SnapshotTunnel;
@@ -374,6 +375,63 @@ impl TunnelStore for SqlStore {
         }
         self.commit(tx).await?;
         self.tunnel(id).await
+    }
+
+    async fn record_tunnel_usage(&self, id: Id, bytes: u64, now_ms: i64) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        for step in UsageStep::ALL {
+            if bytes > 0 {
+                sqlx::query(
+                    "INSERT INTO tunnel_usage (tunnel_id, step_ms, at_ms, bytes) \
+                     VALUES ($1, $2, $3, $4) ON CONFLICT (tunnel_id, step_ms, at_ms) \
+                     DO UPDATE SET bytes = tunnel_usage.bytes + excluded.bytes",
+                )
+                .bind(id)
+                .bind(step.ms())
+                .bind(step.start(now_ms))
+                .bind(rows::to_i64(bytes))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| conflict(e, "id", "no such tunnel"))?;
+            }
+            sqlx::query(
+                "DELETE FROM tunnel_usage WHERE tunnel_id = $1 AND step_ms = $2 AND at_ms < $3",
+            )
+            .bind(id)
+            .bind(step.ms())
+            .bind(step.start(now_ms - step.kept_ms()))
+            .execute(&mut *tx)
+            .await?;
+        }
+        // Traffic, not configuration: committed without an announcement.
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn tunnel_usage(
+        &self,
+        id: Id,
+        step: UsageStep,
+        since_ms: i64,
+    ) -> Result<Vec<UsagePoint>, StoreError> {
+        let found = sqlx::query(
+            "SELECT at_ms, bytes FROM tunnel_usage WHERE tunnel_id = $1 AND step_ms = $2 \
+             AND at_ms >= $3 ORDER BY at_ms",
+        )
+        .bind(id)
+        .bind(step.ms())
+        .bind(step.start(since_ms))
+        .fetch_all(&self.read)
+        .await?;
+        Ok(found
+            .iter()
+            .map(|r| {
+                Ok(UsagePoint {
+                    at_ms: r.try_get(0)?,
+                    bytes: rows::to_u64(r.try_get(1)?),
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()?)
     }
 
     async fn tunnel_certificate(&self, id: Id) -> Result<TunnelCertificate, StoreError> {

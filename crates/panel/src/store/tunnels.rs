@@ -12,7 +12,7 @@ use async_trait::async_trait;
 
 use super::StoreError;
 use crate::model::Id;
-use crate::model::tunnel::{Tunnel, TunnelInput};
+use crate::model::tunnel::{Tunnel, TunnelInput, UsagePoint, UsageStep};
 
 /// The certificate the panel issued for a tunnel: what its listening half presents.
 #[derive(Clone, PartialEq, Eq)]
@@ -60,4 +60,15 @@ pub trait TunnelStore: Send + Sync {
     ) -> Result<Tunnel, StoreError>;
     /// The certificate of a tunnel (with its key), for the nodes' halves.
     async fn tunnel_certificate(&self, id: Id) -> Result<TunnelCertificate, StoreError>;
+    /// Adds `bytes` the relay reported at `now_ms` to the tunnel's usage at every step,
+    /// and forgets points older than each step keeps. Announces no change (it is
+    /// traffic, not configuration).
+    async fn record_tunnel_usage(&self, id: Id, bytes: u64, now_ms: i64) -> Result<(), StoreError>;
+    /// The tunnel's usage at `step` from `since_ms` on, oldest first.
+    async fn tunnel_usage(
+        &self,
+        id: Id,
+        step: UsageStep,
+        since_ms: i64,
+    ) -> Result<Vec<UsagePoint>, StoreError>;
 }

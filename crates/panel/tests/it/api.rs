@@ -1077,7 +1077,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 28] = [
+const ROUTES: [(&str, &[&str]); 29] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/tokens", &["get", "post"]),
     ("/api/v1/tokens/{id}", &["delete"]),
@@ -1106,6 +1106,7 @@ const ROUTES: [(&str, &[&str]); 28] = [
     ("/api/v1/tunnels/status", &["get"]),
     ("/api/v1/tunnels/{id}/status", &["get"]),
     ("/api/v1/tunnels/{id}/reset", &["post"]),
+    ("/api/v1/tunnels/{id}/usage", &["get"]),
 ];
 
 #[tokio::test]

@@ -739,6 +739,52 @@ async fn tunnels_story(store: SqlStore) {
     );
     assert_eq!(store.tunnel_certificate(t.id).await.unwrap(), cert(2));
 
+    // Usage: added up per step, kept 48 hours per minute and 90 days per hour.
+    use switchyard_panel::model::tunnel::{UsagePoint, UsageStep};
+    let minute = UsageStep::Minute.start(NOW);
+    let hour = UsageStep::Hour.start(NOW);
+    store.record_tunnel_usage(t.id, 100, NOW).await.unwrap();
+    store
+        .record_tunnel_usage(t.id, 50, minute + 59_999)
+        .await
+        .unwrap();
+    store
+        .record_tunnel_usage(t.id, 0, minute + 60_000)
+        .await
+        .unwrap();
+    store
+        .record_tunnel_usage(t.id, 7, minute + 60_000)
+        .await
+        .unwrap();
+    let point = |at_ms, bytes| UsagePoint { at_ms, bytes };
+    assert_eq!(
+        store
+            .tunnel_usage(t.id, UsageStep::Minute, 0)
+            .await
+            .unwrap(),
+        vec![point(minute, 150), point(minute + 60_000, 7)]
+    );
+    assert_eq!(
+        store
+            .tunnel_usage(t.id, UsageStep::Minute, minute + 60_000)
+            .await
+            .unwrap(),
+        vec![point(minute + 60_000, 7)]
+    );
+    let later = NOW + 49 * 3_600_000;
+    store.record_tunnel_usage(t.id, 1, later).await.unwrap();
+    assert_eq!(
+        store
+            .tunnel_usage(t.id, UsageStep::Minute, 0)
+            .await
+            .unwrap(),
+        vec![point(UsageStep::Minute.start(later), 1)],
+        "minutes older than 48 hours are forgotten"
+    );
+    let hours = store.tunnel_usage(t.id, UsageStep::Hour, 0).await.unwrap();
+    assert_eq!(hours[0], point(hour, 157));
+    assert_eq!(hours.last(), Some(&point(UsageStep::Hour.start(later), 1)));
+
     // b left the tunnel and may go; a and the relay may not.
     store.delete_server(ids[2]).await.unwrap();
     for s in [ids[0], ids[1]] {

@@ -283,6 +283,37 @@ async fn a_tunnel_from_create_to_delete() {
         .send()
         .await
         .problem(StatusCode::NOT_FOUND);
+    // No traffic yet: the chart has no points.
+    let usage = h
+        .get(&format!("/api/v1/tunnels/{id}/usage"))
+        .bearer(&token)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(
+        usage,
+        json!({"step": "minute", "step_ms": 60000, "points": []})
+    );
+    let usage = h
+        .get(&format!("/api/v1/tunnels/{id}/usage?step=hour&since_ms=0"))
+        .bearer(&token)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(
+        usage,
+        json!({"step": "hour", "step_ms": 3600000, "points": []})
+    );
+    h.get(&format!("/api/v1/tunnels/{id}/usage?step=second"))
+        .bearer(&token)
+        .send()
+        .await
+        .field_error(StatusCode::UNPROCESSABLE_ENTITY, "step");
+    h.get("/api/v1/tunnels/999/usage")
+        .bearer(&token)
+        .send()
+        .await
+        .problem(StatusCode::NOT_FOUND);
 
     // Delete; then the server may go.
     for t in [id, dup["id"].as_i64().unwrap()] {

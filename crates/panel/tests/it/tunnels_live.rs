@@ -273,6 +273,15 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
         carried >= 2 * MIB,
         "the relay's tunnel carried {carried} bytes"
     );
+    // The panel keeps what the relay reports, for the chart.
+    live::wait_until("the usage chart shows the download", 20, || async {
+        let (_, u) = live::http(http, "GET", &format!("{tunnel_path}/usage"), &auth, None).await;
+        let bytes: u64 = u["points"]
+            .as_array()
+            .map_or(0, |p| p.iter().filter_map(|p| p["bytes"].as_u64()).sum());
+        bytes >= 2 * MIB
+    })
+    .await;
 
     // Reset: every node rebuilds its half; the links drop and come back at once.
     let (status, outcome) = live::http(
