@@ -208,6 +208,32 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     wait_links(&nodes[0], "exit", 4, "the relay, two origins").await;
     wait_links(&nodes[2], "exit", 2, "origin b").await;
     still_up("after an origin was added").await;
+    // Adding an origin moves nobody: alice's new connections still leave from a.
+    let streams = |server: i64| {
+        let relay = nodes[0].node().clone();
+        async move {
+            relay.tunnel("exit").await.unwrap()["origins"][format!("server-{server}")]["open_streams"]
+                .as_u64()
+                .unwrap_or(0)
+        }
+    };
+    let (on_a, on_b) = (streams(a).await, streams(b).await);
+    assert_eq!((on_a, on_b), (1, 0), "the held connection is on origin a");
+    let mut second = switchyard_testkit::socks5::connect(proxy, echo_addr)
+        .await
+        .unwrap();
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        second.write_all(b"x").await.unwrap();
+        let mut one = [0u8; 1];
+        second.read_exact(&mut one).await.unwrap();
+    }
+    assert_eq!(
+        (streams(a).await, streams(b).await),
+        (2, 0),
+        "a new connection of alice's went to her origin"
+    );
+    drop(second);
 
     // The panel asks the nodes: the state, and every node's half.
     let status_path = format!("/api/v1/tunnels/{id}/status");
@@ -272,6 +298,23 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     assert!(
         carried >= 2 * MIB,
         "the relay's tunnel carried {carried} bytes"
+    );
+    // Counted once, on the relay, on the user's account: the origins carry it as
+    // tunnel traffic and charge no one.
+    live::wait_until("the download is on alice's account", 20, || {
+        let store = store.clone();
+        async move {
+            let u = store.user(user.id, live::now()).await.unwrap();
+            u.used_down >= 2 * MIB
+        }
+    })
+    .await;
+    let u = store.user(user.id, live::now()).await.unwrap();
+    assert!(
+        u.used_up + u.used_down < 3 * MIB,
+        "counted once: {} up, {} down",
+        u.used_up,
+        u.used_down
     );
     // The panel keeps what the relay reports, for the chart.
     live::wait_until("the usage chart shows the download", 20, || async {
