@@ -726,6 +726,7 @@ impl Store for SqlStore {
                 "no such server",
             )));
         };
+        Self::check_tunnel_port(&mut tx, input.server_id, input.port).await?;
         let row = sqlx::query(
             "INSERT INTO inbounds (server_id, name, protocol, port, transport, security, host, \
              sni, coefficient, method, ss_server_key, tls_cert_pem, tls_key_pem, created_ms) \
@@ -819,6 +820,7 @@ impl Store for SqlStore {
             )));
         }
         let mut tx = self.begin().await?;
+        Self::check_tunnel_port(&mut tx, input.server_id, input.port).await?;
         sqlx::query(
             "UPDATE inbounds SET name = $1, protocol = $2, port = $3, transport = $4, \
              security = $5, host = $6, sni = $7, coefficient = $8, method = $9 WHERE id = $10",

@@ -226,6 +226,36 @@ impl SqlStore {
         Ok(TunnelSecret(bytes))
     }
 
+    /// Refuses `port` for an inbound of `server` when a tunnel listens on it there (a
+    /// reverse-mode relay, a direct-mode origin), naming the field and the tunnel.
+    pub(super) async fn check_tunnel_port(
+        tx: &mut Tx,
+        server: Id,
+        port: u16,
+    ) -> Result<(), StoreError> {
+        let rows = sqlx::query(
+            "SELECT name, mode, profiles, relay_server_id FROM tunnels WHERE relay_server_id = $1 \
+             OR id IN (SELECT tunnel_id FROM tunnel_origins WHERE server_id = $1) ORDER BY id",
+        )
+        .bind(server)
+        .fetch_all(&mut **tx)
+        .await?;
+        for r in &rows {
+            let (name, mode): (String, String) = (r.try_get(0)?, r.try_get(1)?);
+            let relay: Id = r.try_get(3)?;
+            let listens = (mode == "direct") != (relay == server);
+            let profiles: Vec<crate::model::tunnel::TunnelProfile> =
+                decode("profiles", &r.try_get::<String, _>(2)?)?;
+            if listens && profiles.iter().any(|p| p.port == port) {
+                return Err(StoreError::Conflict(FieldError::new(
+                    "port",
+                    format!("tunnel {name:?} listens on this port on this server"),
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// The tunnels `server` is in (as relay or origin), by name: why it can't go.
     pub(super) async fn tunnels_of_server(
         tx: &mut Tx,

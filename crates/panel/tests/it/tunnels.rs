@@ -179,6 +179,21 @@ async fn a_tunnel_from_create_to_delete() {
         .field_error(StatusCode::UNPROCESSABLE_ENTITY, "id");
     assert!(p["detail"].as_str().unwrap().contains("eu-exit"), "{p}");
 
+    // The relay listens on the profiles' ports: an inbound can't take them; the
+    // origins (dialing in reverse mode) can.
+    h.post("/api/v1/inbounds")
+        .bearer(&token)
+        .json(&vless(relay, "clash", 8443))
+        .send()
+        .await
+        .field_error(StatusCode::CONFLICT, "port");
+    h.post("/api/v1/inbounds")
+        .bearer(&token)
+        .json(&vless(b, "fine", 8443))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+
     // Re-issue: a new certificate, the old pin kept for the overlap.
     let re = h
         .post(&format!("/api/v1/tunnels/{id}/certificate"))
