@@ -254,8 +254,14 @@ async fn xray_runs_every_config_of_the_xray_subscription() {
     }
     for config in configs {
         let mut config = config.clone();
+        // Distinct ports: two free ports asked for in a row may be the same one, and
+        // then Xray's HTTP inbound answers on the SOCKS port.
+        let mut taken = std::collections::HashSet::new();
         for inbound in config["inbounds"].as_array_mut().unwrap() {
-            inbound["port"] = json!(free_port().unwrap());
+            let port = std::iter::repeat_with(|| free_port().unwrap())
+                .find(|p| taken.insert(*p))
+                .unwrap();
+            inbound["port"] = json!(port);
         }
         let client = switchyard_testkit::Xray::start(config.clone())
             .await
