@@ -208,8 +208,20 @@ impl SqlStore {
     /// (every instance on the database agrees on it). It never leaves the panel: nodes
     /// get only the credentials derived from it.
     pub async fn tunnel_secret(&self) -> Result<TunnelSecret, StoreError> {
-        let fresh = crate::service::hex(&crate::service::random_bytes(32));
-        let text = Store::setting_or_init(self, "tunnel_secret", fresh).await?;
+        // Read first: this runs on every heartbeat of a node in a tunnel, and the
+        // secret exists after its first use; only then is a write transaction needed.
+        let stored = sqlx::query("SELECT value FROM settings WHERE key = 'tunnel_secret'")
+            .fetch_optional(&self.read)
+            .await?
+            .map(|r| r.try_get::<String, _>(0))
+            .transpose()?;
+        let text = match stored {
+            Some(text) => text,
+            None => {
+                let fresh = crate::service::hex(&crate::service::random_bytes(32));
+                Store::setting_or_init(self, "tunnel_secret", fresh).await?
+            }
+        };
         let mut bytes = [0u8; 32];
         let ok = text.len() == 64
             && bytes.iter_mut().enumerate().all(|(i, b)| {
