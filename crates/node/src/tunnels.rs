@@ -68,6 +68,11 @@ fn origins(c: &TunnelConfig) -> Vec<(String, Credential)> {
         .unwrap_or_default()
 }
 
+/// The tunnel's stream window in bytes.
+fn window(c: &TunnelConfig) -> u32 {
+    c.window_mib.saturating_mul(1 << 20)
+}
+
 /// Whether `new` differs from `old` only in what applies live: the relay's origins
 /// (membership, credentials), the certificate files of the listening side (a
 /// re-issue) and the pins of the dialing side (a rotation).
@@ -237,6 +242,7 @@ pub(crate) async fn start(
                 pins: pins(&r.all_pins(), "relay.pins")?,
                 origins: direct_origins(config),
                 limits: limits(r),
+                window: window(config),
             })
         } else {
             RelayHalf::start(RelaySpec {
@@ -248,6 +254,7 @@ pub(crate) async fn start(
                 key_pem: files.key_pem,
                 origins: origins(config),
                 limits: limits(r),
+                window: window(config),
             })
             .await
             .map_err(|e| e.to_string())?
@@ -273,6 +280,7 @@ pub(crate) async fn start(
                 key_pem: files.key_pem,
                 listen: o.listen,
                 profiles: profiles(&config.profiles),
+                window: window(config),
             },
             handler,
         )
@@ -286,6 +294,7 @@ pub(crate) async fn start(
             pins: pins(&o.all_pins(), "origin.pins")?,
             profiles: profiles(&config.profiles),
             links: config.links,
+            window: window(config),
         };
         OriginHalf::start(spec, handler)
     };
@@ -371,6 +380,7 @@ pub(crate) fn status(r: &Running) -> Value {
                 })
                 .collect();
             v["role"] = json!("relay");
+            v["window_bytes"] = json!(h.window());
             v["state"] = json!(if h.links() > 0 {
                 format!("Connections: {}", h.links())
             } else {
@@ -391,6 +401,7 @@ pub(crate) fn status(r: &Running) -> Value {
         }
         Half::Origin(h) => {
             v["role"] = json!("origin");
+            v["window_bytes"] = json!(h.window());
             v["links"] = json!(h.links());
             v["addresses"] = json!(addresses(&h.status()));
             let refused: u64 = h.refusals().iter().map(|r| r.total()).sum();
@@ -470,5 +481,9 @@ mod tests {
         let mut wider = next.clone();
         wider.links = 8;
         assert!(!membership_only(&next, &wider));
+        assert_eq!((next.window_mib, window(&next)), (16, 16 << 20));
+        let mut narrower = next.clone();
+        narrower.window_mib = 2;
+        assert!(!membership_only(&next, &narrower), "a window is shape");
     }
 }

@@ -26,6 +26,11 @@ pub struct TunnelConfig {
     /// least one on each). Default 4 (`switchyard_tunnel::half::LINKS_PER_PROFILE`).
     #[serde(default = "four")]
     pub links: usize,
+    /// The largest receive window a stream grows to, in MiB, on both halves (1 to
+    /// 64). Default 16: fills 1 Gbit/s at 130 ms of round trip; a smaller one bounds
+    /// the memory a slow reader holds. Shape: a change rebuilds the half.
+    #[serde(default = "sixteen")]
+    pub window_mib: u32,
     /// Up to eight ways into the tunnel.
     pub profiles: Vec<TunnelProfile>,
     /// Set on the relay.
@@ -38,6 +43,10 @@ pub struct TunnelConfig {
 
 fn four() -> usize {
     switchyard_tunnel::half::LINKS_PER_PROFILE
+}
+
+fn sixteen() -> u32 {
+    switchyard_tunnel::half::DEFAULT_WINDOW >> 20
 }
 
 /// Which side listens.

@@ -383,6 +383,9 @@ impl NodeConfig {
             if !(1..=64).contains(&t.links) {
                 return Err(invalid(f("links"), "must be 1 to 64"));
             }
+            if !(1..=64).contains(&t.window_mib) {
+                return Err(invalid(f("window_mib"), "must be 1 to 64 (MiB)"));
+            }
             let direct = t.mode == super::TunnelMode::Direct;
             let listens = |ports: &mut HashSet<u16>| -> Result<(), ConfigError> {
                 for (j, p) in t.profiles.iter().enumerate() {

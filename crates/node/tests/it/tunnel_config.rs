@@ -37,8 +37,13 @@ fn lists_of_pins_and_hosts_are_taken_next_to_the_single_values() {
     assert_eq!(relay.all_pins(), [pin("aa"), pin("bb")]);
     assert_eq!(relay.origins[0].all_hosts(), ["o.example", "2001:db8::1"]);
     assert_eq!(
-        (t.links, relay.max_streams_per_user, relay.max_udp_per_user),
-        (4, 1024, 256)
+        (
+            t.links,
+            t.window_mib,
+            relay.max_streams_per_user,
+            relay.max_udp_per_user
+        ),
+        (4, 16, 1024, 256)
     );
     let c = NodeConfig::from_toml(&reverse_origin(&format!(
         "pin = \"{}\"\npins = [\"{}\"]\n",
@@ -69,6 +74,14 @@ fn each_tunnel_problem_names_its_field() {
             "tunnels[0].relay.pin:",
         ),
         (reverse_origin(""), "tunnels[0].origin.pin:"),
+        (
+            reverse_origin(&p).replace("name = \"t\"\n", "name = \"t\"\nwindow_mib = 0\n"),
+            "tunnels[0].window_mib:",
+        ),
+        (
+            reverse_origin(&p).replace("name = \"t\"\n", "name = \"t\"\nwindow_mib = 65\n"),
+            "tunnels[0].window_mib:",
+        ),
         (
             reverse_origin(&format!("pins = [\"{}\", \"cert:zz\"]\n", pin("aa"))),
             "tunnels[0].origin.pin:",

@@ -146,6 +146,7 @@ pub async fn duplicate_tunnel(
         mode: from.mode,
         balancing: from.balancing,
         links: from.links,
+        window_mib: from.window_mib,
         profiles: from
             .profiles
             .into_iter()

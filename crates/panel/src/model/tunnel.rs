@@ -156,6 +156,11 @@ pub struct TunnelInput {
     #[serde(default = "default_links")]
     #[schema(minimum = 1, maximum = 16)]
     pub links: usize,
+    /// The largest receive window a stream grows to, in MiB, on both halves (1–64,
+    /// default 16: fills 1 Gbit/s at 130 ms; smaller bounds what a slow reader holds).
+    #[serde(default = "default_window")]
+    #[schema(minimum = 1, maximum = 64)]
+    pub window_mib: u32,
     /// 1–8 profiles; default one TLS profile on port 7443.
     #[serde(default = "default_profiles")]
     pub profiles: Vec<TunnelProfile>,
@@ -169,6 +174,10 @@ pub struct TunnelInput {
 
 fn default_links() -> usize {
     4
+}
+
+fn default_window() -> u32 {
+    16
 }
 
 fn default_profiles() -> Vec<TunnelProfile> {
@@ -214,6 +223,8 @@ pub struct Tunnel {
     pub balancing: TunnelBalancing,
     /// Links per origin per profile.
     pub links: usize,
+    /// The largest receive window of a stream, MiB.
+    pub window_mib: u32,
     /// The profiles.
     pub profiles: Vec<TunnelProfile>,
     /// What goes into this tunnel when its relay carries several.
@@ -319,6 +330,9 @@ impl TunnelInput {
         }
         if !(1..=MAX_LINKS).contains(&self.links) {
             return Err(FieldError::new("links", "must be 1 to 16"));
+        }
+        if !(1..=64).contains(&self.window_mib) {
+            return Err(FieldError::new("window_mib", "must be 1 to 64 (MiB)"));
         }
         if self.profiles.is_empty() || self.profiles.len() > MAX_PROFILES {
             return Err(FieldError::new("profiles", "a tunnel has 1 to 8 profiles"));

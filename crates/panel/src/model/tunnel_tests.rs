@@ -21,7 +21,7 @@ fn defaults_are_the_spec_s() {
     let t = input();
     assert_eq!(t.mode, TunnelMode::Reverse);
     assert_eq!(t.balancing, TunnelBalancing::Distribute);
-    assert_eq!(t.links, 4);
+    assert_eq!((t.links, t.window_mib), (4, 16));
     assert_eq!(
         t.profiles,
         vec![TunnelProfile {
@@ -57,6 +57,8 @@ fn every_error_names_its_field() {
         ),
         (Box::new(|t| t.links = 0), "links"),
         (Box::new(|t| t.links = 17), "links"),
+        (Box::new(|t| t.window_mib = 0), "window_mib"),
+        (Box::new(|t| t.window_mib = 65), "window_mib"),
         (Box::new(|t| t.profiles.clear()), "profiles"),
         (
             Box::new(|t| {

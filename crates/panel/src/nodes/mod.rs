@@ -36,7 +36,7 @@ pub use recent::{RecentUsers, WINDOW_MS};
 use crate::api::{Metrics, PushOutcome};
 use crate::model::{Health, HealthSettings, Id, Observation};
 use crate::render::{panel_user, render};
-use crate::store::{Changes, ServerReport, Store, TrafficBatch};
+use crate::store::{Changes, ServerReport, ServerSnapshot, Store, TrafficBatch};
 
 /// The capacity estimator's settings (half-life 24 h, floor 1 Mbit/s for a minute).
 const ESTIMATOR: EstimatorSettings = EstimatorSettings {
@@ -352,6 +352,7 @@ impl Nodes {
             .server_snapshot(id, now)
             .await
             .map_err(|e| format!("reading the server from the database: {e}"))?;
+        let mut runs_desired = false;
         match render(&snapshot, now) {
             Ok(desired) if Some(desired.version) != status.version => {
                 let body = serde_json::to_vec(&desired).unwrap_or_default();
@@ -360,6 +361,7 @@ impl Nodes {
                     Ok((s, _)) if s.is_success() => {
                         self.metrics.push(started.elapsed(), PushOutcome::Applied);
                         parts.config_version = Some(desired.version);
+                        runs_desired = true;
                         tracing::info!(server = id, version = desired.version, "config applied");
                     }
                     Ok((s, body)) => {
@@ -372,12 +374,41 @@ impl Nodes {
                     }
                 }
             }
-            Ok(_) => {}
+            Ok(_) => runs_desired = true,
             Err(e) => tracing::error!("{e}"),
+        }
+        if runs_desired {
+            self.confirm_pins(id, &snapshot).await;
         }
         parts.online = self.collect(id, channel, now).await?;
         parts.tunnel_bytes = relayed_bytes(id, channel, &snapshot).await;
         Ok(parts)
+    }
+
+    /// The node runs its desired config, so the current pin of every tunnel it is in:
+    /// tells the store, which ends a re-issue's overlap once every server of the
+    /// tunnel does.
+    async fn confirm_pins(&self, id: Id, snapshot: &ServerSnapshot) {
+        let pins: Vec<(Id, String)> = snapshot
+            .tunnels
+            .iter()
+            .filter(|t| t.tunnel.enabled && t.tunnel.previous_pin.is_some())
+            .map(|t| (t.tunnel.id, t.certificate.pin.clone()))
+            .collect();
+        if pins.is_empty() {
+            return;
+        }
+        match self.store.confirm_tunnel_pins(id, &pins).await {
+            Ok(ended) => {
+                for tunnel in ended {
+                    tracing::info!(
+                        tunnel,
+                        "every server of the tunnel runs its re-issued certificate: the previous pin is dropped"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(server = id, "recording the tunnel pins it runs: {e}"),
+        }
     }
 
     /// Pulls stats after the stored cursor until the node has no more; returns the
@@ -469,7 +500,7 @@ struct ReportParts {
 async fn relayed_bytes(
     server: Id,
     channel: &NodeChannel,
-    snapshot: &crate::store::ServerSnapshot,
+    snapshot: &ServerSnapshot,
 ) -> Option<Vec<(Id, u64)>> {
     let relayed: Vec<(&str, Id)> = snapshot
         .tunnels

@@ -2,7 +2,7 @@
 //! it is the relay or an origin of. Pure, like the rest of the render.
 //!
 //! - Every enabled tunnel of the server gives one `[[tunnels]]` entry with its name,
-//!   mode, balancing, links and profiles.
+//!   mode, balancing, links, window and profiles.
 //! - The relay half lists every origin (`server-<id>`) with its credential, derived
 //!   here from the panel's secret, the tunnel's name and the origin's name; in reverse
 //!   mode it listens with the tunnel's certificate (inline PEM); in direct mode it
@@ -92,6 +92,7 @@ pub(super) fn halves(
                     TunnelBalancing::Priority => "priority",
                 },
                 "links": t.links,
+                "window_mib": t.window_mib,
                 "profiles": profiles,
             })
         };

@@ -48,6 +48,7 @@ fn tunnel(id: i64, name: &str, input: impl FnOnce(&mut TunnelInput)) -> Snapshot
             mode: i.mode,
             balancing: i.balancing,
             links: i.links,
+            window_mib: i.window_mib,
             profiles: i.profiles,
             rules: i.rules,
             enabled: i.enabled,
@@ -90,6 +91,7 @@ fn credential(tunnel: &str, origin: i64) -> String {
 fn a_reverse_tunnel_gives_each_side_only_its_half() {
     let t = tunnel(1, "eu", |i| {
         i.links = 3;
+        i.window_mib = 2;
         i.balancing = TunnelBalancing::Priority;
         i.profiles.push(TunnelProfile {
             port: 8443,
@@ -106,8 +108,8 @@ fn a_reverse_tunnel_gives_each_side_only_its_half() {
         panic!("{:?}", relay.tunnels)
     };
     assert_eq!(
-        (half.name.as_str(), half.mode, half.links),
-        ("eu", NodeMode::Reverse, 3)
+        (half.name.as_str(), half.mode, half.links, half.window_mib),
+        ("eu", NodeMode::Reverse, 3, 2)
     );
     assert_eq!(half.balancing, switchyard_tunnel::pool::Balancing::Priority);
     let r = half.relay.as_ref().unwrap();

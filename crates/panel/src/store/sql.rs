@@ -86,15 +86,26 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0002_balancing.sql"),
             include_str!("../../migrations/sqlite/0003_tunnels.sql"),
             include_str!("../../migrations/sqlite/0004_tunnel_usage.sql"),
+            include_str!("../../migrations/sqlite/0005_tunnel_window.sql"),
+            include_str!("../../migrations/sqlite/0006_tunnel_pin_rollout.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
             include_str!("../../migrations/postgres/0002_balancing.sql"),
             include_str!("../../migrations/postgres/0003_tunnels.sql"),
             include_str!("../../migrations/postgres/0004_tunnel_usage.sql"),
+            include_str!("../../migrations/postgres/0005_tunnel_window.sql"),
+            include_str!("../../migrations/postgres/0006_tunnel_pin_rollout.sql"),
         ],
     };
-    let names = ["init", "balancing", "tunnels", "tunnel_usage"];
+    let names = [
+        "init",
+        "balancing",
+        "tunnels",
+        "tunnel_usage",
+        "tunnel_window",
+        "tunnel_pin_rollout",
+    ];
     let migrations = files
         .iter()
         .zip(names)

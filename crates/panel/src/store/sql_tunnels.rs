@@ -18,8 +18,8 @@ use crate::render::tunnels::SnapshotTunnel;
 
 type Tx = Transaction<'static, Any>;
 
-const COLUMNS: &str = "id, name, relay_server_id, mode, balancing, links, profiles, rules, \
-    enabled, pin, previous_pin, created_ms";
+const COLUMNS: &str = "id, name, relay_server_id, mode, balancing, links, window_mib, \
+    profiles, rules, enabled, pin, previous_pin, created_ms";
 
 fn mode_str(m: TunnelMode) -> &'static str {
     match m {
@@ -71,6 +71,7 @@ fn tunnel(r: &AnyRow) -> Result<Tunnel, sqlx::Error> {
             TunnelBalancing::Distribute
         },
         links: usize::try_from(r.try_get::<i64, _>("links")?).unwrap_or(4),
+        window_mib: u32::try_from(r.try_get::<i64, _>("window_mib")?).unwrap_or(16),
         profiles: decode("profiles", &r.try_get::<String, _>("profiles")?)?,
         rules: decode("rules", &r.try_get::<String, _>("rules")?)?,
         enabled: r.try_get::<i64, _>("enabled")? != 0,
@@ -321,8 +322,8 @@ impl TunnelStore for SqlStore {
         check_ports(&mut tx, input).await?;
         let row = sqlx::query(
             "INSERT INTO tunnels (name, relay_server_id, mode, balancing, links, profiles, \
-             rules, enabled, cert_pem, key_pem, pin, created_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+             rules, enabled, cert_pem, key_pem, pin, created_ms, window_mib) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
         )
         .bind(&input.name)
         .bind(input.relay_server_id)
@@ -336,6 +337,7 @@ impl TunnelStore for SqlStore {
         .bind(&certificate.key_pem)
         .bind(&certificate.pin)
         .bind(now_ms)
+        .bind(i64::from(input.window_mib))
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, "name", "a tunnel with this name exists"))?;
@@ -367,7 +369,7 @@ impl TunnelStore for SqlStore {
         check_ports(&mut tx, input).await?;
         sqlx::query(
             "UPDATE tunnels SET relay_server_id = $1, mode = $2, balancing = $3, links = $4, \
-             profiles = $5, rules = $6, enabled = $7 WHERE id = $8",
+             profiles = $5, rules = $6, enabled = $7, window_mib = $8 WHERE id = $9",
         )
         .bind(input.relay_server_id)
         .bind(mode_str(input.mode))
@@ -376,6 +378,7 @@ impl TunnelStore for SqlStore {
         .bind(json(&input.profiles))
         .bind(json(&input.rules))
         .bind(i64::from(input.enabled))
+        .bind(i64::from(input.window_mib))
         .bind(id)
         .execute(&mut *tx)
         .await?;
@@ -417,6 +420,73 @@ impl TunnelStore for SqlStore {
         }
         self.commit(tx).await?;
         self.tunnel(id).await
+    }
+
+    async fn confirm_tunnel_pins(
+        &self,
+        server_id: Id,
+        pins: &[(Id, String)],
+    ) -> Result<Vec<Id>, StoreError> {
+        let mut tx = self.begin().await?;
+        let mut ended = Vec::new();
+        for (id, pin) in pins {
+            let current = sqlx::query(
+                "SELECT relay_server_id FROM tunnels \
+                 WHERE id = $1 AND pin = $2 AND previous_pin IS NOT NULL",
+            )
+            .bind(id)
+            .bind(pin)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = current else { continue };
+            let relay: Id = row.try_get(0)?;
+            sqlx::query(
+                "INSERT INTO tunnel_pin_rollout (tunnel_id, server_id, pin) VALUES ($1, $2, $3) \
+                 ON CONFLICT (tunnel_id, server_id) DO UPDATE SET pin = excluded.pin",
+            )
+            .bind(id)
+            .bind(server_id)
+            .bind(pin)
+            .execute(&mut *tx)
+            .await?;
+            let mut members: Vec<Id> =
+                sqlx::query("SELECT server_id FROM tunnel_origins WHERE tunnel_id = $1")
+                    .bind(id)
+                    .fetch_all(&mut *tx)
+                    .await?
+                    .iter()
+                    .map(|r| r.try_get::<Id, _>(0))
+                    .collect::<Result<_, _>>()?;
+            members.push(relay);
+            let running: Vec<Id> = sqlx::query(
+                "SELECT server_id FROM tunnel_pin_rollout WHERE tunnel_id = $1 AND pin = $2",
+            )
+            .bind(id)
+            .bind(pin)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| r.try_get::<Id, _>(0))
+            .collect::<Result<_, _>>()?;
+            if members.iter().all(|m| running.contains(m)) {
+                sqlx::query("UPDATE tunnels SET previous_pin = NULL WHERE id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM tunnel_pin_rollout WHERE tunnel_id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                ended.push(*id);
+            }
+        }
+        if ended.is_empty() {
+            // Bookkeeping only: nothing any node runs changed.
+            tx.commit().await?;
+        } else {
+            self.commit(tx).await?;
+        }
+        Ok(ended)
     }
 
     async fn record_tunnel_usage(&self, id: Id, bytes: u64, now_ms: i64) -> Result<(), StoreError> {

@@ -6,7 +6,9 @@
 //! - its relay and origins are servers that exist, the relay is none of its origins,
 //!   and a server in a tunnel cannot be deleted;
 //! - the certificate (and its key) are the panel's: created with the tunnel, replaced
-//!   only by a re-issue, which keeps the previous pin for the overlap.
+//!   only by a re-issue, which keeps the previous pin for the overlap; the overlap
+//!   ends (the previous pin is dropped) once every server of the tunnel runs the
+//!   current pin ([`TunnelStore::confirm_tunnel_pins`]).
 
 use async_trait::async_trait;
 
@@ -58,6 +60,16 @@ pub trait TunnelStore: Send + Sync {
         id: Id,
         certificate: &TunnelCertificate,
     ) -> Result<Tunnel, StoreError>;
+    /// Records that `server_id` runs a config with these tunnels' current pins
+    /// (`(tunnel id, pin)`). A tunnel whose relay and origins all run its current pin
+    /// drops its previous pin: the overlap after a re-issue is over, and the nodes get
+    /// configs without it. Returns those tunnels; announces a change only for them.
+    /// A pin that is no longer the tunnel's current one is ignored.
+    async fn confirm_tunnel_pins(
+        &self,
+        server_id: Id,
+        pins: &[(Id, String)],
+    ) -> Result<Vec<Id>, StoreError>;
     /// The certificate of a tunnel (with its key), for the nodes' halves.
     async fn tunnel_certificate(&self, id: Id) -> Result<TunnelCertificate, StoreError>;
     /// Adds `bytes` the relay reported at `now_ms` to the tunnel's usage at every step,

@@ -15,3 +15,4 @@ mod sub_formats;
 mod subscription;
 mod tunnels;
 mod tunnels_live;
+mod tunnels_moves;

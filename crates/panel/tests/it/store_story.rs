@@ -701,8 +701,8 @@ async fn tunnels_story(store: SqlStore) {
         vec![ids[2], ids[1]]
     );
     assert_eq!(
-        (t.mode, t.balancing, t.links),
-        (TunnelMode::Reverse, TunnelBalancing::Distribute, 4)
+        (t.mode, t.balancing, t.links, t.window_mib),
+        (TunnelMode::Reverse, TunnelBalancing::Distribute, 4, 16)
     );
     assert_eq!(
         (t.certificate_pin.as_str(), t.previous_pin.as_deref()),
@@ -718,10 +718,16 @@ async fn tunnels_story(store: SqlStore) {
     input.mode = TunnelMode::Direct;
     input.origin_server_ids = vec![ids[1]];
     input.links = 2;
+    input.window_mib = 3;
     let changed = store.update_tunnel(t.id, &input).await.unwrap();
     assert_eq!(
-        (changed.mode, changed.links, changed.origins.len()),
-        (TunnelMode::Direct, 2, 1)
+        (
+            changed.mode,
+            changed.links,
+            changed.window_mib,
+            changed.origins.len()
+        ),
+        (TunnelMode::Direct, 2, 3, 1)
     );
     input.name = "renamed".into();
     assert!(matches!(
@@ -738,6 +744,39 @@ async fn tunnels_story(store: SqlStore) {
         (cert(2).pin.as_str(), Some(cert(1).pin.as_str()))
     );
     assert_eq!(store.tunnel_certificate(t.id).await.unwrap(), cert(2));
+
+    // The overlap ends once the relay and every origin run the new pin: an old pin
+    // confirmed counts for nothing, a server of the tunnel alone ends nothing.
+    let (relay, origin) = (re.relay_server_id, re.origins[0].server_id);
+    assert_eq!(re.origins.len(), 1);
+    let none: Vec<i64> = Vec::new();
+    let new = vec![(t.id, cert(2).pin)];
+    let old = vec![(t.id, cert(1).pin)];
+    assert_eq!(store.confirm_tunnel_pins(origin, &old).await.unwrap(), none);
+    assert_eq!(store.confirm_tunnel_pins(relay, &new).await.unwrap(), none);
+    assert_eq!(store.confirm_tunnel_pins(relay, &new).await.unwrap(), none);
+    assert!(store.tunnel(t.id).await.unwrap().previous_pin.is_some());
+    assert_eq!(
+        store.confirm_tunnel_pins(origin, &new).await.unwrap(),
+        vec![t.id]
+    );
+    assert_eq!(store.tunnel(t.id).await.unwrap().previous_pin, None);
+    assert_eq!(store.confirm_tunnel_pins(origin, &new).await.unwrap(), none);
+    // A second re-issue starts a new overlap, and the old confirmations are gone.
+    let again = store
+        .reissue_tunnel_certificate(t.id, &cert(3))
+        .await
+        .unwrap();
+    assert_eq!(again.previous_pin.as_deref(), Some(cert(2).pin.as_str()));
+    let third = vec![(t.id, cert(3).pin)];
+    assert_eq!(
+        store.confirm_tunnel_pins(origin, &third).await.unwrap(),
+        none
+    );
+    assert_eq!(
+        store.confirm_tunnel_pins(relay, &third).await.unwrap(),
+        vec![t.id]
+    );
 
     // Usage: added up per step, kept 48 hours per minute and 90 days per hour.
     use switchyard_panel::model::tunnel::{UsagePoint, UsageStep};

@@ -72,7 +72,7 @@ async fn a_tunnel_from_create_to_delete() {
     assert_eq!(t["certificate_name"], certificate_name("eu-exit"));
     assert_eq!(t["mode"], "reverse");
     assert_eq!(t["balancing"], "distribute");
-    assert_eq!(t["links"], 4);
+    assert_eq!((&t["links"], &t["window_mib"]), (&json!(4), &json!(16)));
     assert_eq!(
         t["profiles"],
         json!([{"port": 7443, "security": "tls", "transport": {"type": "tcp"}, "addresses": []}])
@@ -122,7 +122,7 @@ async fn a_tunnel_from_create_to_delete() {
         .bearer(&token)
         .json(&json!({
             "name": "eu-exit", "relay_server_id": relay, "origin_server_ids": [b],
-            "balancing": "priority", "links": 6,
+            "balancing": "priority", "links": 6, "window_mib": 8,
             "profiles": [
                 {"port": 7443, "addresses": ["relay.example.com:7443", "[2001:db8::1]:7443"]},
                 {"port": 8443, "transport": {"type": "ws", "path": "/t", "host": "cdn.example.com"}},
@@ -138,7 +138,10 @@ async fn a_tunnel_from_create_to_delete() {
         json!([{"server_id": b, "name": format!("server-{b}")}])
     );
     assert_eq!(changed["balancing"], "priority");
-    assert_eq!(changed["links"], 6);
+    assert_eq!(
+        (&changed["links"], &changed["window_mib"]),
+        (&json!(6), &json!(8))
+    );
     assert_eq!(
         changed["profiles"][1]["transport"],
         json!({"type": "ws", "path": "/t", "host": "cdn.example.com"})
@@ -220,7 +223,7 @@ async fn a_tunnel_from_create_to_delete() {
     assert_eq!(dup["relay_server_id"], relay2);
     assert_eq!(dup["origins"], changed["origins"]);
     assert_eq!(dup["balancing"], "priority");
-    assert_eq!(dup["links"], 6);
+    assert_eq!((&dup["links"], &dup["window_mib"]), (&json!(6), &json!(8)));
     assert_eq!(dup["profiles"][0]["addresses"], json!([]));
     assert_eq!(
         dup["profiles"][1]["transport"],
@@ -415,6 +418,11 @@ async fn errors_name_the_field_and_change_nothing() {
             with(json!({"links": 0})),
             StatusCode::UNPROCESSABLE_ENTITY,
             "links",
+        ),
+        (
+            with(json!({"window_mib": 65})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "window_mib",
         ),
         (
             with(json!({"profiles": []})),

@@ -13,12 +13,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use switchyard_node::channel::EnrolledNode;
-use switchyard_panel::Panel;
-use switchyard_panel::config::{ChannelSettings, PanelConfig};
-use switchyard_panel::model::{
-    InboundSecurity, InboundTransport, Protocol, ServerState, TlsCertificate,
-};
-use switchyard_panel::store::{InboundInput, ServerInput};
 use switchyard_testkit::{HttpTarget, SingBox, free_port};
 
 const MIB: u64 = 1 << 20;
@@ -63,55 +57,18 @@ async fn download(target: &HttpTarget, proxy: SocketAddr, log: impl Fn() -> Stri
 async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     let target = HttpTarget::start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let http = SocketAddr::from(([127, 0, 0, 1], free_port().unwrap()));
-    let data = dir.path().join("panel");
-    let panel = Panel::start(PanelConfig {
-        listen: http,
-        data_dir: data.clone(),
-        channel: ChannelSettings {
-            listen: SocketAddr::from(([127, 0, 0, 1], free_port().unwrap())),
-            ..ChannelSettings::default()
-        },
-        ..PanelConfig::default()
-    })
-    .await
-    .unwrap();
+    let (panel, http) = live::panel(dir.path()).await;
     let service = panel.state.service().clone();
     let store = panel.state.store().clone();
-    let cluster = store.create_cluster("c", live::now()).await.unwrap();
+    let cluster = store.create_cluster("c", live::now()).await.unwrap().id;
     let mut servers = Vec::new();
     for name in ["relay", "origin-a", "origin-b"] {
-        let s = service
-            .create_server(
-                &ServerInput {
-                    cluster_id: cluster.id,
-                    name: name.into(),
-                    address: "127.0.0.1".into(),
-                    allow_private_destinations: true,
-                },
-                live::now(),
-            )
-            .await
-            .unwrap();
-        servers.push(s.id);
+        servers.push(live::server(&panel, cluster, name).await);
     }
     let (relay, a, b) = (servers[0], servers[1], servers[2]);
     service
         .create_inbound(
-            &InboundInput {
-                server_id: relay,
-                name: "Relay".into(),
-                protocol: Protocol::Vless,
-                port: free_port().unwrap(),
-                transport: InboundTransport::Tcp,
-                security: InboundSecurity::Tls {
-                    certificate: TlsCertificate::SelfSigned,
-                },
-                host: None,
-                sni: Some("localhost".into()),
-                coefficient: 1.0,
-                method: None,
-            },
+            &live::vless(relay, "Relay", free_port().unwrap(), true),
             live::now(),
         )
         .await
@@ -120,33 +77,12 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
         .create_user(&live::user("alice"), live::now())
         .await
         .unwrap();
-    let mut nodes = Vec::new();
-    for (i, id) in servers.iter().enumerate() {
-        let token = panel.join_token(*id).await.unwrap();
-        nodes.push(live::join(&dir.path().join(format!("node-{i}")), &token).await);
-    }
-    for id in &servers {
-        live::wait_until("the node is online", 20, || {
-            let store = store.clone();
-            let id = *id;
-            async move { store.server(id).await.unwrap().state == ServerState::Online }
-        })
-        .await;
-    }
-    let auth = live::api_token(http, &data).await;
+    let mut nodes = live::join_all(&panel, dir.path(), &servers).await;
+    let auth = live::api_token(http, &dir.path().join("panel")).await;
 
     // A local echo server: a connection through the tunnel that must survive the
     // live changes below.
-    let echo = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let echo_addr = echo.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = echo.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
+    let echo_addr = live::echo_server().await;
 
     // The operator fills in a name, the relay, an origin and a port: nothing else.
     let port = free_port().unwrap();
@@ -257,8 +193,9 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
         json!([{"id": id, "state": "Connections: 4", "links": 4, "error": null}])
     );
 
-    // Re-issue the certificate: both sides take it (the origins accept both pins) and
-    // no link drops meanwhile.
+    // Re-issue the certificate: both sides take it (the origins accept both pins
+    // while it rolls out) and no link drops meanwhile; once every node runs the new
+    // pin, the overlap ends: the previous pin is dropped everywhere.
     let (status, re) = live::http(
         http,
         "POST",
@@ -268,19 +205,32 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     )
     .await;
     assert_eq!(status, 200, "{re}");
-    let pins = json!([re["certificate_pin"], re["previous_pin"]]);
+    assert!(re["previous_pin"].is_string(), "{re}");
+    let pins = json!([re["certificate_pin"]]);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let up = links(&nodes[0], "exit").await;
         assert_eq!(up, 4, "a link dropped during the re-issue");
-        let config = nodes[1].node().config().await;
-        let origin = config.tunnels[0].origin.as_ref().unwrap();
-        if json!(origin.all_pins()) == pins {
+        let done = async |n: &EnrolledNode| {
+            let config = n.node().config().await;
+            let origin = config.tunnels[0].origin.as_ref().unwrap();
+            json!(origin.all_pins()) == pins
+        };
+        if done(&nodes[1]).await && done(&nodes[2]).await {
             break;
         }
-        assert!(Instant::now() < deadline, "origin a got the new pins");
+        assert!(
+            Instant::now() < deadline,
+            "the origins run the new pin alone"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let (_, t) = live::http(http, "GET", &tunnel_path, &auth, None).await;
+    assert_eq!(
+        (&t["certificate_pin"], &t["previous_pin"]),
+        (&re["certificate_pin"], &Value::Null),
+        "the overlap is over"
+    );
     for _ in 0..50 {
         assert_eq!(
             links(&nodes[0], "exit").await,

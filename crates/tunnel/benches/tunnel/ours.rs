@@ -85,6 +85,7 @@ impl Tunnel {
                 streams: usize::MAX,
                 udp: usize::MAX,
             },
+            window: switchyard_tunnel::half::DEFAULT_WINDOW,
         };
         let relay = relay_rt
             .spawn(RelayHalf::start(spec))
@@ -105,6 +106,7 @@ impl Tunnel {
                     pins: vec![cert.pin],
                     profiles: vec![dialed],
                     links,
+                    window: switchyard_tunnel::half::DEFAULT_WINDOW,
                 },
                 Arc::new(handle),
             )

@@ -49,6 +49,8 @@ pub struct RelayDialSpec {
     pub origins: Vec<DirectOrigin>,
     /// How many streams one user may hold.
     pub limits: UserLimits,
+    /// The largest receive window of a stream, bytes ([`super::DEFAULT_WINDOW`]).
+    pub window: u32,
 }
 
 /// The relay's dialers in direct mode.
@@ -82,6 +84,7 @@ impl RelayHalf {
             spec.tunnel,
             Pool::with_limits(spec.balancing, spec.limits),
             Some(state),
+            spec.window,
         );
         half.set_direct_origins(spec.origins);
         half
@@ -152,7 +155,7 @@ impl RelayHalf {
         config.wanted = wanted;
         let (dialer, mut rx) = Dialer::start(config);
         let (pool, admitted, stop) = (self.pool.clone(), self.admitted.clone(), self.stop.clone());
-        let origin = o.name.clone();
+        let (origin, mux) = (o.name.clone(), self.mux.clone());
         self.tasks.spawn(async move {
             loop {
                 let link = tokio::select! {
@@ -160,7 +163,14 @@ impl RelayHalf {
                     () = stop.cancelled() => return,
                 };
                 let profile = profile_of.get(link.target).copied().unwrap_or_default();
-                pool_link(&pool, &admitted, origin.clone(), profile, link.stream);
+                pool_link(
+                    &pool,
+                    &admitted,
+                    origin.clone(),
+                    profile,
+                    link.stream,
+                    mux.clone(),
+                );
             }
         });
         dialer
@@ -219,6 +229,8 @@ pub struct OriginListenSpec {
     pub listen: IpAddr,
     /// The profiles' ports and transports.
     pub profiles: Vec<Profile>,
+    /// The largest receive window of a stream, bytes ([`super::DEFAULT_WINDOW`]).
+    pub window: u32,
 }
 
 impl OriginHalf {
@@ -230,7 +242,7 @@ impl OriginHalf {
                 problem: e.to_string(),
             }
         })?;
-        let mut half = Self::empty(spec.tunnel.clone(), handler);
+        let mut half = Self::empty(spec.tunnel.clone(), handler, spec.window);
         half.cert = Some(cert);
         let admitted = Admitted::new([(spec.origin.clone(), spec.credential)]);
         let (listening, mut links) = Listening::start(
@@ -244,7 +256,7 @@ impl OriginHalf {
         )
         .await?;
         half.gates = listening.gates;
-        let (handler, count) = (half.handler.clone(), half.links.clone());
+        let (handler, count, mux) = (half.handler.clone(), half.links.clone(), half.mux.clone());
         let (generation, stop) = (half.generation.clone(), half.stop.clone());
         half.tasks.spawn(async move {
             loop {
@@ -253,7 +265,13 @@ impl OriginHalf {
                     () = stop.cancelled() => return,
                 };
                 let current = lock(&generation).clone();
-                serve_origin_link(a.stream, handler.clone(), current, count.clone());
+                serve_origin_link(
+                    a.stream,
+                    handler.clone(),
+                    current,
+                    count.clone(),
+                    mux.clone(),
+                );
             }
         });
         Ok(half)

@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken as Cancel;
 
-use super::{Profile, StreamHandler, Tasks, lock, serve_origin_link, spread};
+use super::{Profile, StreamHandler, Tasks, lock, mux_config, serve_origin_link, spread};
 use crate::credentials::{Credential, certificate_name, tunnel_tag};
 use crate::frame::Hello;
 use crate::link::cert::CertSwap;
 use crate::link::transport::Target;
 use crate::link::{AddressStatus, Dialer, DialerConfig, Gate, Link, Pin, Refusals};
+use crate::mux::MuxConfig;
 
 /// What an origin half needs (reverse mode).
 #[derive(Clone, Debug)]
@@ -30,6 +31,8 @@ pub struct OriginSpec {
     pub profiles: Vec<Profile>,
     /// Links wanted per profile, spread over its addresses.
     pub links: usize,
+    /// The largest receive window of a stream, bytes ([`super::DEFAULT_WINDOW`]).
+    pub window: u32,
 }
 
 /// Reverse mode: the spec to rebuild the dialer from, and the dialer.
@@ -54,6 +57,8 @@ pub struct OriginHalf {
     /// The links of this generation (a child of `stop`; a reset replaces it).
     pub(super) generation: Arc<std::sync::Mutex<Cancel>>,
     pub(super) tasks: Tasks,
+    /// Every link's multiplexer settings (the tunnel's window).
+    pub(super) mux: MuxConfig,
 }
 
 impl std::fmt::Debug for OriginHalf {
@@ -82,9 +87,10 @@ fn targets(spec: &OriginSpec) -> (Vec<Target>, Vec<usize>) {
 }
 
 impl OriginHalf {
-    pub(super) fn empty(tunnel: String, handler: StreamHandler) -> Self {
+    pub(super) fn empty(tunnel: String, handler: StreamHandler, window: u32) -> Self {
         let stop = Cancel::new();
         Self {
+            mux: mux_config(window),
             tunnel,
             handler,
             dialing: None,
@@ -99,7 +105,7 @@ impl OriginHalf {
 
     /// Starts dialing the relay; every stream it opens goes to `handler`.
     pub fn start(spec: OriginSpec, handler: StreamHandler) -> Self {
-        let mut half = Self::empty(spec.tunnel.clone(), handler);
+        let mut half = Self::empty(spec.tunnel.clone(), handler, spec.window);
         let dialer = half.dial(&spec);
         half.dialing = Some(Dialing {
             spec: std::sync::Mutex::new(spec),
@@ -121,8 +127,13 @@ impl OriginHalf {
         let (dialer, links) = Dialer::start(config);
         let generation = lock(&self.generation).clone();
         let (handler, count) = (self.handler.clone(), self.links.clone());
-        self.tasks
-            .spawn(serve_links(links, handler, generation, count));
+        self.tasks.spawn(serve_links(
+            links,
+            handler,
+            generation,
+            count,
+            self.mux.clone(),
+        ));
         dialer
     }
 
@@ -176,6 +187,11 @@ impl OriginHalf {
         &self.tunnel
     }
 
+    /// The largest receive window of a stream on its links, bytes.
+    pub fn window(&self) -> u32 {
+        self.mux.max_window
+    }
+
     /// Stops the half: links close, dialing stops, and (direct mode) the profiles'
     /// ports are free when this returns.
     pub async fn stop(&self) {
@@ -201,6 +217,7 @@ async fn serve_links(
     handler: StreamHandler,
     generation: Cancel,
     count: Arc<AtomicUsize>,
+    mux: MuxConfig,
 ) {
     loop {
         let link = tokio::select! {
@@ -212,6 +229,7 @@ async fn serve_links(
             handler.clone(),
             generation.clone(),
             count.clone(),
+            mux.clone(),
         );
     }
 }

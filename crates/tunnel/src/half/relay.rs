@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken as Cancel;
 
-use super::{HalfError, Listening, Profile, Tasks, direct, pool_link};
+use super::{HalfError, Listening, Profile, Tasks, direct, mux_config, pool_link};
 use crate::credentials::Credential;
 use crate::frame::Open;
 use crate::link::Admitted;
 use crate::link::Refusals;
 use crate::link::cert::{CertSwap, swappable_server_config};
+use crate::mux::MuxConfig;
 use crate::mux::MuxStream;
 use crate::pool::{Balancing, OriginStatus, Pool, PoolError};
 use crate::user_limits::UserLimits;
@@ -36,6 +37,8 @@ pub struct RelaySpec {
     pub origins: Vec<(String, Credential)>,
     /// How many streams one user may hold.
     pub limits: UserLimits,
+    /// The largest receive window of a stream, bytes ([`super::DEFAULT_WINDOW`]).
+    pub window: u32,
 }
 
 /// A running relay half.
@@ -53,11 +56,19 @@ pub struct RelayHalf {
     pub(super) direct: Option<direct::DirectState>,
     /// Reverse mode: the certificate served to origins.
     cert: Option<Arc<CertSwap>>,
+    /// Every link's multiplexer settings (the tunnel's window).
+    pub(super) mux: MuxConfig,
 }
 
 impl RelayHalf {
-    pub(super) fn empty(tunnel: String, pool: Pool, direct: Option<direct::DirectState>) -> Self {
+    pub(super) fn empty(
+        tunnel: String,
+        pool: Pool,
+        direct: Option<direct::DirectState>,
+        window: u32,
+    ) -> Self {
         Self {
+            mux: mux_config(window),
             tunnel,
             pool: Arc::new(pool),
             admitted: Admitted::default(),
@@ -81,6 +92,7 @@ impl RelayHalf {
             spec.tunnel.clone(),
             Pool::with_limits(spec.balancing, spec.limits),
             None,
+            spec.window,
         );
         half.cert = Some(cert);
         half.admitted = Admitted::new(spec.origins.clone());
@@ -97,13 +109,14 @@ impl RelayHalf {
         .await?;
         half.gates = listening.gates;
         let (pool, admitted, stop) = (half.pool.clone(), half.admitted.clone(), half.stop.clone());
+        let mux = half.mux.clone();
         half.tasks.spawn(async move {
             loop {
                 let (profile, a) = tokio::select! {
                     a = links.recv() => match a { Some(a) => a, None => return },
                     () = stop.cancelled() => return,
                 };
-                pool_link(&pool, &admitted, a.origin, profile, a.stream);
+                pool_link(&pool, &admitted, a.origin, profile, a.stream, mux.clone());
             }
         });
         // Removed origins lose their links at once.
@@ -172,6 +185,11 @@ impl RelayHalf {
     /// The tunnel's name.
     pub fn tunnel(&self) -> &str {
         &self.tunnel
+    }
+
+    /// The largest receive window of a stream on its links, bytes.
+    pub fn window(&self) -> u32 {
+        self.mux.max_window
     }
 
     /// Reverse mode: serves a re-issued certificate to new links from now on; links

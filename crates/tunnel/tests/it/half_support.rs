@@ -65,6 +65,7 @@ pub fn origin_spec(name: &str, profiles: &[Profile], pins: Vec<Pin>, links: usiz
         pins,
         profiles: profiles.to_vec(),
         links,
+        window: switchyard_tunnel::half::DEFAULT_WINDOW,
     }
 }
 
@@ -110,6 +111,7 @@ pub async fn relay(
             .map(|o| (o.to_string(), origin_credential(&SECRET, "eu", o)))
             .collect(),
         limits: Default::default(),
+        window: switchyard_tunnel::half::DEFAULT_WINDOW,
     })
     .await
     .unwrap()
@@ -184,6 +186,7 @@ pub fn dial_spec(
             hosts: hosts.iter().map(|h| h.to_string()).collect(),
         }],
         limits: Default::default(),
+        window: switchyard_tunnel::half::DEFAULT_WINDOW,
     }
 }
 
@@ -201,5 +204,6 @@ pub fn listen_spec(
         key_pem: cert.key_pem.clone(),
         listen: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
         profiles: profiles.to_vec(),
+        window: switchyard_tunnel::half::DEFAULT_WINDOW,
     }
 }

@@ -55,6 +55,7 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
             .map(|o| (o.to_string(), origin_credential(&SECRET, "eu", o)))
             .collect(),
         limits: Default::default(),
+        window: switchyard_tunnel::half::DEFAULT_WINDOW,
     })
     .await
     .unwrap();
@@ -69,6 +70,7 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
         pins: vec![cert.pin],
         profiles: profiles.clone(),
         links: 1,
+        window: switchyard_tunnel::half::DEFAULT_WINDOW,
     };
     bad.profiles.truncate(1);
     let _impostor = OriginHalf::start(bad, Arc::new(|_, _| {}));
@@ -234,6 +236,7 @@ async fn direct_mode_the_relay_dials_listening_origins() {
             credential: origin_credential(&TunnelSecret([3; 32]), "eu", "fi"),
             hosts: vec!["127.0.0.1".into()],
         }],
+        window: switchyard_tunnel::half::DEFAULT_WINDOW,
     });
     wait_until(|| {
         halves[0]
@@ -269,6 +272,7 @@ async fn a_reissued_certificate_applies_live_and_key_pins_keep_working() {
         key_pem: cert.key_pem.clone(),
         origins: vec![("fi".into(), origin_credential(&SECRET, "eu", "fi"))],
         limits: Default::default(),
+        window: switchyard_tunnel::half::DEFAULT_WINDOW,
     })
     .await
     .unwrap();

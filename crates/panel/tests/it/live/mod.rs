@@ -135,3 +135,115 @@ pub async fn api_token(addr: std::net::SocketAddr, data_dir: &Path) -> String {
         serde_json::from_str(raw.split_once("\r\n\r\n").unwrap().1).unwrap();
     format!("Bearer {}", token["secret"].as_str().unwrap())
 }
+
+/// A panel on free ports of 127.0.0.1 with its data in `dir/panel`, and its HTTP
+/// address.
+pub async fn panel(dir: &Path) -> (switchyard_panel::Panel, std::net::SocketAddr) {
+    use switchyard_panel::config::{ChannelSettings, PanelConfig};
+    let free =
+        || std::net::SocketAddr::from(([127, 0, 0, 1], switchyard_testkit::free_port().unwrap()));
+    let http = free();
+    let panel = switchyard_panel::Panel::start(PanelConfig {
+        listen: http,
+        data_dir: dir.join("panel"),
+        channel: ChannelSettings {
+            listen: free(),
+            ..ChannelSettings::default()
+        },
+        ..PanelConfig::default()
+    })
+    .await
+    .unwrap();
+    (panel, http)
+}
+
+/// A server named `name` at 127.0.0.1 in `cluster`, private destinations allowed (the
+/// tests' targets are on 127.0.0.1).
+pub async fn server(panel: &switchyard_panel::Panel, cluster: i64, name: &str) -> i64 {
+    panel
+        .state
+        .service()
+        .create_server(
+            &switchyard_panel::store::ServerInput {
+                cluster_id: cluster,
+                name: name.into(),
+                address: "127.0.0.1".into(),
+                allow_private_destinations: true,
+            },
+            now(),
+        )
+        .await
+        .unwrap()
+        .id
+}
+
+/// A VLESS inbound on `port` of `server`: over TLS with a self-signed certificate for
+/// `localhost` when `tls`, plain otherwise.
+pub fn vless(
+    server: i64,
+    name: &str,
+    port: u16,
+    tls: bool,
+) -> switchyard_panel::store::InboundInput {
+    use switchyard_panel::model::{InboundSecurity, InboundTransport, Protocol, TlsCertificate};
+    switchyard_panel::store::InboundInput {
+        server_id: server,
+        name: name.into(),
+        protocol: Protocol::Vless,
+        port,
+        transport: InboundTransport::Tcp,
+        security: if tls {
+            InboundSecurity::Tls {
+                certificate: TlsCertificate::SelfSigned,
+            }
+        } else {
+            InboundSecurity::None
+        },
+        host: None,
+        sni: tls.then(|| "localhost".into()),
+        coefficient: 1.0,
+        method: None,
+    }
+}
+
+/// One node per server, joined with a fresh token (state in `dir/node-<i>`), once
+/// every one of them is online.
+pub async fn join_all(
+    panel: &switchyard_panel::Panel,
+    dir: &Path,
+    servers: &[i64],
+) -> Vec<EnrolledNode> {
+    let mut nodes = Vec::new();
+    for (i, id) in servers.iter().enumerate() {
+        let token = panel.join_token(*id).await.unwrap();
+        nodes.push(join(&dir.join(format!("node-{i}")), &token).await);
+    }
+    let store = panel.state.store().clone();
+    for id in servers {
+        wait_until("the node is online", 20, || {
+            let store = store.clone();
+            let id = *id;
+            async move {
+                store.server(id).await.unwrap().state
+                    == switchyard_panel::model::ServerState::Online
+            }
+        })
+        .await;
+    }
+    nodes
+}
+
+/// A TCP echo server on 127.0.0.1, running until the test ends.
+pub async fn echo_server() -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    addr
+}
