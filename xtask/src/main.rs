@@ -10,7 +10,7 @@
 //!   ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).
 //! - `cargo xtask peers`: installs the pinned real peers the tests drive, such as the
-//!   sing-box client, schemathesis and PostgreSQL, when missing ([`peers`]); `test`
+//!   sing-box client, schemathesis, PostgreSQL and Chromium, when missing ([`peers`]); `test`
 //!   does this before the tests.
 //! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target for SECONDS each ([`fuzz`]).
 //!
@@ -56,7 +56,7 @@ enum Task {
     /// Regenerate the command-made sections of the docs (docs/auto.md's comparison).
     Docs,
     /// Install the peers the tests drive when missing (sing-box and schemathesis into
-    /// target/peers, Debian's postgresql with apt).
+    /// target/peers, Debian's postgresql, chromium and chromium-driver with apt).
     Peers,
     /// Run every cargo-fuzz target in fuzz/ for SECONDS each; fail on a crash.
     Fuzz {

@@ -17,6 +17,7 @@ pub mod run;
 pub mod service;
 pub mod store;
 pub mod subscription;
+pub mod ui;
 
 pub use config::PanelConfig;
 pub use run::Panel;

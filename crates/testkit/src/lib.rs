@@ -27,6 +27,11 @@
 //!   tests against its OpenAPI document.
 //! - [`load`]: an HTTP/1.1 load generator (keep-alive connections, latency
 //!   percentiles), run as the `loadgen` binary by `cargo xtask bench panel`.
+//! - [`Browser`]: a headless Chromium driven through chromedriver (WebDriver), for
+//!   the panel's web UI tests: pages, elements, waits, pointer drags, keys,
+//!   screenshots and the console's errors ([`browser::chromedriver`] finds the
+//!   Debian package that `cargo xtask peers` installs), killed with its driver on
+//!   drop.
 //! - [`TestCert`]: a self-signed certificate for a name, as PEM text and files.
 //! - [`free_port`]: a port for configs that need a fixed one.
 //!
@@ -36,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+pub mod browser;
 pub mod cert;
 pub mod config;
 pub mod fault;
@@ -56,6 +62,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 
 use anyhow::{Context, Result};
 
+pub use browser::Browser;
 pub use cert::TestCert;
 pub use http::HttpTarget;
 pub use mihomo::Mihomo;

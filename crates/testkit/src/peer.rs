@@ -151,6 +151,11 @@ impl Process {
         Ok(process)
     }
 
+    /// Its process id.
+    pub(crate) fn id(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The file holding its standard output and error.
     pub(crate) fn log_path(&self) -> &Path {
         &self.log_path

@@ -17,12 +17,17 @@
 //! when `cargo xtask bench tunnel` needs it); and the client apps' cores for the
 //! Clash and Xray subscription formats, mihomo ([`clients::MIHOMO_VERSION`]) and
 //! Xray-core ([`clients::XRAY_VERSION`]), each taken out of a PyPI wheel whose
-//! sha256 is pinned in [`clients`] (Xray is only ever run as `nobody`). The tests
-//! find them through [`SING_BOX_ENV`], [`schemathesis::SCHEMATHESIS_ENV`],
-//! [`postgres::PG_BIN_ENV`], [`clients::MIHOMO_ENV`] and [`clients::XRAY_ENV`],
+//! sha256 is pinned in [`clients`] (Xray is only ever run as `nobody`); and Debian's
+//! `chromium` and `chromium-driver` (the distribution's version, from apt, for the
+//! panel's web UI tests: [`chromium`]). The tests find them through [`SING_BOX_ENV`],
+//! [`schemathesis::SCHEMATHESIS_ENV`], [`postgres::PG_BIN_ENV`],
+//! [`clients::MIHOMO_ENV`], [`clients::XRAY_ENV`], [`chromium::CHROMIUM_ENV`] and
+//! [`chromium::CHROMEDRIVER_ENV`],
 //! which `cargo xtask test` sets, or at their default places (`crates/testkit` looks
 //! there when the variables are unset).
 
+mod apt;
+mod chromium;
 mod clients;
 mod postgres;
 mod schemathesis;
@@ -61,6 +66,8 @@ pub(crate) struct Peers {
     pub(crate) mihomo: PathBuf,
     /// The absolute path of the pinned Xray binary.
     pub(crate) xray: PathBuf,
+    /// Debian's Chromium and chromedriver.
+    pub(crate) chromium: chromium::Chromium,
 }
 
 impl Peers {
@@ -76,6 +83,16 @@ impl Peers {
             format!("{}={}", postgres::PG_BIN_ENV, self.pg_bin.display()),
             format!("{}={}", clients::MIHOMO_ENV, self.mihomo.display()),
             format!("{}={}", clients::XRAY_ENV, self.xray.display()),
+            format!(
+                "{}={}",
+                chromium::CHROMIUM_ENV,
+                self.chromium.browser.display()
+            ),
+            format!(
+                "{}={}",
+                chromium::CHROMEDRIVER_ENV,
+                self.chromium.driver.display()
+            ),
         ]
     }
 }
@@ -98,6 +115,7 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         pg_bin: postgres::postgresql()?,
         mihomo: clients::mihomo(&peers_dir)?,
         xray: clients::xray(&peers_dir)?,
+        chromium: chromium::chromium()?,
     })
 }
 
@@ -311,6 +329,14 @@ fn openssl_dev() -> Result<()> {
             "installing libssl-dev and pkg-config with apt-get failed: install them by hand \
              (rathole's TLS transport is built against OpenSSL)",
         )
+}
+
+/// The first `program` on `PATH`, as found (symlinks not resolved).
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
 }
 
 /// Cargo's target directory (honours `CARGO_TARGET_DIR` and `.cargo/config.toml`).

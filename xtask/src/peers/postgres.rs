@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
+use super::{apt, which};
 use crate::cmd::Cmd;
 
 /// The variable that tells the tests where the PostgreSQL binaries are (testkit's
@@ -41,7 +42,7 @@ pub(crate) fn postgresql() -> Result<PathBuf> {
         Some(dir) => dir,
         None => {
             println!("postgresql: not found, installing Debian's package with apt-get");
-            apt_install().context(
+            apt::install(&["postgresql"]).context(
                 "installing PostgreSQL with apt-get failed: install Debian's postgresql by \
                  hand (or set SWITCHYARD_PG_BIN to a directory holding initdb, postgres, \
                  pg_ctl, pg_isready and psql)",
@@ -70,34 +71,12 @@ pub(crate) fn postgresql() -> Result<PathBuf> {
 fn find() -> Option<PathBuf> {
     debian_bin_dirs(Path::new("/usr/lib/postgresql"))
         .into_iter()
-        .chain(on_path("initdb"))
+        .chain(
+            which("initdb")
+                .and_then(|p| fs::canonicalize(p).ok())
+                .and_then(|p| p.parent().map(Path::to_path_buf)),
+        )
         .find(|d| has_programs(d))
-}
-
-/// `apt-get install postgresql`, after `apt-get update` when the package lists are
-/// missing or the install fails on stale ones.
-fn apt_install() -> Result<()> {
-    let install =
-        Cmd::new("apt-get").args(["install", "-y", "--no-install-recommends", "postgresql"]);
-    let update = Cmd::new("apt-get").args(["update"]);
-    if !has_package_lists() {
-        update.run()?;
-        return install.run();
-    }
-    if install.run().is_ok() {
-        return Ok(());
-    }
-    println!("(apt-get install failed: updating the package lists and trying again)");
-    update.run()?;
-    install.run()
-}
-
-fn has_package_lists() -> bool {
-    fs::read_dir("/var/lib/apt/lists").is_ok_and(|entries| {
-        entries
-            .filter_map(|e| e.ok())
-            .any(|e| e.file_name().to_string_lossy().contains("_Packages"))
-    })
 }
 
 /// `root/<version>/bin` for every version directory, highest version first.
@@ -119,16 +98,6 @@ fn debian_bin_dirs(root: &Path) -> Vec<PathBuf> {
         .collect();
     versions.sort_by(|a, b| b.0.cmp(&a.0));
     versions.into_iter().map(|(_, dir)| dir).collect()
-}
-
-/// The real directory of `program` on `PATH`, symlinks resolved.
-fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-        .and_then(|p| fs::canonicalize(p).ok())
-        .and_then(|p| p.parent().map(Path::to_path_buf))
 }
 
 fn has_programs(dir: &Path) -> bool {

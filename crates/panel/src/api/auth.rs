@@ -315,6 +315,40 @@ pub async fn session(
     }))
 }
 
+/// What the login page tells an operator who has not logged in yet.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct Setup {
+    /// Where the panel wrote the first admin's generated password (on the panel's
+    /// machine), while that file exists; delete it once the password is kept
+    /// elsewhere and the hint goes.
+    pub password_file: Option<String>,
+    /// Whether this request carries a live session cookie (so the page can skip the
+    /// login form without a failing call).
+    pub logged_in: bool,
+}
+
+/// The first-run hint for the login page (public).
+#[utoipa::path(get, path = "/api/v1/setup", tag = "auth", security(()),
+    responses((status = 200, description = "The hint", body = Setup)))]
+pub async fn setup(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<Json<Setup>, ApiError> {
+    let file = state.config().data_dir.join(crate::run::PASSWORD_FILE);
+    let logged_in = match cookie(&headers, COOKIE) {
+        Some(id) => state
+            .store()
+            .session(&hash_token(&id), state.now())
+            .await?
+            .is_some(),
+        None => false,
+    };
+    Ok(Json(Setup {
+        password_file: file.exists().then(|| file.display().to_string()),
+        logged_in,
+    }))
+}
+
 /// Logs out.
 #[utoipa::path(delete, path = "/api/v1/session", tag = "auth",
     responses(

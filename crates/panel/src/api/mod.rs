@@ -5,6 +5,7 @@
 //! - `/api/openapi.json`: the OpenAPI document, generated from the handlers' types.
 //! - `/sub/{token}`: subscriptions (public; the token is the credential).
 //! - `/metrics`: Prometheus. `/healthz`: liveness.
+//! - `/` and `/ui/…`: the web UI ([`crate::ui`]), which uses only the API above.
 
 pub mod auth;
 pub mod metrics;
@@ -150,7 +151,8 @@ impl AppState {
 #[openapi(
     info(title = "Switchyard panel API", description = "Servers, inbounds, routes and users of a Switchyard panel."),
     paths(
-        auth::login, auth::session, auth::logout, auth::tokens, auth::create_token, auth::delete_token,
+        auth::login, auth::session, auth::logout, auth::setup, auth::tokens, auth::create_token,
+        auth::delete_token,
         resources::clusters, resources::create_cluster, resources::cluster, resources::update_cluster,
         resources::delete_cluster, resources::routes,
         routes::create_route, routes::route, routes::update_route, routes::delete_route,
@@ -161,6 +163,7 @@ impl AppState {
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
+        users::subscription_link, users::subscription_qr,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
         tunnels::delete_tunnel, tunnels::duplicate_tunnel, tunnels::reissue_certificate,
         tunnels::status, tunnels::statuses, tunnels::reset, tunnels::usage,
@@ -257,6 +260,7 @@ pub fn router(state: AppState) -> Router {
             "/session",
             post(auth::login).get(auth::session).delete(auth::logout),
         )
+        .route("/setup", get(auth::setup))
         .route("/tokens", get(auth::tokens).post(auth::create_token))
         .route("/tokens/{id}", axum::routing::delete(auth::delete_token))
         .route("/clusters", get(r::clusters).post(r::create_cluster))
@@ -321,6 +325,8 @@ pub fn router(state: AppState) -> Router {
                 .delete(users::delete_user),
         )
         .route("/users/{id}/reset-usage", post(users::reset_usage))
+        .route("/users/{id}/subscription", get(users::subscription_link))
+        .route("/users/{id}/subscription.svg", get(users::subscription_qr))
         .route("/users/{id}/devices", get(users::devices))
         .route(
             "/users/{id}/devices/{device}",
@@ -333,6 +339,9 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found);
     Router::new()
         .nest("/api/v1", api)
+        .route("/", get(crate::ui::index))
+        .route("/ui/{*path}", get(crate::ui::file))
+        .route("/favicon.ico", get(crate::ui::favicon))
         .route("/api/openapi.json", get(openapi))
         .route("/sub/{token}", get(subscription::subscription))
         .route("/metrics", get(metrics::metrics))

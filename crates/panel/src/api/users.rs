@@ -62,6 +62,58 @@ pub async fn user(
     Ok(Json(s.store().user(id, s.now()).await?))
 }
 
+/// A user's subscription link.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct SubscriptionLink {
+    /// The whole URL to give the user's app (the panel's public base and the path).
+    pub url: String,
+    /// Where its QR code is, as an SVG image (same authentication as this call).
+    pub qr_path: String,
+}
+
+/// The user's subscription link, for copying or a QR code.
+#[utoipa::path(get, path = "/api/v1/users/{id}/subscription", tag = "users", params(("id" = i64, Path)),
+    responses((status = 200, body = SubscriptionLink), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn subscription_link(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<SubscriptionLink>, ApiError> {
+    let user = s.store().user(id, s.now()).await?;
+    Ok(Json(SubscriptionLink {
+        url: format!("{}{}", s.config().public_base(), user.subscription_path),
+        qr_path: format!("/api/v1/users/{id}/subscription.svg"),
+    }))
+}
+
+/// The user's subscription link as a QR code (SVG), for an app's scanner.
+#[utoipa::path(get, path = "/api/v1/users/{id}/subscription.svg", tag = "users", params(("id" = i64, Path)),
+    responses((status = 200, description = "An SVG image", content_type = "image/svg+xml", body = String),
+        (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn subscription_qr(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let user = s.store().user(id, s.now()).await?;
+    let url = format!("{}{}", s.config().public_base(), user.subscription_path);
+    let svg = crate::subscription::page::qr_svg(&url, "the subscription URL").ok_or_else(|| {
+        ApiError::new(
+            axum::http::StatusCode::UNPROCESSABLE_ENTITY,
+            "the link is too long for a QR code",
+        )
+    })?;
+    Ok((
+        [
+            (axum::http::header::CONTENT_TYPE, "image/svg+xml"),
+            (axum::http::header::CACHE_CONTROL, "no-store"),
+        ],
+        svg,
+    )
+        .into_response())
+}
+
 /// Replaces a user's settings. A user who becomes limited, expired or disabled is
 /// removed from every node within seconds, their connections closed.
 #[utoipa::path(put, path = "/api/v1/users/{id}", tag = "users", params(("id" = i64, Path)), request_body = UserInput,

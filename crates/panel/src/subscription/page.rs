@@ -258,6 +258,15 @@ fn write_qr(out: &mut String, text: &str, label: &str) -> fmt::Result {
     Ok(())
 }
 
+/// A standalone SVG image of the QR code of `text` (for `<img>` and downloads), or
+/// `None` when it does not fit in one.
+pub(crate) fn qr_svg(text: &str, label: &str) -> Option<String> {
+    qr_matrix(text)?;
+    let mut out = String::new();
+    write_qr(&mut out, text, label).ok()?;
+    Some(out.replacen("<svg ", "<svg xmlns=\"http://www.w3.org/2000/svg\" ", 1))
+}
+
 /// A QR code's modules, row by row, `true` for dark; no quiet zone.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct QrMatrix {

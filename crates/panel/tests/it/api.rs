@@ -1077,8 +1077,9 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 29] = [
+const ROUTES: [(&str, &[&str]); 32] = [
     ("/api/v1/session", &["delete", "get", "post"]),
+    ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
     ("/api/v1/tokens/{id}", &["delete"]),
     ("/api/v1/clusters", &["get", "post"]),
@@ -1099,6 +1100,8 @@ const ROUTES: [(&str, &[&str]); 29] = [
     ("/api/v1/users/{id}", &["delete", "get", "put"]),
     ("/api/v1/users/{id}/reset-usage", &["post"]),
     ("/api/v1/users/{id}/revoke-subscription", &["post"]),
+    ("/api/v1/users/{id}/subscription", &["get"]),
+    ("/api/v1/users/{id}/subscription.svg", &["get"]),
     ("/api/v1/tunnels", &["get", "post"]),
     ("/api/v1/tunnels/{id}", &["delete", "get", "put"]),
     ("/api/v1/tunnels/{id}/duplicate", &["post"]),
@@ -1144,6 +1147,10 @@ async fn the_openapi_document_lists_every_route() {
     assert_eq!(doc["paths"]["/sub/{token}"]["get"]["security"], json!([{}]));
     assert_eq!(
         doc["paths"]["/api/v1/session"]["post"]["security"],
+        json!([{}])
+    );
+    assert_eq!(
+        doc["paths"]["/api/v1/setup"]["get"]["security"],
         json!([{}])
     );
     assert_eq!(doc["paths"]["/api/v1/users"]["get"].get("security"), None);

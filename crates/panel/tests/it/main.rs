@@ -16,3 +16,5 @@ mod subscription;
 mod tunnels;
 mod tunnels_live;
 mod tunnels_moves;
+mod ui_assets;
+mod ui_browser;

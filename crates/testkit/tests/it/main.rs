@@ -1,6 +1,7 @@
 //! The integration tests of `testkit`, in one binary: one link instead of one per
 //! file (faster builds, a fraction of the disk). Each module is what was a test file.
 
+mod browser;
 mod loadgen;
 mod postgres;
 mod schemathesis;

@@ -1,0 +1,528 @@
+//! The web UI in a real headless Chromium, against a real panel on 127.0.0.1 with
+//! seeded data: log in (with the first-run hint), make a route with the wizard, drag
+//! an inbound into it (its pipe appears, the user's next subscription lists it), drop
+//! it on "Not attached" (the warning, the subscription), do the same from the
+//! keyboard, reorder routes with the arrows and the drag handle (the subscription's
+//! order follows), create a tunnel and see its state badge, see an API error next to
+//! the field it names, a user's subscription with its QR code; values that look like
+//! HTML show as text; no console error; usable at phone width. A second test seeds
+//! 20 servers, 60 inbounds and 15 routes. Screenshots go to
+//! `target/ui-screenshots/` (the ones in `docs/img/` are copies).
+
+use crate::live;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchyard_panel::Panel;
+use switchyard_testkit::Browser;
+use switchyard_testkit::browser::DEFAULT_WAIT;
+
+const XSS: &str = "<img src=x onerror=window.__xss=1>";
+
+fn shots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The entries of the user's sing-box subscription, in order (their tags).
+async fn entries(http: std::net::SocketAddr, sub: &str) -> Vec<String> {
+    let (status, config) =
+        live::http(http, "GET", &format!("{sub}?format=sing-box"), "", None).await;
+    assert_eq!(status, 200, "{config}");
+    config["outbounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| ["vless", "trojan", "shadowsocks"].contains(&o["type"].as_str().unwrap_or("")))
+        .map(|o| o["tag"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn wait_entries(http: std::net::SocketAddr, sub: &str, want: &[&str], what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = entries(http, sub).await;
+        if now == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: the subscription lists {now:?}, not {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until `js` (an expression) is true on the page.
+async fn wait_js(b: &Browser, js: &str, what: &str) {
+    let deadline = std::time::Instant::now() + DEFAULT_WAIT;
+    loop {
+        if b.execute(&format!("return Boolean({js});"), vec![])
+            .await
+            .unwrap()
+            == Value::Bool(true)
+        {
+            return;
+        }
+        if std::time::Instant::now() > deadline {
+            let counts = b
+                .execute(
+                    "return ['.inbound-chip', '.route-box[data-route]', 'svg .member', 'svg .pipe']
+                       .map((s) => s + ': ' + document.querySelectorAll(s).length).join(', ');",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            panic!("{what}: {js} (the page has {counts})");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Clicks the element `css` names, once it is on screen.
+async fn click(b: &Browser, css: &str) {
+    b.wait_for(css, DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// Types `text` into the element `css` names, once it is on screen.
+async fn type_into(b: &Browser, css: &str, text: &str) {
+    b.wait_for(css, DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .send_keys(text)
+        .await
+        .unwrap_or_else(|e| panic!("{e:#}"));
+}
+
+/// The password the panel generated on its first start.
+fn password(dir: &std::path::Path) -> String {
+    let file =
+        std::fs::read_to_string(dir.join("panel").join(switchyard_panel::run::PASSWORD_FILE))
+            .unwrap();
+    file.lines()
+        .find_map(|l| l.strip_prefix("password: "))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+async fn log_in(b: &Browser, http: std::net::SocketAddr, dir: &std::path::Path) {
+    b.goto(&format!("http://{http}/")).await.unwrap();
+    type_into(b, "form.login input[name=username]", "admin").await;
+    type_into(b, "form.login input[name=password]", &password(dir)).await;
+    b.press("Enter").await.unwrap();
+    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
+}
+
+async fn seed_cluster(panel: &Panel, name: &str) -> i64 {
+    panel
+        .state
+        .store()
+        .create_cluster(name, live::now())
+        .await
+        .unwrap()
+        .id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_s_everyday_flow_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let (panel, http) = live::panel(dir.path()).await;
+    let service = panel.state.service().clone();
+    let cluster = seed_cluster(&panel, "Europe").await;
+    let de = live::server(&panel, cluster, "de-1").await;
+    let fi = live::server(&panel, cluster, "fi-1").await;
+    let now = live::now();
+    let frankfurt = service
+        .create_inbound(&live::vless(de, "Frankfurt", 8443, true), now)
+        .await
+        .unwrap();
+    let helsinki = service
+        .create_inbound(&live::vless(fi, "Helsinki", 8443, true), now)
+        .await
+        .unwrap();
+    service
+        .create_inbound(&live::vless(fi, XSS, 9443, true), now)
+        .await
+        .unwrap();
+    let mut alice = live::user("alice");
+    alice.note = XSS.into();
+    let alice = service.create_user(&alice, now).await.unwrap();
+    let sub = alice.subscription_path.clone();
+    wait_entries(http, &sub, &["Frankfurt"], "seeded").await;
+
+    let b = Browser::start().await.unwrap();
+    b.goto(&format!("http://{http}/")).await.unwrap();
+    let hint = b
+        .wait_for("[data-first-run]", DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        hint.contains(switchyard_panel::run::PASSWORD_FILE),
+        "{hint}"
+    );
+    b.screenshot(shots().join("login.png")).await.unwrap();
+    log_in(&b, http, dir.path()).await;
+    // The seeded state: the default route holds Frankfurt; two inbounds are loose.
+    let warning = b.wait_for("[data-warning]", DEFAULT_WAIT).await.unwrap();
+    assert_eq!(
+        warning.text().await.unwrap(),
+        "⚠ 2 inbound(s) are not in any route — clients can't see them yet"
+    );
+    // Values that look like HTML are text.
+    let chips = b.find_all("[data-inbound] .chip-name").await.unwrap();
+    let mut names = Vec::new();
+    for c in &chips {
+        names.push(c.text().await.unwrap());
+    }
+    assert!(names.contains(&XSS.to_owned()), "{names:?}");
+    assert_eq!(
+        b.execute(
+            "return [window.__xss === undefined, document.querySelector('img[src=\"x\"]') === null];",
+            vec![]
+        )
+        .await
+        .unwrap(),
+        json!([true, true])
+    );
+
+    // The wizard: an empty route, dashed, with no pipe.
+    click(&b, "[data-new-route]").await;
+    type_into(&b, "dialog[open] input[name=name]", "Nordics").await;
+    type_into(&b, "dialog[open] input[name=flag]", "FI").await;
+    click(&b, "dialog[open] input[value=round_robin]").await;
+    click(&b, "dialog[open] button[type=submit]").await;
+    let nordics = b
+        .wait_until_text(
+            ".route-box[data-route] .route-name",
+            "Nordics",
+            DEFAULT_WAIT,
+        )
+        .await
+        .unwrap();
+    drop(nordics);
+    let routes = panel.state.store().routes(cluster).await.unwrap();
+    let (default_id, nordics_id) = (routes[0].id, routes[1].id);
+    assert_eq!(routes[1].name, "Nordics");
+    let route_box = format!(".route-box[data-route=\"{nordics_id}\"]");
+    let pipe = |id: i64| format!("document.querySelector('svg .pipe[data-pipe=\"{id}\"]')");
+    wait_js(
+        &b,
+        &format!("document.querySelector('{route_box}.empty')"),
+        "dashed",
+    )
+    .await;
+    wait_js(&b, &format!("{} === null", pipe(nordics_id)), "no pipe").await;
+    wait_js(
+        &b,
+        &format!("{} !== null", pipe(default_id)),
+        "default's pipe",
+    )
+    .await;
+
+    // The diagram at the top of the window, below the sticky header, so that a drag's
+    // both ends are on screen.
+    b.execute(
+        "window.scrollTo(0, document.querySelector('.topology').getBoundingClientRect().top + window.scrollY - 120);",
+        vec![],
+    )
+    .await
+    .unwrap();
+
+    // Drag Helsinki into it: the pipe appears, the subscription lists it.
+    let chip = format!(".inbound-chip[data-inbound=\"{}\"]", helsinki.id);
+    let from = b.find(&chip).await.unwrap();
+    let to = b.find(&route_box).await.unwrap();
+    b.drag(&from, &to).await.unwrap();
+    wait_js(
+        &b,
+        &format!("{} !== null", pipe(nordics_id)),
+        "Nordics' pipe after the drag",
+    )
+    .await;
+    wait_js(
+        &b,
+        &format!("!document.querySelector('{route_box}.empty')"),
+        "no longer dashed",
+    )
+    .await;
+    wait_entries(http, &sub, &["Frankfurt", "Helsinki"], "after the drag").await;
+    b.screenshot(shots().join("cluster.png")).await.unwrap();
+
+    // Drop it on "Not attached": the warning counts it, the subscription drops it.
+    let from = b.find(&chip).await.unwrap();
+    let to = b.find("[data-drop-route=none]").await.unwrap();
+    b.drag(&from, &to).await.unwrap();
+    b.wait_until_text(
+        "[data-warning]",
+        "2 inbound(s) are not in any route",
+        DEFAULT_WAIT,
+    )
+    .await
+    .unwrap();
+    wait_js(
+        &b,
+        &format!("{} === null", pipe(nordics_id)),
+        "the pipe goes",
+    )
+    .await;
+    wait_entries(http, &sub, &["Frankfurt"], "after detaching").await;
+
+    // The same from the keyboard: the chip's menu, arrows, Enter.
+    b.execute(
+        &format!("document.querySelector('{chip}').focus();"),
+        vec![],
+    )
+    .await
+    .unwrap();
+    b.press("Enter").await.unwrap();
+    b.wait_for(".menu [role=menuitem]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let focused = b
+        .execute("return document.activeElement.dataset.moveTo;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        focused,
+        json!(default_id.to_string()),
+        "the first route is focused"
+    );
+    b.press("ArrowDown").await.unwrap();
+    b.press("Enter").await.unwrap();
+    wait_js(
+        &b,
+        &format!("{} !== null", pipe(nordics_id)),
+        "moved by keyboard",
+    )
+    .await;
+    wait_entries(
+        http,
+        &sub,
+        &["Frankfurt", "Helsinki"],
+        "after the keyboard move",
+    )
+    .await;
+
+    // Reorder: the arrow, then the drag handle back; the subscription follows.
+    click(&b, &format!("{route_box} [aria-label=\"Move Nordics up\"]")).await;
+    wait_entries(http, &sub, &["Helsinki", "Frankfurt"], "Nordics moved up").await;
+    wait_js(
+        &b,
+        &format!(
+            "document.querySelector('.route-box[data-route]').dataset.route === '{nordics_id}'"
+        ),
+        "Nordics drawn first",
+    )
+    .await;
+    let handle = b
+        .find(&format!(".route-box[data-route=\"{default_id}\"] .handle"))
+        .await
+        .unwrap();
+    let onto = b.find(&route_box).await.unwrap();
+    b.drag(&handle, &onto).await.unwrap();
+    wait_entries(
+        http,
+        &sub,
+        &["Frankfurt", "Helsinki"],
+        "Default dragged back up",
+    )
+    .await;
+
+    // A tunnel: created in the form, its state badge (no node runs: unreachable),
+    // and an API error shown next to the field it names.
+    b.goto(&format!("http://{http}/#/tunnels")).await.unwrap();
+    click(&b, "[data-new-tunnel]").await;
+    type_into(&b, "dialog[open] input[name=name]", "exit").await;
+    click(
+        &b,
+        &format!("dialog[open] input[name=origin][value=\"{fi}\"]"),
+    )
+    .await;
+    let port = b
+        .find("dialog[open] input[name=\"profiles[0].port\"]")
+        .await
+        .unwrap();
+    port.clear().await.unwrap();
+    port.send_keys(&frankfurt.port.to_string()).await.unwrap();
+    click(&b, "dialog[open] button[type=submit]").await;
+    let error = b
+        .wait_for(
+            "dialog[open] [data-field=\"profiles[0].port\"] .error",
+            DEFAULT_WAIT,
+        )
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(error.contains(&frankfurt.port.to_string()), "{error}");
+    port.clear().await.unwrap();
+    port.send_keys("7443").await.unwrap();
+    click(&b, "dialog[open] button[type=submit]").await;
+    b.wait_until_text("[data-tunnel-state]", "Relay unreachable", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        b.find(".tunnel-name").await.unwrap().text().await.unwrap(),
+        "exit"
+    );
+    b.screenshot(shots().join("tunnel.png")).await.unwrap();
+    b.goto(&format!("http://{http}/#/tunnels")).await.unwrap();
+    b.wait_until_text("[data-tunnel-state]", "Relay unreachable", DEFAULT_WAIT)
+        .await
+        .unwrap();
+
+    // Users: the note shows as text; the subscription with its QR code.
+    b.goto(&format!("http://{http}/#/users")).await.unwrap();
+    let row = format!("[data-user=\"{}\"]", alice.id);
+    let text = b
+        .wait_for(&row, DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains(XSS), "{text}");
+    b.screenshot(shots().join("users.png")).await.unwrap();
+    click(&b, &format!("{row} button")).await;
+    let url = b
+        .wait_for("[data-subscription-url]", DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(url, format!("{}{sub}", panel.state.config().public_base()));
+    wait_js(
+        &b,
+        "document.querySelector('dialog[open] img.qr').naturalWidth > 0",
+        "the QR code loads",
+    )
+    .await;
+    b.screenshot(shots().join("subscription.png"))
+        .await
+        .unwrap();
+    b.press("Escape").await.unwrap();
+
+    // Phone width: one column, nothing wider than the screen.
+    b.set_window_size(390, 844).await.unwrap();
+    b.goto(&format!("http://{http}/#/clusters/{cluster}"))
+        .await
+        .unwrap();
+    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
+    wait_js(
+        &b,
+        "document.documentElement.scrollWidth <= window.innerWidth",
+        "no horizontal scroll at phone width",
+    )
+    .await;
+    b.screenshot(shots().join("cluster-phone.png"))
+        .await
+        .unwrap();
+
+    // Nothing went wrong in the console but the error the test asked for (the 409).
+    let errors: Vec<String> = b
+        .console_errors()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| !e.contains("status of 409"))
+        .collect();
+    assert_eq!(errors, Vec::<String>::new());
+    assert_eq!(
+        b.execute("return window.__xss === undefined;", vec![])
+            .await
+            .unwrap(),
+        json!(true)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_servers_sixty_inbounds_and_fifteen_routes_stay_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let (panel, http) = live::panel(dir.path()).await;
+    let service = panel.state.service().clone();
+    let store = panel.state.store().clone();
+    let cluster = seed_cluster(&panel, "Worldwide").await;
+    let mut inbounds = Vec::new();
+    for s in 0..20 {
+        let server = live::server(&panel, cluster, &format!("node-{s:02}")).await;
+        for i in 0..3 {
+            let inbound = service
+                .create_inbound(
+                    &live::vless(server, &format!("City {s:02}-{i}"), 8000 + i, true),
+                    live::now(),
+                )
+                .await
+                .unwrap();
+            inbounds.push(inbound.id);
+        }
+    }
+    let default = store.routes(cluster).await.unwrap()[0].id;
+    for r in 0..15usize {
+        let pool: Vec<i64> = inbounds.iter().copied().skip(r * 4).take(4).collect();
+        let input = switchyard_panel::store::RouteInput {
+            name: format!("Route {r:02}"),
+            flag: None,
+            algorithm: Default::default(),
+            inbound_ids: Some(if r == 14 { Vec::new() } else { pool }),
+        };
+        if r == 0 {
+            store.update_route(default, &input).await.unwrap();
+        } else {
+            store
+                .create_route(cluster, &input, live::now())
+                .await
+                .unwrap();
+        }
+    }
+    let b = Browser::start().await.unwrap();
+    log_in(&b, http, dir.path()).await;
+    wait_js(
+        &b,
+        "document.querySelectorAll('.inbound-chip').length === 60 \
+         && document.querySelectorAll('.route-box[data-route]').length === 15 \
+         && document.querySelectorAll('svg .member').length === 56 \
+         && document.querySelectorAll('svg .pipe').length === 14",
+        "60 inbounds (56 in routes), 15 routes (14 with a pipe)",
+    )
+    .await;
+    // No two route boxes overlap, nor two server cards, and nothing is wider than
+    // the window.
+    let overlaps = b
+        .execute(
+            "const boxes = (sel) => [...document.querySelectorAll(sel)].map((e) => e.getBoundingClientRect());
+             const clash = (list) => list.some((a, i) => list.some((b, j) => i < j &&
+               a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom));
+             return [clash(boxes('.route-box')), clash(boxes('.server-card')),
+                     document.documentElement.scrollWidth <= window.innerWidth];",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(overlaps, json!([false, false, true]));
+    b.set_window_size(1280, 1500).await.unwrap();
+    b.execute(
+        "window.scrollTo(0, document.querySelector('.topology').getBoundingClientRect().top + window.scrollY - 60);",
+        vec![],
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    b.screenshot(shots().join("topology-20-60-15.png"))
+        .await
+        .unwrap();
+    assert_eq!(b.console_errors().await.unwrap(), Vec::<String>::new());
+}

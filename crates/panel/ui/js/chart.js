@@ -1,0 +1,34 @@
+// A small SVG bar chart: time on x, a value on y, with the largest value and the
+// time span written out (so the chart is read, not guessed).
+
+import { h } from "./dom.js";
+
+/**
+ * `points`: [{at_ms, value}] oldest first; `stepMs`: the width of one bar in time;
+ * `format`: value → text. Steps without a point are drawn empty.
+ */
+export function barChart(points, { stepMs, fromMs, toMs, format, label }) {
+  const W = 640;
+  const H = 160;
+  const P = 28;
+  const steps = Math.max(1, Math.round((toMs - fromMs) / stepMs));
+  const max = Math.max(1, ...points.map((p) => p.value));
+  const bw = (W - P * 2) / steps;
+  const bars = points.map((p) => {
+    const i = Math.floor((p.at_ms - fromMs) / stepMs);
+    if (i < 0 || i >= steps) return null;
+    const bh = Math.max(1, (p.value / max) * (H - P * 2));
+    return h("rect", { x: P + i * bw, y: H - P - bh, width: Math.max(1, bw - 1), height: bh, class: "bar" },
+      h("title", {}, `${new Date(p.at_ms).toLocaleString()}: ${format(p.value)}`));
+  });
+  const total = points.reduce((s, p) => s + p.value, 0);
+  if (total === 0) return h("p", { class: "muted" }, `${label}: nothing yet.`);
+  return h("figure", { class: "chart" },
+    h("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${label}: ${format(total)} in all, at most ${format(max)} per step` },
+      h("line", { x1: P, y1: H - P, x2: W - P, y2: H - P, class: "axis" }),
+      h("text", { x: P, y: P - 8, class: "axis-label" }, `max ${format(max)}`),
+      h("text", { x: P, y: H - 8, class: "axis-label" }, new Date(fromMs).toLocaleString()),
+      h("text", { x: W - P, y: H - 8, class: "axis-label end" }, "now"),
+      bars),
+    h("figcaption", {}, `${label}: ${format(total)} in all`));
+}

@@ -1,0 +1,164 @@
+// A cluster: its servers (state, throughput, users online, capacity, the join
+// command), the topology of its routes, and the forms that change them. Live: the
+// page polls every 3 s and redraws only what changed (never during a drag or with a
+// menu or dialog open).
+
+import { h, fill, field, showError, confirmAction, copy, toast } from "./dom.js";
+import { get, post, put, del } from "./api.js";
+import { rate, when } from "./format.js";
+import { drawTopology, stateBadge } from "./topology.js";
+import { routeForm } from "./route_form.js";
+import { inboundForm } from "./inbound_form.js";
+
+/** Every cluster, and a form for a new one. */
+export async function clustersPage(main) {
+  const clusters = await get("/clusters");
+  const name = h("input", { name: "name", required: true, maxlength: 64, placeholder: "Europe" });
+  const form = h("form", { class: "inline" }, field("New cluster", name),
+    h("button", { type: "submit", class: "primary" }, "Create cluster"));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const c = await post("/clusters", { name: name.value.trim() });
+      location.hash = `#/clusters/${c.id}`;
+    } catch (err) { showError(form, err); }
+  });
+  fill(main, h("h1", {}, "Clusters"),
+    clusters.length ? h("ul", { class: "list" }, clusters.map((c) => h("li", {}, h("a", { href: `#/clusters/${c.id}` }, c.name))))
+      : h("p", { class: "muted" }, "No cluster yet: a cluster holds servers, inbounds and routes that belong together."),
+    form);
+}
+
+export async function clusterPage(main, id, ctx) {
+  const clusters = await get("/clusters");
+  const cluster = clusters.find((c) => c.id === id);
+  if (!cluster) throw new Error(`There is no cluster ${id}.`);
+  const serversBox = h("section", { class: "card", "aria-labelledby": "servers-h" });
+  const topoBox = h("div", {});
+  const routesBox = h("section", { class: "card", "aria-labelledby": "routes-h" },
+    h("div", { class: "section-head" },
+      h("h2", { id: "routes-h" }, "Routes"),
+      h("div", { class: "actions" },
+        h("button", { type: "button", onclick: () => newInbound() }, "New inbound"),
+        h("button", { type: "button", class: "primary", "data-new-route": "", onclick: () => newRoute() }, "New route"))),
+    h("p", { class: "muted" }, "One non-empty route is one entry in users' apps, in this order. Drag an inbound onto a route (or press it for a menu) to move it."),
+    topoBox);
+  fill(main,
+    h("div", { class: "page-head" }, h("h1", {}, cluster.name),
+      clusters.length > 1 ? h("nav", { "aria-label": "Other clusters", class: "chips" },
+        clusters.filter((c) => c.id !== id).map((c) => h("a", { href: `#/clusters/${c.id}` }, c.name))) : null),
+    routesBox, serversBox);
+
+  let data = null;
+  let last = "";
+  let topo = null;
+  const busy = () => document.body.classList.contains("dragging") || document.querySelector(".menu, dialog[open]");
+
+  async function load(force) {
+    const [servers, inbounds, routes] = await Promise.all([
+      get(`/servers?cluster_id=${id}`), get(`/inbounds?cluster_id=${id}`), get(`/clusters/${id}/routes`),
+    ]);
+    data = { servers, inbounds, routes: routes.routes, unattached: routes.unattached_inbound_ids, warning: routes.warning };
+    const now = JSON.stringify(data);
+    if (!force && (now === last || busy())) return;
+    last = now;
+    drawServers(serversBox, data.servers, id, load);
+    topo?.stop();
+    topo = drawTopology(topoBox, data, actions);
+  }
+
+  const act = async (f, ok) => {
+    try {
+      await f();
+      if (ok) toast(ok);
+    } catch (err) {
+      toast(err.message, "bad");
+    }
+    await load(true);
+  };
+  const actions = {
+    attach: (i, routeId) => act(() => put(`/inbounds/${i.id}/route`, { route_id: routeId }),
+      routeId === null ? `${i.name} is in no route now` : `${i.name} moved to ${data.routes.find((r) => r.id === routeId)?.name}`),
+    move: (r, direction) => act(() => post(`/routes/${r.id}/move`, { direction })),
+    order: (ids) => act(() => put(`/clusters/${id}/routes/order`, { route_ids: ids })),
+    editRoute: async (r) => { if (await routeForm(id, r, data.inbounds, data.routes)) await load(true); },
+    deleteRoute: async (r) => {
+      const n = r.inbound_ids.length;
+      const ok = await confirmAction(`Delete route ${r.name}?`,
+        `Users' apps lose the entry "${r.name}" at their next update.${n ? ` Its ${n} inbound(s) will be in no route.` : ""}`, "Delete route");
+      if (ok) await act(() => del(`/routes/${r.id}`), `Route ${r.name} deleted`);
+    },
+    editInbound: async (i) => { if (await inboundForm(data.servers, i)) await load(true); },
+    deleteInbound: async (i) => {
+      const ok = await confirmAction(`Delete inbound ${i.name}?`,
+        `The node stops listening on port ${i.port}; users connected through it are cut off and get another server at their next update.`, "Delete inbound");
+      if (ok) await act(() => del(`/inbounds/${i.id}`), `Inbound ${i.name} deleted`);
+    },
+  };
+  async function newRoute() {
+    if (await routeForm(id, null, data.inbounds, data.routes)) await load(true);
+  }
+  async function newInbound() {
+    if (!data.servers.length) { toast("Add a server first.", "bad"); return; }
+    if (await inboundForm(data.servers, null)) await load(true);
+  }
+
+  await load(true);
+  ctx.every(3000, () => load(false).catch(() => {}));
+}
+
+function drawServers(box, servers, clusterId, reload) {
+  const name = h("input", { name: "name", required: true, maxlength: 64, placeholder: "de-1" });
+  const address = h("input", { name: "address", required: true, maxlength: 253, placeholder: "de1.example.com" });
+  const privateOk = h("input", { type: "checkbox", name: "allow_private_destinations" });
+  const joinOut = h("div", { class: "join-out" });
+  const form = h("form", { class: "inline", "aria-label": "Add a server" },
+    field("Name", name), field("Address clients dial", address),
+    h("label", { class: "check" }, privateOk, " Users may reach private addresses"),
+    h("button", { type: "submit", class: "primary" }, "Add server"),
+    h("p", { class: "form-error", role: "alert" }));
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    showError(form, null);
+    try {
+      const s = await post("/servers", { cluster_id: clusterId, name: name.value.trim(), address: address.value.trim(), allow_private_destinations: privateOk.checked });
+      await showJoin(joinOut, s);
+      form.reset();
+      reload(true);
+    } catch (err) { showError(form, err); }
+  });
+  const rows = servers.map((s) => h("tr", { "data-server-row": s.id },
+    h("th", { scope: "row" }, s.name, h("br"), h("small", { class: "muted" }, s.address)),
+    h("td", {}, stateBadge(s.state), s.state_reason ? h("small", { class: "muted block" }, s.state_reason) : null),
+    h("td", {}, `↑ ${rate(s.up_bytes_per_s)}`, h("br"), `↓ ${rate(s.down_bytes_per_s)}`),
+    h("td", { class: "num" }, String(s.users_online)),
+    h("td", {}, s.capacity_bytes_per_s ? rate(s.capacity_bytes_per_s) : h("span", { class: "muted" }, "no estimate yet")),
+    h("td", {}, s.node_version ? `${s.node_version}` : "—", h("br"), h("small", { class: "muted" }, s.refreshed_ms ? `seen ${when(s.refreshed_ms)}` : "never seen")),
+    h("td", {},
+      h("button", { type: "button", onclick: () => showJoin(joinOut, s) }, s.joined ? "New join command" : "Join command"),
+      h("button", { type: "button", class: "danger-text", onclick: () => removeServer(s, reload) }, "Delete"))));
+  fill(box,
+    h("h2", { id: "servers-h" }, "Servers"),
+    servers.length ? h("div", { class: "table-wrap" }, h("table", {},
+      h("thead", {}, h("tr", {}, ["Server", "State", "Throughput", "Users online", "Capacity estimate", "Node", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, rows))) : h("p", { class: "muted" }, "No server yet."),
+    joinOut, form);
+}
+
+async function showJoin(out, server) {
+  try {
+    const j = await post(`/servers/${server.id}/join`);
+    const code = h("code", { class: "command", "data-join-command": "" }, j.command);
+    fill(out, h("div", { class: "notice" },
+      h("p", {}, `Run this on ${server.name} to join it (single use, expires ${when(j.expires_ms)}):`),
+      h("div", { class: "copy-row" }, code, h("button", { type: "button", onclick: () => copy(j.command, "Join command copied") }, "Copy"))));
+  } catch (err) { toast(err.message, "bad"); }
+}
+
+async function removeServer(s, reload) {
+  const ok = await confirmAction(`Delete server ${s.name}?`,
+    `Its inbounds go with it, its node is cut off from the panel, and users on it get another server at their next update.`, "Delete server");
+  if (!ok) return;
+  try { await del(`/servers/${s.id}`); toast(`Server ${s.name} deleted`); } catch (err) { toast(err.message, "bad"); }
+  reload(true);
+}

@@ -1,0 +1,273 @@
+// Tunnels: the list with live state badges, the form (the name locked after saving),
+// a tunnel's page with the live status of every node, Reset, Duplicate, re-issuing
+// the certificate, and the usage chart.
+
+import { h, fill, field, dialog, showError, confirmAction, toast } from "./dom.js";
+import { get, post, put, del } from "./api.js";
+import { bytes, duration } from "./format.js";
+import { barChart } from "./chart.js";
+
+/** The state in words, coloured by what it means. */
+export function tunnelBadge(state) {
+  const kind = !state ? "unknown" : state.startsWith("Connections") ? "good" : state === "No connections" ? "warn" : "bad";
+  return h("span", { class: `badge tunnel-${kind}`, "data-tunnel-state": "" }, state || "…");
+}
+
+async function serverNames() {
+  const servers = await get("/servers");
+  return { servers, name: (id) => servers.find((s) => s.id === id)?.name || `server ${id}` };
+}
+
+export async function tunnelsPage(main, ctx) {
+  const { servers, name } = await serverNames();
+  const list = h("div", {});
+  fill(main,
+    h("div", { class: "page-head" }, h("h1", {}, "Tunnels"),
+      h("div", { class: "actions" }, h("button", { type: "button", class: "primary", "data-new-tunnel": "", onclick: create }, "New tunnel"))),
+    h("p", { class: "muted" }, "A tunnel carries a relay's users out through its origins: users connect to the relay and leave from an origin, each user pinned to one origin."),
+    list);
+  let tunnels = [];
+  async function create() {
+    const t = await tunnelForm(servers, null);
+    if (t) location.hash = `#/tunnels/${t.id}`;
+  }
+  async function load() {
+    tunnels = await get("/tunnels");
+    fill(list, tunnels.length ? h("div", { class: "table-wrap" }, h("table", {},
+      h("thead", {}, h("tr", {}, ["Tunnel", "State", "Relay", "Origins", "Mode"].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, tunnels.map((t) => h("tr", { "data-tunnel": t.id },
+        h("th", { scope: "row" }, h("a", { href: `#/tunnels/${t.id}` }, t.name), t.enabled ? null : h("small", { class: "muted block" }, "disabled")),
+        h("td", { "data-state-of": t.id }, tunnelBadge(null)),
+        h("td", {}, name(t.relay_server_id)),
+        h("td", {}, t.origins.map((o) => name(o.server_id)).join(", ")),
+        h("td", {}, t.mode)))))) : h("p", { class: "muted" }, "No tunnel yet."));
+    await states();
+  }
+  async function states() {
+    const all = await get("/tunnels/status");
+    for (const s of all) {
+      const cell = list.querySelector(`[data-state-of="${s.id}"]`);
+      if (cell) fill(cell, tunnelBadge(s.state), s.error ? h("small", { class: "muted block" }, s.error) : null);
+    }
+  }
+  await load();
+  ctx.every(3000, () => states().catch(() => {}));
+}
+
+export async function tunnelPage(main, id, ctx) {
+  const { servers, name } = await serverNames();
+  let t = await get(`/tunnels/${id}`);
+  const badge = h("span", {});
+  const live = h("div", {});
+  const chart = h("div", {});
+  const head = h("div", {});
+  const drawHead = () => fill(head,
+    h("div", { class: "page-head" },
+      h("h1", {}, "Tunnel ", h("span", { class: "tunnel-name" }, t.name)), badge,
+      h("div", { class: "actions" },
+        h("button", { type: "button", onclick: edit }, "Edit"),
+        h("button", { type: "button", onclick: duplicate }, "Duplicate…"),
+        h("button", { type: "button", onclick: reissue }, "Re-issue certificate…"),
+        h("button", { type: "button", class: "danger", "data-reset": "", onclick: reset }, "Reset…"),
+        h("button", { type: "button", class: "danger-text", onclick: remove }, "Delete"))),
+    h("dl", { class: "facts" },
+      fact("Relay", name(t.relay_server_id)),
+      fact("Origins", t.origins.map((o) => `${name(o.server_id)} (${o.name})`).join(", ")),
+      fact("Mode", t.mode === "direct" ? "Direct: the relay dials the origins" : "Reverse: the origins dial the relay"),
+      fact("Balancing", t.balancing),
+      fact("Links", `${t.links} per origin per profile`),
+      fact("Window", `${t.window_mib} MiB`),
+      fact("Profiles", t.profiles.map((p) => `${p.port} ${p.transport.type === "ws" ? `WebSocket ${p.transport.path}` : "TLS"}`).join(" · ")),
+      fact("Enabled", t.enabled ? "yes" : "no: no node runs it"),
+      fact("Certificate pin", t.certificate_pin + (t.previous_pin ? " (the previous pin is still accepted while the new one rolls out)" : ""))));
+  fill(main, head,
+    h("section", { class: "card", "aria-labelledby": "live-h" }, h("h2", { id: "live-h" }, "Live status"), live),
+    h("section", { class: "card", "aria-labelledby": "usage-h" }, h("h2", { id: "usage-h" }, "Usage"), chart));
+  drawHead();
+
+  async function status() {
+    const s = await get(`/tunnels/${id}/status`);
+    fill(badge, tunnelBadge(s.state));
+    fill(live, statusView(s, name));
+  }
+  async function usage() {
+    const u = await get(`/tunnels/${id}/usage?step=minute&since_ms=${Date.now() - 6 * 3600_000}`);
+    const now = Date.now();
+    fill(chart, barChart(u.points.map((p) => ({ at_ms: p.at_ms, value: p.bytes })),
+      { stepMs: u.step_ms, fromMs: now - 6 * 3600_000, toMs: now, format: bytes, label: "Payload per minute, last 6 hours" }));
+  }
+  async function edit() {
+    const changed = await tunnelForm(servers, t);
+    if (changed) { t = changed; drawHead(); await status(); }
+  }
+  async function duplicate() {
+    const copy = await duplicateForm(t, servers);
+    if (copy) location.hash = `#/tunnels/${copy.id}`;
+  }
+  async function reissue() {
+    const ok = await confirmAction("Re-issue the certificate?",
+      "The panel makes a new key and certificate and gives every node of the tunnel the new pin. Links stay up: the previous pin is accepted until every node runs the new one.", "Re-issue");
+    if (!ok) return;
+    try { t = await post(`/tunnels/${id}/certificate`); drawHead(); toast("New certificate issued"); } catch (err) { toast(err.message, "bad"); }
+  }
+  async function reset() {
+    const ok = await confirmAction(`Reset tunnel ${t.name}?`,
+      "Every node rebuilds its half from the panel's settings: all links drop and the dialing side starts over at once. Traffic through this tunnel stops until it reconnects.", "Reset tunnel");
+    if (!ok) return;
+    try {
+      const out = await post(`/tunnels/${id}/reset`);
+      const failed = out.filter((r) => !r.reset);
+      toast(failed.length ? `Reset, but not on ${failed.map((r) => name(r.server_id)).join(", ")}` : "Every node rebuilt its half", failed.length ? "bad" : "ok");
+    } catch (err) { toast(err.message, "bad"); }
+    await status();
+  }
+  async function remove() {
+    const ok = await confirmAction(`Delete tunnel ${t.name}?`,
+      "Every node drops its half: the relay's users leave through the relay itself again (or through its other tunnels). This cannot be undone.", "Delete tunnel");
+    if (!ok) return;
+    try { await del(`/tunnels/${id}`); location.hash = "#/tunnels"; } catch (err) { toast(err.message, "bad"); }
+  }
+  await Promise.all([status(), usage()]);
+  ctx.every(3000, () => status().catch(() => {}));
+  ctx.every(60_000, () => usage().catch(() => {}));
+}
+
+function fact(term, value) {
+  return [h("dt", {}, term), h("dd", {}, value)];
+}
+
+/** Every node's half as it reports it. */
+function statusView(s, name) {
+  const relay = s.relay;
+  const rows = [];
+  for (const o of s.origins) {
+    const key = `server-${o.server_id}`;
+    const seen = relay && relay.origins ? relay.origins[key] : null;
+    const perProfile = seen ? Object.entries(seen.links_per_profile || {}).map(([p, n]) => `profile ${p}: ${n}`).join(", ") : "—";
+    const dialing = (o.half && o.half.addresses) || (relay && relay.dialing && relay.dialing[key]) || [];
+    rows.push(h("tr", {},
+      h("th", { scope: "row" }, name(o.server_id), h("small", { class: "muted block" }, key)),
+      h("td", {}, perProfile),
+      h("td", { class: "num" }, seen ? String(seen.open_streams) : "—"),
+      h("td", {}, dialing.length ? h("ul", { class: "plain" }, dialing.map((a) => h("li", {},
+        `${a.target}: ${a.connected}/${a.wanted} links`,
+        a.next_attempt_in_ms !== null && a.next_attempt_in_ms !== undefined ? `, next attempt in ${duration(a.next_attempt_in_ms)}` : "",
+        a.last_error ? h("small", { class: "bad block" }, `last error: ${a.last_error}`) : null))) : "—"),
+      h("td", {}, o.error ? h("small", { class: "bad" }, o.error) : "ok")));
+  }
+  return h("div", {},
+    s.error ? h("p", { class: "notice bad" }, s.error) : null,
+    relay ? h("p", {}, `The relay has ${s.links} link(s) up and carried ${bytes(relay.payload_bytes)} since its half started.`) : null,
+    h("div", { class: "table-wrap" }, h("table", { class: "tunnel-status" },
+      h("thead", {}, h("tr", {}, ["Origin", "Links on the relay", "Streams", "Dialing side (wanted, next attempt, last error)", "Node"].map((x) => h("th", { scope: "col" }, x)))),
+      h("tbody", {}, rows))));
+}
+
+function serverSelect(name, servers, selected) {
+  return h("select", { name }, servers.map((s) => h("option", { value: s.id, selected: s.id === selected }, `${s.name} (${s.address})`)));
+}
+
+/** The create/edit form; resolves to the saved tunnel. */
+function tunnelForm(servers, t) {
+  const editing = Boolean(t);
+  return dialog(editing ? `Edit tunnel ${t.name}` : "New tunnel", (close) => {
+    const nameIn = h("input", { name: "name", required: true, maxlength: 64, pattern: "[A-Za-z0-9_.\\-]+", value: t ? t.name : "", readonly: editing, autofocus: !editing });
+    const relay = serverSelect("relay_server_id", servers, t ? t.relay_server_id : servers[0] && servers[0].id);
+    const origins = h("fieldset", { class: "field", "data-field": "origin_server_ids" },
+      h("legend", {}, "Origins (where the traffic leaves)"),
+      servers.map((s) => h("label", { class: "check" },
+        h("input", { type: "checkbox", name: "origin", value: s.id, checked: Boolean(t && t.origins.some((o) => o.server_id === s.id)) }), ` ${s.name}`)),
+      h("small", { class: "error", role: "alert" }));
+    const mode = h("select", { name: "mode" }, [["reverse", "Reverse: the origins dial the relay (no open port on origins)"], ["direct", "Direct: the relay dials the origins"]]
+      .map(([v, x]) => h("option", { value: v, selected: (t ? t.mode : "reverse") === v }, x)));
+    const balancing = h("select", { name: "balancing" }, [["distribute", "Distribute over every profile"], ["priority", "Priority: the first profile that is up"]]
+      .map(([v, x]) => h("option", { value: v, selected: (t ? t.balancing : "distribute") === v }, x)));
+    const links = h("input", { name: "links", type: "number", min: 1, max: 16, value: t ? t.links : 4 });
+    const windowMib = h("input", { name: "window_mib", type: "number", min: 1, max: 64, value: t ? t.window_mib : 16 });
+    const profiles = h("div", { class: "profiles" });
+    const addProfile = (p) => {
+      const n = profiles.children.length;
+      const port = h("input", { name: `profiles[${n}].port`, type: "number", min: 1, max: 65535, value: p.port, "aria-label": `Profile ${n + 1} port` });
+      const kind = h("select", { name: `profiles[${n}].transport`, "aria-label": `Profile ${n + 1} transport` },
+        [["tcp", "TLS"], ["ws", "TLS in WebSocket"]].map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, x)));
+      const path = h("input", { name: `profiles[${n}].transport.path`, value: p.transport.path || "/tunnel", "aria-label": `Profile ${n + 1} WebSocket path` });
+      const host = h("input", { name: `profiles[${n}].transport.host`, value: p.transport.host || "", "aria-label": `Profile ${n + 1} WebSocket host` });
+      const addresses = h("input", { name: `profiles[${n}].addresses`, value: (p.addresses || []).join(", "), placeholder: "the relay's address at this port", "aria-label": `Profile ${n + 1} link addresses` });
+      const row = h("fieldset", { class: "profile", "data-field": `profiles[${n}]` },
+        h("legend", {}, `Profile ${n + 1}`),
+        field("Port", port), field("Transport", kind), field("WebSocket path", path), field("WebSocket host", host),
+        field("Link addresses (host:port, comma-separated)", addresses),
+        h("button", { type: "button", class: "danger-text", onclick: () => { row.remove(); } }, "Remove profile"),
+        h("small", { class: "error", role: "alert" }));
+      row.read = () => ({
+        port: Number(port.value),
+        transport: kind.value === "ws" ? { type: "ws", path: path.value, host: host.value.trim() } : { type: "tcp" },
+        addresses: addresses.value.split(",").map((a) => a.trim()).filter(Boolean),
+      });
+      profiles.append(row);
+    };
+    for (const p of t ? t.profiles : [{ port: 7443, transport: { type: "tcp" }, addresses: [] }]) addProfile(p);
+    const rules = t ? t.rules : { domains: [], suffixes: [], cidrs: [], ports: [] };
+    const list = (n, v) => h("input", { name: `rules.${n}`, value: (v || []).join(", ") });
+    const rDomains = list("domains", rules.domains);
+    const rSuffixes = list("suffixes", rules.suffixes);
+    const rCidrs = list("cidrs", rules.cidrs);
+    const rPorts = list("ports", rules.ports);
+    const enabled = h("input", { type: "checkbox", name: "enabled", checked: t ? t.enabled : true });
+    const form = h("form", {},
+      field("Name", nameIn, editing ? "Fixed after saving (its keys derive from it): duplicate the tunnel for another name" : "Letters, digits, _ . - ; it cannot change later"),
+      field("Relay (where users connect)", relay), origins,
+      field("Mode", mode), field("Balancing between profiles", balancing),
+      field("Links per origin per profile", links), field("Stream window (MiB)", windowMib),
+      h("h3", {}, "Profiles"), profiles,
+      h("button", { type: "button", onclick: () => addProfile({ port: 8443, transport: { type: "tcp" }, addresses: [] }) }, "Add profile"),
+      h("details", {}, h("summary", {}, "Routing rules (when the relay carries several tunnels)"),
+        field("Domains", rDomains), field("Domain suffixes", rSuffixes), field("CIDRs", rCidrs), field("Ports", rPorts)),
+      h("label", { class: "check" }, enabled, " Enabled"),
+      h("p", { class: "form-error", role: "alert" }),
+      h("div", { class: "actions" },
+        h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
+        h("button", { type: "submit", class: "primary" }, editing ? "Save" : "Create tunnel")));
+    const split = (el) => el.value.split(",").map((x) => x.trim()).filter(Boolean);
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      showError(form, null);
+      const body = {
+        name: nameIn.value.trim(), relay_server_id: Number(relay.value),
+        origin_server_ids: [...origins.querySelectorAll("input:checked")].map((c) => Number(c.value)),
+        mode: mode.value, balancing: balancing.value, links: Number(links.value), window_mib: Number(windowMib.value),
+        profiles: [...profiles.children].map((r) => r.read()),
+        rules: { domains: split(rDomains), suffixes: split(rSuffixes), cidrs: split(rCidrs), ports: split(rPorts).map(Number) },
+        enabled: enabled.checked,
+      };
+      try {
+        close(editing ? await put(`/tunnels/${t.id}`, body) : await post("/tunnels", body));
+      } catch (err) {
+        showError(form, err);
+      }
+    });
+    return form;
+  });
+}
+
+function duplicateForm(t, servers) {
+  return dialog(`Duplicate ${t.name}`, (close) => {
+    const nameIn = h("input", { name: "name", required: true, maxlength: 64, value: `${t.name}-2`, autofocus: true });
+    const relay = serverSelect("relay_server_id", servers.filter((s) => !t.origins.some((o) => o.server_id === s.id)), null);
+    const form = h("form", {},
+      h("p", {}, "A copy for another relay, with the same origins and settings but its own name, certificate and credentials: nothing of this tunnel opens the copy, or the other way round."),
+      field("Name", nameIn), field("Relay", relay),
+      h("p", { class: "form-error", role: "alert" }),
+      h("div", { class: "actions" },
+        h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
+        h("button", { type: "submit", class: "primary" }, "Duplicate")));
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      showError(form, null);
+      try {
+        close(await post(`/tunnels/${t.id}/duplicate`, { name: nameIn.value.trim(), relay_server_id: Number(relay.value) }));
+      } catch (err) { showError(form, err); }
+    });
+    return form;
+  });
+}

@@ -1,0 +1,155 @@
+// Users: the list with status and usage, the form for limits and expiry, the
+// subscription link with its QR code, and revoking the link.
+
+import { h, fill, field, dialog, showError, confirmAction, copy, toast } from "./dom.js";
+import { get, post, put, del } from "./api.js";
+import { bytes, when } from "./format.js";
+
+const STATUS = { active: "Active", limited: "Limited", expired: "Expired", disabled: "Disabled", on_hold: "On hold" };
+const GIB = 1024 ** 3;
+
+export async function usersPage(main, ctx) {
+  const search = h("input", { name: "search", type: "search", placeholder: "Name contains…", "aria-label": "Search users" });
+  const list = h("div", {});
+  const count = h("span", { class: "muted" });
+  fill(main,
+    h("div", { class: "page-head" }, h("h1", {}, "Users"), count,
+      h("div", { class: "actions" }, search,
+        h("button", { type: "button", class: "primary", onclick: () => edit(null) }, "New user"))),
+    list);
+  let last = "";
+  async function load(force) {
+    const q = search.value.trim();
+    const page = await get(`/users?limit=200${q ? `&search=${encodeURIComponent(q)}` : ""}`);
+    const now = JSON.stringify(page);
+    if (!force && (now === last || document.querySelector("dialog[open]"))) return;
+    last = now;
+    count.textContent = `${page.total} in all`;
+    fill(list, page.users.length ? table(page.users) : h("p", { class: "muted" }, q ? "Nobody matches." : "No user yet."));
+  }
+  function table(users) {
+    return h("div", { class: "table-wrap" }, h("table", { class: "users" },
+      h("thead", {}, h("tr", {}, ["User", "Status", "Usage", "Expires", "Online", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, users.map((u) => h("tr", { "data-user": u.id },
+        h("th", { scope: "row" }, h("span", { class: "username" }, u.username), u.note ? h("small", { class: "muted block" }, u.note) : null),
+        h("td", {}, h("span", { class: `badge status-${u.status}` }, STATUS[u.status] || u.status)),
+        h("td", {}, usage(u)),
+        h("td", {}, u.expires_ms ? when(u.expires_ms) : u.on_hold_days ? `${u.on_hold_days} days after first use` : "never"),
+        h("td", {}, u.online_ms ? when(u.online_ms) : "—"),
+        h("td", { class: "row-actions" },
+          h("button", { type: "button", onclick: () => subscription(u) }, "Subscription"),
+          h("button", { type: "button", onclick: () => edit(u) }, "Edit"),
+          h("button", { type: "button", class: "danger-text", onclick: () => remove(u) }, "Delete")))))));
+  }
+  async function edit(u) {
+    if (await userForm(u)) await load(true);
+  }
+  async function remove(u) {
+    const ok = await confirmAction(`Delete user ${u.username}?`,
+      "Their connections are cut and their subscription link stops working. Their usage history is deleted.", "Delete user");
+    if (!ok) return;
+    try { await del(`/users/${u.id}`); toast(`User ${u.username} deleted`); } catch (err) { toast(err.message, "bad"); }
+    await load(true);
+  }
+  async function subscription(u) {
+    await subscriptionDialog(u);
+    await load(true);
+  }
+  let timer = null;
+  search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => load(true), 250); });
+  await load(true);
+  ctx.every(5000, () => load(false).catch(() => {}));
+}
+
+function usage(u) {
+  const used = u.used_up + u.used_down;
+  if (!u.traffic_limit) return h("span", {}, `${bytes(used)} of unlimited`);
+  const share = Math.min(1, used / u.traffic_limit);
+  return h("div", { class: "usage" },
+    h("progress", { max: u.traffic_limit, value: Math.min(used, u.traffic_limit), "aria-label": `${u.username}'s usage` }),
+    h("small", {}, `${bytes(used)} of ${bytes(u.traffic_limit)} (${Math.round(share * 100)} %)`));
+}
+
+function userForm(u) {
+  const editing = Boolean(u);
+  return dialog(editing ? `Edit user ${u.username}` : "New user", (close) => {
+    const username = h("input", { name: "username", required: true, maxlength: 64, value: u ? u.username : "", autofocus: true });
+    const enabled = h("input", { type: "checkbox", name: "enabled", checked: u ? u.enabled : true });
+    const limit = h("input", { name: "traffic_limit", type: "number", min: 0, step: "0.1", value: u && u.traffic_limit ? +(u.traffic_limit / GIB).toFixed(2) : "", placeholder: "unlimited" });
+    const reset = h("select", { name: "reset_strategy" },
+      [["none", "Never"], ["day", "Every day"], ["week", "Every week"], ["month", "Every month (1st)"],
+        ["month_from_start", "Every month (from the day created)"], ["year", "Every year"]]
+        .map(([v, t]) => h("option", { value: v, selected: (u ? u.reset_strategy : "none") === v }, t)));
+    const expires = h("input", { name: "expires_ms", type: "datetime-local", value: u && u.expires_ms ? local(u.expires_ms) : "" });
+    const hold = h("input", { name: "on_hold_days", type: "number", min: 1, value: u && u.on_hold_days ? u.on_hold_days : "", placeholder: "off" });
+    const devices = h("input", { name: "device_limit", type: "number", min: 1, value: u && u.device_limit ? u.device_limit : "", placeholder: "no limit" });
+    const note = h("textarea", { name: "note", rows: 2, maxlength: 1000 }, u ? u.note : "");
+    const form = h("form", {},
+      field("User name", username),
+      h("label", { class: "check" }, enabled, " Enabled"),
+      field("Traffic limit (GiB)", limit, "Empty: unlimited"),
+      field("Usage resets", reset),
+      field("Expires", expires, "Empty: never"),
+      field("On hold: expires this many days after the first connection", hold),
+      field("Devices", devices, "Apps that send a device id; empty: no limit"),
+      field("Note", note),
+      h("p", { class: "form-error", role: "alert" }),
+      h("div", { class: "actions" },
+        h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
+        h("button", { type: "submit", class: "primary" }, editing ? "Save" : "Create user")));
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      showError(form, null);
+      const body = {
+        username: username.value.trim(), enabled: enabled.checked, note: note.value,
+        traffic_limit: limit.value === "" ? null : Math.round(Number(limit.value) * GIB),
+        reset_strategy: reset.value,
+        expires_ms: expires.value ? new Date(expires.value).getTime() : null,
+        on_hold_days: hold.value ? Number(hold.value) : null,
+        device_limit: devices.value ? Number(devices.value) : null,
+        clusters: u ? u.clusters : null,
+      };
+      try {
+        close(editing ? await put(`/users/${u.id}`, body) : await post("/users", body));
+      } catch (err) {
+        showError(form, err);
+      }
+    });
+    return form;
+  });
+}
+
+function local(ms) {
+  const d = new Date(ms);
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** The link, its QR code, copy, and revoke. */
+async function subscriptionDialog(u) {
+  const sub = await get(`/users/${u.id}/subscription`);
+  return dialog(`Subscription of ${u.username}`, (close) => {
+    const body = h("div", { class: "subscription" });
+    const draw = (s, version) => fill(body,
+      h("img", { class: "qr", src: `/api/v1/users/${u.id}/subscription.svg?v=${version}`, alt: `QR code of ${u.username}'s subscription link`, width: 240, height: 240 }),
+      h("div", { class: "copy-row" }, h("code", { "data-subscription-url": "" }, s.url),
+        h("button", { type: "button", onclick: () => copy(s.url, "Subscription link copied") }, "Copy")),
+      h("p", { class: "muted" }, "Add this link in the user's app (or scan the code); the app keeps its entries up to date from it."),
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "danger", onclick: revoke }, "Revoke link…"),
+        h("button", { type: "button", class: "primary", onclick: () => close(true) }, "Done")));
+    let version = 0;
+    async function revoke() {
+      const ok = await confirmAction(`Revoke ${u.username}'s link?`,
+        "The current link stops working at once; the user needs the new one in their app.", "Revoke link");
+      if (!ok) return;
+      try {
+        await post(`/users/${u.id}/revoke-subscription`);
+        draw(await get(`/users/${u.id}/subscription`), ++version);
+        toast("A new link replaces the old one");
+      } catch (err) { toast(err.message, "bad"); }
+    }
+    draw(sub, version);
+    return body;
+  });
+}
