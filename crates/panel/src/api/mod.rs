@@ -158,7 +158,7 @@ impl AppState {
         routes::create_route, routes::route, routes::update_route, routes::delete_route,
         routes::move_route, routes::order_routes, routes::attach_inbound,
         resources::servers, resources::create_server, resources::server, resources::update_server,
-        resources::delete_server, resources::join,
+        resources::delete_server, resources::join, resources::server_history,
         resources::inbounds, resources::create_inbound, resources::inbound, resources::update_inbound,
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
@@ -310,6 +310,7 @@ pub fn router(state: AppState) -> Router {
                 .delete(r::delete_server),
         )
         .route("/servers/{id}/join", post(r::join))
+        .route("/servers/{id}/history", get(r::server_history))
         .route("/inbounds", get(r::inbounds).post(r::create_inbound))
         .route(
             "/inbounds/{id}",

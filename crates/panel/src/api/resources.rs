@@ -214,6 +214,38 @@ pub async fn delete_server(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// A server's load over time, for its charts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
+pub struct ServerHistory {
+    /// The step.
+    pub step: crate::model::tunnel::UsageStep,
+    /// The step's length, ms.
+    pub step_ms: i64,
+    /// One point per step in which a heartbeat found the server online, oldest first.
+    pub points: Vec<crate::store::ServerPoint>,
+}
+
+/// A server's throughput and users online over time, from the heartbeats that found
+/// it online: per minute for the last 48 hours, or per hour for the last 90 days.
+#[utoipa::path(get, path = "/api/v1/servers/{id}/history", tag = "servers",
+    params(("id" = i64, Path), super::tunnels::UsageQuery),
+    responses((status = 200, body = ServerHistory), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 404, body = Problem), (status = 422, body = Problem)))]
+pub async fn server_history(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+    Query(q): Query<super::tunnels::UsageQuery>,
+) -> Result<Json<ServerHistory>, ApiError> {
+    let (step, since) = q.window(s.now())?;
+    s.store().server(id).await?;
+    Ok(Json(ServerHistory {
+        step,
+        step_ms: step.ms(),
+        points: s.store().server_history(id, step, since).await?,
+    }))
+}
+
 /// A join token for a server's node.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct JoinCommand {

@@ -433,6 +433,28 @@ pub struct UsageQuery {
     pub since_ms: Option<i64>,
 }
 
+impl UsageQuery {
+    /// The step asked for and where its points start: `since_ms`, but no earlier than
+    /// the step keeps points at `now_ms`.
+    pub(super) fn window(&self, now_ms: i64) -> Result<(UsageStep, i64), ApiError> {
+        let step = match self.step.as_deref() {
+            None | Some("minute") => UsageStep::Minute,
+            Some("hour") => UsageStep::Hour,
+            Some(_) => {
+                return Err(ApiError::field(FieldError::new(
+                    "step",
+                    "must be minute or hour",
+                )));
+            }
+        };
+        let since = self
+            .since_ms
+            .unwrap_or(i64::MIN)
+            .max(now_ms.saturating_sub(step.kept_ms()));
+        Ok((step, since))
+    }
+}
+
 /// A tunnel's usage for its chart.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, ToSchema)]
 pub struct TunnelUsage {
@@ -455,21 +477,8 @@ pub async fn usage(
     Id(id): Id<i64>,
     Query(q): Query<UsageQuery>,
 ) -> Result<Json<TunnelUsage>, ApiError> {
-    let step = match q.step.as_deref() {
-        None | Some("minute") => UsageStep::Minute,
-        Some("hour") => UsageStep::Hour,
-        Some(_) => {
-            return Err(ApiError::field(FieldError::new(
-                "step",
-                "must be minute or hour",
-            )));
-        }
-    };
+    let (step, since) = q.window(s.now())?;
     s.store().tunnel(id).await?;
-    let since = q
-        .since_ms
-        .unwrap_or(i64::MIN)
-        .max(s.now().saturating_sub(step.kept_ms()));
     Ok(Json(TunnelUsage {
         step,
         step_ms: step.ms(),

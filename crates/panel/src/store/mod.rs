@@ -244,6 +244,22 @@ pub struct ServerReport {
     pub capacity: Option<switchyard_balance::capacity::Capacity>,
 }
 
+/// A server's load in one step of its history: averages over the heartbeats that found
+/// it online in the step, and the most users seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ServerPoint {
+    /// The step's start, Unix ms.
+    pub at_ms: i64,
+    /// Average upload, bytes per second.
+    pub up_bytes_per_s: u64,
+    /// Average download, bytes per second.
+    pub down_bytes_per_s: u64,
+    /// Average users online.
+    pub users_online: u64,
+    /// Most users online at one heartbeat.
+    pub users_max: u64,
+}
+
 /// The panel's storage. One implementation ([`SqlStore`]) serves both backends; the
 /// trait is what the rest of the panel sees, and what the storage story tests.
 #[async_trait]
@@ -285,13 +301,23 @@ pub trait Store: RouteStore + TunnelStore + Send + Sync + 'static {
         hostname: &str,
         version: &str,
     ) -> Result<(), StoreError>;
-    /// Stores health and load from the channel's holder.
+    /// Stores health and load from the channel's holder; a report of an online server
+    /// also goes into its history (both steps; points older than a step keeps are
+    /// forgotten).
     async fn report_server(
         &self,
         id: Id,
         report: &ServerReport,
         now_ms: i64,
     ) -> Result<(), StoreError>;
+    /// A server's throughput and users online at `step` from `since_ms` on, oldest
+    /// first (steps in which no heartbeat found it online are left out).
+    async fn server_history(
+        &self,
+        id: Id,
+        step: crate::model::tunnel::UsageStep,
+        since_ms: i64,
+    ) -> Result<Vec<ServerPoint>, StoreError>;
     /// The journal cursor stored for a server.
     async fn journal_cursor(&self, id: Id) -> Result<u64, StoreError>;
 

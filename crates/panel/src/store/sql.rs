@@ -9,14 +9,54 @@ use sqlx::{Any, AnyPool, Executor, Row, Transaction};
 
 use super::rows::{self, INBOUND, INBOUND_FROM, SERVER, USER, to_i64, to_u64};
 use super::{
-    ApiToken, Changes, InboundInput, JoinRefusal, ServerInput, ServerReport, ServerSnapshot, Store,
-    StoreError, TrafficBatch, UserInput, UserQuery,
+    ApiToken, Changes, InboundInput, JoinRefusal, ServerInput, ServerPoint, ServerReport,
+    ServerSnapshot, Store, StoreError, TrafficBatch, UserInput, UserQuery,
 };
+use crate::model::ServerState;
+use crate::model::tunnel::UsageStep;
 use crate::model::{
     Admin, Cluster, Credentials, FieldError, Id, Inbound, InboundSecrets, Route, Server, User,
     period_start,
 };
 use crate::service::hash_token;
+
+/// Adds one heartbeat's load to the server's history at `step`, and forgets points
+/// older than the step keeps.
+async fn record_history(
+    tx: &mut Transaction<'static, Any>,
+    id: Id,
+    step: UsageStep,
+    report: &ServerReport,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let users = to_i64(report.users_online);
+    sqlx::query(
+        "INSERT INTO server_history \
+         (server_id, step_ms, at_ms, samples, up_sum, down_sum, users_sum, users_max) \
+         VALUES ($1, $2, $3, 1, $4, $5, $6, $6) ON CONFLICT (server_id, step_ms, at_ms) \
+         DO UPDATE SET samples = server_history.samples + 1, \
+         up_sum = server_history.up_sum + excluded.up_sum, \
+         down_sum = server_history.down_sum + excluded.down_sum, \
+         users_sum = server_history.users_sum + excluded.users_sum, \
+         users_max = CASE WHEN excluded.users_max > server_history.users_max \
+         THEN excluded.users_max ELSE server_history.users_max END",
+    )
+    .bind(id)
+    .bind(step.ms())
+    .bind(step.start(now_ms))
+    .bind(to_i64(report.throughput.0))
+    .bind(to_i64(report.throughput.1))
+    .bind(users)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("DELETE FROM server_history WHERE server_id = $1 AND step_ms = $2 AND at_ms < $3")
+        .bind(id)
+        .bind(step.ms())
+        .bind(step.start(now_ms - step.kept_ms()))
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
 
 /// The database behind a [`SqlStore`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,6 +128,7 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0004_tunnel_usage.sql"),
             include_str!("../../migrations/sqlite/0005_tunnel_window.sql"),
             include_str!("../../migrations/sqlite/0006_tunnel_pin_rollout.sql"),
+            include_str!("../../migrations/sqlite/0007_server_history.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -96,6 +137,7 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0004_tunnel_usage.sql"),
             include_str!("../../migrations/postgres/0005_tunnel_window.sql"),
             include_str!("../../migrations/postgres/0006_tunnel_pin_rollout.sql"),
+            include_str!("../../migrations/postgres/0007_server_history.sql"),
         ],
     };
     let names = [
@@ -105,6 +147,7 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         "tunnel_usage",
         "tunnel_window",
         "tunnel_pin_rollout",
+        "server_history",
     ];
     let migrations = files
         .iter()
@@ -584,6 +627,7 @@ impl Store for SqlStore {
         now_ms: i64,
     ) -> Result<(), StoreError> {
         // Not announced: health and load change no node's config.
+        let mut tx = self.begin().await?;
         sqlx::query(
             "UPDATE servers SET state = $1, state_reason = $2, state_since_ms = $3, \
              refreshed_ms = $4, config_version = $5, users_online = $6, up_bps = $7, \
@@ -603,9 +647,48 @@ impl Store for SqlStore {
         .bind(report.capacity.map(|c| c.above_floor_ms))
         .bind(report.capacity.and_then(|c| c.last_ms))
         .bind(id)
-        .execute(&self.write)
+        .execute(&mut *tx)
         .await?;
+        if report.health.state == ServerState::Online {
+            for step in UsageStep::ALL {
+                record_history(&mut tx, id, step, report, now_ms).await?;
+            }
+        }
+        tx.commit().await?;
         Ok(())
+    }
+
+    async fn server_history(
+        &self,
+        id: Id,
+        step: UsageStep,
+        since_ms: i64,
+    ) -> Result<Vec<ServerPoint>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT at_ms, samples, up_sum, down_sum, users_sum, users_max FROM server_history \
+             WHERE server_id = $1 AND step_ms = $2 AND at_ms >= $3 ORDER BY at_ms",
+        )
+        .bind(id)
+        .bind(step.ms())
+        .bind(step.start(since_ms))
+        .fetch_all(&self.read)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let samples = to_u64(r.try_get("samples")?).max(1);
+                let avg = |column: &str| -> Result<u64, sqlx::Error> {
+                    Ok(to_u64(r.try_get(column)?) / samples)
+                };
+                Ok(ServerPoint {
+                    at_ms: r.try_get("at_ms")?,
+                    up_bytes_per_s: avg("up_sum")?,
+                    down_bytes_per_s: avg("down_sum")?,
+                    users_online: avg("users_sum")?,
+                    users_max: to_u64(r.try_get("users_max")?),
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(Into::into)
     }
 
     async fn journal_cursor(&self, id: Id) -> Result<u64, StoreError> {

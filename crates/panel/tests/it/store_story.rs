@@ -588,6 +588,80 @@ async fn routes_story(store: SqlStore) {
     assert_eq!(s.capacity, c);
     assert_eq!(s.capacity_bytes_per_s, Some(1_500_000));
 
+    // The history: averages per step over the heartbeats that found it online, the
+    // most users seen; a pending server's report adds nothing; old points go.
+    use switchyard_panel::model::tunnel::UsageStep;
+    use switchyard_panel::store::ServerPoint;
+    let report = |users: u64, up: u64, health: &Health| ServerReport {
+        health: health.clone(),
+        config_version: None,
+        users_online: users,
+        throughput: (up, 2 * up),
+        capacity: None,
+    };
+    let later = NOW + 61_000;
+    store
+        .report_server(server.id, &report(5, 40, &health), later)
+        .await
+        .unwrap();
+    let pending = Health::new(NOW, HealthSettings::default());
+    store
+        .report_server(server.id, &report(100, 1000, &pending), later)
+        .await
+        .unwrap();
+    let point = |at_ms, up, users_online, users_max| ServerPoint {
+        at_ms,
+        up_bytes_per_s: up,
+        down_bytes_per_s: 2 * up,
+        users_online,
+        users_max,
+    };
+    let minute = UsageStep::Minute;
+    assert_eq!(
+        store
+            .server_history(server.id, minute, NOW - 3_600_000)
+            .await
+            .unwrap(),
+        vec![
+            point(minute.start(NOW), 10, 3, 3),
+            point(minute.start(later), 40, 5, 5)
+        ]
+    );
+    // (10 + 10 + 40) / 3 = 20 up; (3 + 3 + 5) / 3 = 3 users on average, 5 at most.
+    let hour = UsageStep::Hour;
+    if hour.start(NOW) == hour.start(later) {
+        assert_eq!(
+            store
+                .server_history(server.id, hour, NOW - 3_600_000)
+                .await
+                .unwrap(),
+            vec![point(hour.start(NOW), 20, 3, 5)]
+        );
+    }
+    let two_days = NOW + 49 * 3_600_000;
+    store
+        .report_server(server.id, &report(1, 1, &health), two_days)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.server_history(server.id, minute, 0).await.unwrap(),
+        vec![point(minute.start(two_days), 1, 1, 1)],
+        "minute points older than 48 hours are gone"
+    );
+    assert_eq!(
+        store
+            .server_history(server.id, hour, 0)
+            .await
+            .unwrap()
+            .len(),
+        if hour.start(NOW) == hour.start(later) {
+            2
+        } else {
+            3
+        },
+        "hourly points are kept 90 days"
+    );
+
     // The subscription token is found by its hash; a wrong one is not.
     assert!(
         store

@@ -175,3 +175,85 @@ async fn a_user_s_link_and_its_qr_code_follow_a_revoke() {
         .await
         .problem(StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn a_server_s_history_is_served_for_its_charts() {
+    use switchyard_panel::model::{Health, HealthSettings, Observation};
+    use switchyard_panel::store::ServerReport;
+    let h = Harness::new().await;
+    let t = h.token().await;
+    let c = h
+        .post("/api/v1/clusters")
+        .bearer(&t)
+        .json(&json!({"name": "main"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    let s = h
+        .post("/api/v1/servers")
+        .bearer(&t)
+        .json(&json!({"cluster_id": c["id"], "name": "de-1", "address": "203.0.113.1"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    let id = s["id"].as_i64().unwrap();
+    let now = switchyard_node::accounting::now_ms();
+    let mut health = Health::new(now, HealthSettings::default());
+    health.observe(now, Observation::Answered);
+    for users in [2, 4] {
+        h.state
+            .store()
+            .report_server(
+                id,
+                &ServerReport {
+                    health: health.clone(),
+                    config_version: None,
+                    users_online: users,
+                    throughput: (1000, 3000),
+                    capacity: None,
+                },
+                now,
+            )
+            .await
+            .unwrap();
+    }
+    let history = h
+        .get(&format!("/api/v1/servers/{id}/history"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    let minute = now.div_euclid(60_000) * 60_000;
+    assert_eq!(
+        history,
+        json!({"step": "minute", "step_ms": 60_000, "points": [{
+            "at_ms": minute, "up_bytes_per_s": 1000, "down_bytes_per_s": 3000,
+            "users_online": 3, "users_max": 4,
+        }]})
+    );
+    let hourly = h
+        .get(&format!("/api/v1/servers/{id}/history?step=hour"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(
+        (
+            &hourly["step_ms"],
+            hourly["points"].as_array().unwrap().len()
+        ),
+        (&json!(3_600_000), 1)
+    );
+    let bad = h
+        .get(&format!("/api/v1/servers/{id}/history?step=week"))
+        .bearer(&t)
+        .send()
+        .await
+        .problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(bad["errors"][0]["field"], "step");
+    h.get("/api/v1/servers/999/history")
+        .bearer(&t)
+        .send()
+        .await
+        .problem(StatusCode::NOT_FOUND);
+}

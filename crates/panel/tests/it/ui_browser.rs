@@ -158,6 +158,25 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     let alice = service.create_user(&alice, now).await.unwrap();
     let sub = alice.subscription_path.clone();
     wait_entries(http, &sub, &["Frankfurt"], "seeded").await;
+    // de-1 answered a heartbeat: one point of history for its charts.
+    let mut health = switchyard_panel::model::Health::new(now, Default::default());
+    health.observe(now, switchyard_panel::model::Observation::Answered);
+    panel
+        .state
+        .store()
+        .report_server(
+            de,
+            &switchyard_panel::store::ServerReport {
+                health,
+                config_version: None,
+                users_online: 3,
+                throughput: (125_000, 250_000),
+                capacity: None,
+            },
+            now,
+        )
+        .await
+        .unwrap();
 
     let b = Browser::start().await.unwrap();
     b.goto(&format!("http://{http}/")).await.unwrap();
@@ -230,6 +249,29 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
         "default's pipe",
     )
     .await;
+
+    // A server's history, as charts.
+    click(&b, &format!("[data-history=\"{de}\"]")).await;
+    let caption = b
+        .wait_for("dialog[open] figure.chart figcaption", DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(caption.contains("at most 3.0 Mbit/s"), "{caption}");
+    assert_eq!(
+        b.find_all("dialog[open] figure.chart rect.bar")
+            .await
+            .unwrap()
+            .len(),
+        2,
+        "one bar in each chart"
+    );
+    b.screenshot(shots().join("server-history.png"))
+        .await
+        .unwrap();
+    b.press("Escape").await.unwrap();
 
     // The diagram at the top of the window, below the sticky header, so that a drag's
     // both ends are on screen.

@@ -7,7 +7,7 @@ import { h } from "./dom.js";
  * `points`: [{at_ms, value}] oldest first; `stepMs`: the width of one bar in time;
  * `format`: value → text. Steps without a point are drawn empty.
  */
-export function barChart(points, { stepMs, fromMs, toMs, format, label }) {
+export function barChart(points, { stepMs, fromMs, toMs, format, label, sum = true }) {
   const W = 640;
   const H = 160;
   const P = 28;
@@ -23,12 +23,13 @@ export function barChart(points, { stepMs, fromMs, toMs, format, label }) {
   });
   const total = points.reduce((s, p) => s + p.value, 0);
   if (total === 0) return h("p", { class: "muted" }, `${label}: nothing yet.`);
+  const summary = sum ? `${format(total)} in all` : `at most ${format(max)}`;
   return h("figure", { class: "chart" },
-    h("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${label}: ${format(total)} in all, at most ${format(max)} per step` },
+    h("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${label}: ${summary}` },
       h("line", { x1: P, y1: H - P, x2: W - P, y2: H - P, class: "axis" }),
       h("text", { x: P, y: P - 8, class: "axis-label" }, `max ${format(max)}`),
       h("text", { x: P, y: H - 8, class: "axis-label" }, new Date(fromMs).toLocaleString()),
       h("text", { x: W - P, y: H - 8, class: "axis-label end" }, "now"),
       bars),
-    h("figcaption", {}, `${label}: ${format(total)} in all`));
+    h("figcaption", {}, `${label}: ${summary}`));
 }

@@ -3,10 +3,11 @@
 // page polls every 3 s and redraws only what changed (never during a drag or with a
 // menu or dialog open).
 
-import { h, fill, field, showError, confirmAction, copy, toast } from "./dom.js";
+import { h, fill, field, dialog, showError, confirmAction, copy, toast } from "./dom.js";
 import { get, post, put, del } from "./api.js";
 import { rate, when } from "./format.js";
 import { drawTopology, stateBadge } from "./topology.js";
+import { barChart } from "./chart.js";
 import { routeForm } from "./route_form.js";
 import { inboundForm } from "./inbound_form.js";
 
@@ -135,6 +136,7 @@ function drawServers(box, servers, clusterId, reload) {
     h("td", {}, s.capacity_bytes_per_s ? rate(s.capacity_bytes_per_s) : h("span", { class: "muted" }, "no estimate yet")),
     h("td", {}, s.node_version ? `${s.node_version}` : "—", h("br"), h("small", { class: "muted" }, s.refreshed_ms ? `seen ${when(s.refreshed_ms)}` : "never seen")),
     h("td", {},
+      h("button", { type: "button", "data-history": s.id, onclick: () => history(s) }, "History"),
       h("button", { type: "button", onclick: () => showJoin(joinOut, s) }, s.joined ? "New join command" : "Join command"),
       h("button", { type: "button", class: "danger-text", onclick: () => removeServer(s, reload) }, "Delete"))));
   fill(box,
@@ -143,6 +145,40 @@ function drawServers(box, servers, clusterId, reload) {
       h("thead", {}, h("tr", {}, ["Server", "State", "Throughput", "Users online", "Capacity estimate", "Node", ""].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, rows))) : h("p", { class: "muted" }, "No server yet."),
     joinOut, form);
+}
+
+const SPANS = [
+  ["6 hours", "minute", 6 * 3600_000],
+  ["48 hours", "minute", 48 * 3600_000],
+  ["30 days", "hour", 30 * 86400_000],
+];
+
+/** The server's throughput and users online over time, as charts. */
+function history(server) {
+  return dialog(`${server.name} over time`, (close) => {
+    const charts = h("div", { class: "charts" });
+    const choose = h("select", { name: "span", "aria-label": "Time span" },
+      SPANS.map(([label], i) => h("option", { value: i }, `Last ${label}`)));
+    async function draw() {
+      const [label, step, span] = SPANS[Number(choose.value)];
+      const now = Date.now();
+      try {
+        const r = await get(`/servers/${server.id}/history?step=${step}&since_ms=${now - span}`);
+        const opts = { stepMs: r.step_ms, fromMs: now - span, toMs: now };
+        fill(charts,
+          barChart(r.points.map((p) => ({ at_ms: p.at_ms, value: p.up_bytes_per_s + p.down_bytes_per_s })),
+            { ...opts, format: rate, label: `Throughput (up + down, average per ${step}), last ${label}`, sum: false }),
+          barChart(r.points.map((p) => ({ at_ms: p.at_ms, value: p.users_max })),
+            { ...opts, format: (n) => `${n} users`, label: `Users online (most per ${step}), last ${label}`, sum: false }));
+      } catch (err) {
+        fill(charts, h("p", { class: "bad" }, err.message));
+      }
+    }
+    choose.addEventListener("change", draw);
+    draw();
+    return h("div", {}, choose, charts,
+      h("div", { class: "actions" }, h("button", { type: "button", class: "primary", onclick: () => close(true) }, "Close")));
+  });
 }
 
 async function showJoin(out, server) {
