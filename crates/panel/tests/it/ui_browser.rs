@@ -102,6 +102,24 @@ async fn type_into(b: &Browser, css: &str, text: &str) {
         .unwrap_or_else(|e| panic!("{e:#}"));
 }
 
+/// Controls on the page without an accessible name (a label, `aria-label`, or text
+/// for a button), described for the failure message.
+async fn unlabelled(b: &Browser) -> Vec<String> {
+    let v = b
+        .execute(
+            "return [...document.querySelectorAll('input, select, textarea, button')]
+               .filter((e) => e.offsetParent !== null || e.closest('dialog[open]'))
+               .filter((e) => e.tagName === 'BUTTON'
+                 ? !(e.textContent.trim() || e.getAttribute('aria-label'))
+                 : !(e.labels && e.labels.length) && !e.getAttribute('aria-label'))
+               .map((e) => e.outerHTML.slice(0, 120));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    serde_json::from_value(v).unwrap()
+}
+
 /// The password the panel generated on its first start.
 fn password(dir: &std::path::Path) -> String {
     let file =
@@ -381,12 +399,75 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
         "Default dragged back up",
     )
     .await;
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the cluster page"
+    );
+
+    // Live: a heartbeat from fi-1 turns its badge Online without a reload.
+    let mut health = switchyard_panel::model::Health::new(now, Default::default());
+    health.observe(now, switchyard_panel::model::Observation::Answered);
+    panel
+        .state
+        .store()
+        .report_server(
+            fi,
+            &switchyard_panel::store::ServerReport {
+                health,
+                config_version: None,
+                users_online: 1,
+                throughput: (0, 0),
+                capacity: None,
+            },
+            live::now(),
+        )
+        .await
+        .unwrap();
+    b.wait_until_text(
+        &format!("[data-server-row=\"{fi}\"] .badge"),
+        "Online",
+        DEFAULT_WAIT,
+    )
+    .await
+    .unwrap();
+
+    // A new inbound through the form: it shows up, not attached, counted in the warning.
+    click(&b, "[data-new-inbound]").await;
+    b.wait_for("dialog[open] select[name=server_id]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the inbound form"
+    );
+    type_into(&b, "dialog[open] input[name=name]", "Oslo").await;
+    let port = b.find("dialog[open] input[name=port]").await.unwrap();
+    port.clear().await.unwrap();
+    port.send_keys("10443").await.unwrap();
+    click(&b, "dialog[open] button[type=submit]").await;
+    b.wait_until_text(".inbound-chip .chip-name", "Oslo", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    b.wait_until_text(
+        "[data-warning]",
+        "2 inbound(s) are not in any route",
+        DEFAULT_WAIT,
+    )
+    .await
+    .unwrap();
 
     // A tunnel: created in the form, its state badge (no node runs: unreachable),
     // and an API error shown next to the field it names.
     b.goto(&format!("http://{http}/#/tunnels")).await.unwrap();
     click(&b, "[data-new-tunnel]").await;
     type_into(&b, "dialog[open] input[name=name]", "exit").await;
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the tunnel form"
+    );
     click(
         &b,
         &format!("dialog[open] input[name=origin][value=\"{fi}\"]"),
@@ -437,6 +518,16 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
         .await
         .unwrap();
     assert!(text.contains(XSS), "{text}");
+    // A new user through the form, with a limit: the usage bar says it.
+    click(&b, "[data-new-user]").await;
+    type_into(&b, "dialog[open] input[name=username]", "bob").await;
+    type_into(&b, "dialog[open] input[name=traffic_limit]", "50").await;
+    assert_eq!(unlabelled(&b).await, Vec::<String>::new(), "the user form");
+    click(&b, "dialog[open] button[type=submit]").await;
+    b.wait_until_text("tr[data-user]", "0 B of 50 GiB (0 %)", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    assert_eq!(unlabelled(&b).await, Vec::<String>::new(), "the users page");
     b.screenshot(shots().join("users.png")).await.unwrap();
     click(&b, &format!("{row} button")).await;
     let url = b

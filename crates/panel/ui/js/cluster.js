@@ -40,7 +40,7 @@ export async function clusterPage(main, id, ctx) {
     h("div", { class: "section-head" },
       h("h2", { id: "routes-h" }, "Routes"),
       h("div", { class: "actions" },
-        h("button", { type: "button", onclick: () => newInbound() }, "New inbound"),
+        h("button", { type: "button", "data-new-inbound": "", onclick: () => newInbound() }, "New inbound"),
         h("button", { type: "button", class: "primary", "data-new-route": "", onclick: () => newRoute() }, "New route"))),
     h("p", { class: "muted" }, "One non-empty route is one entry in users' apps, in this order. Drag an inbound onto a route (or press it for a menu) to move it."),
     topoBox);

@@ -15,7 +15,7 @@ export async function usersPage(main, ctx) {
   fill(main,
     h("div", { class: "page-head" }, h("h1", {}, "Users"), count,
       h("div", { class: "actions" }, search,
-        h("button", { type: "button", class: "primary", onclick: () => edit(null) }, "New user"))),
+        h("button", { type: "button", class: "primary", "data-new-user": "", onclick: () => edit(null) }, "New user"))),
     list);
   let last = "";
   async function load(force) {
