@@ -547,6 +547,31 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     b.screenshot(shots().join("subscription.png"))
         .await
         .unwrap();
+    // Revoke: asked first; the dialog shows the new link, and the old one is dead.
+    click(&b, "dialog[open] .danger").await;
+    let said = b
+        .wait_until_text("dialog[open] p", "stops working", DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        said.contains("The current link stops working at once"),
+        "{said}"
+    );
+    click(&b, "dialog[open] [data-confirm]").await;
+    wait_js(
+        &b,
+        &format!(
+            "document.querySelector('[data-subscription-url]').textContent !== {}",
+            serde_json::to_string(&url).unwrap()
+        ),
+        "the new link shows",
+    )
+    .await;
+    let (status, _) = live::http(http, "GET", &sub, "", None).await;
+    assert_eq!(status, 404, "the old link is dead");
     b.press("Escape").await.unwrap();
 
     // Phone width: one column, nothing wider than the screen.
@@ -658,4 +683,113 @@ async fn twenty_servers_sixty_inbounds_and_fifteen_routes_stay_readable() {
         .await
         .unwrap();
     assert_eq!(b.console_errors().await.unwrap(), Vec::<String>::new());
+}
+
+/// A tunnel between two real nodes, seen in the browser: the badge and the live status
+/// follow the nodes; Reset asks first and says traffic stops; Duplicate opens the copy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_tunnel_in_the_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let (panel, http) = live::panel(dir.path()).await;
+    let cluster = seed_cluster(&panel, "Europe").await;
+    let relay = live::server(&panel, cluster, "relay").await;
+    let origin = live::server(&panel, cluster, "origin").await;
+    let spare = live::server(&panel, cluster, "spare").await;
+    let nodes = live::join_all(&panel, dir.path(), &[relay, origin]).await;
+    let auth = live::api_token(http, &dir.path().join("panel")).await;
+    let port = switchyard_testkit::free_port().unwrap();
+    let (status, tunnel) = live::http(
+        http,
+        "POST",
+        "/api/v1/tunnels",
+        &auth,
+        Some(&json!({
+            "name": "exit", "relay_server_id": relay, "origin_server_ids": [origin],
+            "links": 2, "profiles": [{"port": port}],
+        })),
+    )
+    .await;
+    assert_eq!(status, 201, "{tunnel}");
+    let id = tunnel["id"].as_i64().unwrap();
+
+    let b = Browser::start().await.unwrap();
+    log_in(&b, http, dir.path()).await;
+    b.goto(&format!("http://{http}/#/tunnels/{id}"))
+        .await
+        .unwrap();
+    b.wait_until_text("[data-tunnel-state]", "Connections: 2", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let table = b
+        .wait_until_text("table.tunnel-status tbody", "profile 0: 2", DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        table.contains(&format!("127.0.0.1:{port}: 2/2 links")),
+        "the dialing side's wanted and connected links: {table}"
+    );
+    b.screenshot(shots().join("tunnel-live.png")).await.unwrap();
+
+    // Reset: the confirmation says what happens; then every node rebuilds.
+    click(&b, "[data-reset]").await;
+    let said = b
+        .wait_for("dialog[open] p", DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        said.contains("Traffic through this tunnel stops until it reconnects"),
+        "{said}"
+    );
+    click(&b, "dialog[open] [data-confirm]").await;
+    b.wait_until_text(".toast", "Every node rebuilt its half", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    b.wait_until_text("[data-tunnel-state]", "Connections: 2", DEFAULT_WAIT)
+        .await
+        .unwrap();
+
+    // Duplicate for the spare server: the copy's page, its own pin.
+    click(&b, "[data-duplicate]").await;
+    let name = b
+        .wait_for("dialog[open] input[name=name]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    name.clear().await.unwrap();
+    name.send_keys("exit-spare").await.unwrap();
+    b.execute(
+        &format!(
+            "const s = document.querySelector('dialog[open] select[name=relay_server_id]'); s.value = '{spare}';"
+        ),
+        vec![],
+    )
+    .await
+    .unwrap();
+    click(&b, "dialog[open] button[type=submit]").await;
+    b.wait_until_text(".tunnel-name", "exit-spare", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    // The spare server runs no node: the copy's relay is unreachable.
+    b.wait_until_text("[data-tunnel-state]", "Relay unreachable", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let (_, list) = live::http(http, "GET", "/api/v1/tunnels", &auth, None).await;
+    let pins: Vec<&Value> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["certificate_pin"])
+        .collect();
+    assert_eq!(pins.len(), 2);
+    assert_ne!(pins[0], pins[1], "the copy has its own certificate");
+    assert_eq!(b.console_errors().await.unwrap(), Vec::<String>::new());
+    drop(b);
+    for n in nodes {
+        n.shutdown().await;
+    }
 }

@@ -66,7 +66,7 @@ export async function tunnelPage(main, id, ctx) {
       h("h1", {}, "Tunnel ", h("span", { class: "tunnel-name" }, t.name)), badge,
       h("div", { class: "actions" },
         h("button", { type: "button", onclick: edit }, "Edit"),
-        h("button", { type: "button", onclick: duplicate }, "Duplicate…"),
+        h("button", { type: "button", "data-duplicate": "", onclick: duplicate }, "Duplicate…"),
         h("button", { type: "button", onclick: reissue }, "Re-issue certificate…"),
         h("button", { type: "button", class: "danger", "data-reset": "", onclick: reset }, "Reset…"),
         h("button", { type: "button", class: "danger-text", onclick: remove }, "Delete"))),
