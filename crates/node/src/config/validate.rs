@@ -39,24 +39,7 @@ fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ConfigError 
     }
 }
 
-/// Parses a UUID in its 36-character form (or 32 hex digits).
-pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
-    let hex: Vec<u8> = text.bytes().filter(|&b| b != b'-').collect();
-    let dashes_ok = match text.len() {
-        36 => [8, 13, 18, 23].iter().all(|&i| text.as_bytes()[i] == b'-') && hex.len() == 32,
-        32 => hex.len() == 32,
-        _ => false,
-    };
-    if !dashes_ok {
-        return None;
-    }
-    let mut out = [0u8; 16];
-    for (i, pair) in hex.chunks(2).enumerate() {
-        let s = std::str::from_utf8(pair).ok()?;
-        out[i] = u8::from_str_radix(s, 16).ok()?;
-    }
-    Some(out)
-}
+pub use switchyard_proto::vless::parse_uuid;
 
 /// Decodes a Shadowsocks 2022 key (standard base64) and checks its length.
 pub fn ss_key(text: &str, method: SsMethod) -> Result<Vec<u8>, String> {

@@ -1,6 +1,7 @@
 //! The command line: one module per subcommand.
 
 mod auto;
+mod client;
 mod node;
 mod panel;
 mod tunnel;
@@ -24,6 +25,9 @@ enum Command {
     /// Auto, the client's server selection: simulate and compare policies.
     #[command(subcommand)]
     Auto(auto::AutoCommand),
+    /// The client: subscriptions and the local proxy (SOCKS5 and HTTP CONNECT).
+    #[command(subcommand)]
+    Client(client::ClientCommand),
     /// Run a node (the data plane): inbounds, accounting, control API.
     Node(node::NodeArgs),
     /// Run the panel: servers, inbounds, users, subscriptions, node channels.
@@ -40,6 +44,7 @@ impl Cli {
     pub(crate) fn run(self) -> anyhow::Result<()> {
         match self.command {
             Command::Auto(cmd) => cmd.run(),
+            Command::Client(cmd) => cmd.run(),
             Command::Node(args) => args.run(),
             Command::Panel(args) => args.run(),
             Command::Up(args) => args.run(),

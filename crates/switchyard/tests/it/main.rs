@@ -2,6 +2,7 @@
 //! file (faster builds, a fraction of the disk). Each module is what was a test file.
 
 mod cli;
+mod client;
 mod docs;
 mod node_cli;
 mod node_join;

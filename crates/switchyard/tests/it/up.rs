@@ -23,11 +23,11 @@ fn anyhow_timeout(_: tokio::time::error::Elapsed) -> anyhow::Error {
 }
 
 /// What `up` printed.
-struct Up {
+pub(crate) struct Up {
     child: Child,
-    api: SocketAddr,
+    pub(crate) api: SocketAddr,
     password: Option<String>,
-    subscription: String,
+    pub(crate) subscription: String,
 }
 
 impl Drop for Up {
@@ -36,7 +36,7 @@ impl Drop for Up {
     }
 }
 
-async fn up(data: &std::path::Path) -> Up {
+pub(crate) async fn up(data: &std::path::Path) -> Up {
     let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
         .args(["up", "--data"])
         .arg(data)

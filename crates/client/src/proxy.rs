@@ -1,0 +1,333 @@
+//! The local proxy: SOCKS5 (no authentication, CONNECT) and HTTP CONNECT on one port.
+//! The first byte tells them apart (5 is SOCKS5). Each connection goes to the server
+//! [`Proxy::set_server`] chose last, through its [`Outbound`]; bytes are copied both
+//! ways until either side closes.
+//!
+//! Bounds: a request must arrive within [`REQUEST_TIMEOUT`] and fit in
+//! [`MAX_REQUEST`] bytes; a client that sends anything else gets the protocol's
+//! error answer (a SOCKS5 reply code, an HTTP status) and is closed.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use switchyard_proto::Address;
+use switchyard_proto::socks5::{self, Greeting, MethodSelection, Reply, ReplyCode, Request};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::outbound::Outbound;
+
+/// How long a client has to send its request.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most bytes a request (SOCKS5 greeting and request, or HTTP CONNECT head) takes.
+pub const MAX_REQUEST: usize = 8 * 1024;
+
+/// The proxy: a listener and the server new connections go through.
+#[derive(Debug, Clone)]
+pub struct Proxy {
+    addr: SocketAddr,
+    server: Arc<RwLock<Option<Arc<Outbound>>>>,
+}
+
+impl Proxy {
+    /// Listens on `listen` and serves until the runtime ends.
+    pub async fn start(listen: SocketAddr) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(listen).await?;
+        let proxy = Self {
+            addr: listener.local_addr()?,
+            server: Arc::default(),
+        };
+        let p = proxy.clone();
+        tokio::spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((s, peer)) => {
+                        let p = p.clone();
+                        tokio::spawn(async move {
+                            if let Err(e) = p.serve(s).await {
+                                tracing::debug!(%peer, "proxy connection: {e}");
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!("proxy accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+        Ok(proxy)
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The server new connections go through from now on.
+    pub fn set_server(&self, server: Option<Arc<Outbound>>) {
+        *self.server.write().unwrap_or_else(|p| p.into_inner()) = server;
+    }
+
+    /// The server new connections go through.
+    pub fn server(&self) -> Option<Arc<Outbound>> {
+        self.server
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    async fn serve(&self, mut client: TcpStream) -> Result<(), String> {
+        let _ = client.set_nodelay(true);
+        let mut buf = Vec::with_capacity(512);
+        let request = tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut client, &mut buf))
+            .await
+            .map_err(|_| "no request in time".to_owned())??;
+        let (kind, destination, rest) = request;
+        let Some(server) = self.server() else {
+            refuse(&mut client, kind, "no server chosen").await;
+            return Err("no server chosen".into());
+        };
+        let mut remote = match server.connect(&destination).await {
+            Ok(r) => r,
+            Err(e) => {
+                refuse(&mut client, kind, &e.to_string()).await;
+                return Err(e.to_string());
+            }
+        };
+        match kind {
+            Kind::Socks => {
+                let mut out = Vec::new();
+                Reply {
+                    code: ReplyCode::Succeeded,
+                    bound: Address::Ip(SocketAddr::from(([0, 0, 0, 0], 0))),
+                }
+                .encode(&mut out);
+                client.write_all(&out).await.map_err(|e| e.to_string())?;
+            }
+            Kind::Http => client
+                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await
+                .map_err(|e| e.to_string())?,
+        }
+        if !rest.is_empty() {
+            remote.write_all(&rest).await.map_err(|e| e.to_string())?;
+        }
+        tokio::io::copy_bidirectional(&mut client, &mut remote)
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Socks,
+    Http,
+}
+
+/// Reads a SOCKS5 or HTTP CONNECT request; the destination and any bytes after it.
+async fn read_request(
+    client: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Result<(Kind, Address, Vec<u8>), String> {
+    fill(client, buf, 1).await?;
+    if buf[0] == socks5::VERSION {
+        let greeting = loop {
+            match Greeting::parse(buf).map_err(|e| e.to_string())? {
+                Some((g, used)) => {
+                    buf.drain(..used);
+                    break g;
+                }
+                None => fill(client, buf, buf.len() + 1).await?,
+            }
+        };
+        let method = greeting.select(false);
+        let mut out = Vec::new();
+        MethodSelection(method).encode(&mut out);
+        client.write_all(&out).await.map_err(|e| e.to_string())?;
+        if method != socks5::METHOD_NO_AUTH {
+            return Err("the SOCKS5 client offers no method without authentication".into());
+        }
+        loop {
+            match Request::parse(buf) {
+                Ok(Some((r, used))) => {
+                    buf.drain(..used);
+                    if r.command != socks5::Command::Connect {
+                        socks_reply(client, ReplyCode::CommandNotSupported).await;
+                        return Err("only CONNECT is supported".into());
+                    }
+                    return Ok((Kind::Socks, r.destination, std::mem::take(buf)));
+                }
+                Ok(None) => fill(client, buf, buf.len() + 1).await?,
+                Err(e) => {
+                    if let Some(code) = e.reply_code() {
+                        socks_reply(client, code).await;
+                    }
+                    return Err(e.to_string());
+                }
+            }
+        }
+    }
+    loop {
+        match parse_connect(buf) {
+            Ok(Some((destination, used))) => {
+                buf.drain(..used);
+                return Ok((Kind::Http, destination, std::mem::take(buf)));
+            }
+            Ok(None) => fill(client, buf, buf.len() + 1).await?,
+            Err(e) => {
+                let _ = client.write_all(e.answer().as_bytes()).await;
+                return Err(e.to_string());
+            }
+        }
+    }
+}
+
+/// Why an HTTP request is not a CONNECT this proxy serves.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// Not HTTP/1.x, or a malformed head.
+    #[error("not an HTTP request: {0}")]
+    Malformed(String),
+    /// Another method than CONNECT.
+    #[error("only CONNECT is supported over HTTP, not {0}")]
+    Method(String),
+    /// The target is not `host:port`.
+    #[error("bad CONNECT target {0:?}")]
+    Target(String),
+}
+
+impl ConnectError {
+    /// The HTTP answer the client gets.
+    pub fn answer(&self) -> &'static str {
+        match self {
+            Self::Method(_) => {
+                "HTTP/1.1 405 Method Not Allowed\r\nAllow: CONNECT\r\nContent-Length: 0\r\n\r\n"
+            }
+            _ => "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+        }
+    }
+}
+
+/// Reads an HTTP CONNECT head at the start of `buf` (through `httparse`): the
+/// destination and the head's length, `None` while the head is not whole.
+pub fn parse_connect(buf: &[u8]) -> Result<Option<(Address, usize)>, ConnectError> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(buf) {
+        Ok(httparse::Status::Complete(used)) => {
+            let method = req.method.unwrap_or_default();
+            if method != "CONNECT" {
+                return Err(ConnectError::Method(method.to_owned()));
+            }
+            let target = req.path.unwrap_or_default();
+            let destination =
+                authority(target).ok_or_else(|| ConnectError::Target(target.to_owned()))?;
+            Ok(Some((destination, used)))
+        }
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(e) => Err(ConnectError::Malformed(e.to_string())),
+    }
+}
+
+/// `host:port` (IPv6 bracketed) as an address.
+fn authority(target: &str) -> Option<Address> {
+    let (host, port) = target.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => Some(Address::Ip(SocketAddr::new(ip, port))),
+        Err(_) => Address::domain(host, port).ok(),
+    }
+}
+
+/// Reads until `buf` holds at least `want` bytes (at most [`MAX_REQUEST`]).
+async fn fill(client: &mut TcpStream, buf: &mut Vec<u8>, want: usize) -> Result<(), String> {
+    while buf.len() < want {
+        if buf.len() >= MAX_REQUEST {
+            return Err(format!("a request longer than {MAX_REQUEST} bytes"));
+        }
+        let mut chunk = [0u8; 1024];
+        let room = (MAX_REQUEST - buf.len()).min(chunk.len());
+        let n = client
+            .read(&mut chunk[..room])
+            .await
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the client closed before its request was whole".into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    Ok(())
+}
+
+async fn socks_reply(client: &mut TcpStream, code: ReplyCode) {
+    let mut out = Vec::new();
+    Reply {
+        code,
+        bound: Address::Ip(SocketAddr::from(([0, 0, 0, 0], 0))),
+    }
+    .encode(&mut out);
+    let _ = client.write_all(&out).await;
+}
+
+/// Tells the client its request failed, in its protocol.
+async fn refuse(client: &mut TcpStream, kind: Kind, why: &str) {
+    match kind {
+        Kind::Socks => socks_reply(client, ReplyCode::GeneralFailure).await,
+        Kind::Http => {
+            let body = format!("{why}\n");
+            let head = format!(
+                "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            );
+            let _ = client.write_all(head.as_bytes()).await;
+            let _ = client.write_all(body.as_bytes()).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_heads_are_read_whole_or_refused_with_the_right_answer() {
+        let head = b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\nrest";
+        assert_eq!(
+            parse_connect(head),
+            Ok(Some((
+                Address::domain("example.com", 443).unwrap(),
+                head.len() - 4
+            )))
+        );
+        assert_eq!(parse_connect(&head[..20]), Ok(None));
+        let get = parse_connect(b"GET / HTTP/1.1\r\n\r\n").unwrap_err();
+        assert!(get.answer().starts_with("HTTP/1.1 405 "), "{get}");
+        let bad = parse_connect(b"CONNECT nowhere HTTP/1.1\r\n\r\n").unwrap_err();
+        assert_eq!(bad, ConnectError::Target("nowhere".into()));
+        assert!(bad.answer().starts_with("HTTP/1.1 400 "));
+        assert!(matches!(
+            parse_connect(b"\x00\x01 junk\r\n\r\n"),
+            Err(ConnectError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn connect_targets_are_read_as_addresses() {
+        assert_eq!(
+            authority("example.com:443"),
+            Some(Address::domain("example.com", 443).unwrap())
+        );
+        assert_eq!(
+            authority("[2001:db8::1]:8443"),
+            Some(Address::Ip("[2001:db8::1]:8443".parse().unwrap()))
+        );
+        assert_eq!(authority("example.com"), None);
+        assert_eq!(authority("example.com:99999"), None);
+    }
+}

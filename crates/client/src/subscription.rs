@@ -1,0 +1,287 @@
+//! Fetching a subscription: one HTTP/1.1 `GET` (TLS verified against the web roots
+//! for `https://`), its body read as share links (plain or base64, the panel's
+//! default answer), each link an [`Entry`]. Bounded: [`FETCH_TIMEOUT`] for the whole
+//! fetch, [`MAX_BODY`] bytes of body.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchyard_proto::entry::Entry;
+use switchyard_proto::share::parse_subscription;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How long a fetch may take.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The largest subscription body read.
+pub const MAX_BODY: usize = 4 << 20;
+
+/// A fetched subscription.
+#[derive(Debug, Clone)]
+pub struct Subscription {
+    /// The servers, in order.
+    pub entries: Vec<Entry>,
+    /// `profile-update-interval` (hours), when the server says.
+    pub update_interval_hours: Option<u32>,
+}
+
+/// Why a subscription could not be had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubscriptionError {
+    /// The URL is not `http://` or `https://host[:port]/path`.
+    #[error("subscription URL {url:?}: {problem}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The fetch failed.
+    #[error("fetching {url}: {reason}")]
+    Fetch {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The body is not a subscription.
+    #[error("{url}: the body is not a subscription: {reason}")]
+    Body {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+struct Target {
+    tls: bool,
+    host: String,
+    port: u16,
+    path: String,
+}
+
+fn target(url: &str) -> Result<Target, String> {
+    let (tls, rest) = if let Some(r) = url.strip_prefix("https://") {
+        (true, r)
+    } else if let Some(r) = url.strip_prefix("http://") {
+        (false, r)
+    } else {
+        return Err("must start with http:// or https://".into());
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let default = if tls { 443 } else { 80 };
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6.split_once(']').ok_or("unclosed [ in the host")?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().map_err(|_| "bad port")?,
+            None => default,
+        };
+        (h.to_owned(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_owned(), p.parse().map_err(|_| "bad port")?),
+            None => (authority.to_owned(), default),
+        }
+    };
+    if host.is_empty() {
+        return Err("no host".into());
+    }
+    Ok(Target {
+        tls,
+        host,
+        port,
+        path: path.to_owned(),
+    })
+}
+
+/// Fetches and reads the subscription at `url`.
+pub async fn fetch(url: &str) -> Result<Subscription, SubscriptionError> {
+    let t = target(url).map_err(|problem| SubscriptionError::Url {
+        url: url.to_owned(),
+        problem,
+    })?;
+    let fail = |reason: String| SubscriptionError::Fetch {
+        url: url.to_owned(),
+        reason,
+    };
+    let (head, body) = tokio::time::timeout(FETCH_TIMEOUT, get(&t))
+        .await
+        .map_err(|_| fail(format!("no answer within {FETCH_TIMEOUT:?}")))?
+        .map_err(fail)?;
+    let text = String::from_utf8(body).map_err(|_| SubscriptionError::Body {
+        url: url.to_owned(),
+        reason: "not UTF-8".into(),
+    })?;
+    let entries = parse_subscription(&text).map_err(|e| SubscriptionError::Body {
+        url: url.to_owned(),
+        reason: e.to_string(),
+    })?;
+    let update_interval_hours = head
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("profile-update-interval"))
+        .and_then(|(_, v)| v.trim().parse().ok());
+    Ok(Subscription {
+        entries,
+        update_interval_hours,
+    })
+}
+
+/// An answer's headers, in order.
+pub type Head = Vec<(String, String)>;
+
+async fn get(t: &Target) -> Result<(Head, Vec<u8>), String> {
+    let tcp = TcpStream::connect((t.host.as_str(), t.port))
+        .await
+        .map_err(|e| format!("connecting: {e}"))?;
+    if t.tls {
+        let roots =
+            rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let config =
+            rustls::ClientConfig::builder_with_provider(switchyard_tunnel::link::pin::provider())
+                .with_safe_default_protocol_versions()
+                .map_err(|e| e.to_string())?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from(t.host.clone())
+            .map_err(|_| format!("{:?} is not a TLS server name", t.host))?;
+        let s = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS: {e}"))?;
+        exchange(s, t).await
+    } else {
+        exchange(tcp, t).await
+    }
+}
+
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    t: &Target,
+) -> Result<(Head, Vec<u8>), String> {
+    let host = if t.host.contains(':') {
+        format!("[{}]", t.host)
+    } else {
+        t.host.clone()
+    };
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: switchyard-client/{}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+        t.path,
+        env!("CARGO_PKG_VERSION")
+    );
+    s.write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut raw = Vec::new();
+    let mut limited = (&mut s).take((MAX_BODY + 64 * 1024) as u64);
+    // A TLS peer that closes without close_notify still gave us the whole body when
+    // its length says so; the length is checked below.
+    if let Err(e) = limited.read_to_end(&mut raw).await
+        && raw.is_empty()
+    {
+        return Err(e.to_string());
+    }
+    let (head, body) = parse_response(&raw)?;
+    Ok((head, body.to_vec()))
+}
+
+/// Reads a whole HTTP/1.1 answer (through `httparse`): a `200` with its headers and a
+/// body that is exactly its `Content-Length` (when given) and at most [`MAX_BODY`].
+pub fn parse_response(raw: &[u8]) -> Result<(Head, &[u8]), String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut response = httparse::Response::new(&mut headers);
+    let used = match response.parse(raw).map_err(|e| e.to_string())? {
+        httparse::Status::Complete(n) => n,
+        httparse::Status::Partial => return Err("the answer's head is cut short".into()),
+    };
+    let code = response.code.unwrap_or(0);
+    if code != 200 {
+        return Err(format!(
+            "HTTP {code} {}",
+            response.reason.unwrap_or_default()
+        ));
+    }
+    let head: Head = response
+        .headers
+        .iter()
+        .map(|h| {
+            (
+                h.name.to_owned(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
+        .collect();
+    let body = &raw[used..];
+    if head
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"))
+    {
+        return Err("chunked answers are not read yet".into());
+    }
+    if let Some(len) = head
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse::<usize>().ok())
+        && len != body.len()
+    {
+        return Err(format!("{} of {len} bytes of body", body.len()));
+    }
+    if body.len() > MAX_BODY {
+        return Err(format!("a body over {MAX_BODY} bytes"));
+    }
+    Ok((head, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_taken_only_whole_and_200() {
+        let ok =
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nprofile-update-interval: 12\r\n\r\nhello";
+        let (head, body) = parse_response(ok).unwrap();
+        assert_eq!(body, b"hello");
+        assert_eq!(head[1], ("profile-update-interval".into(), "12".into()));
+        assert_eq!(
+            parse_response(b"HTTP/1.1 404 Not Found\r\n\r\n").unwrap_err(),
+            "HTTP 404 Not Found"
+        );
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nhello").unwrap_err(),
+            "5 of 9 bytes of body"
+        );
+        assert_eq!(
+            parse_response(b"HTTP/1.1 200 OK\r\nContent-").unwrap_err(),
+            "the answer's head is cut short"
+        );
+        assert!(parse_response(b"\x16\x03\x01 binary").is_err());
+    }
+
+    #[test]
+    fn urls_are_read_or_refused_with_the_reason() {
+        let t = target("https://panel.example.com/sub/abc").unwrap();
+        assert_eq!(
+            (t.tls, t.host.as_str(), t.port, t.path.as_str()),
+            (true, "panel.example.com", 443, "/sub/abc")
+        );
+        let t = target("http://[::1]:2053/sub/x?format=links").unwrap();
+        assert_eq!(
+            (t.tls, t.host.as_str(), t.port, t.path.as_str()),
+            (false, "::1", 2053, "/sub/x?format=links")
+        );
+        let t = target("http://127.0.0.1:8080").unwrap();
+        assert_eq!((t.port, t.path.as_str()), (8080, "/"));
+        assert_eq!(
+            target("ftp://x/").err().unwrap(),
+            "must start with http:// or https://"
+        );
+        assert_eq!(target("http://:80/").err().unwrap(), "no host");
+        assert_eq!(target("http://h:99999/").err().unwrap(), "bad port");
+    }
+}
