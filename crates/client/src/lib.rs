@@ -7,7 +7,10 @@
 //! probes and the traffic watch is the next step (see `docs/client.md`). Today the
 //! client uses the first server of the first subscription that it can use.
 
+pub mod auto;
+pub mod meter;
 pub mod outbound;
+pub mod probe;
 pub mod proxy;
 pub mod subscription;
 

@@ -134,6 +134,19 @@ impl Outbound {
         &self.entry
     }
 
+    /// The server's stable identity for Auto's memory: its protocol, host, port and
+    /// (hashed) credential, so a subscription update that renames it keeps its history.
+    pub fn identity(&self) -> String {
+        let (protocol, credential) = match &self.entry.protocol {
+            EntryProtocol::Vless { uuid, .. } => ("vless", uuid.as_str()),
+            EntryProtocol::Trojan { password } => ("trojan", password.as_str()),
+            EntryProtocol::Shadowsocks { password, .. } => ("shadowsocks", password.as_str()),
+        };
+        switchyard_auto::ServerId::derive(protocol, &self.entry.server, self.entry.port, credential)
+            .as_str()
+            .to_owned()
+    }
+
     /// A stream to `destination` through this server.
     pub async fn connect(&self, destination: &Address) -> Result<BoxStream, OutboundError> {
         tokio::time::timeout(CONNECT_TIMEOUT, self.connect_now(destination))

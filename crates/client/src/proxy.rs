@@ -15,7 +15,9 @@ use switchyard_proto::Address;
 use switchyard_proto::socks5::{self, Greeting, MethodSelection, Reply, ReplyCode, Request};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
 
+use crate::meter::{Meter, Metered};
 use crate::outbound::Outbound;
 
 /// How long a client has to send its request.
@@ -29,15 +31,33 @@ pub const MAX_REQUEST: usize = 8 * 1024;
 pub struct Proxy {
     addr: SocketAddr,
     server: Arc<RwLock<Option<Arc<Outbound>>>>,
+    meter: Arc<Meter>,
+    /// Bumped by a switch that closes the connections open through the old server.
+    generation: Arc<watch::Sender<u64>>,
+    /// Told the name of a server a connection could not be made through.
+    failed: Option<mpsc::UnboundedSender<String>>,
 }
 
 impl Proxy {
     /// Listens on `listen` and serves until the runtime ends.
     pub async fn start(listen: SocketAddr) -> std::io::Result<Self> {
+        Self::start_with(listen, None).await
+    }
+
+    /// Like [`Self::start`]; the identity ([`Outbound::identity`]) of every server a
+    /// connection could not be made through goes to `failed` (Auto's "the core
+    /// couldn't connect").
+    pub async fn start_with(
+        listen: SocketAddr,
+        failed: Option<mpsc::UnboundedSender<String>>,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(listen).await?;
         let proxy = Self {
             addr: listener.local_addr()?,
             server: Arc::default(),
+            meter: Arc::default(),
+            generation: Arc::new(watch::channel(0).0),
+            failed,
         };
         let p = proxy.clone();
         tokio::spawn(async move {
@@ -71,6 +91,20 @@ impl Proxy {
         *self.server.write().unwrap_or_else(|p| p.into_inner()) = server;
     }
 
+    /// Switches to `server`; with `close`, the connections open through the old one
+    /// are closed (apps reconnect, through the new server).
+    pub fn switch(&self, server: Arc<Outbound>, close: bool) {
+        self.set_server(Some(server));
+        if close {
+            self.generation.send_modify(|g| *g += 1);
+        }
+    }
+
+    /// The traffic meter of every connection.
+    pub fn meter(&self) -> &Arc<Meter> {
+        &self.meter
+    }
+
     /// The server new connections go through.
     pub fn server(&self) -> Option<Arc<Outbound>> {
         self.server
@@ -90,13 +124,18 @@ impl Proxy {
             refuse(&mut client, kind, "no server chosen").await;
             return Err("no server chosen".into());
         };
-        let mut remote = match server.connect(&destination).await {
+        let mut closed = self.generation.subscribe();
+        let remote = match server.connect(&destination).await {
             Ok(r) => r,
             Err(e) => {
+                if let Some(tx) = &self.failed {
+                    let _ = tx.send(server.identity());
+                }
                 refuse(&mut client, kind, &e.to_string()).await;
                 return Err(e.to_string());
             }
         };
+        let mut remote = Metered::new(remote, self.meter.clone());
         match kind {
             Kind::Socks => {
                 let mut out = Vec::new();
@@ -115,10 +154,12 @@ impl Proxy {
         if !rest.is_empty() {
             remote.write_all(&rest).await.map_err(|e| e.to_string())?;
         }
-        tokio::io::copy_bidirectional(&mut client, &mut remote)
-            .await
-            .map(drop)
-            .map_err(|e| e.to_string())
+        tokio::select! {
+            r = tokio::io::copy_bidirectional(&mut client, &mut remote) => {
+                r.map(drop).map_err(|e| e.to_string())
+            }
+            _ = closed.changed() => Err("closed by a switch of server".into()),
+        }
     }
 }
 

@@ -1,13 +1,20 @@
 //! `switchyard client`: the end user's program. `run` fetches the subscriptions,
-//! takes the first server it can use and serves the local proxy (SOCKS5 and HTTP
-//! CONNECT on one port). Auto's server choice on real probes comes next.
+//! serves the local proxy (SOCKS5 and HTTP CONNECT on one port) and runs Auto on the
+//! first subscription: the server it connects to, checks on real traffic, switches.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use switchyard_auto::{AutoConfig, Method, Platform};
+use switchyard_client::auto::{AutoSettings, Status, SubscriptionServers};
+use switchyard_client::probe::ProbeUrl;
 use switchyard_client::{Outbound, Proxy, fetch};
+
+/// How long to wait before fetching a first subscription without a usable server
+/// again.
+const EMPTY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The client's subcommands.
 #[derive(Debug, Subcommand)]
@@ -25,6 +32,23 @@ pub(crate) struct RunArgs {
     /// The local proxy's address (SOCKS5 and HTTP CONNECT).
     #[arg(long, default_value = "127.0.0.1:2080")]
     listen: SocketAddr,
+    /// `desktop` (a stall is 5 s of data out with nothing back) or `mobile` (2 s).
+    #[arg(long, default_value = "desktop")]
+    platform: String,
+    /// How checks probe servers: `url` (an HTTP request through the server), `tcp`
+    /// (connect time) or `icmp`.
+    #[arg(long, default_value = "url")]
+    probe: String,
+    /// The test URL of URL probes (plain http://).
+    #[arg(long, default_value = "http://cp.cloudflare.com/generate_204")]
+    probe_url: String,
+    /// Each probe counts as no answer past this many milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    probe_timeout_ms: u64,
+    /// Keep the connections through the old server open on a switch (default: close
+    /// them, so apps reconnect through the working one).
+    #[arg(long)]
+    keep_connections: bool,
 }
 
 impl ClientCommand {
@@ -41,10 +65,67 @@ impl ClientCommand {
 }
 
 impl RunArgs {
+    fn settings(&self) -> anyhow::Result<AutoSettings> {
+        let mut config = AutoConfig {
+            platform: match self.platform.as_str() {
+                "desktop" => Platform::Desktop,
+                "mobile" => Platform::Mobile,
+                other => bail!("--platform {other:?}: use desktop or mobile"),
+            },
+            method: match self.probe.as_str() {
+                "url" => Method::Url,
+                "tcp" => Method::Tcp,
+                "icmp" => Method::Icmp,
+                other => bail!("--probe {other:?}: use url, tcp or icmp"),
+            },
+            ..AutoConfig::default()
+        };
+        config.probe_timeout = std::time::Duration::from_millis(self.probe_timeout_ms);
+        config.validate().context("--probe-timeout-ms")?;
+        Ok(AutoSettings {
+            config,
+            probe_url: ProbeUrl::parse(&self.probe_url)
+                .map_err(|e| anyhow::anyhow!("--probe-url: {e}"))?,
+            keep_connections: self.keep_connections,
+        })
+    }
+
     async fn run(self) -> anyhow::Result<()> {
-        let mut servers = Vec::new();
+        let settings = self.settings()?;
+        // A first subscription without a usable server (a panel still catching up
+        // with a new node, say) is fetched again until it has one; a URL that fails
+        // is an error at once.
+        let subs = loop {
+            let subs = self.fetch_all().await?;
+            if subs.first().is_some_and(|s| !s.servers.is_empty()) {
+                break subs;
+            }
+            eprintln!(
+                "no usable server in {} yet: fetching it again in {} s",
+                self.subscriptions[0],
+                EMPTY_RETRY.as_secs()
+            );
+            tokio::time::sleep(EMPTY_RETRY).await;
+        };
+        let usable: usize = subs.iter().map(|s| s.servers.len()).sum();
+        let (failed_tx, failed) = tokio::sync::mpsc::unbounded_channel();
+        let proxy = Proxy::start_with(self.listen, Some(failed_tx))
+            .await
+            .with_context(|| format!("listening on {}", self.listen))?;
+        println!("proxy: {} (SOCKS5 and HTTP CONNECT)", proxy.addr());
+        println!("servers: {usable} usable in {} subscription(s)", subs.len());
+        let status = Arc::new(std::sync::Mutex::new(Status::default()));
+        tokio::select! {
+            () = switchyard_client::auto::run(proxy, subs, settings, failed, status) => Ok(()),
+            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C"),
+        }
+    }
+
+    async fn fetch_all(&self) -> anyhow::Result<Vec<SubscriptionServers>> {
+        let mut subs = Vec::new();
         for url in &self.subscriptions {
             let sub = fetch(url).await?;
+            let mut servers = Vec::new();
             for entry in sub.entries {
                 let name = entry.name.clone();
                 match Outbound::new(entry) {
@@ -52,24 +133,11 @@ impl RunArgs {
                     Err(e) => tracing::warn!(server = %name, "left out: {e}"),
                 }
             }
+            subs.push(SubscriptionServers {
+                name: url.clone(),
+                servers,
+            });
         }
-        let Some(first) = servers.first().cloned() else {
-            bail!("no server in the subscriptions can be used by this client");
-        };
-        let proxy = Proxy::start(self.listen)
-            .await
-            .with_context(|| format!("listening on {}", self.listen))?;
-        proxy.set_server(Some(first.clone()));
-        println!("proxy: {} (SOCKS5 and HTTP CONNECT)", proxy.addr());
-        println!(
-            "server: {} ({} of {} usable)",
-            first.entry().name,
-            1,
-            servers.len()
-        );
-        tokio::signal::ctrl_c()
-            .await
-            .context("waiting for Ctrl-C")?;
-        Ok(())
+        Ok(subs)
     }
 }

@@ -1,0 +1,211 @@
+//! Auto on real traffic: the driver around `switchyard-auto`'s [`Engine`] (pure, no
+//! I/O, no clock). It feeds the engine the subscriptions, the proxy's traffic meter
+//! once a second, the connections that could not be made, and the replies of the
+//! probes it runs for every check; it acts on the engine's outputs: a
+//! [`Output::Connect`] switches the proxy (closing the connections through the old
+//! server, unless told to keep them), a [`Output::Probe`] runs the check's probes
+//! concurrently, the reports are logged and kept for `status`.
+//!
+//! Time is the wall clock in Unix milliseconds, what the engine's state expects.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use switchyard_auto::event::{Check, CheckId};
+use switchyard_auto::{
+    AutoConfig, Engine, Event, Output, Policy, ProbeReply, Server, ServerId, Subscription,
+    Timestamp,
+};
+use tokio::sync::mpsc;
+
+use crate::outbound::Outbound;
+use crate::probe::{ProbeUrl, probe};
+use crate::proxy::Proxy;
+
+/// How often the traffic meter is read.
+pub const TRAFFIC_EVERY: Duration = Duration::from_secs(1);
+
+/// What the driver needs besides the servers.
+#[derive(Clone, Debug)]
+pub struct AutoSettings {
+    /// The engine's settings (platform, probe method and timeout, ...).
+    pub config: AutoConfig,
+    /// The test URL of URL probes.
+    pub probe_url: ProbeUrl,
+    /// Keep the connections open through the old server on a switch (default: close
+    /// them, so apps reconnect through the working server).
+    pub keep_connections: bool,
+}
+
+/// One subscription's usable servers, in order.
+#[derive(Clone, Debug)]
+pub struct SubscriptionServers {
+    /// Its name (the URL).
+    pub name: String,
+    /// The servers.
+    pub servers: Vec<Arc<Outbound>>,
+}
+
+/// What `status` shows: the current server and the last events.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    /// The current server's name.
+    pub current: Option<String>,
+    /// The last reports, newest last (at most 50).
+    pub log: Vec<String>,
+}
+
+fn now() -> Timestamp {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    Timestamp(ms)
+}
+
+/// Runs Auto over `subs` (on in the first) on `proxy` until the runtime ends; `failed`
+/// brings the identities of servers a connection could not be made through.
+pub async fn run(
+    proxy: Proxy,
+    subs: Vec<SubscriptionServers>,
+    settings: AutoSettings,
+    mut failed: mpsc::UnboundedReceiver<String>,
+    status: Arc<Mutex<Status>>,
+) {
+    let mut by_id: HashMap<ServerId, Arc<Outbound>> = HashMap::new();
+    let mut auto_subs = Vec::new();
+    for s in &subs {
+        let mut servers = Vec::new();
+        for o in &s.servers {
+            let id = ServerId::new(o.identity());
+            by_id.insert(id.clone(), o.clone());
+            servers.push(Server {
+                id,
+                name: o.entry().name.clone(),
+            });
+        }
+        auto_subs.push(Subscription {
+            name: s.name.clone(),
+            servers,
+        });
+    }
+    let Some(first) = auto_subs.first().map(|s| s.name.clone()) else {
+        return;
+    };
+    let mut engine = Engine::new(settings.config.clone());
+    let feed = |engine: &mut Engine, event: Event| {
+        if let Err(e) = engine.handle_event(now(), event) {
+            tracing::warn!("Auto refused an input: {e}");
+        }
+    };
+    feed(&mut engine, Event::Subscriptions(auto_subs));
+    feed(
+        &mut engine,
+        Event::AutoOn {
+            subscription: first,
+        },
+    );
+    let (results_tx, mut results) =
+        mpsc::unbounded_channel::<(CheckId, Vec<(ServerId, ProbeReply)>)>();
+    let mut tick = tokio::time::interval(TRAFFIC_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        while let Some(output) = engine.poll_output() {
+            act(output, &proxy, &by_id, &settings, &results_tx, &status);
+        }
+        let wake = engine.poll_timeout().map(|t| {
+            let wait = t.0.saturating_sub(now().0).max(0);
+            tokio::time::Instant::now() + Duration::from_millis(u64::try_from(wait).unwrap_or(0))
+        });
+        tokio::select! {
+            _ = tick.tick() => {
+                let (sent, received) = proxy.meter().totals();
+                feed(&mut engine, Event::Traffic { sent, received });
+            }
+            () = async {
+                match wake {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            } => engine.handle_timeout(now()),
+            Some(identity) = failed.recv() => {
+                feed(&mut engine, Event::ConnectFailed { server: ServerId::new(identity) });
+            }
+            Some((check, replies)) = results.recv() => {
+                feed(&mut engine, Event::ProbeResults { check, replies });
+            }
+        }
+    }
+}
+
+fn act(
+    output: Output,
+    proxy: &Proxy,
+    by_id: &HashMap<ServerId, Arc<Outbound>>,
+    settings: &AutoSettings,
+    results: &mpsc::UnboundedSender<(CheckId, Vec<(ServerId, ProbeReply)>)>,
+    status: &Arc<Mutex<Status>>,
+) {
+    let note = |line: String| {
+        tracing::info!("{line}");
+        let mut s = status.lock().unwrap_or_else(|p| p.into_inner());
+        s.log.push(line);
+        let len = s.log.len();
+        if len > 50 {
+            s.log.drain(..len - 50);
+        }
+    };
+    match output {
+        Output::Probe(check) => spawn_check(check, by_id, settings, results.clone()),
+        Output::Connect { server, reason } => {
+            let Some(o) = by_id.get(&server) else {
+                tracing::warn!(server = %server.as_str(), "Auto chose a server the client does not know");
+                return;
+            };
+            proxy.switch(o.clone(), !settings.keep_connections);
+            status.lock().unwrap_or_else(|p| p.into_inner()).current = Some(o.entry().name.clone());
+            // The line the CLI prints and tests read.
+            println!("server: {} ({reason:?})", o.entry().name);
+            note(format!("connected to {} ({reason:?})", o.entry().name));
+        }
+        other => note(format!("{other:?}")),
+    }
+}
+
+/// Probes every server of `check` at once, each within the check's timeout, and sends
+/// the replies back in the check's order.
+fn spawn_check(
+    check: Check,
+    by_id: &HashMap<ServerId, Arc<Outbound>>,
+    settings: &AutoSettings,
+    results: mpsc::UnboundedSender<(CheckId, Vec<(ServerId, ProbeReply)>)>,
+) {
+    let tasks: Vec<(ServerId, Option<tokio::task::JoinHandle<ProbeReply>>)> = check
+        .servers
+        .iter()
+        .map(|id| {
+            let task = by_id.get(id).map(|o| {
+                let (o, url, method, timeout) = (
+                    o.clone(),
+                    settings.probe_url.clone(),
+                    check.method,
+                    check.timeout,
+                );
+                tokio::spawn(async move { probe(&o, method, &url, timeout).await })
+            });
+            (id.clone(), task)
+        })
+        .collect();
+    let id = check.id;
+    tokio::spawn(async move {
+        let mut replies = Vec::with_capacity(tasks.len());
+        for (server, task) in tasks {
+            let reply = match task {
+                Some(t) => t.await.unwrap_or(ProbeReply::NoAnswer),
+                None => ProbeReply::NoAnswer,
+            };
+            replies.push((server, reply));
+        }
+        let _ = results.send((id, replies));
+    });
+}

@@ -1,0 +1,162 @@
+//! Probes, as Auto's checks ask for them: **TCP** (the time to connect to the server),
+//! **URL** (an HTTP `GET` of the test URL through the server: connection set-up plus
+//! request, and the request alone, timed to the status line, which must be a 2xx or
+//! 3xx) and **ICMP** (not available to this client yet: every ICMP probe is no answer,
+//! and the client says so once). Each has the check's timeout.
+
+use std::time::{Duration, Instant};
+
+use switchyard_auto::{Method, ProbeReply};
+use switchyard_proto::Address;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::outbound::Outbound;
+
+/// The test URL of URL probes: `http://host[:port]/path` (plain HTTP: the server's own
+/// encryption carries it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProbeUrl {
+    /// Where the request goes.
+    pub destination: Address,
+    /// `Host` header.
+    pub host: String,
+    /// Path and query.
+    pub path: String,
+}
+
+impl ProbeUrl {
+    /// Reads `http://host[:port]/path`.
+    pub fn parse(url: &str) -> Result<Self, String> {
+        let rest = url
+            .strip_prefix("http://")
+            .ok_or("the probe URL must be http://")?;
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => (
+                h,
+                p.parse::<u16>().map_err(|_| "bad port in the probe URL")?,
+            ),
+            _ => (authority, 80),
+        };
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        if bare.is_empty() {
+            return Err("no host in the probe URL".into());
+        }
+        let destination = match bare.parse::<std::net::IpAddr>() {
+            Ok(ip) => Address::Ip(std::net::SocketAddr::new(ip, port)),
+            Err(_) => Address::domain(bare, port).map_err(|e| e.to_string())?,
+        };
+        Ok(Self {
+            destination,
+            host: authority.to_owned(),
+            path: path.to_owned(),
+        })
+    }
+}
+
+/// Probes `server` with `method` within `timeout`.
+pub async fn probe(
+    server: &Outbound,
+    method: Method,
+    url: &ProbeUrl,
+    timeout: Duration,
+) -> ProbeReply {
+    let started = Instant::now();
+    let ms = |d: Duration| u32::try_from(d.as_millis()).unwrap_or(u32::MAX).max(1);
+    match method {
+        Method::Tcp => {
+            let e = server.entry();
+            match tokio::time::timeout(timeout, TcpStream::connect((e.server.as_str(), e.port)))
+                .await
+            {
+                Ok(Ok(_)) => ProbeReply::after(ms(started.elapsed())),
+                _ => ProbeReply::NoAnswer,
+            }
+        }
+        Method::Url => match tokio::time::timeout(timeout, url_probe(server, url)).await {
+            Ok(Ok((set_up, status))) => ProbeReply::Answered {
+                total_ms: ms(started.elapsed()),
+                request_ms: Some(ms(started.elapsed().saturating_sub(set_up))),
+                status: Some(status),
+            },
+            Ok(Err(e)) => {
+                tracing::debug!(server = %server.entry().name, "URL probe: {e}");
+                ProbeReply::NoAnswer
+            }
+            Err(_) => ProbeReply::NoAnswer,
+        },
+        Method::Icmp => {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| {
+                tracing::warn!("ICMP probes are not available in this client: they count as no answer; use url or tcp");
+            });
+            ProbeReply::NoAnswer
+        }
+    }
+}
+
+/// A GET through `server`; the time the connection took and the status.
+async fn url_probe(server: &Outbound, url: &ProbeUrl) -> Result<(Duration, u16), String> {
+    let started = Instant::now();
+    let mut s = server
+        .connect(&url.destination)
+        .await
+        .map_err(|e| e.to_string())?;
+    let set_up = started.elapsed();
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: switchyard-client\r\nConnection: close\r\n\r\n",
+        url.path, url.host
+    );
+    s.write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut head = Vec::with_capacity(256);
+    let mut chunk = [0u8; 256];
+    while !head.windows(2).any(|w| w == b"\r\n") {
+        let n = s.read(&mut chunk).await.map_err(|e| e.to_string())?;
+        if n == 0 || head.len() > 4096 {
+            return Err("no status line".into());
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    let line = String::from_utf8_lossy(&head);
+    let status: u16 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("not an HTTP status line: {:?}", line.lines().next()))?;
+    if !(200..400).contains(&status) {
+        return Err(format!("HTTP {status}"));
+    }
+    Ok((set_up, status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_urls_are_read() {
+        let u = ProbeUrl::parse("http://cp.cloudflare.com/generate_204").unwrap();
+        assert_eq!(
+            u.destination,
+            Address::domain("cp.cloudflare.com", 80).unwrap()
+        );
+        assert_eq!(
+            (u.host.as_str(), u.path.as_str()),
+            ("cp.cloudflare.com", "/generate_204")
+        );
+        let u = ProbeUrl::parse("http://127.0.0.1:8080").unwrap();
+        assert_eq!(
+            u.destination,
+            Address::Ip("127.0.0.1:8080".parse().unwrap())
+        );
+        assert_eq!(u.path, "/");
+        assert!(ProbeUrl::parse("https://x/").is_err());
+        assert!(ProbeUrl::parse("http:///").is_err());
+    }
+}

@@ -1,0 +1,3 @@
+//! The client's integration tests, in one binary.
+
+mod auto_live;
