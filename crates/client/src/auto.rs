@@ -17,6 +17,7 @@ use switchyard_auto::{
     AutoConfig, Engine, Event, Output, Policy, ProbeReply, Server, ServerId, Subscription,
     Timestamp,
 };
+
 use tokio::sync::mpsc;
 
 use crate::outbound::Outbound;
@@ -25,6 +26,10 @@ use crate::proxy::Proxy;
 
 /// How often the traffic meter is read.
 pub const TRAFFIC_EVERY: Duration = Duration::from_secs(1);
+
+/// How often a subscription is fetched again when its server does not say
+/// (`profile-update-interval`).
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(12 * 3600);
 
 /// What the driver needs besides the servers.
 #[derive(Clone, Debug)]
@@ -36,15 +41,84 @@ pub struct AutoSettings {
     /// Keep the connections open through the old server on a switch (default: close
     /// them, so apps reconnect through the working server).
     pub keep_connections: bool,
+    /// Fetch every subscription again this often, whatever its server advertises
+    /// (tests; `None` follows each subscription's `profile-update-interval`, else
+    /// [`DEFAULT_REFRESH`]).
+    pub refresh_every: Option<Duration>,
 }
 
 /// One subscription's usable servers, in order.
 #[derive(Clone, Debug)]
 pub struct SubscriptionServers {
-    /// Its name (the URL).
+    /// Its name: the URL it is fetched from again (`None`: never refreshed).
     pub name: String,
+    /// Where to fetch it again, if anywhere.
+    pub url: Option<String>,
+    /// How often its server asks to be fetched again.
+    pub update_interval: Option<Duration>,
     /// The servers.
     pub servers: Vec<Arc<Outbound>>,
+}
+
+impl SubscriptionServers {
+    /// The usable servers of a fetched subscription, the others logged and left out.
+    pub fn from_fetched(url: &str, sub: crate::subscription::Subscription) -> Self {
+        let mut servers = Vec::new();
+        for entry in sub.entries {
+            let name = entry.name.clone();
+            match Outbound::new(entry) {
+                Ok(o) => servers.push(Arc::new(o)),
+                Err(e) => tracing::warn!(server = %name, "left out: {e}"),
+            }
+        }
+        Self {
+            name: url.to_owned(),
+            url: Some(url.to_owned()),
+            update_interval: sub
+                .update_interval_hours
+                .map(|h| Duration::from_secs(u64::from(h.max(1)) * 3600)),
+            servers,
+        }
+    }
+
+    fn auto(&self, by_id: &mut HashMap<ServerId, Arc<Outbound>>) -> Subscription {
+        let mut servers = Vec::new();
+        for o in &self.servers {
+            let id = ServerId::new(o.identity());
+            by_id.insert(id.clone(), o.clone());
+            servers.push(Server {
+                id,
+                name: o.entry().name.clone(),
+            });
+        }
+        Subscription {
+            name: self.name.clone(),
+            servers,
+        }
+    }
+}
+
+/// Fetches `url` again every `every` and sends what it got; a failed fetch is logged
+/// and the old servers stay.
+async fn refresh(
+    url: String,
+    every: Duration,
+    updates: mpsc::UnboundedSender<SubscriptionServers>,
+) {
+    loop {
+        tokio::time::sleep(every).await;
+        match crate::subscription::fetch(&url).await {
+            Ok(sub) => {
+                if updates
+                    .send(SubscriptionServers::from_fetched(&url, sub))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Err(e) => tracing::warn!("refreshing the subscription: {e}"),
+        }
+    }
 }
 
 /// What `status` shows: the current server and the last events.
@@ -73,22 +147,18 @@ pub async fn run(
     status: Arc<Mutex<Status>>,
 ) {
     let mut by_id: HashMap<ServerId, Arc<Outbound>> = HashMap::new();
-    let mut auto_subs = Vec::new();
+    let auto_subs: Vec<Subscription> = subs.iter().map(|s| s.auto(&mut by_id)).collect();
+    let (updates_tx, mut updates) = mpsc::unbounded_channel();
     for s in &subs {
-        let mut servers = Vec::new();
-        for o in &s.servers {
-            let id = ServerId::new(o.identity());
-            by_id.insert(id.clone(), o.clone());
-            servers.push(Server {
-                id,
-                name: o.entry().name.clone(),
-            });
+        if let Some(url) = &s.url {
+            let every = settings
+                .refresh_every
+                .or(s.update_interval)
+                .unwrap_or(DEFAULT_REFRESH);
+            tokio::spawn(refresh(url.clone(), every, updates_tx.clone()));
         }
-        auto_subs.push(Subscription {
-            name: s.name.clone(),
-            servers,
-        });
     }
+    drop(updates_tx);
     let Some(first) = auto_subs.first().map(|s| s.name.clone()) else {
         return;
     };
@@ -133,6 +203,10 @@ pub async fn run(
             }
             Some((check, replies)) = results.recv() => {
                 feed(&mut engine, Event::ProbeResults { check, replies });
+            }
+            Some(update) = updates.recv() => {
+                let sub = update.auto(&mut by_id);
+                feed(&mut engine, Event::SubscriptionUpdated(sub));
             }
         }
     }

@@ -90,11 +90,14 @@ async fn a_blackholed_server_is_left_within_the_stall_threshold_plus_the_probe_t
         config: switchyard_auto::AutoConfig::default(),
         probe_url: ProbeUrl::parse(&format!("http://{}/bytes/0", target.addr())).unwrap(),
         keep_connections: false,
+        refresh_every: None,
     };
     tokio::spawn(switchyard_client::auto::run(
         proxy.clone(),
         vec![SubscriptionServers {
             name: "test".into(),
+            url: None,
+            update_interval: None,
             servers,
         }],
         settings,
@@ -215,4 +218,86 @@ async fn a_blackholed_server_is_left_within_the_stall_threshold_plus_the_probe_t
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     drop(fault_b);
+}
+
+/// Serves `entries` as a share-link subscription on 127.0.0.1; its URL.
+async fn subscription_server(entries: Arc<Mutex<Vec<Entry>>>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/sub/test", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let body = switchyard_proto::share::links(&entries.lock().unwrap());
+            tokio::spawn(async move {
+                let mut head = Vec::new();
+                let mut b = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut b).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&b[..n]),
+                    }
+                }
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_that_removes_the_current_server_switches_at_once() {
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let (_a, port_a) = node(dirs[0].path()).await;
+    let (_b, port_b) = node(dirs[1].path()).await;
+    let a = entry("A", SocketAddr::from(([127, 0, 0, 1], port_a)));
+    let b = entry("B", SocketAddr::from(([127, 0, 0, 1], port_b)));
+    let served = Arc::new(Mutex::new(vec![a, b.clone()]));
+    let url = subscription_server(served.clone()).await;
+    let sub = switchyard_client::fetch(&url).await.unwrap();
+    let sub = SubscriptionServers::from_fetched(&url, sub);
+    assert_eq!(sub.servers.len(), 2);
+    let (_tx, failed) = tokio::sync::mpsc::unbounded_channel();
+    let proxy = Proxy::start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+    let status = Arc::new(Mutex::new(Status::default()));
+    let settings = AutoSettings {
+        config: switchyard_auto::AutoConfig::default(),
+        probe_url: ProbeUrl::parse("http://127.0.0.1:9/").unwrap(),
+        keep_connections: false,
+        refresh_every: Some(Duration::from_millis(300)),
+    };
+    tokio::spawn(switchyard_client::auto::run(
+        proxy.clone(),
+        vec![sub],
+        settings,
+        failed,
+        status.clone(),
+    ));
+    let current = || status.lock().unwrap().current.clone();
+    let wait_for = |name: &'static str| async move {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while current().as_deref() != Some(name) {
+            assert!(Instant::now() < deadline, "Auto on {name}: {:?}", current());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    wait_for("A").await;
+    // The update drops A: the next refresh moves Auto to B at once, no check needed.
+    let removed = Instant::now();
+    *served.lock().unwrap() = vec![b];
+    wait_for("B").await;
+    assert!(
+        removed.elapsed() < Duration::from_secs(2),
+        "switched {:?} after the update was served",
+        removed.elapsed()
+    );
+    let log = status.lock().unwrap().log.clone();
+    assert!(
+        log.iter().any(|l| l == "connected to B (Removed)"),
+        "{log:?}"
+    );
+    assert_eq!(proxy.server().unwrap().entry().name, "B");
 }

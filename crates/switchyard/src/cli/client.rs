@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use switchyard_auto::{AutoConfig, Method, Platform};
 use switchyard_client::auto::{AutoSettings, Status, SubscriptionServers};
 use switchyard_client::probe::ProbeUrl;
-use switchyard_client::{Outbound, Proxy, fetch};
+use switchyard_client::{Proxy, fetch};
 
 /// How long to wait before fetching a first subscription without a usable server
 /// again.
@@ -87,6 +87,7 @@ impl RunArgs {
             probe_url: ProbeUrl::parse(&self.probe_url)
                 .map_err(|e| anyhow::anyhow!("--probe-url: {e}"))?,
             keep_connections: self.keep_connections,
+            refresh_every: None,
         })
     }
 
@@ -124,19 +125,7 @@ impl RunArgs {
     async fn fetch_all(&self) -> anyhow::Result<Vec<SubscriptionServers>> {
         let mut subs = Vec::new();
         for url in &self.subscriptions {
-            let sub = fetch(url).await?;
-            let mut servers = Vec::new();
-            for entry in sub.entries {
-                let name = entry.name.clone();
-                match Outbound::new(entry) {
-                    Ok(o) => servers.push(Arc::new(o)),
-                    Err(e) => tracing::warn!(server = %name, "left out: {e}"),
-                }
-            }
-            subs.push(SubscriptionServers {
-                name: url.clone(),
-                servers,
-            });
+            subs.push(SubscriptionServers::from_fetched(url, fetch(url).await?));
         }
         Ok(subs)
     }
