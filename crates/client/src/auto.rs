@@ -45,6 +45,39 @@ pub struct AutoSettings {
     /// (tests; `None` follows each subscription's `profile-update-interval`, else
     /// [`DEFAULT_REFRESH`]).
     pub refresh_every: Option<Duration>,
+    /// Where Auto's memory (history, marks, speeds, current and return servers) is
+    /// kept across restarts; written whenever it changes (atomically), read at start.
+    pub state_file: Option<std::path::PathBuf>,
+}
+
+/// Auto's memory from `path`: empty when there is none; a file that does not read is
+/// set aside (`.bad`) with a warning, so a damaged file never stops the client.
+fn load_state(path: &std::path::Path) -> switchyard_auto::State {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return switchyard_auto::State::default();
+    };
+    match serde_json::from_str(&text) {
+        Ok(state) => state,
+        Err(e) => {
+            let aside = path.with_extension("bad");
+            tracing::warn!(
+                "{}: {e}; set aside as {} and starting afresh",
+                path.display(),
+                aside.display()
+            );
+            let _ = std::fs::rename(path, aside);
+            switchyard_auto::State::default()
+        }
+    }
+}
+
+/// Writes `text` to `path` through a temporary file and a rename.
+fn save_state(path: &std::path::Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    let done = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = done {
+        tracing::warn!("saving Auto's memory to {}: {e}", path.display());
+    }
 }
 
 /// One subscription's usable servers, in order.
@@ -145,6 +178,7 @@ pub async fn run(
     settings: AutoSettings,
     mut failed: mpsc::UnboundedReceiver<String>,
     status: Arc<Mutex<Status>>,
+    mut control: mpsc::UnboundedReceiver<crate::control::Call>,
 ) {
     let mut by_id: HashMap<ServerId, Arc<Outbound>> = HashMap::new();
     let auto_subs: Vec<Subscription> = subs.iter().map(|s| s.auto(&mut by_id)).collect();
@@ -158,11 +192,16 @@ pub async fn run(
             tokio::spawn(refresh(url.clone(), every, updates_tx.clone()));
         }
     }
-    drop(updates_tx);
+    let urls: Vec<String> = subs.iter().filter_map(|s| s.url.clone()).collect();
+    let mut known: Vec<Subscription> = auto_subs.clone();
     let Some(first) = auto_subs.first().map(|s| s.name.clone()) else {
         return;
     };
-    let mut engine = Engine::new(settings.config.clone());
+    let mut engine = match &settings.state_file {
+        Some(path) => Engine::with_state(settings.config.clone(), load_state(path)),
+        None => Engine::new(settings.config.clone()),
+    };
+    let mut saved = String::new();
     let feed = |engine: &mut Engine, event: Event| {
         if let Err(e) = engine.handle_event(now(), event) {
             tracing::warn!("Auto refused an input: {e}");
@@ -182,6 +221,13 @@ pub async fn run(
     loop {
         while let Some(output) = engine.poll_output() {
             act(output, &proxy, &by_id, &settings, &results_tx, &status);
+        }
+        if let Some(path) = &settings.state_file {
+            let text = serde_json::to_string(engine.state()).unwrap_or_default();
+            if text != saved {
+                save_state(path, &text);
+                saved = text;
+            }
         }
         let wake = engine.poll_timeout().map(|t| {
             let wait = t.0.saturating_sub(now().0).max(0);
@@ -206,8 +252,111 @@ pub async fn run(
             }
             Some(update) = updates.recv() => {
                 let sub = update.auto(&mut by_id);
+                if let Some(k) = known.iter_mut().find(|k| k.name == sub.name) {
+                    *k = sub.clone();
+                }
                 feed(&mut engine, Event::SubscriptionUpdated(sub));
             }
+            Some((request, reply)) = control.recv() => {
+                let answer = command(request, &mut engine, &known, &status, &urls, &updates_tx);
+                let _ = reply.send(answer);
+            }
+        }
+    }
+}
+
+/// A user's request through the control socket.
+fn command(
+    request: crate::control::Request,
+    engine: &mut Engine,
+    known: &[Subscription],
+    status: &Arc<Mutex<Status>>,
+    urls: &[String],
+    updates: &mpsc::UnboundedSender<SubscriptionServers>,
+) -> serde_json::Value {
+    use crate::control::Request;
+    use serde_json::json;
+    let ids = |names: &[String]| -> Result<Vec<ServerId>, String> {
+        names
+            .iter()
+            .map(|n| {
+                known
+                    .iter()
+                    .flat_map(|s| &s.servers)
+                    .find(|s| &s.name == n)
+                    .map(|s| s.id.clone())
+                    .ok_or_else(|| format!("no server named {n:?}"))
+            })
+            .collect()
+    };
+    let mut feed = |event| match engine.handle_event(now(), event) {
+        Ok(()) => json!({"ok": true}),
+        Err(e) => json!({"ok": false, "error": e.to_string()}),
+    };
+    match request {
+        Request::Status => {
+            let state = engine.state();
+            let at = now();
+            let name_of = |id: &ServerId| {
+                known
+                    .iter()
+                    .flat_map(|s| &s.servers)
+                    .find(|s| &s.id == id)
+                    .map(|s| s.name.clone())
+            };
+            let subscriptions: Vec<serde_json::Value> = known
+                .iter()
+                .map(|s| {
+                    let servers: Vec<serde_json::Value> = s
+                        .servers
+                        .iter()
+                        .map(|srv| {
+                            let score = state
+                                .history
+                                .get(&srv.id)
+                                .and_then(|h| switchyard_auto::score::score(h, at));
+                            json!({
+                                "name": srv.name,
+                                "score": score,
+                                "marked": state.marks.contains(&srv.id),
+                                "current": state.current.as_ref() == Some(&srv.id),
+                            })
+                        })
+                        .collect();
+                    json!({"name": s.name, "auto": state.auto.as_deref() == Some(s.name.as_str()), "servers": servers})
+                })
+                .collect();
+            let s = status.lock().unwrap_or_else(|p| p.into_inner());
+            json!({
+                "ok": true,
+                "current": state.current.as_ref().and_then(name_of),
+                "return_to": state.return_to.as_ref().and_then(name_of),
+                "subscriptions": subscriptions,
+                "log": s.log,
+            })
+        }
+        Request::Mark { servers } => match ids(&servers) {
+            Ok(ids) => feed(Event::Mark(ids)),
+            Err(e) => json!({"ok": false, "error": e}),
+        },
+        Request::Unmark { servers } => match ids(&servers) {
+            Ok(ids) => feed(Event::Unmark(ids)),
+            Err(e) => json!({"ok": false, "error": e}),
+        },
+        Request::Done => feed(Event::MarksDone),
+        Request::Update => {
+            for url in urls {
+                let (url, updates) = (url.clone(), updates.clone());
+                tokio::spawn(async move {
+                    match crate::subscription::fetch(&url).await {
+                        Ok(sub) => {
+                            let _ = updates.send(SubscriptionServers::from_fetched(&url, sub));
+                        }
+                        Err(e) => tracing::warn!("updating the subscription: {e}"),
+                    }
+                });
+            }
+            json!({"ok": true, "updating": urls.len()})
         }
     }
 }

@@ -8,6 +8,7 @@
 //! client uses the first server of the first subscription that it can use.
 
 pub mod auto;
+pub mod control;
 pub mod meter;
 pub mod outbound;
 pub mod probe;

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use switchyard_client::auto::{AutoSettings, Status, SubscriptionServers};
+use switchyard_client::control::Request;
 use switchyard_client::probe::ProbeUrl;
 use switchyard_client::{Outbound, Proxy};
 use switchyard_node::{Node, NodeConfig};
@@ -91,6 +92,7 @@ async fn a_blackholed_server_is_left_within_the_stall_threshold_plus_the_probe_t
         probe_url: ProbeUrl::parse(&format!("http://{}/bytes/0", target.addr())).unwrap(),
         keep_connections: false,
         refresh_every: None,
+        state_file: None,
     };
     tokio::spawn(switchyard_client::auto::run(
         proxy.clone(),
@@ -103,6 +105,7 @@ async fn a_blackholed_server_is_left_within_the_stall_threshold_plus_the_probe_t
         settings,
         failed,
         status.clone(),
+        tokio::sync::mpsc::unbounded_channel().1,
     ));
     let current = || status.lock().unwrap().current.clone();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -249,13 +252,13 @@ async fn subscription_server(entries: Arc<Mutex<Vec<Entry>>>) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_update_that_removes_the_current_server_switches_at_once() {
+async fn marks_and_an_update_that_removes_the_current_server_switch_at_once() {
     let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
     let (_a, port_a) = node(dirs[0].path()).await;
     let (_b, port_b) = node(dirs[1].path()).await;
     let a = entry("A", SocketAddr::from(([127, 0, 0, 1], port_a)));
     let b = entry("B", SocketAddr::from(([127, 0, 0, 1], port_b)));
-    let served = Arc::new(Mutex::new(vec![a, b.clone()]));
+    let served = Arc::new(Mutex::new(vec![a.clone(), b]));
     let url = subscription_server(served.clone()).await;
     let sub = switchyard_client::fetch(&url).await.unwrap();
     let sub = SubscriptionServers::from_fetched(&url, sub);
@@ -268,14 +271,25 @@ async fn an_update_that_removes_the_current_server_switches_at_once() {
         probe_url: ProbeUrl::parse("http://127.0.0.1:9/").unwrap(),
         keep_connections: false,
         refresh_every: Some(Duration::from_millis(300)),
+        state_file: None,
     };
+    let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(switchyard_client::auto::run(
         proxy.clone(),
         vec![sub],
         settings,
         failed,
         status.clone(),
+        control_rx,
     ));
+    let ask = |request: Request| {
+        let control = control.clone();
+        async move {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            control.send((request, tx)).unwrap();
+            rx.await.unwrap()
+        }
+    };
     let current = || status.lock().unwrap().current.clone();
     let wait_for = |name: &'static str| async move {
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -285,10 +299,32 @@ async fn an_update_that_removes_the_current_server_switches_at_once() {
         }
     };
     wait_for("A").await;
-    // The update drops A: the next refresh moves Auto to B at once, no check needed.
-    let removed = Instant::now();
-    *served.lock().unwrap() = vec![b];
+    // Marking the current server and pressing Done moves Auto off it.
+    let answer = ask(Request::Mark {
+        servers: vec!["A".into()],
+    })
+    .await;
+    assert_eq!(answer["ok"], true, "{answer}");
+    assert_eq!(ask(Request::Done).await["ok"], true);
     wait_for("B").await;
+    let status_now = ask(Request::Status).await;
+    assert_eq!(status_now["current"], "B", "{status_now}");
+    assert_eq!(
+        status_now["subscriptions"][0]["servers"][0]["marked"], true,
+        "{status_now}"
+    );
+    assert_eq!(
+        ask(Request::Unmark {
+            servers: vec!["A".into()]
+        })
+        .await["ok"],
+        true
+    );
+    // The update drops B, the current server: the next refresh moves Auto back to A
+    // at once, no check needed.
+    let removed = Instant::now();
+    *served.lock().unwrap() = vec![a];
+    wait_for("A").await;
     assert!(
         removed.elapsed() < Duration::from_secs(2),
         "switched {:?} after the update was served",
@@ -296,8 +332,100 @@ async fn an_update_that_removes_the_current_server_switches_at_once() {
     );
     let log = status.lock().unwrap().log.clone();
     assert!(
-        log.iter().any(|l| l == "connected to B (Removed)"),
+        log.iter().any(|l| l == "connected to B (Marked)"),
         "{log:?}"
     );
-    assert_eq!(proxy.server().unwrap().entry().name, "B");
+    assert!(
+        log.iter().any(|l| l == "connected to A (Removed)"),
+        "{log:?}"
+    );
+    assert_eq!(proxy.server().unwrap().entry().name, "A");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn marks_and_history_survive_a_restart() {
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let (_a, port_a) = node(dirs[0].path()).await;
+    let (_b, port_b) = node(dirs[1].path()).await;
+    let servers = || {
+        vec![SubscriptionServers {
+            name: "test".into(),
+            url: None,
+            update_interval: None,
+            servers: [
+                entry("A", SocketAddr::from(([127, 0, 0, 1], port_a))),
+                entry("B", SocketAddr::from(([127, 0, 0, 1], port_b))),
+            ]
+            .into_iter()
+            .map(|e| Arc::new(Outbound::new(e).unwrap()))
+            .collect(),
+        }]
+    };
+    let file = dirs[0].path().join("auto-state.json");
+    let start = || {
+        let settings = AutoSettings {
+            config: switchyard_auto::AutoConfig::default(),
+            probe_url: ProbeUrl::parse("http://127.0.0.1:9/").unwrap(),
+            keep_connections: false,
+            refresh_every: None,
+            state_file: Some(file.clone()),
+        };
+        let servers = servers();
+        async move {
+            let proxy = Proxy::start("127.0.0.1:0".parse().unwrap()).await.unwrap();
+            let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
+            let task = tokio::spawn(switchyard_client::auto::run(
+                proxy,
+                servers,
+                settings,
+                tokio::sync::mpsc::unbounded_channel().1,
+                Arc::new(Mutex::new(Status::default())),
+                control_rx,
+            ));
+            (task, control)
+        }
+    };
+    let ask = |control: &tokio::sync::mpsc::UnboundedSender<switchyard_client::control::Call>,
+               request: Request| {
+        let control = control.clone();
+        async move {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            control.send((request, tx)).unwrap();
+            rx.await.unwrap()
+        }
+    };
+    let (task, control) = start().await;
+    let answer = ask(
+        &control,
+        Request::Mark {
+            servers: vec!["B".into()],
+        },
+    )
+    .await;
+    assert_eq!(answer["ok"], true, "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !std::fs::read_to_string(&file).is_ok_and(|t| t.contains("\"marks\":[\"vless:")) {
+        assert!(Instant::now() < deadline, "the mark is saved");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    task.abort();
+    let _ = task.await;
+
+    // A new run on the same file remembers the mark.
+    let (task, control) = start().await;
+    let status = ask(&control, Request::Status).await;
+    let servers = &status["subscriptions"][0]["servers"];
+    assert_eq!(
+        (&servers[0]["marked"], &servers[1]["marked"]),
+        (&serde_json::json!(false), &serde_json::json!(true)),
+        "{status}"
+    );
+    task.abort();
+    let _ = task.await;
+    // A damaged file is set aside, never fatal.
+    std::fs::write(&file, "{not json").unwrap();
+    let (_task2, control) = start().await;
+    let status = ask(&control, Request::Status).await;
+    assert_eq!(status["ok"], true);
+    assert!(file.with_extension("bad").exists());
 }

@@ -3,12 +3,14 @@
 //! first subscription: the server it connects to, checks on real traffic, switches.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use switchyard_auto::{AutoConfig, Method, Platform};
 use switchyard_client::auto::{AutoSettings, Status, SubscriptionServers};
+use switchyard_client::control::{self, Request};
 use switchyard_client::probe::ProbeUrl;
 use switchyard_client::{Proxy, fetch};
 
@@ -21,7 +23,38 @@ const EMPTY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 pub(crate) enum ClientCommand {
     /// Fetch the subscriptions and serve the local proxy in the foreground.
     Run(RunArgs),
+    /// The running client's queue: servers with their scores and marks, the current
+    /// and return servers, the last events (JSON).
+    Status(DataArg),
+    /// Mark servers (by name) Auto must not switch to; `done` applies the marks.
+    Mark(NamesArg),
+    /// Remove marks.
+    Unmark(NamesArg),
+    /// Apply the marks: leave a marked current server.
+    Done(DataArg),
+    /// Fetch every subscription again now.
+    Update(DataArg),
 }
+
+/// Where the running client keeps its state (its control socket is in it).
+#[derive(Debug, Args)]
+pub(crate) struct DataArg {
+    /// The client's data directory.
+    #[arg(long, default_value = "switchyard-client-data")]
+    data: PathBuf,
+}
+
+/// Servers by name, and the data directory.
+#[derive(Debug, Args)]
+pub(crate) struct NamesArg {
+    #[command(flatten)]
+    data: DataArg,
+    /// The servers' names, as `status` shows them.
+    #[arg(required = true)]
+    servers: Vec<String>,
+}
+
+const SOCKET: &str = "control.sock";
 
 /// `switchyard client run`.
 #[derive(Debug, Args)]
@@ -49,18 +82,37 @@ pub(crate) struct RunArgs {
     /// them, so apps reconnect through the working one).
     #[arg(long)]
     keep_connections: bool,
+    #[command(flatten)]
+    data: DataArg,
 }
 
 impl ClientCommand {
     pub(crate) fn run(self) -> anyhow::Result<()> {
-        match self {
+        let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+        let (data, request) = match self {
             Self::Run(args) => {
                 super::node::init_logs();
-                let runtime =
-                    tokio::runtime::Runtime::new().context("starting the async runtime")?;
-                runtime.block_on(args.run())
+                return runtime.block_on(args.run());
             }
+            Self::Status(d) => (d, Request::Status),
+            Self::Mark(n) => (n.data, Request::Mark { servers: n.servers }),
+            Self::Unmark(n) => (n.data, Request::Unmark { servers: n.servers }),
+            Self::Done(d) => (d, Request::Done),
+            Self::Update(d) => (d, Request::Update),
+        };
+        let answer = runtime
+            .block_on(control::call(&data.data.join(SOCKET), &request))
+            .context("is `switchyard client run` running with this --data?")?;
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+        if answer["ok"] != true {
+            bail!(
+                "{}",
+                answer["error"]
+                    .as_str()
+                    .unwrap_or("the client refused the request")
+            );
         }
+        Ok(())
     }
 }
 
@@ -88,6 +140,7 @@ impl RunArgs {
                 .map_err(|e| anyhow::anyhow!("--probe-url: {e}"))?,
             keep_connections: self.keep_connections,
             refresh_every: None,
+            state_file: Some(self.data.data.join("auto-state.json")),
         })
     }
 
@@ -115,9 +168,13 @@ impl RunArgs {
             .with_context(|| format!("listening on {}", self.listen))?;
         println!("proxy: {} (SOCKS5 and HTTP CONNECT)", proxy.addr());
         println!("servers: {usable} usable in {} subscription(s)", subs.len());
+        std::fs::create_dir_all(&self.data.data)
+            .with_context(|| format!("creating {}", self.data.data.display()))?;
+        let (calls, control_rx) = tokio::sync::mpsc::unbounded_channel();
+        control::serve(&self.data.data.join(SOCKET), calls)?;
         let status = Arc::new(std::sync::Mutex::new(Status::default()));
         tokio::select! {
-            () = switchyard_client::auto::run(proxy, subs, settings, failed, status) => Ok(()),
+            () = switchyard_client::auto::run(proxy, subs, settings, failed, status, control_rx) => Ok(()),
             r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C"),
         }
     }

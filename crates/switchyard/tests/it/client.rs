@@ -8,6 +8,7 @@
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use serde_json::json;
 use switchyard_testkit::http::get_bytes;
 use switchyard_testkit::{HttpTarget, free_port};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -18,8 +19,9 @@ use crate::up::up;
 
 const MIB: u64 = 1 << 20;
 
-/// Starts the client on `subscription`; the proxy's address once it prints it.
-async fn client(subscription: &str) -> (Child, std::net::SocketAddr) {
+/// Starts the client on `subscription` with its state in `data`; the proxy's address
+/// once it prints it.
+async fn client(subscription: &str, data: &std::path::Path) -> (Child, std::net::SocketAddr) {
     let listen = format!("127.0.0.1:{}", free_port().unwrap());
     let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
         .args([
@@ -30,6 +32,8 @@ async fn client(subscription: &str) -> (Child, std::net::SocketAddr) {
             "--listen",
             &listen,
         ])
+        .arg("--data")
+        .arg(data)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -57,7 +61,8 @@ async fn the_client_carries_socks5_and_http_connect_through_the_subscription_s_s
     let dir = tempfile::tempdir().unwrap();
     let target = HttpTarget::start().await.unwrap();
     let up = up(&dir.path().join("data")).await;
-    let (_client, proxy) = client(&up.subscription).await;
+    let data = dir.path().join("client");
+    let (_client, proxy) = client(&up.subscription, &data).await;
 
     // SOCKS5, retried while the node takes its first config.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -94,6 +99,64 @@ async fn the_client_carries_socks5_and_http_connect_through_the_subscription_s_s
     let mut answer = String::new();
     s.read_to_string(&mut answer).await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 405 "), "{answer}");
+
+    // The control socket: status, marks refused as they must be, an update.
+    let control = async |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+            .arg("client")
+            .args(args)
+            .arg("--data")
+            .arg(&data)
+            .output()
+            .await
+            .unwrap();
+        let answer: serde_json::Value =
+            serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+        (
+            out.status.success(),
+            answer,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, status, err) = control(&["status"]).await;
+    assert!(ok, "{err}");
+    let server = status["subscriptions"][0]["servers"][0].clone();
+    let name = server["name"].as_str().unwrap().to_owned();
+    assert_eq!(status["current"], name, "{status}");
+    assert_eq!(
+        (&server["current"], &server["marked"]),
+        (&json!(true), &json!(false))
+    );
+    assert!(
+        status["log"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().unwrap().starts_with("connected to")),
+        "{status}"
+    );
+    // Auto refuses to mark the last unmarked server of its subscription (the spec's
+    // rule), and says so; the mark is not taken.
+    let (ok, answer, _) = control(&["mark", &name]).await;
+    assert!(!ok);
+    assert!(
+        answer["error"]
+            .as_str()
+            .unwrap()
+            .contains("is the last unmarked server"),
+        "{answer}"
+    );
+    let (_, status, _) = control(&["status"]).await;
+    assert_eq!(
+        status["subscriptions"][0]["servers"][0]["marked"], false,
+        "{status}"
+    );
+    let (ok, answer, err) = control(&["mark", "nope"]).await;
+    assert!(!ok);
+    assert_eq!(answer["error"], "no server named \"nope\"", "{err}");
+    let (ok, answer, err) = control(&["update"]).await;
+    assert!(ok, "{err}");
+    assert_eq!(answer["updating"], 1);
 
     // A subscription that answers 404 is an error naming the URL and the status.
     let bad = format!("http://{}/sub/no-such-token", up.api);
