@@ -1,5 +1,6 @@
 //! The client reading a subscription server's answer: the HTTP head (through
-//! `httparse`), then the body as share links. No panic whatever the bytes.
+//! `httparse`), then the body as a sing-box config (serde_json) or share links. No
+//! panic whatever the bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -8,6 +9,6 @@ use switchyard_client::subscription::parse_response;
 fuzz_target!(|data: &[u8]| {
     if let Ok((_, body)) = parse_response(data) {
         assert!(body.len() <= data.len());
-        let _ = switchyard_proto::share::parse_subscription(&String::from_utf8_lossy(body));
+        let _ = switchyard_client::subscription::parse_body(&String::from_utf8_lossy(body));
     }
 });

@@ -1,6 +1,7 @@
 //! Fetching a subscription: one HTTP/1.1 `GET` (TLS verified against the web roots
-//! for `https://`), its body read as share links (plain or base64, the panel's
-//! default answer), each link an [`Entry`]. Bounded: [`FETCH_TIMEOUT`] for the whole
+//! for `https://`), its body read as a sing-box client config (what the panel answers
+//! this client's User-Agent) or as share links (plain or base64), each server an
+//! [`Entry`]. Bounded: [`FETCH_TIMEOUT`] for the whole
 //! fetch, [`MAX_BODY`] bytes of body.
 
 use std::sync::Arc;
@@ -118,9 +119,9 @@ pub async fn fetch(url: &str) -> Result<Subscription, SubscriptionError> {
         url: url.to_owned(),
         reason: "not UTF-8".into(),
     })?;
-    let entries = parse_subscription(&text).map_err(|e| SubscriptionError::Body {
+    let entries = parse_body(&text).map_err(|reason| SubscriptionError::Body {
         url: url.to_owned(),
-        reason: e.to_string(),
+        reason,
     })?;
     let update_interval_hours = head
         .iter()
@@ -130,6 +131,17 @@ pub async fn fetch(url: &str) -> Result<Subscription, SubscriptionError> {
         entries,
         update_interval_hours,
     })
+}
+
+/// The servers of a subscription body: a sing-box client config (JSON, what the panel
+/// gives this client: it carries pinned certificates), or share links, plain or base64.
+pub fn parse_body(text: &str) -> Result<Vec<Entry>, String> {
+    if text.trim_start().starts_with('{') {
+        let config: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        return switchyard_proto::singbox::entries(&config).map_err(|e| e.to_string());
+    }
+    parse_subscription(text).map_err(|e| e.to_string())
 }
 
 /// An answer's headers, in order.

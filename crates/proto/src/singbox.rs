@@ -438,6 +438,10 @@ fn go_duration(d: Duration) -> String {
     }
 }
 
+#[path = "singbox_read.rs"]
+mod read;
+pub use read::{ReadError, entries};
+
 #[cfg(test)]
 #[path = "singbox_tests.rs"]
 mod tests;

@@ -171,3 +171,44 @@ fn go_durations() {
     assert_eq!(go_duration(Duration::from_millis(1500)), "1500ms");
     assert_eq!(go_duration(Duration::ZERO), "0s");
 }
+
+/// What [`client_config`] writes reads back as the same entries, in order; other
+/// outbounds are skipped; a malformed one is an error naming its place.
+#[test]
+fn a_written_config_reads_back_as_its_entries() {
+    let mut vision = vision_over_insecure_ws();
+    vision.name = "vision".into();
+    let entries = vec![
+        entry("🇩🇪 Frankfurt", vless(), EntryTransport::Tcp, tls()),
+        entry("plain", vless(), EntryTransport::Tcp, None),
+        entry("trojan ws", trojan(), ws(), tls()),
+        entry("ss", shadowsocks(), EntryTransport::Tcp, None),
+        vision,
+    ];
+    let config = client_config(&entries, &SingBoxOptions::default());
+    assert_eq!(entries_of(&config).unwrap(), entries);
+    assert_eq!(
+        entries_of(&json!({"outbounds": [{"type": "direct", "tag": "direct"}]})).unwrap(),
+        vec![]
+    );
+    assert_eq!(
+        entries_of(&json!({"inbounds": []})).unwrap_err(),
+        ReadError::NoOutbounds
+    );
+    let bad = json!({"outbounds": [
+        {"type": "direct", "tag": "d"},
+        {"type": "vless", "tag": "x", "server": "h", "server_port": 443},
+    ]});
+    let e = entries_of(&bad).unwrap_err().to_string();
+    assert!(e.starts_with("outbounds[1]: missing field `uuid`"), "{e}");
+    let grpc = json!({"outbounds": [{"type": "trojan", "tag": "g", "server": "h",
+        "server_port": 443, "password": "p", "transport": {"type": "grpc"}}]});
+    assert_eq!(
+        entries_of(&grpc).unwrap_err().to_string(),
+        "outbounds[0]: transport \"grpc\" is not read (only ws)"
+    );
+}
+
+fn entries_of(config: &Value) -> Result<Vec<Entry>, ReadError> {
+    super::entries(config)
+}

@@ -108,7 +108,7 @@ impl std::fmt::Display for Format {
 /// The built-in table's version: bumped whenever a row is added, removed,
 /// reordered or changes its pattern, format or threshold, so that operators (and
 /// `docs/subscriptions.md`) can tell which table a panel runs.
-pub const TABLE_VERSION: u32 = 1;
+pub const TABLE_VERSION: u32 = 2;
 
 /// The longest pattern a rule may have, in bytes.
 pub const MAX_PATTERN_LEN: usize = 128;
@@ -261,6 +261,8 @@ static BUILTIN: LazyLock<Vec<AgentRule>> = LazyLock::new(|| {
         row_since("v2rayN", "v2rayn/", Xray, "6.40"),
         row("INCY", PREFIX, "incy/", Xray),
         row("V2Box", PREFIX, "v2box", Xray),
+        // Ours: sing-box JSON carries the pinned self-signed certificates links can't.
+        row("Switchyard client", PREFIX, "switchyard-client/", SingBox),
     ]
 });
 

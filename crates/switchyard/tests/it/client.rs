@@ -1,6 +1,7 @@
 //! `switchyard client run` end to end: `switchyard up` (a panel, a node enrolled
 //! through the real join flow, a VLESS+TLS inbound and a demo user), then the client on
-//! the demo user's subscription URL. A download through the client's SOCKS5 port and
+//! the demo user's subscription URL (sing-box JSON for this client, the inbound's
+//! self-signed certificate pinned). A download through the client's SOCKS5 port and
 //! one through its HTTP CONNECT port (the same port) cross the node to a local target,
 //! every byte checked; a plain HTTP request gets 405; a subscription URL that answers
 //! 404 is a clear error.
@@ -61,6 +62,11 @@ async fn the_client_carries_socks5_and_http_connect_through_the_subscription_s_s
     let dir = tempfile::tempdir().unwrap();
     let target = HttpTarget::start().await.unwrap();
     let up = up(&dir.path().join("data")).await;
+    // The panel answers this client with sing-box JSON, which pins the inbound's
+    // self-signed certificate (share links could only say "insecure").
+    let sub = switchyard_client::fetch(&up.subscription).await.unwrap();
+    let tls = sub.entries[0].tls.clone().expect("the demo inbound is TLS");
+    assert!(!tls.insecure && tls.certificate_pem.is_some(), "{tls:?}");
     let data = dir.path().join("client");
     let (_client, proxy) = client(&up.subscription, &data).await;
 

@@ -58,6 +58,8 @@ rows! {
     incy: "INCY/1.2.0" => "INCY", Xray;
     // Closed source; Remnawave matches the prefix "V2Box".
     v2box: "V2Box/9.2.0" => "V2Box", Xray;
+    // crates/client/src/subscription.rs
+    switchyard: "switchyard-client/0.1.0" => "Switchyard client", SingBox;
 }
 
 #[test]
@@ -71,7 +73,7 @@ fn every_builtin_row_is_reached_by_a_sample() {
     }
     assert_eq!(SAMPLES.len(), builtin().len());
     assert_eq!(
-        TABLE_VERSION, 1,
+        TABLE_VERSION, 2,
         "a changed table bumps TABLE_VERSION and the docs"
     );
 }

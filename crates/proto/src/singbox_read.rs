@@ -1,0 +1,203 @@
+//! Reading entries back out of a sing-box client config: the `vless`, `trojan` and
+//! `shadowsocks` outbounds, each an [`Entry`] named by its tag, in order. Other
+//! outbounds (selectors, `urltest`, `direct`) are skipped. The reverse of
+//! [`client_config`](super::client_config) for what entries hold: a config written
+//! from entries reads back as the same entries (early data, `/ws?ed=N`, included).
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+
+/// Why a sing-box config could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// No `outbounds` array.
+    #[error("a sing-box config has an `outbounds` array; this has none")]
+    NoOutbounds,
+    /// An outbound of a kind read here is malformed.
+    #[error("outbounds[{index}]: {problem}")]
+    Outbound {
+        /// Its place in `outbounds`.
+        index: usize,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+enum Out {
+    Vless {
+        tag: String,
+        server: String,
+        server_port: u16,
+        uuid: String,
+        #[serde(default)]
+        flow: Option<String>,
+        #[serde(default)]
+        tls: Option<Tls>,
+        #[serde(default)]
+        transport: Option<Transport>,
+    },
+    Trojan {
+        tag: String,
+        server: String,
+        server_port: u16,
+        password: String,
+        #[serde(default)]
+        tls: Option<Tls>,
+        #[serde(default)]
+        transport: Option<Transport>,
+    },
+    Shadowsocks {
+        tag: String,
+        server: String,
+        server_port: u16,
+        method: String,
+        password: String,
+    },
+}
+
+#[derive(Deserialize)]
+struct Tls {
+    #[serde(default)]
+    enabled: bool,
+    #[serde(default)]
+    server_name: Option<String>,
+    #[serde(default)]
+    insecure: bool,
+    #[serde(default)]
+    alpn: Vec<String>,
+    #[serde(default)]
+    certificate: Option<Certificate>,
+}
+
+/// sing-box takes the PEM as one string or as lines.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Certificate {
+    One(String),
+    Lines(Vec<String>),
+}
+
+#[derive(Deserialize)]
+struct Transport {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    headers: Option<Headers>,
+    #[serde(default)]
+    max_early_data: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct Headers {
+    #[serde(rename = "Host", default)]
+    host: Option<String>,
+}
+
+const READ: [&str; 3] = ["vless", "trojan", "shadowsocks"];
+
+/// The entries of a sing-box client config, in order.
+pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
+    let outbounds = config["outbounds"]
+        .as_array()
+        .ok_or(ReadError::NoOutbounds)?;
+    let mut out = Vec::new();
+    for (index, o) in outbounds.iter().enumerate() {
+        if !READ.contains(&o["type"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        let problem = |p: String| ReadError::Outbound { index, problem: p };
+        let parsed: Out = serde_json::from_value(o.clone()).map_err(|e| problem(e.to_string()))?;
+        let entry = match parsed {
+            Out::Vless {
+                tag,
+                server,
+                server_port,
+                uuid,
+                flow,
+                tls,
+                transport,
+            } => Entry {
+                name: tag,
+                server,
+                port: server_port,
+                protocol: EntryProtocol::Vless { uuid, flow },
+                transport: transport_of(transport).map_err(problem)?,
+                tls: tls_of(tls),
+            },
+            Out::Trojan {
+                tag,
+                server,
+                server_port,
+                password,
+                tls,
+                transport,
+            } => Entry {
+                name: tag,
+                server,
+                port: server_port,
+                protocol: EntryProtocol::Trojan { password },
+                transport: transport_of(transport).map_err(problem)?,
+                tls: tls_of(tls),
+            },
+            Out::Shadowsocks {
+                tag,
+                server,
+                server_port,
+                method,
+                password,
+            } => Entry {
+                name: tag,
+                server,
+                port: server_port,
+                protocol: EntryProtocol::Shadowsocks { method, password },
+                transport: EntryTransport::Tcp,
+                tls: None,
+            },
+        };
+        if entry.port == 0 {
+            return Err(problem("server_port 0".into()));
+        }
+        out.push(entry);
+    }
+    Ok(out)
+}
+
+fn tls_of(tls: Option<Tls>) -> Option<EntryTls> {
+    let t = tls.filter(|t| t.enabled)?;
+    Some(EntryTls {
+        server_name: t.server_name,
+        insecure: t.insecure,
+        certificate_pem: t.certificate.map(|c| match c {
+            Certificate::One(s) => s,
+            Certificate::Lines(l) => l.join("\n"),
+        }),
+        alpn: t.alpn,
+    })
+}
+
+fn transport_of(t: Option<Transport>) -> Result<EntryTransport, String> {
+    let Some(t) = t else {
+        return Ok(EntryTransport::Tcp);
+    };
+    match t.kind.as_str() {
+        "ws" => {
+            let path = t.path.unwrap_or_else(|| "/".into());
+            let path = match t.max_early_data {
+                Some(n) if n > 0 => format!("{path}?ed={n}"),
+                _ => path,
+            };
+            Ok(EntryTransport::Ws {
+                path,
+                host: t.headers.and_then(|h| h.host),
+            })
+        }
+        other => Err(format!("transport {other:?} is not read (only ws)")),
+    }
+}
