@@ -71,11 +71,28 @@ fn load_state(path: &std::path::Path) -> switchyard_auto::State {
     }
 }
 
-/// Writes `text` to `path` through a temporary file and a rename.
+/// Writes `text` to `path` so that a crash leaves the old file or the new one, never
+/// a torn one: a synced temporary file (`0600`), a rename, the directory synced (as
+/// the node's `state::write_atomic`, which this crate does not depend on).
 fn save_state(path: &std::path::Path, text: &str) {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    let done = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    let done = (|| -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
     if let Err(e) = done {
+        let _ = std::fs::remove_file(&tmp);
         tracing::warn!("saving Auto's memory to {}: {e}", path.display());
     }
 }

@@ -140,6 +140,29 @@ async fn log_in(b: &Browser, http: std::net::SocketAddr, dir: &std::path::Path) 
     b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
 }
 
+/// A heartbeat that found `server` online with this load, as the panel stores it.
+async fn heartbeat(panel: &Panel, server: i64, users_online: u64, throughput: (u64, u64)) {
+    let now = live::now();
+    let mut health = switchyard_panel::model::Health::new(now, Default::default());
+    health.observe(now, switchyard_panel::model::Observation::Answered);
+    panel
+        .state
+        .store()
+        .report_server(
+            server,
+            &switchyard_panel::store::ServerReport {
+                health,
+                config_version: None,
+                users_online,
+                throughput,
+                capacity: None,
+            },
+            now,
+        )
+        .await
+        .unwrap();
+}
+
 async fn seed_cluster(panel: &Panel, name: &str) -> i64 {
     panel
         .state
@@ -177,24 +200,7 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     let sub = alice.subscription_path.clone();
     wait_entries(http, &sub, &["Frankfurt"], "seeded").await;
     // de-1 answered a heartbeat: one point of history for its charts.
-    let mut health = switchyard_panel::model::Health::new(now, Default::default());
-    health.observe(now, switchyard_panel::model::Observation::Answered);
-    panel
-        .state
-        .store()
-        .report_server(
-            de,
-            &switchyard_panel::store::ServerReport {
-                health,
-                config_version: None,
-                users_online: 3,
-                throughput: (125_000, 250_000),
-                capacity: None,
-            },
-            now,
-        )
-        .await
-        .unwrap();
+    heartbeat(&panel, de, 3, (125_000, 250_000)).await;
 
     let b = Browser::start().await.unwrap();
     b.goto(&format!("http://{http}/")).await.unwrap();
@@ -406,24 +412,7 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     );
 
     // Live: a heartbeat from fi-1 turns its badge Online without a reload.
-    let mut health = switchyard_panel::model::Health::new(now, Default::default());
-    health.observe(now, switchyard_panel::model::Observation::Answered);
-    panel
-        .state
-        .store()
-        .report_server(
-            fi,
-            &switchyard_panel::store::ServerReport {
-                health,
-                config_version: None,
-                users_online: 1,
-                throughput: (0, 0),
-                capacity: None,
-            },
-            live::now(),
-        )
-        .await
-        .unwrap();
+    heartbeat(&panel, fi, 1, (0, 0)).await;
     b.wait_until_text(
         &format!("[data-server-row=\"{fi}\"] .badge"),
         "Online",
