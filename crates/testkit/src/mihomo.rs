@@ -33,6 +33,22 @@ pub fn binary() -> Result<PathBuf> {
     PINNED.binary()
 }
 
+/// What mihomo logs once it serves. Its listeners open before its tunnel runs, and
+/// the tunnel drops every connection until then (`tunnel.OnRunning` in
+/// `hub/executor`), so a listening port is not enough: the health checks of its
+/// compatible providers start right after the tunnel runs, and mihomo logs their
+/// start at info. So [`Mihomo::start`] needs a config logging at info or debug.
+const SERVING: &str = "Start initial Compatible provider";
+
+/// Whether `config` (YAML or the JSON-style YAML our panel writes) logs at info or
+/// debug, so that [`SERVING`] reaches the log.
+fn logs_info(config: &str) -> bool {
+    ["info", "debug"].iter().any(|level| {
+        config.contains(&format!("\"log-level\": \"{level}\""))
+            || config.contains(&format!("log-level: {level}"))
+    })
+}
+
 /// A running mihomo, killed when dropped; its log's tail is in every error and is
 /// printed when the test panics.
 #[derive(Debug)]
@@ -44,8 +60,15 @@ pub struct Mihomo {
 impl Mihomo {
     /// Checks `config` with `mihomo -t`, runs it and waits until mihomo listens on
     /// `mixed`, the address of the config's `mixed-port` (127.0.0.1 unless
-    /// `allow-lan`). Errors carry mihomo's own words.
+    /// `allow-lan`), and serves ([`SERVING`]). Errors carry mihomo's own words.
     pub async fn start(config: &str, mixed: SocketAddr) -> Result<Self> {
+        if !logs_info(config) {
+            bail!(
+                "Mihomo::start needs `log-level: info` (or debug) in the config: mihomo's \
+                 line {SERVING:?} is the only sign that it serves (it drops connections \
+                 on an open port until then)"
+            );
+        }
         let binary = binary()?;
         let dir = peer::public_dir("switchyard-mihomo-")?;
         let path = peer::write_public(dir.path(), "config.yaml", config)?;
@@ -54,7 +77,8 @@ impl Mihomo {
         }
         let mut command = Command::new(&binary);
         command.arg("-d").arg(dir.path()).arg("-f").arg(&path);
-        let process = Process::spawn("mihomo", command, dir, &[(mixed, true)]).await?;
+        let mut process = Process::spawn("mihomo", command, dir, &[(mixed, true)]).await?;
+        process.wait_log(SERVING).await?;
         Ok(Self { process, mixed })
     }
 

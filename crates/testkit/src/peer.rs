@@ -186,6 +186,30 @@ impl Process {
         }
     }
 
+    /// Waits until its log holds `needle`: the sign, for a peer that listens before
+    /// it serves, that it now serves. Fails with the log's tail when it exits first
+    /// or the line is not there within the start timeout.
+    pub(crate) async fn wait_log(&mut self, needle: &str) -> Result<()> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            self.ensure_running()?;
+            if fs::read_to_string(&self.log_path)
+                .unwrap_or_default()
+                .contains(needle)
+            {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                bail!(
+                    "{} did not log {needle:?} within {START_TIMEOUT:?}; its log ends with:\n{}",
+                    self.name,
+                    self.log_tail()
+                );
+            }
+            sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits until the process itself holds every socket. Asking the kernel who
     /// owns the socket (Linux's `/proc`) rather than connecting means another
     /// process that took a [`free_port`](crate::free_port) first is not mistaken for

@@ -222,8 +222,11 @@ async fn mihomo_runs_the_clash_subscription_through_every_route() {
         let port = free_port().unwrap();
         let config = yaml
             .replace("\"MATCH,Switchyard\"", &format!("\"MATCH,{name}\""))
-            .replace("\"mixed-port\": 7890", &format!("\"mixed-port\": {port}"));
+            .replace("\"mixed-port\": 7890", &format!("\"mixed-port\": {port}"))
+            // The level at which mihomo says it serves (testkit's `Mihomo::start`).
+            .replace("\"log-level\": \"warning\"", "\"log-level\": \"info\"");
         assert!(config.contains(&format!("\"MATCH,{name}\"")), "{config}");
+        assert!(config.contains("\"log-level\": \"info\""), "{config}");
         let client =
             switchyard_testkit::Mihomo::start(&config, SocketAddr::from(([127, 0, 0, 1], port)))
                 .await
