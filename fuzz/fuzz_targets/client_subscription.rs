@@ -1,6 +1,7 @@
 //! The client reading a subscription server's answer: the HTTP head (through
-//! `httparse`), then the body as a sing-box config (serde_json) or share links. No
-//! panic whatever the bytes.
+//! `httparse`), then the body as a sing-box config (serde_json), a Clash config
+//! (`clash_yaml` fuzzes that reader alone) or share links. No panic whatever the
+//! bytes.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

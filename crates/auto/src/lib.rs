@@ -40,7 +40,7 @@ pub mod sim;
 pub mod time;
 
 pub use config::{AutoConfig, ConfigError, Platform};
-pub use engine::{Engine, State};
+pub use engine::{Engine, NetworkPause, State};
 pub use error::InputError;
 pub use event::{
     Check, CheckId, CheckReport, ConnectReason, Event, Outcome, Output, SwitchReason, Trigger,

@@ -80,6 +80,50 @@ pub fn score(history: &History, now: Timestamp) -> Option<u64> {
     score_of(&buf[..n])
 }
 
+/// What a server's score is made of, for people: `S = typical + jumps + 1000 · failures`
+/// when it is scored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Parts {
+    /// The typical ping: the (upper) median of the answered delays, ms; `None` when
+    /// no usable measurement answered.
+    pub typical_ms: Option<u64>,
+    /// How far the ping jumps: the largest answered delay minus the smallest, ms
+    /// (0 with fewer than two answers).
+    pub jumps_ms: u64,
+    /// Usable measurements that got no answer.
+    pub failures: u32,
+    /// Usable measurements (same method as the latest, within 24 h, the last 5).
+    pub measurements: u32,
+}
+
+/// The parts of a server's score at `now` ([`Parts`]), or `None` with no usable
+/// measurement.
+pub fn parts(history: &History, now: Timestamp) -> Option<Parts> {
+    let mut buf = [None; HISTORY_LEN];
+    let n = history.usable_delays(now, &mut buf);
+    if n == 0 {
+        return None;
+    }
+    let mut answered = [0u64; HISTORY_LEN];
+    let mut k = 0;
+    for ms in buf[..n].iter().flatten() {
+        answered[k] = u64::from(*ms);
+        k += 1;
+    }
+    let answered = &mut answered[..k];
+    answered.sort_unstable();
+    let (typical_ms, jumps_ms) = match answered {
+        [] => (None, 0),
+        a => (Some(a[a.len() / 2]), a[a.len() - 1] - a[0]),
+    };
+    Some(Parts {
+        typical_ms,
+        jumps_ms,
+        failures: u32::try_from(n - k).unwrap_or(u32::MAX),
+        measurements: u32::try_from(n).unwrap_or(u32::MAX),
+    })
+}
+
 /// S over usable delays, oldest first (`None`: no answer).
 fn score_of(usable: &[Option<u32>]) -> Option<u64> {
     let mut answered = [0u64; HISTORY_LEN];
@@ -146,6 +190,33 @@ mod tests {
             Some(305)
         );
         assert_eq!(score(&hist(&[Some(15), Some(18), None]), NOW), Some(1021));
+    }
+
+    #[test]
+    fn parts_add_up_to_the_score() {
+        // Finland, Germany, the Netherlands of the worked example.
+        for (ms, typical, jumps, failures) in [
+            (&[Some(60), Some(61), Some(62)][..], Some(61), 2, 0),
+            (&[Some(20), Some(25), Some(300)][..], Some(25), 280, 0),
+            (&[Some(15), Some(18), None][..], Some(18), 3, 1),
+        ] {
+            let h = hist(ms);
+            let p = parts(&h, NOW).unwrap();
+            assert_eq!(
+                (p.typical_ms, p.jumps_ms, p.failures, p.measurements),
+                (typical, jumps, failures, 3)
+            );
+            assert_eq!(
+                score(&h, NOW),
+                Some(typical.unwrap() + jumps + SILENT_PENALTY * u64::from(failures))
+            );
+        }
+        let silent = parts(&hist(&[None, None]), NOW).unwrap();
+        assert_eq!(
+            (silent.typical_ms, silent.jumps_ms, silent.failures),
+            (None, 0, 2)
+        );
+        assert_eq!(parts(&History::new(), NOW), None);
     }
 
     #[test]

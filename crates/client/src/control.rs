@@ -1,10 +1,11 @@
 //! The running client's control socket: a Unix socket (mode 0600) that takes one JSON
 //! request per line and answers one JSON line. `switchyard client status`, `mark`,
-//! `unmark`, `done` and `update` talk to it.
+//! `unmark`, `done`, `auto on`, `add`, `speedtest` and `update` talk to it.
 //!
 //! Requests: `{"command":"status"}`, `{"command":"mark","servers":["name",…]}`,
 //! `{"command":"unmark","servers":[…]}`, `{"command":"done"}`,
-//! `{"command":"update"}`. Answers: `{"ok":true, …}` or `{"ok":false,"error":"…"}`.
+//! `{"command":"update"}`, `{"command":"auto_on","subscription":"2"}`,
+//! `{"command":"add","url":"https://…"}`, `{"command":"speedtest","server":"name"}`. Answers: `{"ok":true, …}` or `{"ok":false,"error":"…"}`.
 //! A request line is at most [`MAX_LINE`] bytes and must come within
 //! [`REQUEST_TIMEOUT`].
 
@@ -22,6 +23,10 @@ pub const MAX_LINE: usize = 64 * 1024;
 
 /// How long a connection has to send its request.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long [`call`] waits for the answer: longer than a subscription fetch (20 s)
+/// or a speed test (at most 30 s), which `add` and `speedtest` wait for.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What the user asks the running client.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +48,23 @@ pub enum Request {
     Done,
     /// Fetch every subscription again now.
     Update,
+    /// Turn Auto on in this subscription (its URL or its number, 1 first).
+    #[serde(rename = "auto_on")]
+    AutoOn {
+        /// The subscription.
+        subscription: String,
+    },
+    /// Measure a server's download speed (by name; the current server when `None`).
+    Speedtest {
+        /// The server's name.
+        #[serde(default)]
+        server: Option<String>,
+    },
+    /// Add a subscription at the end of the list (kept in the data directory).
+    Add {
+        /// Its URL.
+        url: String,
+    },
 }
 
 /// A request with the way back for its answer.
@@ -140,10 +162,10 @@ pub async fn call(path: &Path, request: &Request) -> Result<Value, ControlError>
         .await
         .map_err(|e| problem(e.to_string()))?;
     let mut line = String::new();
-    BufReader::new(r)
-        .take(16 << 20)
-        .read_line(&mut line)
+    let mut reader = BufReader::new(r).take(16 << 20);
+    tokio::time::timeout(ANSWER_TIMEOUT, reader.read_line(&mut line))
         .await
+        .map_err(|_| problem(format!("no answer within {ANSWER_TIMEOUT:?}")))?
         .map_err(|e| problem(e.to_string()))?;
     serde_json::from_str(line.trim()).map_err(|e| problem(format!("not JSON: {e}")))
 }
@@ -166,7 +188,21 @@ mod tests {
             serde_json::from_str::<Request>(r#"{"command":"status"}"#).unwrap(),
             Request::Status
         );
+        assert_eq!(
+            serde_json::from_str::<Request>(r#"{"command":"auto_on","subscription":"2"}"#).unwrap(),
+            Request::AutoOn {
+                subscription: "2".into()
+            }
+        );
+        assert_eq!(
+            serde_json::from_str::<Request>(r#"{"command":"add","url":"https://p/sub/x"}"#)
+                .unwrap(),
+            Request::Add {
+                url: "https://p/sub/x".into()
+            }
+        );
         assert!(serde_json::from_str::<Request>(r#"{"command":"reboot"}"#).is_err());
+        assert!(serde_json::from_str::<Request>(r#"{"command":"add"}"#).is_err());
     }
 
     #[tokio::test]

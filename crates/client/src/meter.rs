@@ -1,5 +1,7 @@
 //! The traffic meter Auto watches: bytes the device sent through the proxy and bytes
-//! it got back, counted on every connection's server side as they pass.
+//! it got back, counted on every connection's server side as they pass (TCP streams
+//! through [`Metered`], UDP datagrams' payloads through [`Meter::add_sent`] and
+//! [`Meter::add_received`]).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,6 +18,23 @@ pub struct Meter {
 }
 
 impl Meter {
+    /// Counts `n` bytes out that never reached a server: an app's request the proxy
+    /// could not carry. The device was in use, as a VPN interface's counter would
+    /// show, and nothing came back.
+    pub fn add_unsent(&self, n: u64) {
+        self.sent.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` bytes sent through a server (a UDP datagram's payload).
+    pub fn add_sent(&self, n: u64) {
+        self.sent.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` bytes received through a server (a UDP datagram's payload).
+    pub fn add_received(&self, n: u64) {
+        self.received.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// `(sent, received)` so far.
     pub fn totals(&self) -> (u64, u64) {
         (

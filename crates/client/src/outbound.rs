@@ -1,26 +1,42 @@
-//! Connecting through a server of a subscription: TCP, then TLS (verified against the
-//! system's web roots, a pinned self-signed certificate, or not at all when the entry
-//! says `insecure`), then WebSocket, then the protocol's request (VLESS or Trojan).
-//! The result is a stream to the destination.
+//! Connecting through a server of a subscription.
+//!
+//! - **TCP** ([`Outbound::connect`]): TCP, then TLS ([`tls`]: the web's roots, a
+//!   pinned self-signed certificate, or none when the entry says `insecure`), then
+//!   WebSocket, then the protocol's request: VLESS (no flow), Trojan, or Shadowsocks
+//!   2022 ([`ss`]: plain TCP, its own encryption). The result is a stream to the
+//!   destination.
+//! - **UDP** ([`Outbound::udp`], [`udp`]): datagrams to any destination and back
+//!   with their source, over VLESS (XUDP: one Mux.Cool session in one stream, each
+//!   packet with its address, what the node and sing-box speak by default), Trojan
+//!   (UDP ASSOCIATE, its framing in the stream) or Shadowsocks 2022 (UDP packets of
+//!   one session to the server's port).
 //!
 //! Every step has a deadline ([`CONNECT_TIMEOUT`] for all of them together) and every
 //! failure names the server and the step, so a probe or a user's app learns what went
 //! wrong where.
 
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+mod ss;
+mod tls;
+pub mod udp;
+mod vless;
+
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rustls::ClientConfig;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::ServerName;
 use switchyard_proto::Address;
-use switchyard_proto::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
-use switchyard_proto::{trojan, vless};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use switchyard_proto::entry::{Entry, EntryProtocol, EntryTransport};
+use switchyard_proto::shadowsocks::Method;
+use switchyard_proto::shadowsocks::keys::ClientKeys;
+use switchyard_proto::{trojan, vless as vless_proto};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+pub use ss::SsStream;
+pub use udp::{UdpReceiver, UdpSender};
+pub use vless::VlessResponse;
 
 /// How long connecting to a server may take, every step together.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -49,7 +65,7 @@ pub enum OutboundError {
     Failed {
         /// The entry's name.
         server: String,
-        /// `tcp`, `tls`, `websocket` or `request`.
+        /// `tcp`, `tls`, `websocket`, `request` or `udp`.
         step: &'static str,
         /// Why.
         reason: String,
@@ -81,8 +97,9 @@ impl std::fmt::Debug for Outbound {
 /// What the protocol's request carries, parsed once.
 #[derive(Clone)]
 enum Header {
-    Vless(vless::Uuid),
+    Vless(vless_proto::Uuid),
     Trojan([u8; trojan::HASH_LEN]),
+    Shadowsocks(ClientKeys),
 }
 
 impl Outbound {
@@ -100,15 +117,26 @@ impl Outbound {
                     ));
                 }
                 Header::Vless(
-                    vless::parse_uuid(uuid)
+                    vless_proto::parse_uuid(uuid)
                         .ok_or_else(|| unsupported("the VLESS UUID is malformed"))?,
                 )
             }
             EntryProtocol::Trojan { password } => Header::Trojan(trojan::password_hash(password)),
-            EntryProtocol::Shadowsocks { .. } => {
-                return Err(unsupported(
-                    "Shadowsocks is not supported by this client yet",
-                ));
+            EntryProtocol::Shadowsocks { method, password } => {
+                let method = Method::from_name(method).ok_or_else(|| {
+                    unsupported(&format!(
+                        "Shadowsocks method {method:?} is not supported (only the 2022 methods)"
+                    ))
+                })?;
+                if entry.transport != EntryTransport::Tcp || entry.tls.is_some() {
+                    return Err(unsupported(
+                        "Shadowsocks runs over plain TCP and UDP only (no TLS, no WebSocket)",
+                    ));
+                }
+                Header::Shadowsocks(
+                    ClientKeys::parse(method, password)
+                        .map_err(|e| unsupported(&format!("Shadowsocks: {e}")))?,
+                )
             }
         };
         let tls = match &entry.tls {
@@ -120,7 +148,7 @@ impl Outbound {
                 let server_name = ServerName::try_from(name.clone())
                     .map_err(|_| unsupported(&format!("{name:?} is not a TLS server name")))?;
                 Some((
-                    tls_config(t, &name).map_err(|e| unsupported(&e))?,
+                    tls::tls_config(t, &name).map_err(|e| unsupported(&e))?,
                     server_name,
                 ))
             }
@@ -135,78 +163,71 @@ impl Outbound {
     }
 
     /// The server's stable identity for Auto's memory: its protocol, host, port and
-    /// (hashed) credential, so a subscription update that renames it keeps its history.
+    /// (hashed) credential (the UUID, the Trojan password, or the Shadowsocks method
+    /// and password), so a subscription update that renames it keeps its history.
     pub fn identity(&self) -> String {
         let (protocol, credential) = match &self.entry.protocol {
-            EntryProtocol::Vless { uuid, .. } => ("vless", uuid.as_str()),
-            EntryProtocol::Trojan { password } => ("trojan", password.as_str()),
-            EntryProtocol::Shadowsocks { password, .. } => ("shadowsocks", password.as_str()),
+            EntryProtocol::Vless { uuid, .. } => ("vless", uuid.clone()),
+            EntryProtocol::Trojan { password } => ("trojan", password.clone()),
+            EntryProtocol::Shadowsocks { method, password } => {
+                ("shadowsocks", format!("{method}:{password}"))
+            }
         };
-        switchyard_auto::ServerId::derive(protocol, &self.entry.server, self.entry.port, credential)
-            .as_str()
-            .to_owned()
+        switchyard_auto::ServerId::derive(
+            protocol,
+            &self.entry.server,
+            self.entry.port,
+            &credential,
+        )
+        .as_str()
+        .to_owned()
     }
 
     /// A stream to `destination` through this server.
     pub async fn connect(&self, destination: &Address) -> Result<BoxStream, OutboundError> {
         tokio::time::timeout(CONNECT_TIMEOUT, self.connect_now(destination))
             .await
-            .map_err(|_| OutboundError::Timeout {
-                server: self.entry.name.clone(),
-            })?
+            .map_err(|_| self.timeout())?
+    }
+
+    /// A UDP association through this server; `first` is the first datagram's
+    /// destination (Trojan's request names it).
+    pub async fn udp(&self, first: &Address) -> Result<(UdpSender, UdpReceiver), OutboundError> {
+        tokio::time::timeout(CONNECT_TIMEOUT, udp::open(self, first))
+            .await
+            .map_err(|_| self.timeout())?
+    }
+
+    fn timeout(&self) -> OutboundError {
+        OutboundError::Timeout {
+            server: self.entry.name.clone(),
+        }
+    }
+
+    /// The error of `step`, naming this server.
+    fn fail(&self, step: &'static str) -> impl Fn(String) -> OutboundError + '_ {
+        move |reason| OutboundError::Failed {
+            server: self.entry.name.clone(),
+            step,
+            reason,
+        }
     }
 
     async fn connect_now(&self, destination: &Address) -> Result<BoxStream, OutboundError> {
-        let fail = |step: &'static str| {
-            let server = self.entry.name.clone();
-            move |e: String| OutboundError::Failed {
-                server,
-                step,
-                reason: e,
-            }
-        };
-        let tcp = TcpStream::connect((self.entry.server.as_str(), self.entry.port))
-            .await
-            .map_err(|e| fail("tcp")(e.to_string()))?;
-        let _ = tcp.set_nodelay(true);
-        let mut stream: BoxStream = match &self.tls {
-            Some((config, name)) => Box::new(
-                tokio_rustls::TlsConnector::from(config.clone())
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| fail("tls")(e.to_string()))?,
-            ),
-            None => Box::new(tcp),
-        };
-        if let EntryTransport::Ws { path, host } = &self.entry.transport {
-            let host = host
-                .clone()
-                .or_else(|| self.entry.tls.as_ref().and_then(|t| t.server_name.clone()))
-                .unwrap_or_else(|| self.entry.server.clone());
-            let request = format!("ws://{host}{path}")
-                .into_client_request()
-                .map_err(|e| fail("websocket")(e.to_string()))?;
-            let (ws, _) = tokio_tungstenite::client_async_with_config(
-                request,
-                stream,
-                Some(switchyard_tunnel::ws::config()),
-            )
-            .await
-            .map_err(|e| fail("websocket")(e.to_string()))?;
-            stream = Box::new(switchyard_tunnel::ws::WsStream::new(ws));
-        }
+        let mut stream = self.stream().await?;
         let mut head = Vec::with_capacity(64);
+        let request = self.fail("request");
         match &self.header {
             Header::Vless(uuid) => {
-                vless::Request {
+                vless_proto::Request {
                     uuid: *uuid,
-                    command: vless::Command::Tcp(destination.clone()),
+                    command: vless_proto::Command::Tcp(destination.clone()),
                 }
                 .encode(&mut head);
                 stream
                     .write_all(&head)
                     .await
-                    .map_err(|e| fail("request")(e.to_string()))?;
+                    .map_err(|e| request(e.to_string()))?;
                 Ok(Box::new(VlessResponse::new(stream)))
             }
             Header::Trojan(hash) => {
@@ -219,237 +240,191 @@ impl Outbound {
                 stream
                     .write_all(&head)
                     .await
-                    .map_err(|e| fail("request")(e.to_string()))?;
+                    .map_err(|e| request(e.to_string()))?;
                 Ok(stream)
             }
+            Header::Shadowsocks(keys) => ss::connect(keys, stream, destination)
+                .await
+                .map(|s| Box::new(s) as BoxStream)
+                .map_err(request),
         }
     }
-}
 
-/// The TLS settings an entry asks for.
-fn tls_config(t: &EntryTls, name: &str) -> Result<Arc<ClientConfig>, String> {
-    let provider = switchyard_tunnel::link::pin::provider();
-    let builder = ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
-    let mut config = if t.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
-            .with_no_client_auth()
-    } else if let Some(pem) = &t.certificate_pem {
-        let der = rustls_pemfile::certs(&mut pem.as_bytes())
-            .next()
-            .and_then(Result::ok)
-            .ok_or("the pinned certificate is not PEM")?;
-        let pin = switchyard_tunnel::link::pin::Pin::of_certificate(&der);
-        let verifier = switchyard_tunnel::link::pin::PinnedVerifier::new(name, &[pin], &provider);
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier))
-            .with_no_client_auth()
-    } else {
-        let roots =
-            rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        builder.with_root_certificates(roots).with_no_client_auth()
-    };
-    config.alpn_protocols = t.alpn.iter().map(|a| a.as_bytes().to_vec()).collect();
-    Ok(Arc::new(config))
-}
-
-/// Accepts any certificate: only for entries that say `insecure` (the operator chose
-/// it, e.g. a self-signed certificate that a share link cannot pin). The handshake's
-/// signatures are still checked, so the peer holds the key of what it presented.
-#[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// A VLESS stream (public for the fuzz target): the server's response header (`version`, `addons length`, addons)
-/// comes before the destination's bytes and is taken off them here.
-pub struct VlessResponse<S> {
-    inner: S,
-    /// Bytes of the header still to skip; `None` until its length is known.
-    skip: Option<usize>,
-    head: [u8; 2],
-    have: usize,
-}
-
-impl<S> VlessResponse<S> {
-    /// Reads the destination's bytes from `inner`, the server's header taken off.
-    pub fn new(inner: S) -> Self {
-        Self {
-            inner,
-            skip: None,
-            head: [0; 2],
-            have: 0,
+    /// The transport to the server: TCP, then TLS and WebSocket when the entry has
+    /// them, before the protocol's request.
+    async fn stream(&self) -> Result<BoxStream, OutboundError> {
+        let tcp = TcpStream::connect((self.entry.server.as_str(), self.entry.port))
+            .await
+            .map_err(|e| self.fail("tcp")(e.to_string()))?;
+        let _ = tcp.set_nodelay(true);
+        let mut stream: BoxStream = match &self.tls {
+            Some((config, name)) => Box::new(
+                tokio_rustls::TlsConnector::from(config.clone())
+                    .connect(name.clone(), tcp)
+                    .await
+                    .map_err(|e| self.fail("tls")(e.to_string()))?,
+            ),
+            None => Box::new(tcp),
+        };
+        if let EntryTransport::Ws { path, host } = &self.entry.transport {
+            let websocket = self.fail("websocket");
+            let host = host
+                .clone()
+                .or_else(|| self.entry.tls.as_ref().and_then(|t| t.server_name.clone()))
+                .unwrap_or_else(|| self.entry.server.clone());
+            let request = format!("ws://{host}{path}")
+                .into_client_request()
+                .map_err(|e| websocket(e.to_string()))?;
+            let (ws, _) = tokio_tungstenite::client_async_with_config(
+                request,
+                stream,
+                Some(switchyard_tunnel::ws::config()),
+            )
+            .await
+            .map_err(|e| websocket(e.to_string()))?;
+            stream = Box::new(switchyard_tunnel::ws::WsStream::new(ws));
         }
+        Ok(stream)
     }
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for VlessResponse<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let this = &mut *self;
-        loop {
-            match this.skip {
-                Some(0) => return Pin::new(&mut this.inner).poll_read(cx, buf),
-                None => {
-                    let mut head = ReadBuf::new(&mut this.head[this.have..]);
-                    std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut head))?;
-                    let n = head.filled().len();
-                    if n == 0 {
-                        return Poll::Ready(Ok(()));
-                    }
-                    this.have += n;
-                    if this.have == 2 {
-                        if this.head[0] != 0 {
-                            return Poll::Ready(Err(std::io::Error::new(
-                                std::io::ErrorKind::InvalidData,
-                                format!("VLESS response version {} (not 0)", this.head[0]),
-                            )));
-                        }
-                        this.skip = Some(usize::from(this.head[1]));
-                    }
-                }
-                Some(left) => {
-                    let mut scratch = [0u8; 255];
-                    let mut rb = ReadBuf::new(&mut scratch[..left]);
-                    std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
-                    let n = rb.filled().len();
-                    if n == 0 {
-                        return Poll::Ready(Ok(()));
-                    }
-                    this.skip = Some(left - n);
-                }
-            }
-        }
-    }
+/// Fills `buf` with random bytes from the system (salts, session ids, padding).
+pub(crate) fn fill_random(buf: &mut [u8]) {
+    static RNG: OnceLock<&'static dyn rustls::crypto::SecureRandom> = OnceLock::new();
+    let rng = RNG.get_or_init(|| rustls::crypto::ring::default_provider().secure_random);
+    // The system's generator does not fail on Linux once booted; should it, the
+    // bytes stay as the caller set them and the AEAD still authenticates.
+    let _ = rng.fill(buf);
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for VlessResponse<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
+/// A random `u64`.
+pub(crate) fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    fill_random(&mut b);
+    u64::from_be_bytes(b)
+}
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
+/// Unix seconds, for Shadowsocks timestamps.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::AsyncReadExt;
 
-    #[tokio::test]
-    async fn the_vless_response_header_is_taken_off_in_any_split() {
-        let body = b"hello";
-        let mut wire = vec![0u8, 3, 9, 9, 9];
-        wire.extend_from_slice(body);
-        for split in 1..wire.len() {
-            let (a, mut b) = tokio::io::duplex(64);
-            let w = wire.clone();
-            tokio::spawn(async move {
-                b.write_all(&w[..split]).await.unwrap();
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                b.write_all(&w[split..]).await.unwrap();
-            });
-            let mut r = VlessResponse::new(a);
-            let mut got = vec![0u8; body.len()];
-            r.read_exact(&mut got).await.unwrap();
-            assert_eq!(got, body, "split at {split}");
-        }
-        let (a, mut b) = tokio::io::duplex(64);
-        b.write_all(&[1, 0]).await.unwrap();
-        let err = VlessResponse::new(a).read(&mut [0u8; 4]).await.unwrap_err();
-        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
-    }
-
-    #[test]
-    fn entries_this_client_cannot_use_are_refused_by_name() {
-        let entry = |protocol| Entry {
+    fn entry(protocol: EntryProtocol) -> Entry {
+        Entry {
             name: "🇩🇪 Frankfurt".into(),
             server: "203.0.113.1".into(),
             port: 443,
             protocol,
             transport: EntryTransport::Tcp,
             tls: None,
-        };
-        let e = Outbound::new(entry(EntryProtocol::Vless {
-            uuid: "nope".into(),
-            flow: None,
-        }))
-        .unwrap_err();
+        }
+    }
+
+    const KEY16: &str = "c3dpdGNoeWFyZC1zcy0xNg==";
+    const KEY16B: &str = "YWxpY2Utc3Mta2V5LTE2Yg==";
+
+    fn ss(method: &str, password: &str) -> EntryProtocol {
+        EntryProtocol::Shadowsocks {
+            method: method.into(),
+            password: password.into(),
+        }
+    }
+
+    #[test]
+    fn entries_this_client_cannot_use_are_refused_by_name() {
+        let refused = |protocol| Outbound::new(entry(protocol)).unwrap_err().to_string();
         assert_eq!(
-            e.to_string(),
+            refused(EntryProtocol::Vless {
+                uuid: "nope".into(),
+                flow: None,
+            }),
             "server \"🇩🇪 Frankfurt\": the VLESS UUID is malformed"
         );
-        let e = Outbound::new(entry(EntryProtocol::Shadowsocks {
-            method: "2022-blake3-aes-128-gcm".into(),
-            password: "x".into(),
-        }))
-        .unwrap_err();
-        assert!(e.to_string().contains("Shadowsocks"), "{e}");
+        assert_eq!(
+            refused(ss("aes-256-gcm", KEY16)),
+            "server \"🇩🇪 Frankfurt\": Shadowsocks method \"aes-256-gcm\" is not supported \
+             (only the 2022 methods)"
+        );
+        assert_eq!(
+            refused(ss("2022-blake3-aes-256-gcm", KEY16)),
+            "server \"🇩🇪 Frankfurt\": Shadowsocks: key 1 of the password has 16 bytes; \
+             2022-blake3-aes-256-gcm wants 32"
+        );
+        assert_eq!(
+            refused(ss("2022-blake3-aes-128-gcm", &format!("{KEY16}:???"))),
+            "server \"🇩🇪 Frankfurt\": Shadowsocks: key 2 of the password is not base64"
+        );
+        let mut ws = entry(ss("2022-blake3-aes-128-gcm", KEY16));
+        ws.transport = EntryTransport::Ws {
+            path: "/".into(),
+            host: None,
+        };
+        assert!(
+            Outbound::new(ws)
+                .unwrap_err()
+                .to_string()
+                .contains("plain TCP")
+        );
         assert!(
             Outbound::new(entry(EntryProtocol::Trojan {
                 password: "p".into()
             }))
             .is_ok()
         );
+    }
+
+    #[test]
+    fn shadowsocks_2022_entries_are_used_single_and_multi_user() {
+        for password in [KEY16.to_owned(), format!("{KEY16}:{KEY16B}")] {
+            assert!(Outbound::new(entry(ss("2022-blake3-aes-128-gcm", &password))).is_ok());
+        }
+        let key32 = "c3dpdGNoeWFyZC1zcy1zZXJ2ZXIta2V5LTI1NmJpdCE=";
+        assert!(Outbound::new(entry(ss("2022-blake3-aes-256-gcm", key32))).is_ok());
+        assert!(Outbound::new(entry(ss("2022-blake3-chacha20-poly1305", key32))).is_ok());
+    }
+
+    /// Auto's memory is keyed by identity: the existing protocols' identities must
+    /// not change (values from before Shadowsocks was supported), and Shadowsocks'
+    /// depends on method and password but not on the name.
+    #[test]
+    fn identities_are_stable() {
+        let vless = Outbound::new(entry(EntryProtocol::Vless {
+            uuid: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+            flow: None,
+        }))
+        .unwrap();
+        assert_eq!(
+            vless.identity(),
+            switchyard_auto::ServerId::derive(
+                "vless",
+                "203.0.113.1",
+                443,
+                "b831381d-6324-4d53-ad4f-8cda48b30811"
+            )
+            .as_str()
+        );
+        let trojan = Outbound::new(entry(EntryProtocol::Trojan {
+            password: "p".into(),
+        }))
+        .unwrap();
+        assert_eq!(
+            trojan.identity(),
+            switchyard_auto::ServerId::derive("trojan", "203.0.113.1", 443, "p").as_str()
+        );
+        let a = Outbound::new(entry(ss("2022-blake3-aes-128-gcm", KEY16))).unwrap();
+        let mut renamed = entry(ss("2022-blake3-aes-128-gcm", KEY16));
+        renamed.name = "Other name".into();
+        let b = Outbound::new(renamed).unwrap();
+        let c = Outbound::new(entry(ss("2022-blake3-aes-128-gcm", KEY16B))).unwrap();
+        assert_eq!(a.identity(), b.identity());
+        assert_ne!(a.identity(), c.identity());
+        assert!(a.identity().starts_with("shadowsocks:"), "{}", a.identity());
+        assert!(!a.identity().contains(KEY16));
     }
 }

@@ -1,8 +1,15 @@
 //! Probes, as Auto's checks ask for them: **TCP** (the time to connect to the server),
 //! **URL** (an HTTP `GET` of the test URL through the server: connection set-up plus
 //! request, and the request alone, timed to the status line, which must be a 2xx or
-//! 3xx) and **ICMP** (not available to this client yet: every ICMP probe is no answer,
-//! and the client says so once). Each has the check's timeout.
+//! 3xx) and **ICMP** (an echo request to the server's host over an unprivileged ICMP
+//! socket, timed to its reply: [`icmp`]). Each has the check's timeout, and the
+//! driver runs a check's probes concurrently.
+//!
+//! ICMP needs a system that allows unprivileged ICMP sockets (on Linux, the process's
+//! group within `net.ipv4.ping_group_range`). Where it does not, every ICMP probe is
+//! no answer and the client says why once, with [`icmp::IcmpError::Unavailable`]'s
+//! message; `switchyard client run --probe icmp` checks with
+//! [`icmp::check_available`] at start and refuses to run blind.
 
 use std::time::{Duration, Instant};
 
@@ -12,6 +19,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::outbound::Outbound;
+
+pub mod icmp;
 
 /// The test URL of URL probes: `http://host[:port]/path` (plain HTTP: the server's own
 /// encryption carries it).
@@ -89,13 +98,20 @@ pub async fn probe(
             }
             Err(_) => ProbeReply::NoAnswer,
         },
-        Method::Icmp => {
-            static ONCE: std::sync::Once = std::sync::Once::new();
-            ONCE.call_once(|| {
-                tracing::warn!("ICMP probes are not available in this client: they count as no answer; use url or tcp");
-            });
-            ProbeReply::NoAnswer
-        }
+        Method::Icmp => match icmp::ping(&server.entry().server, timeout).await {
+            Ok(round_trip) => ProbeReply::after(ms(round_trip)),
+            Err(
+                e @ (icmp::IcmpError::Unavailable { .. } | icmp::IcmpError::Unsupported { .. }),
+            ) => {
+                static ONCE: std::sync::Once = std::sync::Once::new();
+                ONCE.call_once(|| tracing::warn!("{e}: ICMP probes count as no answer"));
+                ProbeReply::NoAnswer
+            }
+            Err(e) => {
+                tracing::debug!(server = %server.entry().name, "{e}");
+                ProbeReply::NoAnswer
+            }
+        },
     }
 }
 

@@ -1,11 +1,16 @@
-//! The local proxy: SOCKS5 (no authentication, CONNECT) and HTTP CONNECT on one port.
-//! The first byte tells them apart (5 is SOCKS5). Each connection goes to the server
-//! [`Proxy::set_server`] chose last, through its [`Outbound`]; bytes are copied both
-//! ways until either side closes.
+//! The local proxy: SOCKS5 (no authentication; CONNECT and UDP ASSOCIATE) and HTTP
+//! CONNECT on one port. The first byte tells them apart (5 is SOCKS5). Each
+//! connection goes to the server [`Proxy::set_server`] chose last, through its
+//! [`Outbound`]; bytes are copied both ways until either side closes. A UDP
+//! association ([`udp`]) carries datagrams through the same server for as long as
+//! its control connection lives.
 //!
 //! Bounds: a request must arrive within [`REQUEST_TIMEOUT`] and fit in
 //! [`MAX_REQUEST`] bytes; a client that sends anything else gets the protocol's
-//! error answer (a SOCKS5 reply code, an HTTP status) and is closed.
+//! error answer (a SOCKS5 reply code, an HTTP status) and is closed. UDP's bounds
+//! (queues, idle timeout) are [`udp`]'s.
+
+pub mod udp;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -19,6 +24,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::meter::{Meter, Metered};
 use crate::outbound::Outbound;
+use udp::{UDP_IDLE_TIMEOUT, UdpCounters, UdpStats};
 
 /// How long a client has to send its request.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -36,6 +42,8 @@ pub struct Proxy {
     generation: Arc<watch::Sender<u64>>,
     /// Told the name of a server a connection could not be made through.
     failed: Option<mpsc::UnboundedSender<String>>,
+    /// What the UDP associations saw.
+    udp: Arc<UdpCounters>,
 }
 
 impl Proxy {
@@ -58,6 +66,7 @@ impl Proxy {
             meter: Arc::default(),
             generation: Arc::new(watch::channel(0).0),
             failed,
+            udp: Arc::default(),
         };
         let p = proxy.clone();
         tokio::spawn(async move {
@@ -105,6 +114,11 @@ impl Proxy {
         &self.meter
     }
 
+    /// What the UDP associations saw so far (datagrams dropped, and why).
+    pub fn udp_stats(&self) -> UdpStats {
+        self.udp.stats()
+    }
+
     /// The server new connections go through.
     pub fn server(&self) -> Option<Arc<Outbound>> {
         self.server
@@ -119,7 +133,12 @@ impl Proxy {
         let request = tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut client, &mut buf))
             .await
             .map_err(|_| "no request in time".to_owned())??;
-        let (kind, destination, rest) = request;
+        let (kind, destination, rest) = match request {
+            Asked::Connect(kind, destination, rest) => (kind, destination, rest),
+            Asked::Associate(hint) => {
+                return udp::associate(self, client, hint, UDP_IDLE_TIMEOUT).await;
+            }
+        };
         let Some(server) = self.server() else {
             refuse(&mut client, kind, "no server chosen").await;
             return Err("no server chosen".into());
@@ -131,6 +150,10 @@ impl Proxy {
                 if let Some(tx) = &self.failed {
                     let _ = tx.send(server.identity());
                 }
+                // The app tried to go out: for Auto the device is in use (its
+                // network-loss retry waits for that), and nothing came back.
+                self.meter
+                    .add_unsent(u64::try_from(rest.len()).unwrap_or(u64::MAX).max(1));
                 refuse(&mut client, kind, &e.to_string()).await;
                 return Err(e.to_string());
             }
@@ -169,11 +192,17 @@ enum Kind {
     Http,
 }
 
-/// Reads a SOCKS5 or HTTP CONNECT request; the destination and any bytes after it.
-async fn read_request(
-    client: &mut TcpStream,
-    buf: &mut Vec<u8>,
-) -> Result<(Kind, Address, Vec<u8>), String> {
+/// What a client asked for.
+#[derive(Debug)]
+enum Asked {
+    /// A stream to the destination; the bytes that came after the request.
+    Connect(Kind, Address, Vec<u8>),
+    /// A SOCKS5 UDP association; the address the client says it sends from.
+    Associate(Address),
+}
+
+/// Reads a SOCKS5 or HTTP CONNECT request.
+async fn read_request(client: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Asked, String> {
     fill(client, buf, 1).await?;
     if buf[0] == socks5::VERSION {
         let greeting = loop {
@@ -196,11 +225,12 @@ async fn read_request(
             match Request::parse(buf) {
                 Ok(Some((r, used))) => {
                     buf.drain(..used);
-                    if r.command != socks5::Command::Connect {
-                        socks_reply(client, ReplyCode::CommandNotSupported).await;
-                        return Err("only CONNECT is supported".into());
-                    }
-                    return Ok((Kind::Socks, r.destination, std::mem::take(buf)));
+                    return Ok(match r.command {
+                        socks5::Command::Connect => {
+                            Asked::Connect(Kind::Socks, r.destination, std::mem::take(buf))
+                        }
+                        socks5::Command::UdpAssociate => Asked::Associate(r.destination),
+                    });
                 }
                 Ok(None) => fill(client, buf, buf.len() + 1).await?,
                 Err(e) => {
@@ -216,7 +246,7 @@ async fn read_request(
         match parse_connect(buf) {
             Ok(Some((destination, used))) => {
                 buf.drain(..used);
-                return Ok((Kind::Http, destination, std::mem::take(buf)));
+                return Ok(Asked::Connect(Kind::Http, destination, std::mem::take(buf)));
             }
             Ok(None) => fill(client, buf, buf.len() + 1).await?,
             Err(e) => {
@@ -307,13 +337,23 @@ async fn fill(client: &mut TcpStream, buf: &mut Vec<u8>, want: usize) -> Result<
 }
 
 async fn socks_reply(client: &mut TcpStream, code: ReplyCode) {
+    socks_reply_bound(client, code, None).await;
+}
+
+/// Sends a SOCKS5 reply with `bound` (`0.0.0.0:0` when `None`); false when the
+/// client is gone.
+async fn socks_reply_bound(
+    client: &mut TcpStream,
+    code: ReplyCode,
+    bound: Option<SocketAddr>,
+) -> bool {
     let mut out = Vec::new();
     Reply {
         code,
-        bound: Address::Ip(SocketAddr::from(([0, 0, 0, 0], 0))),
+        bound: Address::Ip(bound.unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)))),
     }
     .encode(&mut out);
-    let _ = client.write_all(&out).await;
+    client.write_all(&out).await.is_ok()
 }
 
 /// Tells the client its request failed, in its protocol.

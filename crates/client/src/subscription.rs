@@ -1,7 +1,7 @@
 //! Fetching a subscription: one HTTP/1.1 `GET` (TLS verified against the web roots
 //! for `https://`), its body read as a sing-box client config (what the panel answers
-//! this client's User-Agent) or as share links (plain or base64), each server an
-//! [`Entry`]. Bounded: [`FETCH_TIMEOUT`] for the whole
+//! this client's User-Agent), a Clash (mihomo) config or share links (plain or
+//! base64), each server an [`Entry`]. Bounded: [`FETCH_TIMEOUT`] for the whole
 //! fetch, [`MAX_BODY`] bytes of body.
 
 use std::sync::Arc;
@@ -101,6 +101,17 @@ fn target(url: &str) -> Result<Target, String> {
     })
 }
 
+/// Checks that `url` is a subscription URL this client can fetch (`http://` or
+/// `https://host[:port]/path`), without fetching it.
+pub fn check_url(url: &str) -> Result<(), SubscriptionError> {
+    target(url)
+        .map(drop)
+        .map_err(|problem| SubscriptionError::Url {
+            url: url.to_owned(),
+            problem,
+        })
+}
+
 /// Fetches and reads the subscription at `url`.
 pub async fn fetch(url: &str) -> Result<Subscription, SubscriptionError> {
     let t = target(url).map_err(|problem| SubscriptionError::Url {
@@ -134,14 +145,37 @@ pub async fn fetch(url: &str) -> Result<Subscription, SubscriptionError> {
 }
 
 /// The servers of a subscription body: a sing-box client config (JSON, what the panel
-/// gives this client: it carries pinned certificates), or share links, plain or base64.
+/// gives this client: it carries pinned certificates), a Clash (mihomo) config (YAML
+/// with a `proxies` list, what panels give Clash apps: it carries pins as SHA-256),
+/// or share links, plain or base64. A Clash proxy with no entry form (another type or
+/// transport, REALITY...) is left out with a warning, as servers the client cannot
+/// use are.
 pub fn parse_body(text: &str) -> Result<Vec<Entry>, String> {
     if text.trim_start().starts_with('{') {
         let config: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         return switchyard_proto::singbox::entries(&config).map_err(|e| e.to_string());
     }
+    if is_clash(text) {
+        let read = switchyard_proto::clash::read(text).map_err(|e| e.to_string())?;
+        for skipped in &read.skipped {
+            tracing::warn!(server = %skipped.name, "left out: {skipped}");
+        }
+        return Ok(read.entries);
+    }
     parse_subscription(text).map_err(|e| e.to_string())
+}
+
+/// Whether a body that is not JSON is a Clash config: a line that opens its
+/// top-level `proxies` key (plain or quoted, as this panel writes it). Share links
+/// and base64 never start a line so.
+fn is_clash(text: &str) -> bool {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    text.lines().any(|line| {
+        ["proxies:", "\"proxies\":", "'proxies':"]
+            .iter()
+            .any(|key| line.starts_with(key))
+    })
 }
 
 /// An answer's headers, in order.
@@ -251,7 +285,117 @@ pub fn parse_response(raw: &[u8]) -> Result<(Head, &[u8]), String> {
 
 #[cfg(test)]
 mod tests {
+    use switchyard_proto::entry::{EntryProtocol, EntryTls, EntryTransport};
+    use switchyard_proto::{clash, share, singbox};
+
     use super::*;
+    use crate::Outbound;
+
+    /// A server of each protocol, TLS pinned by a certificate for the Trojan one.
+    fn served() -> Vec<Entry> {
+        let entry = |name: &str, protocol, transport, tls| Entry {
+            name: name.into(),
+            server: "node.example.com".into(),
+            port: 443,
+            protocol,
+            transport,
+            tls,
+        };
+        vec![
+            entry(
+                "🇯🇵 Tokyo",
+                EntryProtocol::Vless {
+                    uuid: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+                    flow: None,
+                },
+                EntryTransport::Tcp,
+                None,
+            ),
+            entry(
+                "Trojan WS",
+                EntryProtocol::Trojan {
+                    password: "pw".into(),
+                },
+                EntryTransport::Ws {
+                    path: "/t?ed=2048".into(),
+                    host: Some("cdn.example.com".into()),
+                },
+                Some(EntryTls {
+                    server_name: Some("node.example.com".into()),
+                    certificate_pem: Some(
+                        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".into(),
+                    ),
+                    ..EntryTls::default()
+                }),
+            ),
+            entry(
+                "SS",
+                EntryProtocol::Shadowsocks {
+                    method: "2022-blake3-aes-128-gcm".into(),
+                    password: "c2VydmVy:dXNlcg==".into(),
+                },
+                EntryTransport::Tcp,
+                None,
+            ),
+        ]
+    }
+
+    /// `entry` with its pinned certificate as the SHA-256 a Clash config carries.
+    fn pinned_by_hash(entry: &Entry) -> Entry {
+        let mut e = entry.clone();
+        if let Some(tls) = &mut e.tls {
+            tls.certificate_sha256 = tls.pin_sha256();
+            tls.certificate_pem = None;
+        }
+        e
+    }
+
+    #[test]
+    fn a_clash_body_reads_as_the_same_servers_as_the_sing_box_one() {
+        let entries = served();
+        let yaml = clash::client_config(&entries, &clash::ClashOptions::default());
+        let json = singbox::client_config(&entries, &singbox::SingBoxOptions::default());
+        let from_clash = parse_body(&yaml).unwrap();
+        let from_sing_box = parse_body(&json.to_string()).unwrap();
+        assert_eq!(from_sing_box, entries);
+        let expected: Vec<Entry> = entries.iter().map(pinned_by_hash).collect();
+        assert_eq!(from_clash, expected);
+        // The VLESS and the Trojan one (pinned by the hash) are servers the client
+        // can use.
+        for entry in &from_clash[..2] {
+            if let Err(e) = Outbound::new(entry.clone()) {
+                panic!("{e}");
+            }
+        }
+        // With a byte-order mark, and with the key plain (as other panels write it).
+        assert_eq!(parse_body(&format!("\u{feff}{yaml}")).unwrap(), expected);
+        let plain = yaml.replace("\"proxies\":", "proxies:");
+        assert_eq!(parse_body(&plain).unwrap(), expected);
+    }
+
+    #[test]
+    fn clash_proxies_without_an_entry_form_are_left_out_and_malformed_ones_refused() {
+        let body = "mixed-port: 7890\nproxies:\n- name: VMess\n  type: vmess\n  server: h\n  port: 443\n- name: T\n  type: trojan\n  server: h\n  port: 443\n  password: pw\n  sni: h\n  client-fingerprint: chrome\nrules:\n- MATCH,DIRECT\n";
+        let entries = parse_body(body).unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].name, "T");
+        assert_eq!(
+            parse_body("proxies:\n  - {name: x, type: vless, server: h, port: 443}\n").unwrap_err(),
+            "proxies[0] (\"x\"): `uuid` is missing"
+        );
+        assert_eq!(
+            parse_body("proxies: 3\n").unwrap_err(),
+            "a Clash config is a mapping with a `proxies` list; this has none"
+        );
+        // Share links and base64 of them go the way they went.
+        let links = share::links(&served());
+        assert_eq!(
+            parse_body(&links),
+            share::parse_subscription(&links).map_err(|e| e.to_string())
+        );
+        let base64 = share::subscription_base64(&served());
+        assert_eq!(parse_body(&base64).unwrap().len(), 3);
+    }
 
     #[test]
     fn answers_are_taken_only_whole_and_200() {

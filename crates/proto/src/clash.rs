@@ -13,10 +13,14 @@
 //! rules:        MATCH -> the select group
 //! ```
 //!
-//! A pinned certificate ([`EntryTls::certificate_pem`]) becomes mihomo's
+//! A pinned certificate ([`EntryTls::certificate_pem`], or
+//! [`EntryTls::certificate_sha256`] when only its hash is known) becomes mihomo's
 //! `fingerprint`: the SHA-256 of the certificate's DER, in hex. mihomo then accepts
 //! exactly that certificate and no other, whatever signed it; verification is not
 //! skipped (`skip-cert-verify` is only written for [`EntryTls::insecure`]).
+//!
+//! [`entries`] and [`read`] are the reverse: the entries of a Clash config, ours or
+//! another panel's (`clash_read.rs`).
 //!
 //! A Trojan entry without TLS has no Clash form (mihomo's Trojan always speaks TLS)
 //! and is left out. With no entries left there is nothing to select: the select
@@ -191,7 +195,7 @@ fn tls_fields(tls: &EntryTls, put: &mut impl FnMut(&str, Value)) {
     if tls.insecure {
         put("skip-cert-verify", json!(true));
     }
-    if let Some(digest) = tls.certificate_sha256() {
+    if let Some(digest) = tls.pin_sha256() {
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         put("fingerprint", json!(hex));
     }
@@ -211,6 +215,12 @@ fn ws_opts(path: &str, host: Option<&str>) -> Value {
     }
     out
 }
+
+#[path = "clash_read.rs"]
+mod read;
+pub use read::{
+    MAX_DEPTH, MAX_NODES, MAX_TEXT, MAX_YAML, Proxies, ReadError, Skipped, entries, read,
+};
 
 #[cfg(test)]
 #[path = "clash_tests.rs"]

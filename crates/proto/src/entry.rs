@@ -115,20 +115,31 @@ pub struct EntryTls {
     /// Share links cannot carry it; sing-box configs can.
     #[serde(default)]
     pub certificate_pem: Option<String>,
+    /// A pinned certificate known only by the SHA-256 of its DER bytes, what a Clash
+    /// config's `fingerprint` holds: the certificate to trust instead of the system
+    /// roots when there is no [`Self::certificate_pem`] (which, when set, is the pin
+    /// and makes this ignored). Clash configs carry it; share links, sing-box and
+    /// Xray configs cannot (they verify as usual, which a self-signed certificate
+    /// fails: they fail closed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub certificate_sha256: Option<[u8; 32]>,
     /// The ALPN protocols to offer, in order; empty for the client's default.
     #[serde(default)]
     pub alpn: Vec<String>,
 }
 
 impl EntryTls {
-    /// The SHA-256 of the pinned certificate's DER bytes (of its first `CERTIFICATE`
-    /// block), the form certificate pins take in Clash configs. `None` without a
-    /// pinned certificate or when it is not PEM; a config then pins nothing and
+    /// The SHA-256 of the pinned certificate's DER bytes (of the first `CERTIFICATE`
+    /// block of [`Self::certificate_pem`], else [`Self::certificate_sha256`]), the
+    /// form certificate pins take in Clash configs. `None` without a pinned
+    /// certificate or when the PEM is not PEM; a config then pins nothing and
     /// verifies as usual, which a self-signed certificate fails: it fails closed.
-    pub fn certificate_sha256(&self) -> Option<[u8; 32]> {
+    pub fn pin_sha256(&self) -> Option<[u8; 32]> {
         const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
         const END: &str = "-----END CERTIFICATE-----";
-        let pem = self.certificate_pem.as_deref()?;
+        let Some(pem) = self.certificate_pem.as_deref() else {
+            return self.certificate_sha256;
+        };
         let body = &pem[pem.find(BEGIN)? + BEGIN.len()..];
         let body = &body[..body.find(END)?];
         let text: Vec<u8> = body.bytes().filter(|b| !b.is_ascii_whitespace()).collect();

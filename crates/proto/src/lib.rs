@@ -11,7 +11,9 @@
 //! - [`socks5`]: the server side of SOCKS5 (RFC 1928) with username/password
 //!   authentication (RFC 1929) and the UDP request header;
 //! - [`shadowsocks`]: Shadowsocks 2022 (SIP022) UDP client packets, opened with
-//!   checked parsing (the ciphers come from `shadowsocks-crypto`);
+//!   checked parsing (the ciphers come from `shadowsocks-crypto`), and the client's
+//!   side: its keys, the TCP request and response ([`shadowsocks::tcp`]) and UDP
+//!   packets both ways ([`shadowsocks::udp_client`]);
 //! - [`websocket`]: the HTTP/1.1 WebSocket upgrade request and its `101` response,
 //!   with the early-data forms of sing-box and Xray;
 //! - [`entry`]: one server of a subscription as a client app sees it ([`Entry`]);
@@ -19,7 +21,7 @@
 //!   bodies, written by the panel and read by the client;
 //! - [`singbox`]: a complete sing-box client config for a list of entries;
 //! - [`clash`]: a complete Clash (mihomo) client config, as YAML, for a list of
-//!   entries;
+//!   entries, and the entries of a Clash config read back;
 //! - [`xray`]: complete Xray client configs, one per entry, as the JSON array
 //!   v2rayN-style apps import.
 //!
@@ -44,7 +46,9 @@
 //!
 //! Share links and subscriptions are text, read whole: [`share::parse_link`] and
 //! [`share::parse_subscription`] never panic either (fuzzed too) and return a
-//! [`share::LinkError`] naming what is wrong, never repeating a credential.
+//! [`share::LinkError`] naming what is wrong, never repeating a credential; so do
+//! [`singbox::entries`] and [`clash::entries`], the latter within fixed bounds of
+//! size, depth and alias expansion whatever the YAML.
 
 #![warn(missing_docs)]
 
@@ -62,6 +66,7 @@ pub mod websocket;
 pub mod xray;
 pub mod xudp;
 mod yaml;
+mod yaml_read;
 
 pub use address::{Address, AddressError};
 pub use entry::{Entry, EntryProtocol, EntryTls, EntryTransport};

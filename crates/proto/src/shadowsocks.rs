@@ -1,5 +1,6 @@
-//! Shadowsocks 2022 (SIP022) UDP packets from a client, opened with our own checked
-//! parser.
+//! Shadowsocks 2022 (SIP022): UDP packets from a client, opened with our own checked
+//! parser (the node's side, here), and the client's side of TCP ([`tcp`]) and UDP
+//! ([`udp_client`]) with its keys ([`keys`]), which Switchyard's client uses.
 //!
 //! The `shadowsocks` crate's own UDP decoder reads the destination with an unchecked
 //! cursor (a domain whose length byte equals the bytes left, with no room for the port,
@@ -21,6 +22,11 @@ use shadowsocks_crypto::CipherKind;
 use shadowsocks_crypto::v2::udp::UdpCipher;
 
 use crate::address::{Address, AddressError};
+
+pub mod keys;
+pub mod tcp;
+pub mod udp_client;
+pub mod window;
 
 /// How far a packet's timestamp may be from `now`, in seconds (SIP022: 30).
 pub const MAX_CLOCK_SKEW: u64 = 30;
@@ -50,6 +56,22 @@ pub enum Method {
 }
 
 impl Method {
+    /// The method named `name` (`2022-blake3-aes-128-gcm`, …).
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Aes128Gcm, Self::Aes256Gcm, Self::Chacha20Poly1305]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
+
+    /// Its name in configs and links.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Aes128Gcm => "2022-blake3-aes-128-gcm",
+            Self::Aes256Gcm => "2022-blake3-aes-256-gcm",
+            Self::Chacha20Poly1305 => "2022-blake3-chacha20-poly1305",
+        }
+    }
+
     /// The cipher crate's name for it.
     pub fn kind(self) -> CipherKind {
         match self {
@@ -139,6 +161,15 @@ pub enum PacketError {
     /// The destination is not a valid address.
     #[error("destination: {0}")]
     Address(#[from] AddressError),
+    /// The body's type byte is not a server's (a client reading an answer).
+    #[error("packet type {0} is not a server packet")]
+    NotServer(u8),
+    /// A server packet answers another client session.
+    #[error("packet answers client session {0:#x}, not ours")]
+    OtherSession(u64),
+    /// The packet id was already seen in its session (or is too old to tell).
+    #[error("packet id {0} replayed")]
+    Replayed(u64),
 }
 
 /// The separate header of an AES-method packet, decrypted, and its identity hash.

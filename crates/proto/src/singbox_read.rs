@@ -178,6 +178,7 @@ fn tls_of(tls: Option<Tls>) -> Option<EntryTls> {
             Certificate::One(s) => s,
             Certificate::Lines(l) => l.join("\n"),
         }),
+        certificate_sha256: None,
         alpn: t.alpn,
     })
 }

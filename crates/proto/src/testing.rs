@@ -105,6 +105,7 @@ pub(crate) mod entries {
             server_name: Some("sni.example.com".into()),
             insecure: false,
             certificate_pem: Some(PEM.into()),
+            certificate_sha256: None,
             alpn: vec!["h2".into(), "http/1.1".into()],
         })
     }

@@ -36,6 +36,7 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
             server_name: Some(cert.name().into()),
             insecure: false,
             certificate_pem: Some(cert.cert_pem().into()),
+            certificate_sha256: None,
             alpn: vec!["h2".into(), "http/1.1".into()],
         }),
         Some(EntryTls {

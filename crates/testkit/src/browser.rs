@@ -29,7 +29,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use fantoccini::actions::{
-    InputSource as _, KeyAction, KeyActions, MOUSE_BUTTON_LEFT, MouseActions, PointerAction,
+    InputSource as _, KeyAction, KeyActions, MOUSE_BUTTON_LEFT, MOUSE_BUTTON_RIGHT, MouseActions,
+    PointerAction,
 };
 use fantoccini::key::Key;
 use fantoccini::wd::{Capabilities, WebDriverCompatibleCommand};
@@ -375,6 +376,67 @@ impl Browser {
                 from.selector, to.selector
             )
         })
+    }
+
+    /// The centre of `el` in viewport coordinates, scrolled into view first.
+    async fn centre(&self, el: &Element) -> Result<(f64, f64)> {
+        let c = self
+            .execute(
+                "const e = arguments[0];
+                 e.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+                 const r = e.getBoundingClientRect();
+                 return [Math.round(r.left + r.width / 2), Math.round(r.top + r.height / 2)];",
+                vec![el.as_arg()?],
+            )
+            .await?;
+        Ok((
+            c[0].as_f64().context("the centre's x")?,
+            c[1].as_f64().context("the centre's y")?,
+        ))
+    }
+
+    /// Clicks `el` with the right mouse button (what opens a context menu).
+    pub async fn right_click(&self, el: &Element) -> Result<()> {
+        let (x, y) = self.centre(el).await?;
+        let mouse = MouseActions::new("right-click".to_owned())
+            .then(PointerAction::MoveTo {
+                duration: None,
+                x,
+                y,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_RIGHT,
+            })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_RIGHT,
+            });
+        self.client
+            .perform_actions(mouse)
+            .await
+            .with_context(|| format!("right-clicking `{}`", el.selector))
+    }
+
+    /// Presses `el` with the left button, holds it for `hold` without moving, and
+    /// lets go: a long press.
+    pub async fn long_press(&self, el: &Element, hold: Duration) -> Result<()> {
+        let (x, y) = self.centre(el).await?;
+        let mouse = MouseActions::new("long-press".to_owned())
+            .then(PointerAction::MoveTo {
+                duration: None,
+                x,
+                y,
+            })
+            .then(PointerAction::Down {
+                button: MOUSE_BUTTON_LEFT,
+            })
+            .then(PointerAction::Pause { duration: hold })
+            .then(PointerAction::Up {
+                button: MOUSE_BUTTON_LEFT,
+            });
+        self.client
+            .perform_actions(mouse)
+            .await
+            .with_context(|| format!("long-pressing `{}`", el.selector))
     }
 
     /// Presses and releases `key` on the focused element: a `KeyboardEvent.key` name

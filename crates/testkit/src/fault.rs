@@ -1,5 +1,7 @@
 //! A fault injector: a TCP proxy on 127.0.0.1 in front of one address that can pass,
-//! refuse, blackhole or cut connections on command.
+//! refuse, blackhole or cut connections on command. Given a listener bound elsewhere
+//! ([`FaultProxy::with_listener`]: in a network namespace, say) it accepts there
+//! instead; see [`crate::netns::Pair::bridge`].
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -29,9 +31,25 @@ pub struct FaultProxy {
 }
 
 impl FaultProxy {
-    /// A proxy forwarding to `target`.
+    /// A proxy on `127.0.0.1:0` forwarding to `target`.
     pub async fn start(target: SocketAddr) -> Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::serve(TcpListener::bind("127.0.0.1:0").await?, target)
+    }
+
+    /// A proxy accepting on `listener`, already bound (in a network namespace's
+    /// [`tcp_listener`](crate::netns::NetNs::tcp_listener), say), and forwarding to
+    /// `target`. It runs on the caller's tokio runtime: the connections it accepts
+    /// live where the listener was made, the ones it makes to `target` where the
+    /// runtime's threads are (the root namespace, for a test's runtime).
+    pub async fn with_listener(
+        listener: std::net::TcpListener,
+        target: SocketAddr,
+    ) -> Result<Self> {
+        listener.set_nonblocking(true)?;
+        Self::serve(TcpListener::from_std(listener)?, target)
+    }
+
+    fn serve(listener: TcpListener, target: SocketAddr) -> Result<Self> {
         let addr = listener.local_addr()?;
         let mode = Arc::new(Mutex::new(Fault::Pass));
         let (cut, _) = watch::channel(0u64);

@@ -33,10 +33,16 @@
 //!   Debian package that `cargo xtask peers` installs), killed with its driver on
 //!   drop.
 //! - [`TestCert`]: a self-signed certificate for a name, as PEM text and files.
+//! - [`fault::FaultProxy`]: a TCP proxy that passes, refuses, blackholes or cuts
+//!   connections on command.
+//! - [`netns`]: a real "no network": two network namespaces joined by a veth
+//!   ([`netns::pair`]) whose client side a test takes down and brings back, code run
+//!   inside them (a thread, a tokio runtime, a process), and a bridge from them to
+//!   nodes on the root's 127.0.0.1.
 //! - [`free_port`]: a port for configs that need a fixed one.
 //!
-//! Everything here listens on or connects to 127.0.0.1 only; nothing reaches outside
-//! the machine. Errors are `anyhow` with context, since this is test support: a
+//! Everything here listens on or connects to 127.0.0.1 only, or to the addresses of
+//! the namespaces [`netns`] makes itself; nothing reaches outside the machine. Errors are `anyhow` with context, since this is test support: a
 //! failing test should say what broke and show sing-box's own words.
 
 #![warn(missing_docs)]
@@ -48,6 +54,7 @@ pub mod fault;
 pub mod http;
 pub mod load;
 pub mod mihomo;
+pub mod netns;
 pub mod pattern;
 mod peer;
 pub mod postgres;

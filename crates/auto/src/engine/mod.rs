@@ -76,6 +76,17 @@ pub struct Engine {
     switch_retry_at: Option<Timestamp>,
 }
 
+/// Auto's network-loss back-off, as [`Engine::network_pause`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NetworkPause {
+    /// Checks in a row that found the network gone (the spec's k).
+    pub attempts: u32,
+    /// When the pause began (the driver's time).
+    pub since: Timestamp,
+    /// When the next attempt comes (the driver's time).
+    pub until: Timestamp,
+}
+
 /// "Network gone" attempts in a row and the pause after the last one.
 #[derive(Clone, Copy, Debug, Default)]
 struct Lost {
@@ -169,6 +180,17 @@ impl Engine {
     /// The server in use (before [`Event::AutoOn`], the restored hint).
     pub fn current(&self) -> Option<&ServerId> {
         self.state.current.as_ref()
+    }
+
+    /// The network-loss back-off, when Auto is in one: the attempts in a row that
+    /// found every server silent, neighbours included, and the driver's time of the
+    /// next attempt (a network change ends the pause sooner).
+    pub fn network_pause(&self) -> Option<NetworkPause> {
+        self.lost.paused.map(|p| NetworkPause {
+            attempts: self.lost.k,
+            since: self.clock.to_driver(p.since),
+            until: self.clock.to_driver(p.until),
+        })
     }
 
     /// The settings.

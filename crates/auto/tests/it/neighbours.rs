@@ -71,11 +71,24 @@ fn the_figure_network_drops_stays_records_nothing_and_retries_after_15_30_60_120
         });
         // Traffic keeps failing all along; only the retry may start a check.
         let lost_at = h.now.as_secs_f64();
+        // The back-off `status` shows: k and the pause, on the driver's clock.
+        let pause =
+            h.e.network_pause()
+                .expect("paused after the network is gone");
+        assert_eq!(
+            (pause.attempts, pause.since, pause.until),
+            (
+                u32::try_from(retries.len() + 1).unwrap(),
+                s(lost_at),
+                s(lost_at + retry_in.unwrap() as f64)
+            )
+        );
         h.traffic(lost_at + retry_in.unwrap() as f64 - 1.0, true, false);
         h.no_probe();
         h.traffic(lost_at + retry_in.unwrap() as f64, true, false);
         c = h.probe();
         assert_eq!(c.trigger, Trigger::Retry);
+        assert_eq!(h.e.network_pause(), None, "the retry ends the pause");
         retries.push((lost_at, retry_in.unwrap(), h.now.as_secs_f64()));
     }
     assert_eq!(
@@ -143,7 +156,9 @@ fn a_network_change_ends_the_pause_visibly_before_it_would_have_ended() {
     // A change at 140, inside the cool-down: the retry comes when the cool-down ends
     // (150), 15 s before the pause would have (165).
     h.traffic(140.0, true, false);
+    assert!(h.e.network_pause().is_some());
     h.fire(Event::NetworkChanged).unwrap();
+    assert_eq!(h.e.network_pause(), None, "a network change ends the pause");
     h.traffic(149.0, true, false);
     h.no_probe();
     h.at(150.0);

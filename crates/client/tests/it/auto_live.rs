@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use switchyard_client::auto::{AutoSettings, Status, SubscriptionServers};
+use switchyard_client::auto::{AutoSettings, Inputs, Status, SubscriptionServers};
 use switchyard_client::control::Request;
 use switchyard_client::probe::ProbeUrl;
 use switchyard_client::{Outbound, Proxy};
@@ -65,6 +65,9 @@ fn entry(name: &str, addr: SocketAddr) -> Entry {
     }
 }
 
+/// Also the switch back: once A answers again, Auto returns to it after it answered
+/// two scheduled checks in a row (the driver's clock skipped 5 minutes twice, with
+/// traffic all along, so the test need not wait 10 minutes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blackholed_server_is_left_within_the_stall_threshold_plus_the_probe_timeout() {
     let target = HttpTarget::start().await.unwrap();
@@ -87,12 +90,13 @@ async fn a_blackholed_server_is_left_within_the_stall_threshold_plus_the_probe_t
         .await
         .unwrap();
     let status = Arc::new(Mutex::new(Status::default()));
+    let clock = switchyard_client::auto::Clock::default();
     let settings = AutoSettings {
-        config: switchyard_auto::AutoConfig::default(),
-        probe_url: ProbeUrl::parse(&format!("http://{}/bytes/0", target.addr())).unwrap(),
-        keep_connections: false,
-        refresh_every: None,
-        state_file: None,
+        clock: clock.clone(),
+        ..AutoSettings::new(
+            switchyard_auto::AutoConfig::default(),
+            ProbeUrl::parse(&format!("http://{}/bytes/0", target.addr())).unwrap(),
+        )
     };
     tokio::spawn(switchyard_client::auto::run(
         proxy.clone(),
@@ -103,9 +107,12 @@ async fn a_blackholed_server_is_left_within_the_stall_threshold_plus_the_probe_t
             servers,
         }],
         settings,
-        failed,
+        Inputs {
+            failed,
+            control: tokio::sync::mpsc::unbounded_channel().1,
+            network: None,
+        },
         status.clone(),
-        tokio::sync::mpsc::unbounded_channel().1,
     ));
     let current = || status.lock().unwrap().current.clone();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -220,6 +227,38 @@ async fn a_blackholed_server_is_left_within_the_stall_threshold_plus_the_probe_t
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+
+    // A answers again. The first scheduled check (5 minutes on) finds it answering:
+    // one answer, Auto stays on B; the second, 5 minutes later, is the second answer
+    // in a row, and Auto switches back.
+    fault_a.set(Fault::Pass);
+    let log = || status.lock().unwrap().log.clone();
+    let scheduled_checks = || log().iter().filter(|l| l.contains("(scheduled)")).count();
+    for round in 1..=2 {
+        clock.skip(Duration::from_secs(300));
+        let deadline = Instant::now() + Duration::from_secs(8);
+        while scheduled_checks() < round {
+            assert!(
+                Instant::now() < deadline,
+                "scheduled check {round} within 8 s of the skip: {:?}",
+                log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if round == 1 {
+            assert_eq!(current().as_deref(), Some("B"), "one answer is not enough");
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while current().as_deref() != Some("A") {
+        assert!(Instant::now() < deadline, "back on A: {:?}", log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        log().iter().any(|l| l == "connected to A (SwitchBack)"),
+        "{:?}",
+        log()
+    );
     drop(fault_b);
 }
 
@@ -267,20 +306,23 @@ async fn marks_and_an_update_that_removes_the_current_server_switch_at_once() {
     let proxy = Proxy::start("127.0.0.1:0".parse().unwrap()).await.unwrap();
     let status = Arc::new(Mutex::new(Status::default()));
     let settings = AutoSettings {
-        config: switchyard_auto::AutoConfig::default(),
-        probe_url: ProbeUrl::parse("http://127.0.0.1:9/").unwrap(),
-        keep_connections: false,
         refresh_every: Some(Duration::from_millis(300)),
-        state_file: None,
+        ..AutoSettings::new(
+            switchyard_auto::AutoConfig::default(),
+            ProbeUrl::parse("http://127.0.0.1:9/").unwrap(),
+        )
     };
     let (control, control_rx) = tokio::sync::mpsc::unbounded_channel();
     tokio::spawn(switchyard_client::auto::run(
         proxy.clone(),
         vec![sub],
         settings,
-        failed,
+        Inputs {
+            failed,
+            control: control_rx,
+            network: None,
+        },
         status.clone(),
-        control_rx,
     ));
     let ask = |request: Request| {
         let control = control.clone();
@@ -364,11 +406,11 @@ async fn marks_and_history_survive_a_restart() {
     let file = dirs[0].path().join("auto-state.json");
     let start = || {
         let settings = AutoSettings {
-            config: switchyard_auto::AutoConfig::default(),
-            probe_url: ProbeUrl::parse("http://127.0.0.1:9/").unwrap(),
-            keep_connections: false,
-            refresh_every: None,
-            state_file: Some(file.clone()),
+            data_dir: Some(dirs[0].path().to_owned()),
+            ..AutoSettings::new(
+                switchyard_auto::AutoConfig::default(),
+                ProbeUrl::parse("http://127.0.0.1:9/").unwrap(),
+            )
         };
         let servers = servers();
         async move {
@@ -378,9 +420,12 @@ async fn marks_and_history_survive_a_restart() {
                 proxy,
                 servers,
                 settings,
-                tokio::sync::mpsc::unbounded_channel().1,
+                Inputs {
+                    failed: tokio::sync::mpsc::unbounded_channel().1,
+                    control: control_rx,
+                    network: None,
+                },
                 Arc::new(Mutex::new(Status::default())),
-                control_rx,
             ));
             (task, control)
         }

@@ -1,3 +1,8 @@
 //! The client's integration tests, in one binary.
 
 mod auto_live;
+mod clash_subscription;
+mod icmp;
+mod network;
+mod outbounds;
+mod page;

@@ -19,8 +19,6 @@
 pub(crate) mod replay;
 #[path = "ss/udp.rs"]
 mod udp;
-#[path = "ss/window.rs"]
-mod window;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};

@@ -91,6 +91,7 @@ fn pinned(cert: &TestCert) -> Option<EntryTls> {
         server_name: Some("node.test".into()),
         insecure: false,
         certificate_pem: Some(cert.cert_pem().into()),
+        certificate_sha256: None,
         alpn: vec!["http/1.1".into()],
     })
 }

@@ -31,6 +31,7 @@ fn entry(f: &Fixture, protocol: EntryProtocol, transport: EntryTransport, tls: b
             server_name: Some(f.cert.name().into()),
             insecure: false,
             certificate_pem: Some(f.cert.cert_pem().into()),
+            certificate_sha256: None,
             alpn: vec!["http/1.1".into()],
         }),
     }

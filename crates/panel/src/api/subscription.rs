@@ -140,6 +140,7 @@ pub fn entry(
                 } else {
                     None
                 },
+                certificate_sha256: None,
                 alpn: Vec::new(),
             })
         }

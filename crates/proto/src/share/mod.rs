@@ -19,7 +19,8 @@
 //! `security=none`.
 //!
 //! What links cannot carry, and so what the round trip leaves out:
-//! - [`EntryTls::certificate_pem`] (no link format has a field for a certificate);
+//! - [`EntryTls::certificate_pem`] and [`EntryTls::certificate_sha256`] (no link
+//!   format has a field for a certificate or its hash);
 //! - for Shadowsocks, the transport and TLS (SIP002 has only plugins for them, and
 //!   Shadowsocks runs on plain TCP here): its links are always plain TCP;
 //! - empty strings where a value is optional: an empty `flow`, `sni` or `host` reads
@@ -50,11 +51,12 @@
 //! ```
 //!
 //! [`EntryTls::certificate_pem`]: crate::entry::EntryTls::certificate_pem
+//! [`EntryTls::certificate_sha256`]: crate::entry::EntryTls::certificate_sha256
 
 mod parse;
 mod percent;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::base64;
 use crate::entry::{Entry, EntryProtocol, EntryTransport};

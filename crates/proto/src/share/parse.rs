@@ -201,6 +201,7 @@ fn tls(params: &Params, scheme: Scheme) -> Result<Option<EntryTls>, LinkError> {
                     .map(str::to_owned),
                 insecure: flag("allowInsecure") || flag("insecure"),
                 certificate_pem: None,
+                certificate_sha256: None,
                 alpn: params
                     .non_empty("alpn")
                     .map(|a| a.split(',').map(str::to_owned).collect())

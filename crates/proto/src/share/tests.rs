@@ -41,6 +41,7 @@ fn tls() -> Option<EntryTls> {
         server_name: Some("sni.example.com".into()),
         insecure: false,
         certificate_pem: None,
+        certificate_sha256: None,
         alpn: vec!["h2".into(), "http/1.1".into()],
     })
 }
@@ -54,6 +55,7 @@ fn cases() -> Vec<(Entry, String)> {
         server_name: None,
         insecure: true,
         certificate_pem: None,
+        certificate_sha256: None,
         alpn: Vec::new(),
     });
     vec![
@@ -355,6 +357,7 @@ pub(crate) fn linkable_entry() -> impl Strategy<Value = Entry> {
             server_name,
             insecure,
             certificate_pem: None,
+            certificate_sha256: None,
             alpn,
         })
     });

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use switchyard_auto::{AutoConfig, Method, Platform};
-use switchyard_client::auto::{AutoSettings, Status, SubscriptionServers};
+use switchyard_client::auto::{AutoSettings, Inputs, Status, SubscriptionServers};
 use switchyard_client::control::{self, Request};
 use switchyard_client::probe::ProbeUrl;
 use switchyard_client::{Proxy, fetch};
@@ -23,9 +23,9 @@ const EMPTY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
 pub(crate) enum ClientCommand {
     /// Fetch the subscriptions and serve the local proxy in the foreground.
     Run(RunArgs),
-    /// The running client's queue: servers with their scores and marks, the current
-    /// and return servers, the last events (JSON).
-    Status(DataArg),
+    /// The running client's queue: servers with their scores and the parts of them,
+    /// marks, the current and return servers, the back-off, the last check and events.
+    Status(StatusArgs),
     /// Mark servers (by name) Auto must not switch to; `done` applies the marks.
     Mark(NamesArg),
     /// Remove marks.
@@ -34,6 +34,55 @@ pub(crate) enum ClientCommand {
     Done(DataArg),
     /// Fetch every subscription again now.
     Update(DataArg),
+    /// Add a subscription at the end of the list (kept in the data directory; used
+    /// at once by a running client, else at the next `run`).
+    Add(AddArgs),
+    /// `auto on SUBSCRIPTION`: turn Auto on in another subscription (its URL or its
+    /// number in `status`, 1 first).
+    Auto(AutoArgs),
+    /// Measure the download speed through a server (the current one by default); the
+    /// result joins Auto's queue (servers without a ping, fastest first).
+    Speedtest(SpeedtestArgs),
+}
+
+/// `switchyard client speedtest [SERVER]`.
+#[derive(Debug, Args)]
+pub(crate) struct SpeedtestArgs {
+    #[command(flatten)]
+    data: DataArg,
+    /// The server's name, as `status` shows it.
+    server: Option<String>,
+}
+
+/// `switchyard client add URL`.
+#[derive(Debug, Args)]
+pub(crate) struct AddArgs {
+    #[command(flatten)]
+    data: DataArg,
+    /// The subscription URL.
+    url: String,
+}
+
+/// `switchyard client auto on SUBSCRIPTION`.
+#[derive(Debug, Args)]
+pub(crate) struct AutoArgs {
+    #[command(flatten)]
+    data: DataArg,
+    /// `on` (Auto is on in one subscription at a time).
+    #[arg(value_parser = ["on"])]
+    switch: String,
+    /// The subscription: its URL or its number.
+    subscription: String,
+}
+
+/// `switchyard client status`.
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    data: DataArg,
+    /// Print the client's answer as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Where the running client keeps its state (its control socket is in it).
@@ -59,8 +108,9 @@ const SOCKET: &str = "control.sock";
 /// `switchyard client run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// A subscription URL (several allowed, in order).
-    #[arg(long = "subscription", required = true)]
+    /// A subscription URL (several allowed, in order); the ones added with `add`
+    /// follow them.
+    #[arg(long = "subscription")]
     subscriptions: Vec<String>,
     /// The local proxy's address (SOCKS5 and HTTP CONNECT).
     #[arg(long, default_value = "127.0.0.1:2080")]
@@ -69,7 +119,8 @@ pub(crate) struct RunArgs {
     #[arg(long, default_value = "desktop")]
     platform: String,
     /// How checks probe servers: `url` (an HTTP request through the server), `tcp`
-    /// (connect time) or `icmp`.
+    /// (connect time) or `icmp` (an echo to the server's host; needs unprivileged ICMP
+    /// sockets, checked at start).
     #[arg(long, default_value = "url")]
     probe: String,
     /// The test URL of URL probes (plain http://).
@@ -82,6 +133,16 @@ pub(crate) struct RunArgs {
     /// them, so apps reconnect through the working one).
     #[arg(long)]
     keep_connections: bool,
+    /// Where the local page is served (loopback only): the servers with their
+    /// scores, the current and return servers, the last check, and the marks.
+    #[arg(long, default_value = switchyard_client::page::DEFAULT_LISTEN)]
+    page: SocketAddr,
+    /// Serve no local page.
+    #[arg(long)]
+    no_page: bool,
+    /// What `speedtest` downloads through a server (plain http://).
+    #[arg(long, default_value = switchyard_client::speedtest::DEFAULT_URL)]
+    speedtest_url: String,
     #[command(flatten)]
     data: DataArg,
 }
@@ -94,26 +155,106 @@ impl ClientCommand {
                 super::node::init_logs();
                 return runtime.block_on(args.run());
             }
-            Self::Status(d) => (d, Request::Status),
+            Self::Status(a) => {
+                let answer = runtime.block_on(ask(&a.data, &Request::Status))?;
+                if a.json {
+                    println!("{}", serde_json::to_string_pretty(&answer)?);
+                } else {
+                    print!("{}", super::client_status::render(&answer));
+                }
+                return Ok(());
+            }
+            Self::Add(a) => return runtime.block_on(add(a)),
+            Self::Speedtest(a) => {
+                let answer =
+                    runtime.block_on(ask(&a.data, &Request::Speedtest { server: a.server }))?;
+                println!(
+                    "{}: {:.1} Mbit/s ({} bytes in {:.1} s)",
+                    answer["server"].as_str().unwrap_or("?"),
+                    answer["mbps"].as_f64().unwrap_or(0.0),
+                    answer["bytes"],
+                    answer["seconds"].as_f64().unwrap_or(0.0)
+                );
+                return Ok(());
+            }
+            Self::Auto(a) => (
+                a.data,
+                Request::AutoOn {
+                    subscription: a.subscription,
+                },
+            ),
             Self::Mark(n) => (n.data, Request::Mark { servers: n.servers }),
             Self::Unmark(n) => (n.data, Request::Unmark { servers: n.servers }),
             Self::Done(d) => (d, Request::Done),
             Self::Update(d) => (d, Request::Update),
         };
-        let answer = runtime
-            .block_on(control::call(&data.data.join(SOCKET), &request))
-            .context("is `switchyard client run` running with this --data?")?;
+        let answer = runtime.block_on(call(&data, &request))?;
         println!("{}", serde_json::to_string_pretty(&answer)?);
-        if answer["ok"] != true {
-            bail!(
-                "{}",
-                answer["error"]
-                    .as_str()
-                    .unwrap_or("the client refused the request")
-            );
-        }
+        refused(&answer)?;
         Ok(())
     }
+}
+
+/// Sends `request` to the running client; its answer.
+async fn call(data: &DataArg, request: &Request) -> anyhow::Result<serde_json::Value> {
+    control::call(&data.data.join(SOCKET), request)
+        .await
+        .context("is `switchyard client run` running with this --data?")
+}
+
+/// [`call`], its refusal an error with its words.
+async fn ask(data: &DataArg, request: &Request) -> anyhow::Result<serde_json::Value> {
+    let answer = call(data, request).await?;
+    refused(&answer)?;
+    Ok(answer)
+}
+
+/// The client's refusal as an error.
+fn refused(answer: &serde_json::Value) -> anyhow::Result<()> {
+    if answer["ok"] != true {
+        bail!(
+            "{}",
+            answer["error"]
+                .as_str()
+                .unwrap_or("the client refused the request")
+        );
+    }
+    Ok(())
+}
+
+/// `add`: through the running client, which fetches it at once; with no client
+/// running, into the saved list for the next `run`.
+async fn add(a: AddArgs) -> anyhow::Result<()> {
+    let socket = a.data.data.join(SOCKET);
+    match control::call(&socket, &Request::Add { url: a.url.clone() }).await {
+        Ok(answer) => {
+            refused(&answer)?;
+            println!(
+                "added {}: {} server(s)",
+                a.url,
+                answer["servers"].as_u64().unwrap_or(0)
+            );
+            return Ok(());
+        }
+        // No client listens there: the list is for the next start.
+        Err(control::ControlError::Socket { .. }) => {}
+        Err(e) => return Err(e.into()),
+    }
+    // Checked now, so a typo is not found at the next start.
+    switchyard_client::subscription::check_url(&a.url)?;
+    std::fs::create_dir_all(&a.data.data)
+        .with_context(|| format!("creating {}", a.data.data.display()))?;
+    let mut saved = switchyard_client::auto::saved_subscriptions(&a.data.data);
+    if saved.contains(&a.url) {
+        bail!("{} is already a subscription", a.url);
+    }
+    saved.push(a.url.clone());
+    switchyard_client::auto::save_subscriptions(&a.data.data, &saved);
+    println!(
+        "added {}: no client is running; `switchyard client run` will use it",
+        a.url
+    );
+    Ok(())
 }
 
 impl RunArgs {
@@ -134,18 +275,35 @@ impl RunArgs {
         };
         config.probe_timeout = std::time::Duration::from_millis(self.probe_timeout_ms);
         config.validate().context("--probe-timeout-ms")?;
+        let probe_url =
+            ProbeUrl::parse(&self.probe_url).map_err(|e| anyhow::anyhow!("--probe-url: {e}"))?;
         Ok(AutoSettings {
-            config,
-            probe_url: ProbeUrl::parse(&self.probe_url)
-                .map_err(|e| anyhow::anyhow!("--probe-url: {e}"))?,
             keep_connections: self.keep_connections,
-            refresh_every: None,
-            state_file: Some(self.data.data.join("auto-state.json")),
+            data_dir: Some(self.data.data.clone()),
+            speedtest_url: ProbeUrl::parse(&self.speedtest_url)
+                .map_err(|e| anyhow::anyhow!("--speedtest-url: {e}"))?,
+            ..AutoSettings::new(config, probe_url)
         })
     }
 
-    async fn run(self) -> anyhow::Result<()> {
+    async fn run(mut self) -> anyhow::Result<()> {
         let settings = self.settings()?;
+        // Every probe would count as no answer, and Auto would leave working servers.
+        if settings.config.method == Method::Icmp {
+            switchyard_client::probe::icmp::check_available()?;
+        }
+        for url in switchyard_client::auto::saved_subscriptions(&self.data.data) {
+            if !self.subscriptions.contains(&url) {
+                self.subscriptions.push(url);
+            }
+        }
+        if self.subscriptions.is_empty() {
+            bail!(
+                "no subscription: give --subscription URL, or add one with \
+                 `switchyard client add URL --data {}`",
+                self.data.data.display()
+            );
+        }
         // A first subscription without a usable server (a panel still catching up
         // with a new node, say) is fetched again until it has one; a URL that fails
         // is an error at once.
@@ -171,10 +329,28 @@ impl RunArgs {
         std::fs::create_dir_all(&self.data.data)
             .with_context(|| format!("creating {}", self.data.data.display()))?;
         let (calls, control_rx) = tokio::sync::mpsc::unbounded_channel();
+        if !self.no_page {
+            if !self.page.ip().is_loopback() {
+                bail!(
+                    "--page {}: the page has no login; use a loopback address",
+                    self.page
+                );
+            }
+            match switchyard_client::page::serve(self.page, calls.clone()).await {
+                Ok(addr) => println!("page: http://{addr}/"),
+                // The proxy is what matters: a busy port costs only the page.
+                Err(e) => eprintln!("warning: {e}; running without the page"),
+            }
+        }
         control::serve(&self.data.data.join(SOCKET), calls)?;
         let status = Arc::new(std::sync::Mutex::new(Status::default()));
+        let inputs = Inputs {
+            failed,
+            control: control_rx,
+            network: Some(switchyard_client::network::watch()),
+        };
         tokio::select! {
-            () = switchyard_client::auto::run(proxy, subs, settings, failed, status, control_rx) => Ok(()),
+            () = switchyard_client::auto::run(proxy, subs, settings, inputs, status) => Ok(()),
             r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C"),
         }
     }

@@ -2,6 +2,7 @@
 
 mod auto;
 mod client;
+mod client_status;
 mod node;
 mod panel;
 mod tunnel;

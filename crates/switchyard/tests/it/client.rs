@@ -22,7 +22,11 @@ const MIB: u64 = 1 << 20;
 
 /// Starts the client on `subscription` with its state in `data`; the proxy's address
 /// once it prints it.
-async fn client(subscription: &str, data: &std::path::Path) -> (Child, std::net::SocketAddr) {
+async fn client(
+    subscription: &str,
+    data: &std::path::Path,
+    speedtest_url: &str,
+) -> (Child, std::net::SocketAddr) {
     let listen = format!("127.0.0.1:{}", free_port().unwrap());
     let mut child = Command::new(env!("CARGO_BIN_EXE_switchyard"))
         .args([
@@ -32,6 +36,8 @@ async fn client(subscription: &str, data: &std::path::Path) -> (Child, std::net:
             subscription,
             "--listen",
             &listen,
+            "--speedtest-url",
+            speedtest_url,
         ])
         .arg("--data")
         .arg(data)
@@ -68,7 +74,8 @@ async fn the_client_carries_socks5_and_http_connect_through_the_subscription_s_s
     let tls = sub.entries[0].tls.clone().expect("the demo inbound is TLS");
     assert!(!tls.insecure && tls.certificate_pem.is_some(), "{tls:?}");
     let data = dir.path().join("client");
-    let (_client, proxy) = client(&up.subscription, &data).await;
+    let speedtest = format!("http://{}/bytes/{}", target.addr(), 8 * MIB);
+    let (_client, proxy) = client(&up.subscription, &data, &speedtest).await;
 
     // SOCKS5, retried while the node takes its first config.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -124,7 +131,7 @@ async fn the_client_carries_socks5_and_http_connect_through_the_subscription_s_s
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (ok, status, err) = control(&["status"]).await;
+    let (ok, status, err) = control(&["status", "--json"]).await;
     assert!(ok, "{err}");
     let server = status["subscriptions"][0]["servers"][0].clone();
     let name = server["name"].as_str().unwrap().to_owned();
@@ -152,10 +159,33 @@ async fn the_client_carries_socks5_and_http_connect_through_the_subscription_s_s
             .contains("is the last unmarked server"),
         "{answer}"
     );
-    let (_, status, _) = control(&["status"]).await;
+    let (_, status, _) = control(&["status", "--json"]).await;
     assert_eq!(
         status["subscriptions"][0]["servers"][0]["marked"], false,
         "{status}"
+    );
+    // For people: the current server, and the queue with each server's parts.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["client", "status", "--data"])
+        .arg(&data)
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("current server: {name}\n")),
+        "{text}"
+    );
+    assert!(text.contains("back-off:       none"), "{text}");
+    assert!(
+        text.contains(&format!("subscription 1: {} (Auto is on)", up.subscription)),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&name) && l.ends_with("current, unchecked")),
+        "{text}"
     );
     let (ok, answer, err) = control(&["mark", "nope"]).await;
     assert!(!ok);
@@ -163,6 +193,73 @@ async fn the_client_carries_socks5_and_http_connect_through_the_subscription_s_s
     let (ok, answer, err) = control(&["update"]).await;
     assert!(ok, "{err}");
     assert_eq!(answer["updating"], 1);
+
+    // A speed test through the current server: a result, and Auto has it.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["client", "speedtest", "--data"])
+        .arg(&data)
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.starts_with(&format!("{name}: ")) && said.contains(" Mbit/s ("),
+        "{said}"
+    );
+    let (_, status, _) = control(&["status", "--json"]).await;
+    let mbps = status["subscriptions"][0]["servers"][0]["speed_mbps"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{status}"));
+    assert!(mbps > 0.0, "{status}");
+    let (ok, _, err) = control(&["speedtest", "nope"]).await;
+    assert!(!ok);
+    assert!(err.contains("no server named \"nope\""), "{err}");
+
+    // A second subscription (the same user's, as share links), added while the client
+    // runs: fetched at once, kept in the data directory, second in the list; Auto
+    // moves into it on `auto on 2`.
+    let second = format!("{}?format=links", up.subscription);
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["client", "add", &second, "--data"])
+        .arg(&data)
+        .output()
+        .await
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(said.trim(), format!("added {second}: 1 server(s)"));
+    let saved: Vec<String> =
+        serde_json::from_str(&std::fs::read_to_string(data.join("subscriptions.json")).unwrap())
+            .unwrap();
+    assert_eq!(saved, std::slice::from_ref(&second));
+    let (ok, answer, _) = control(&["add", &second]).await;
+    assert!(!ok, "{answer}");
+    let (ok, answer, err) = control(&["auto", "on", "2"]).await;
+    assert!(ok, "{answer} {err}");
+    let (_, status, _) = control(&["status", "--json"]).await;
+    let subs = status["subscriptions"].as_array().unwrap();
+    assert_eq!(
+        subs.iter()
+            .map(|s| (s["name"].as_str().unwrap(), s["auto"].as_bool().unwrap()))
+            .collect::<Vec<_>>(),
+        [(up.subscription.as_str(), false), (second.as_str(), true)],
+        "{status}"
+    );
+    let (ok, answer, _) = control(&["auto", "on", "3"]).await;
+    assert!(!ok);
+    assert!(
+        answer["error"].as_str().unwrap().contains("1 to 2"),
+        "{answer}"
+    );
 
     // A subscription that answers 404 is an error naming the URL and the status.
     let bad = format!("http://{}/sub/no-such-token", up.api);

@@ -3,6 +3,7 @@
 
 mod cli;
 mod client;
+mod client_network;
 mod docs;
 mod node_cli;
 mod node_join;

@@ -3,6 +3,7 @@
 
 mod browser;
 mod loadgen;
+mod netns;
 mod postgres;
 mod schemathesis;
 mod sing_box;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::window::Window;
+use switchyard_proto::shadowsocks::window::Window;
 
 /// A window unused this long is forgotten. 60 s: a packet's timestamp may be at most
 /// 30 s off, so a replay of anything older than that is refused by its timestamp.

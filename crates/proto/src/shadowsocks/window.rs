@@ -1,12 +1,13 @@
 //! The sliding window of packet ids a UDP session has seen (SIP022 replay protection:
-//! the crate checks timestamps, the server drops packet ids it has already had).
+//! timestamps bound a packet's age, the window drops packet ids already had). The
+//! node keeps one per client session, Switchyard's client one per server session.
 
 /// Packet ids remembered behind the newest one.
-const WIDTH: u64 = 128;
+pub const WIDTH: u64 = 128;
 
 /// Which of the last [`WIDTH`] packet ids were seen.
 #[derive(Debug, Default)]
-pub(crate) struct Window {
+pub struct Window {
     /// The newest id seen, if any.
     top: Option<u64>,
     /// Bit `i` set: id `top - i` was seen.
@@ -15,7 +16,7 @@ pub(crate) struct Window {
 
 impl Window {
     /// Records `id`; false when it was seen before or is too old to tell.
-    pub(crate) fn accept(&mut self, id: u64) -> bool {
+    pub fn accept(&mut self, id: u64) -> bool {
         let Some(top) = self.top else {
             self.top = Some(id);
             self.seen = 1;

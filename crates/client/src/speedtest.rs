@@ -1,0 +1,142 @@
+//! The speed test: a download through one server, its speed in Mbit/s. The result
+//! goes to Auto (`Event::SpeedTest`), where a server without a score but with a speed
+//! result is queued before the unchecked ones, fastest first.
+//!
+//! The download is an HTTP `GET` of the speed-test URL (plain `http://`: the server's
+//! own encryption carries it) through the server. The speed counts the body from its
+//! first byte to its end, or to [`MAX_TIME`] or [`MAX_BYTES`], whichever comes first;
+//! setting up the connection and waiting for the first byte are not part of it. A
+//! test that gets less than [`MIN_BYTES`] of body is an error, not a speed.
+
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::outbound::Outbound;
+use crate::probe::ProbeUrl;
+
+/// The default speed-test URL: 25 MB from Cloudflare's speed test.
+pub const DEFAULT_URL: &str = "http://speed.cloudflare.com/__down?bytes=25000000";
+
+/// The longest download.
+pub const MAX_TIME: Duration = Duration::from_secs(10);
+
+/// The most bytes read.
+pub const MAX_BYTES: u64 = 100 << 20;
+
+/// The least body for a result.
+pub const MIN_BYTES: u64 = 64 << 10;
+
+/// How long the connection and the response head may take.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A speed test's result.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Speed {
+    /// Megabits per second.
+    pub mbps: f64,
+    /// Body bytes counted.
+    pub bytes: u64,
+    /// The time they took.
+    pub elapsed: Duration,
+}
+
+/// Why a speed test gave no result.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpeedTestError {
+    /// The server could not be reached, or the download failed.
+    #[error("speed test through {server}: {reason}")]
+    Failed {
+        /// The server's name.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Downloads `url` through `server` and measures the speed.
+pub async fn run(server: &Outbound, url: &ProbeUrl) -> Result<Speed, SpeedTestError> {
+    let fail = |reason: String| SpeedTestError::Failed {
+        server: server.entry().name.clone(),
+        reason,
+    };
+    let (mut s, with_head) = tokio::time::timeout(HEAD_TIMEOUT, head(server, url))
+        .await
+        .map_err(|_| fail(format!("no answer within {HEAD_TIMEOUT:?}")))?
+        .map_err(fail)?;
+    // The clock starts at the body's first byte: the bytes that came with the head
+    // came before it, and are not counted.
+    let mut buf = vec![0u8; 64 << 10];
+    let (mut body, started) = if with_head > 0 {
+        (0, Instant::now())
+    } else {
+        match tokio::time::timeout(HEAD_TIMEOUT, s.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => (0, Instant::now()),
+            Ok(Ok(_)) => return Err(fail("no body".into())),
+            Ok(Err(e)) => return Err(fail(format!("reading the body: {e}"))),
+            Err(_) => return Err(fail(format!("no body within {HEAD_TIMEOUT:?}"))),
+        }
+    };
+    let deadline = tokio::time::Instant::now() + MAX_TIME;
+    while body < MAX_BYTES {
+        match tokio::time::timeout_at(deadline, s.read(&mut buf)).await {
+            Err(_) | Ok(Ok(0)) => break,
+            Ok(Ok(n)) => body += n as u64,
+            Ok(Err(e)) => return Err(fail(format!("reading the body: {e}"))),
+        }
+    }
+    let elapsed = started.elapsed();
+    if body < MIN_BYTES {
+        return Err(fail(format!(
+            "only {body} bytes of body (at least {MIN_BYTES} make a result)"
+        )));
+    }
+    Ok(Speed {
+        mbps: body as f64 * 8.0 / elapsed.as_secs_f64().max(1e-3) / 1e6,
+        bytes: body,
+        elapsed,
+    })
+}
+
+/// Connects, sends the request and reads the response head: the stream and how many
+/// body bytes came with the head.
+async fn head(
+    server: &Outbound,
+    url: &ProbeUrl,
+) -> Result<(crate::outbound::BoxStream, u64), String> {
+    let mut s = server
+        .connect(&url.destination)
+        .await
+        .map_err(|e| e.to_string())?;
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: switchyard-client\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n",
+        url.path, url.host
+    );
+    s.write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut head = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("closed before the response head".into());
+        }
+        head.extend_from_slice(&chunk[..n]);
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut response = httparse::Response::new(&mut headers);
+        match response.parse(&head) {
+            Ok(httparse::Status::Complete(len)) => {
+                let code = response.code.unwrap_or(0);
+                if !(200..300).contains(&code) {
+                    return Err(format!("HTTP {code}"));
+                }
+                return Ok((s, (head.len() - len) as u64));
+            }
+            Ok(httparse::Status::Partial) if head.len() <= 16 << 10 => {}
+            Ok(httparse::Status::Partial) => return Err("a response head over 16 KiB".into()),
+            Err(e) => return Err(format!("not an HTTP response: {e}")),
+        }
+    }
+}
