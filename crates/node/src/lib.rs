@@ -1,7 +1,8 @@
 //! # The Switchyard node
 //!
 //! The data plane on each server: user-facing inbounds (VLESS, Trojan, Shadowsocks
-//! 2022, SOCKS5) over TCP, TLS and WebSocket, outbounds (`direct`, `block`), per-user
+//! 2022, SOCKS5) over TCP, TLS and WebSocket, VLESS over REALITY ([`reality`] makes
+//! its keys), outbounds (`direct`, `block`), per-user
 //! accounting with a durable journal, live configuration applied as a difference, and
 //! the control API (`/v1/status`, `/v1/stats`, `/v1/config`, `/metrics`), served on
 //! loopback and over the channel the node dials to its panel ([`channel`]).
@@ -14,6 +15,7 @@ mod inbound;
 pub mod journal;
 pub mod node;
 pub mod outbound;
+pub mod reality;
 pub mod relay;
 pub mod route;
 pub mod sessions;

@@ -1,11 +1,25 @@
-//! The little base64 the WebSocket upgrade needs: standard encoding with padding for
-//! `Sec-WebSocket-Accept`, and a lenient decoder for `Sec-WebSocket-Key` and early
-//! data (standard or URL-safe alphabet, padding optional, as Xray's hub accepts).
+//! The little base64 the WebSocket upgrade and REALITY need: standard encoding with
+//! padding for `Sec-WebSocket-Accept`, URL-safe without padding for REALITY's X25519
+//! keys (Xray's form), and a lenient decoder for `Sec-WebSocket-Key`, early data and
+//! keys (standard or URL-safe alphabet, padding optional, as Xray's hub accepts).
 
 const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/// The URL-safe alphabet (RFC 4648 section 5).
+const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
 /// Encodes `input` with the standard alphabet and `=` padding.
 pub(crate) fn encode_standard(input: &[u8]) -> String {
+    encode(input, STANDARD, true)
+}
+
+/// Encodes `input` with the URL-safe alphabet and no padding: Go's
+/// `base64.RawURLEncoding`, the form of Xray's X25519 keys.
+pub(crate) fn encode_url_unpadded(input: &[u8]) -> String {
+    encode(input, URL_SAFE, false)
+}
+
+fn encode(input: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
     let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
     for chunk in input.chunks(3) {
         let b = [
@@ -16,8 +30,8 @@ pub(crate) fn encode_standard(input: &[u8]) -> String {
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
-                out.push(char::from(STANDARD[(n >> (18 - 6 * i)) as usize & 63]));
-            } else {
+                out.push(char::from(alphabet[(n >> (18 - 6 * i)) as usize & 63]));
+            } else if pad {
                 out.push('=');
             }
         }
@@ -78,6 +92,7 @@ mod tests {
         ];
         for (raw, text) in cases {
             assert_eq!(encode_standard(raw), text);
+            assert_eq!(encode_url_unpadded(raw), text.trim_end_matches('='));
             assert_eq!(decode_lenient(text.as_bytes()).as_deref(), Some(raw));
             let unpadded = text.trim_end_matches('=');
             assert_eq!(decode_lenient(unpadded.as_bytes()).as_deref(), Some(raw));
@@ -86,6 +101,7 @@ mod tests {
 
     #[test]
     fn url_safe_alphabet_and_junk() {
+        assert_eq!(encode_url_unpadded(&[0xfb, 0xff]), "-_8");
         assert_eq!(decode_lenient(b"-_8").as_deref(), Some(&[0xfb, 0xff][..]));
         assert_eq!(decode_lenient(b"+/8").as_deref(), Some(&[0xfb, 0xff][..]));
         assert_eq!(decode_lenient(b"Zm9v!"), None);

@@ -16,6 +16,10 @@
 //!   packets both ways ([`shadowsocks::udp_client`]);
 //! - [`websocket`]: the HTTP/1.1 WebSocket upgrade request and its `101` response,
 //!   with the early-data forms of sing-box and Xray;
+//! - [`client_hello`]: the TLS ClientHello, reassembled from its records, with the
+//!   fields REALITY reads;
+//! - [`reality`]: REALITY's authentication (keys, the auth key, the sealed session id,
+//!   who is accepted, replays, the certificate's signature), as Xray's client does it;
 //! - [`entry`]: one server of a subscription as a client app sees it ([`Entry`]);
 //! - [`share`]: share links (`vless://`, `trojan://`, `ss://`) and subscription
 //!   bodies, written by the panel and read by the client;
@@ -55,7 +59,9 @@
 pub mod address;
 mod base64;
 pub mod clash;
+pub mod client_hello;
 pub mod entry;
+pub mod reality;
 pub mod shadowsocks;
 pub mod share;
 pub mod singbox;

@@ -18,6 +18,12 @@
 //! their table; any other NAME filters them (and only prints); no NAME runs the
 //! criterion benchmarks, then the node, tunnel and panel benchmarks.
 //!
+//! `cargo xtask bench client` runs the client's failover benchmark
+//! (`crates/client/benches/failover/`): one fault timeline through our client and the
+//! real sing-box and mihomo at once, then the simulator's models on it ([`client`]);
+//! it writes its report between the `bench:client` markers. It takes about six
+//! minutes, so the run without NAME leaves it out.
+//!
 //! Criterion leaves each benchmark's estimates in
 //! `target/criterion/<group>/<id>/new/{benchmark,estimates}.json`. This reads the
 //! median of every benchmark this run measured and, in each group, the ratio of ours
@@ -32,6 +38,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+mod client;
 mod panel;
 mod push;
 
@@ -84,14 +91,16 @@ struct Measured {
     median_ns: f64,
 }
 
-/// `node`, `tunnel` and `panel` run those benchmarks; `criterion` runs every criterion
-/// benchmark and writes their table; any other `name` runs the criterion benchmarks
-/// matching it (and only prints); no `name` runs all of them.
+/// `node`, `tunnel`, `panel` and `client` run those benchmarks; `criterion` runs every
+/// criterion benchmark and writes their table; any other `name` runs the criterion benchmarks
+/// matching it (and only prints); no `name` runs all of them but `client` (minutes of
+/// wall time for one timeline).
 pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
     match name {
         Some(NODE) => node(root),
         Some(TUNNEL) => tunnel(root),
         Some(panel::PANEL) => panel::bench_panel(root),
+        Some(client::CLIENT) => client::bench_client(root),
         Some(CRITERION) => criterion(root, None),
         Some(filter) => criterion(root, Some(filter)),
         None => {

@@ -171,6 +171,34 @@ pub enum Security {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key_pem: Option<Secret>,
     },
+    /// REALITY (VLESS over TCP only): clients whose ClientHello carries valid REALITY
+    /// auth get a TLS 1.3 session with the node; every other connection is spliced
+    /// byte for byte to `dest`, so a prober sees that site (docs/node.md, "REALITY").
+    Reality {
+        /// The target site, `host:port` (a name or an address; `[v6]:port`): a real
+        /// HTTPS server with TLS 1.3 whose names are `server_names`.
+        dest: String,
+        /// The SNI names a client may ask for, the target's own; `""` accepts a
+        /// hello without SNI. Compared without regard to ASCII case.
+        server_names: Vec<String>,
+        /// The X25519 private key, base64url without padding (`switchyard node
+        /// reality-keys` makes one; a secret: reads show `"<redacted>"`).
+        private_key: Secret,
+        /// Short ids clients may present: 0 to 16 hex digits each (an even number),
+        /// `""` included; at least one.
+        short_ids: Vec<String>,
+        /// The largest difference allowed between a client's clock and the node's, in
+        /// milliseconds; 0 (the default, as Xray's) leaves it unchecked. A limit
+        /// (say 60000) also bounds how long replayed hellos must be remembered.
+        #[serde(default)]
+        max_time_diff_ms: u64,
+        /// The oldest client version accepted (Xray's `x.y.z`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min_client_version: Option<String>,
+        /// The newest client version accepted, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_client_version: Option<String>,
+    },
 }
 
 /// Where a TLS inbound's certificate and key come from.
@@ -277,7 +305,7 @@ pub struct InboundConfig {
     /// Transport under the protocol.
     #[serde(default)]
     pub transport: Transport,
-    /// TLS or nothing.
+    /// TLS, REALITY or nothing.
     #[serde(default)]
     pub security: Security,
     /// Where a connection that fails authentication is handed, byte for byte (a web

@@ -44,11 +44,14 @@ impl super::NodeConfig {
             if let Some(s) = &mut ib.password {
                 out.push((format!("inbounds[{i}].password"), s));
             }
-            if let super::Security::Tls {
-                key_pem: Some(s), ..
-            } = &mut ib.security
-            {
-                out.push((format!("inbounds[{i}].security.key_pem"), s));
+            match &mut ib.security {
+                super::Security::Tls {
+                    key_pem: Some(s), ..
+                } => out.push((format!("inbounds[{i}].security.key_pem"), s)),
+                super::Security::Reality { private_key, .. } => {
+                    out.push((format!("inbounds[{i}].security.private_key"), private_key));
+                }
+                _ => {}
             }
         }
         for (i, u) in self.users.iter_mut().enumerate() {
@@ -87,7 +90,7 @@ impl super::NodeConfig {
     }
 
     /// The config with every secret (user credentials, Shadowsocks server keys, inline
-    /// TLS keys, tunnel credentials) replaced by [`REDACTED`], for reads.
+    /// TLS keys, REALITY private keys, tunnel credentials) replaced by [`REDACTED`], for reads.
     pub fn redacted(&self) -> Self {
         let mut c = self.clone();
         for (_, s) in c.secrets_mut() {

@@ -67,6 +67,104 @@ pub fn ss_key(text: &str, method: SsMethod) -> Result<Vec<u8>, String> {
     Ok(key)
 }
 
+/// A REALITY inbound's fields; `f` names a field of the inbound.
+fn validate_reality(
+    ib: &super::InboundConfig,
+    f: &dyn Fn(&str) -> String,
+) -> Result<(), ConfigError> {
+    use switchyard_proto::reality::{ClientVersion, PrivateKey, ShortId};
+    let Security::Reality {
+        dest,
+        server_names,
+        private_key,
+        short_ids,
+        max_time_diff_ms: _,
+        min_client_version,
+        max_client_version,
+    } = &ib.security
+    else {
+        return Ok(());
+    };
+    if ib.protocol != Protocol::Vless || ib.transport != Transport::Tcp {
+        return Err(invalid(
+            f("security"),
+            "REALITY is served for VLESS over plain TCP (transport tcp) only",
+        ));
+    }
+    if !dest_ok(dest) {
+        return Err(invalid(
+            f("security.dest"),
+            "must be host:port (a name or an address, [v6]:port), port 1-65535",
+        ));
+    }
+    if server_names.is_empty() {
+        return Err(invalid(
+            f("security.server_names"),
+            "needs at least one name: the target's, which clients put in their SNI",
+        ));
+    }
+    for (j, name) in server_names.iter().enumerate() {
+        if name.len() > 253 || !name.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(invalid(
+                f(&format!("security.server_names[{j}]")),
+                "is not a host name (or \"\" for a hello without SNI)",
+            ));
+        }
+    }
+    // Never the key itself in the message: it is a secret.
+    PrivateKey::parse(private_key.expose()).map_err(|e| {
+        invalid(
+            f("security.private_key"),
+            format!("{e}: an X25519 private key is 32 bytes in base64url (make one with `switchyard node reality-keys`)"),
+        )
+    })?;
+    if short_ids.is_empty() {
+        return Err(invalid(
+            f("security.short_ids"),
+            "needs at least one (\"\" is one)",
+        ));
+    }
+    for (j, id) in short_ids.iter().enumerate() {
+        ShortId::parse(id)
+            .map_err(|e| invalid(f(&format!("security.short_ids[{j}]")), e.to_string()))?;
+    }
+    let version = |text: &Option<String>, field: &str| {
+        text.as_deref()
+            .map(ClientVersion::parse)
+            .transpose()
+            .map_err(|e| invalid(f(field), e.to_string()))
+    };
+    let min = version(min_client_version, "security.min_client_version")?;
+    let max = version(max_client_version, "security.max_client_version")?;
+    if let (Some(min), Some(max)) = (min, max)
+        && min > max
+    {
+        return Err(invalid(
+            f("security.max_client_version"),
+            format!("{max} is older than min_client_version {min}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `dest` is `host:port`: a name, an IPv4 address or `[v6]`, and a port.
+fn dest_ok(dest: &str) -> bool {
+    let Some((host, port)) = dest.rsplit_once(':') else {
+        return false;
+    };
+    if !port.parse::<u16>().is_ok_and(|p| p != 0) {
+        return false;
+    }
+    if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return v6.parse::<std::net::Ipv6Addr>().is_ok();
+    }
+    !host.is_empty()
+        && host.len() <= 253
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+}
+
 fn tag_ok(tag: &str) -> bool {
     !tag.is_empty()
         && tag.len() <= 64
@@ -214,6 +312,9 @@ impl NodeConfig {
                         "missing: TLS needs cert and key (PEM files) or cert_pem and key_pem (inline PEM)",
                     ));
                 }
+            }
+            if let Security::Reality { .. } = &ib.security {
+                validate_reality(ib, &f)?;
             }
             match ib.protocol {
                 Protocol::Shadowsocks => {

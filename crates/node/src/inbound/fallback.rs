@@ -17,24 +17,39 @@
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::time::{Instant, sleep_until, timeout};
 
 use super::{BoxIo, Conn, Ctx};
 use crate::node::Runtime;
 use crate::relay::relay;
 
-/// Connecting to the fallback takes at most this long. 5 s: the fallback is a local or
-/// nearby site; one that does not answer by then is down, and the connection is held.
+/// Connecting to the fallback (or a REALITY target) takes at most this long. 5 s: the
+/// fallback is a local or nearby site; one that does not answer by then is down, and
+/// the connection is held.
 pub(crate) const FALLBACK_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Hands `stream`, whose first bytes `read` have already been taken, to the inbound's
 /// fallback, or holds it and closes it.
 pub(crate) async fn reject(ctx: &Ctx, rt: &Runtime, stream: BoxIo, read: Vec<u8>, conn: &Conn) {
-    let Some(addr) = ctx.config.fallback else {
-        return hold(ctx, rt, stream, conn).await;
-    };
-    let mut site = match timeout(FALLBACK_CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+    match ctx.config.fallback {
+        Some(addr) => splice(ctx, rt, stream, read, conn, addr).await,
+        None => hold(ctx, rt, stream, conn).await,
+    }
+}
+
+/// Connects to `addr` (a fallback, or a REALITY inbound's target site), writes it
+/// `read` and relays both ways until either side is done; holds the connection
+/// instead when `addr` does not answer.
+pub(crate) async fn splice(
+    ctx: &Ctx,
+    rt: &Runtime,
+    stream: BoxIo,
+    read: Vec<u8>,
+    conn: &Conn,
+    addr: impl ToSocketAddrs + std::fmt::Display,
+) {
+    let mut site = match timeout(FALLBACK_CONNECT_TIMEOUT, TcpStream::connect(&addr)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::warn!(inbound = %ctx.config.tag, %addr, "fallback unreachable: {e}");

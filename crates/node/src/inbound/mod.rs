@@ -5,6 +5,7 @@
 
 mod fallback;
 mod io;
+pub(crate) mod reality;
 mod shadowsocks;
 mod socks;
 pub(crate) mod state;
@@ -40,11 +41,21 @@ pub(crate) const MAX_WS_UNAUTHENTICATED: usize = 64 * 1024;
 /// headers are under 300 bytes; a WebSocket upgrade under 2 KiB.
 pub(crate) const MAX_HEADER: usize = 8 * 1024;
 
+/// What an inbound puts between TCP and its protocol.
+pub(crate) enum Layer {
+    /// Nothing.
+    Plain,
+    /// TLS with the inbound's certificate.
+    Tls(TlsAcceptor),
+    /// REALITY: TLS 1.3 for its own clients, the target site for everyone else.
+    Reality(Arc<reality::Reality>),
+}
+
 /// A listener bound for an inbound, not yet serving.
 pub(crate) struct Bound {
     pub(crate) config: InboundConfig,
     listener: TcpListener,
-    tls: Option<TlsAcceptor>,
+    layer: Layer,
     /// Shadowsocks: the UDP socket on the same port.
     udp: Option<tokio::net::UdpSocket>,
 }
@@ -62,11 +73,9 @@ impl Running {
 }
 
 /// Binds `config`'s port (with SO_REUSEPORT, so a changed inbound can bind while its
-/// old listener still serves); `tls` serves its certificate, loaded by the caller.
-pub(crate) async fn bind(
-    config: &InboundConfig,
-    tls: Option<TlsAcceptor>,
-) -> Result<Bound, String> {
+/// old listener still serves); `layer` (TLS with its certificate, or REALITY) is
+/// built by the caller.
+pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, String> {
     let addr = SocketAddr::new(config.listen, config.port);
     let udp = match config.protocol {
         Protocol::Shadowsocks => Some(shadowsocks::bind_udp(addr)?),
@@ -93,7 +102,7 @@ pub(crate) async fn bind(
     Ok(Bound {
         config: config.clone(),
         listener,
-        tls,
+        layer,
         udp,
     })
 }
@@ -105,7 +114,7 @@ impl Bound {
         let state = shared.inbound_states.get(&self.config.tag);
         let ctx = Arc::new(Ctx {
             config: self.config,
-            tls: self.tls,
+            layer: self.layer,
             cancel: cancel.clone(),
             state,
             shared,
@@ -128,7 +137,7 @@ impl Bound {
 /// What a connection's handler knows about its inbound.
 pub(crate) struct Ctx {
     pub(crate) config: InboundConfig,
-    tls: Option<TlsAcceptor>,
+    layer: Layer,
     /// Fires when the inbound is removed or rebuilt.
     pub(crate) cancel: CancellationToken,
     /// What the inbound's tag keeps across rebuilds.
@@ -229,9 +238,13 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::new(ctx.config.listen, ctx.config.port));
     let peer = conn.peer;
-    let stream: BoxIo = match &ctx.tls {
-        None => Box::new(tcp),
-        Some(acceptor) => match timeout_at(conn.deadline, acceptor.accept(tcp)).await {
+    let stream: BoxIo = match &ctx.layer {
+        Layer::Plain => Box::new(tcp),
+        Layer::Reality(reality) => match reality.accept(&ctx, &rt, tcp, &conn).await {
+            Some(tls) => tls,
+            None => return,
+        },
+        Layer::Tls(acceptor) => match timeout_at(conn.deadline, acceptor.accept(tcp)).await {
             Ok(Ok(tls)) => Box::new(tls),
             Ok(Err(e)) => {
                 return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
@@ -372,7 +385,7 @@ mod tests {
         Arc::new(Ctx {
             state: shared.inbound_states.get("t"),
             config: inbound,
-            tls: None,
+            layer: Layer::Plain,
             cancel: CancellationToken::new(),
             shared,
         })

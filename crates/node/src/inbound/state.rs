@@ -1,6 +1,7 @@
 //! What the node keeps per inbound tag across rebuilds of that inbound: the
-//! pre-authentication limits, the counters of its protections, and Shadowsocks'
-//! replay state (a salt or packet replayed into a rebuilt inbound is still refused).
+//! pre-authentication limits, the counters of its protections, and the replay state
+//! of Shadowsocks and REALITY (a salt, packet or ClientHello replayed into a rebuilt
+//! inbound is still refused).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -10,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use ::shadowsocks::config::ServerType;
 use ::shadowsocks::context::{Context, SharedContext};
+use switchyard_proto::reality::ReplayFilter;
 
 use super::shadowsocks::replay::Sessions as SsSessions;
 
@@ -135,6 +137,7 @@ pub(crate) struct InboundState {
     /// Failed tasks restarted.
     pub(crate) restarts: Arc<AtomicU64>,
     ss: OnceLock<SsState>,
+    reality: OnceLock<Arc<Mutex<ReplayFilter>>>,
 }
 
 /// Shadowsocks' replay state of one inbound tag.
@@ -146,6 +149,23 @@ pub(crate) struct SsState {
 }
 
 impl InboundState {
+    /// The REALITY hellos accepted lately, kept for the tag's lifetime; a rebuild
+    /// with another `max_time_diff_ms` changes how long they are kept from now on.
+    pub(crate) fn reality_replay(
+        &self,
+        max_time_diff_ms: u64,
+        now_ms: i64,
+    ) -> Arc<Mutex<ReplayFilter>> {
+        let filter = self
+            .reality
+            .get_or_init(|| Arc::new(Mutex::new(ReplayFilter::new(max_time_diff_ms, now_ms))));
+        filter
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .set_max_time_diff(max_time_diff_ms);
+        filter.clone()
+    }
+
     /// The Shadowsocks replay state, kept for the tag's lifetime.
     pub(crate) fn shadowsocks(&self) -> &SsState {
         self.ss.get_or_init(|| SsState {

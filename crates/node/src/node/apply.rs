@@ -15,8 +15,10 @@ use std::collections::{HashMap, HashSet};
 use serde::Serialize;
 
 use super::{ApplyError, LAST_GOOD, Node, Running, Runtime, lock};
+use crate::accounting::now_ms;
 use crate::config::{InboundConfig, NodeConfig, Security, TlsSource, TunnelConfig, UserConfig};
-use crate::inbound::{self, Bound};
+use crate::inbound::reality::Reality;
+use crate::inbound::{self, Bound, Layer};
 use crate::state::{self, StateError};
 use crate::tls::{self, Certificate};
 use crate::tunnels;
@@ -73,7 +75,7 @@ fn read_files(config: &NodeConfig) -> Files {
                     None => Err("security: neither PEM files nor inline PEM".to_owned()),
                 },
             )),
-            Security::None => None,
+            Security::None | Security::Reality { .. } => None,
         })
         .collect();
     let tunnels = config
@@ -182,17 +184,26 @@ impl Node {
                 tag: ib.tag.clone(),
                 problem,
             };
-            let tls = match files.certificates.remove(&ib.tag) {
+            let layer = match files.certificates.remove(&ib.tag) {
                 Some(Err(problem)) => return Err(inbound_error(problem)),
                 Some(Ok(loaded)) => {
                     let c = Certificate::new(loaded);
                     let acceptor = c.acceptor().map_err(inbound_error)?;
                     certificates.insert(ib.tag.clone(), c);
-                    Some(acceptor)
+                    Layer::Tls(acceptor)
                 }
-                None => None,
+                None => match &ib.security {
+                    Security::Reality {
+                        max_time_diff_ms, ..
+                    } => {
+                        let state = self.shared.inbound_states.get(&ib.tag);
+                        let replay = state.reality_replay(*max_time_diff_ms, now_ms());
+                        Layer::Reality(Reality::build(ib, replay).map_err(inbound_error)?)
+                    }
+                    _ => Layer::Plain,
+                },
             };
-            bound.push(inbound::bind(ib, tls).await.map_err(inbound_error)?);
+            bound.push(inbound::bind(ib, layer).await.map_err(inbound_error)?);
         }
 
         // 2. Tunnel halves (see `swap_tunnels`).

@@ -2,6 +2,7 @@
 //! file (faster builds, a fraction of the disk). Each module is what was a test file.
 
 mod common;
+mod reality_support;
 mod tunnel_support;
 
 mod atomic_apply;
@@ -16,6 +17,7 @@ mod inline_tls;
 mod journal_disk;
 mod live_config;
 mod probes_and_limits;
+mod reality;
 mod shadowsocks;
 mod sing_box;
 mod subscription_entries;

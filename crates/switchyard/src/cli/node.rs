@@ -1,10 +1,12 @@
 //! `switchyard node --config FILE`: runs the data plane; `switchyard node token
 //! --config FILE` prints its control token; `switchyard node join TOKEN` enrolls the
-//! node with a panel and runs it; `switchyard node [--state-dir DIR]` runs an enrolled
+//! node with a panel and runs it; `switchyard node reality-keys` prints new REALITY
+//! keys; `switchyard node [--state-dir DIR]` runs an enrolled
 //! node from its state directory alone. With `--config`, a node whose state directory
 //! holds an enrollment also holds the channel to its panel.
 
 mod join;
+mod reality_keys;
 mod token;
 
 pub(crate) use join::JoinRefused;
@@ -42,6 +44,8 @@ enum NodeCommand {
     Token(token::TokenArgs),
     /// Join a panel with a join token, then run the node holding its channel.
     Join(join::JoinArgs),
+    /// Print a new REALITY key pair and short id for a VLESS+REALITY inbound.
+    RealityKeys(reality_keys::RealityKeysArgs),
 }
 
 /// How often the config file is checked for changes.
@@ -89,6 +93,7 @@ impl NodeArgs {
         let config = match (self.command, self.config) {
             (Some(NodeCommand::Token(args)), _) => return args.run(),
             (Some(NodeCommand::Join(args)), _) => return args.run(),
+            (Some(NodeCommand::RealityKeys(args)), _) => return args.run(),
             (None, Some(config)) => Some(config),
             (None, None) => None,
         };
