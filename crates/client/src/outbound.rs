@@ -140,6 +140,11 @@ impl Outbound {
             }
         };
         let tls = match &entry.tls {
+            Some(t) if t.reality.is_some() => {
+                return Err(unsupported(
+                    "REALITY is not supported by this client (use Xray, mihomo or another app that speaks it)",
+                ));
+            }
             Some(t) => {
                 let name = t
                     .server_name
@@ -221,6 +226,7 @@ impl Outbound {
             Header::Vless(uuid) => {
                 vless_proto::Request {
                     uuid: *uuid,
+                    flow: vless_proto::Flow::None,
                     command: vless_proto::Command::Tcp(destination.clone()),
                 }
                 .encode(&mut head);
@@ -376,6 +382,24 @@ mod tests {
                 password: "p".into()
             }))
             .is_ok()
+        );
+        let mut reality = entry(EntryProtocol::Vless {
+            uuid: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+            flow: None,
+        });
+        reality.tls = Some(switchyard_proto::entry::EntryTls {
+            server_name: Some("www.example.com".into()),
+            fingerprint: Some("chrome".into()),
+            reality: Some(switchyard_proto::entry::EntryReality {
+                public_key: "PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0".into(),
+                short_id: String::new(),
+            }),
+            ..Default::default()
+        });
+        assert_eq!(
+            Outbound::new(reality).unwrap_err().to_string(),
+            "server \"🇩🇪 Frankfurt\": REALITY is not supported by this client \
+             (use Xray, mihomo or another app that speaks it)"
         );
     }
 

@@ -148,8 +148,9 @@ pub async fn fetch(url: &str) -> Result<Subscription, SubscriptionError> {
 /// gives this client: it carries pinned certificates), a Clash (mihomo) config (YAML
 /// with a `proxies` list, what panels give Clash apps: it carries pins as SHA-256),
 /// or share links, plain or base64. A Clash proxy with no entry form (another type or
-/// transport, REALITY...) is left out with a warning, as servers the client cannot
-/// use are.
+/// transport, ECH...) is left out with a warning, as servers the client cannot
+/// use are. REALITY servers are read in every format, and left out by
+/// [`Outbound::new`](crate::Outbound::new) (this client cannot speak REALITY).
 pub fn parse_body(text: &str) -> Result<Vec<Entry>, String> {
     if text.trim_start().starts_with('{') {
         let config: serde_json::Value =
@@ -395,6 +396,57 @@ mod tests {
         );
         let base64 = share::subscription_base64(&served());
         assert_eq!(parse_body(&base64).unwrap().len(), 3);
+    }
+
+    /// A REALITY server is read in every format (so the subscription is not refused
+    /// for it) and then left out by name, the other servers kept.
+    #[test]
+    fn reality_servers_are_read_then_left_out_and_the_rest_kept() {
+        let mut entries = served();
+        entries.insert(
+            1,
+            Entry {
+                name: "REALITY".into(),
+                server: "node.example.com".into(),
+                port: 443,
+                protocol: EntryProtocol::Vless {
+                    uuid: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+                    flow: None,
+                },
+                transport: EntryTransport::Tcp,
+                tls: Some(EntryTls {
+                    server_name: Some("www.example.com".into()),
+                    fingerprint: Some("chrome".into()),
+                    reality: Some(switchyard_proto::EntryReality {
+                        public_key: "PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0".into(),
+                        short_id: "6ba85179e30d4fc2".into(),
+                    }),
+                    ..EntryTls::default()
+                }),
+            },
+        );
+        let bodies = [
+            share::subscription_base64(&entries),
+            clash::client_config(&entries, &clash::ClashOptions::default()),
+            singbox::client_config(&entries, &singbox::SingBoxOptions::default()).to_string(),
+        ];
+        for body in bodies {
+            let read = parse_body(&body).unwrap();
+            assert_eq!(read.len(), 4, "{body}");
+            assert_eq!(read[1].tls, entries[1].tls);
+            let reality = Outbound::new(read[1].clone()).unwrap_err().to_string();
+            assert!(
+                reality.contains("REALITY is not supported by this client"),
+                "{reality}"
+            );
+            // (The SS entry's made-up key is refused for its own reason.)
+            let usable: Vec<String> = read
+                .into_iter()
+                .filter_map(|e| Outbound::new(e).ok())
+                .map(|o| o.entry().name.clone())
+                .collect();
+            assert_eq!(usable, ["🇯🇵 Tokyo", "Trojan WS"]);
+        }
     }
 
     #[test]

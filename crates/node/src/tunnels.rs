@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
+use switchyard_proto::reality::{PublicKey, ShortId};
 use switchyard_tunnel::credentials::{Credential, tunnel_tag};
 use switchyard_tunnel::frame::{Network as TunnelNetwork, Open, ResetReason};
 use switchyard_tunnel::half::{
@@ -12,7 +13,7 @@ use switchyard_tunnel::half::{
     RelaySpec,
 };
 use switchyard_tunnel::link::Pin;
-use switchyard_tunnel::link::transport::Transport;
+use switchyard_tunnel::link::transport::{RealityLink, Transport};
 use switchyard_tunnel::mux::MuxStream;
 use switchyard_tunnel::user_limits::UserLimits;
 use tokio_util::sync::CancellationToken;
@@ -38,7 +39,9 @@ pub(crate) struct Running {
     pub(crate) half: Half,
 }
 
-fn profiles(ps: &[TunnelProfile]) -> Vec<Profile> {
+/// The half's profiles; REALITY ones carry `reality_key` (the listening half's
+/// private key, `None` on the dialing side). Validated before: keys read.
+fn profiles(ps: &[TunnelProfile], reality_key: Option<&crate::config::Secret>) -> Vec<Profile> {
     ps.iter()
         .map(|p| Profile {
             port: p.port,
@@ -48,10 +51,30 @@ fn profiles(ps: &[TunnelProfile]) -> Vec<Profile> {
                     path: path.clone(),
                     host: host.clone(),
                 },
+                TunnelTransport::Reality {
+                    server_name,
+                    dest,
+                    public_key,
+                    short_id,
+                } => Transport::Reality(RealityLink {
+                    server_name: server_name.clone(),
+                    public_key: PublicKey::parse(public_key).unwrap_or(PublicKey([0; 32])),
+                    short_id: ShortId::parse(short_id).unwrap_or(ShortId([0; 8])),
+                    dest: dest.clone(),
+                    private_key: reality_key.map(|k| k.expose().to_owned()),
+                }),
             },
             addresses: p.addresses.clone(),
         })
         .collect()
+}
+
+/// The private key of the REALITY profiles when this node is the listening side.
+fn listening_reality_key(c: &TunnelConfig) -> Option<&crate::config::Secret> {
+    match c.mode {
+        TunnelMode::Reverse => c.relay.as_ref()?.reality_private_key.as_ref(),
+        TunnelMode::Direct => c.origin.as_ref()?.reality_private_key.as_ref(),
+    }
 }
 
 fn origins(c: &TunnelConfig) -> Vec<(String, Credential)> {
@@ -68,14 +91,43 @@ fn origins(c: &TunnelConfig) -> Vec<(String, Credential)> {
         .unwrap_or_default()
 }
 
+/// Reverse mode, while credentials rotate: the origins' previous credentials.
+fn previous_credentials(c: &TunnelConfig) -> Vec<(String, Credential)> {
+    c.relay
+        .as_ref()
+        .map(|r| {
+            r.origins
+                .iter()
+                .filter_map(|o| {
+                    let p = o.previous_credential.as_ref()?;
+                    Some((o.name.clone(), Credential::from_hex(p.expose())?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// An origin half's credential and, while they rotate, its previous one.
+fn own_credentials(
+    o: &crate::config::OriginHalfConfig,
+) -> Option<(Credential, Option<Credential>)> {
+    let current = Credential::from_hex(o.credential.expose())?;
+    let previous = o
+        .previous_credential
+        .as_ref()
+        .and_then(|p| Credential::from_hex(p.expose()));
+    Some((current, previous))
+}
+
 /// The tunnel's stream window in bytes.
 fn window(c: &TunnelConfig) -> u32 {
     c.window_mib.saturating_mul(1 << 20)
 }
 
 /// Whether `new` differs from `old` only in what applies live: the relay's origins
-/// (membership, credentials), the certificate files of the listening side (a
-/// re-issue) and the pins of the dialing side (a rotation).
+/// (membership, credentials), an origin's credentials (a rotation), the certificate
+/// files of the listening side (a re-issue) and the pins of the dialing side (a
+/// rotation).
 pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
     let strip = |c: &TunnelConfig| {
         let mut c = c.clone();
@@ -89,6 +141,8 @@ pub(crate) fn membership_only(old: &TunnelConfig, new: &TunnelConfig) -> bool {
             r.pins.clear();
         }
         if let Some(o) = &mut c.origin {
+            o.credential = crate::config::Secret::new("");
+            o.previous_credential = None;
             o.cert = None;
             o.key = None;
             o.cert_pem = None;
@@ -236,7 +290,7 @@ pub(crate) async fn start(
         let half = if direct {
             RelayHalf::start_direct(RelayDialSpec {
                 tunnel: config.name.clone(),
-                profiles: profiles(&config.profiles),
+                profiles: profiles(&config.profiles, listening_reality_key(config)),
                 balancing: config.balancing,
                 links: config.links,
                 pins: pins(&r.all_pins(), "relay.pins")?,
@@ -248,7 +302,7 @@ pub(crate) async fn start(
             RelayHalf::start(RelaySpec {
                 tunnel: config.name.clone(),
                 listen: r.listen,
-                profiles: profiles(&config.profiles),
+                profiles: profiles(&config.profiles, listening_reality_key(config)),
                 balancing: config.balancing,
                 cert_pem: files.cert_pem,
                 key_pem: files.key_pem,
@@ -259,6 +313,7 @@ pub(crate) async fn start(
             .await
             .map_err(|e| e.to_string())?
         };
+        half.set_previous_credentials(previous_credentials(config));
         return Ok(Half::Relay(Arc::new(half)));
     }
     let Some(o) = &config.origin else {
@@ -279,7 +334,7 @@ pub(crate) async fn start(
                 cert_pem: files.cert_pem,
                 key_pem: files.key_pem,
                 listen: o.listen,
-                profiles: profiles(&config.profiles),
+                profiles: profiles(&config.profiles, listening_reality_key(config)),
                 window: window(config),
             },
             handler,
@@ -292,12 +347,15 @@ pub(crate) async fn start(
             origin: o.name.clone(),
             credential,
             pins: pins(&o.all_pins(), "origin.pins")?,
-            profiles: profiles(&config.profiles),
+            profiles: profiles(&config.profiles, listening_reality_key(config)),
             links: config.links,
             window: window(config),
         };
         OriginHalf::start(spec, handler)
     };
+    if let Some((current, previous @ Some(_))) = own_credentials(o) {
+        half.set_credential(current, previous);
+    }
     Ok(Half::Origin(Box::new(half)))
 }
 
@@ -442,13 +500,21 @@ pub(crate) fn reset(r: &Running) {
     }
 }
 
-/// Applies a live membership change to a running relay half.
+/// Applies a live membership change to a running half: the relay's origins and
+/// their credentials, an origin's own credentials.
 pub(crate) fn update_membership(r: &mut Running, config: TunnelConfig) {
-    if let Half::Relay(h) = &r.half {
-        if config.mode == TunnelMode::Direct {
+    match &r.half {
+        Half::Relay(h) if config.mode == TunnelMode::Direct => {
             h.set_direct_origins(direct_origins(&config));
-        } else {
+        }
+        Half::Relay(h) => {
             h.set_origins(origins(&config));
+            h.set_previous_credentials(previous_credentials(&config));
+        }
+        Half::Origin(h) => {
+            if let Some((current, previous)) = config.origin.as_ref().and_then(own_credentials) {
+                h.set_credential(current, previous);
+            }
         }
     }
     r.config = config;
@@ -485,5 +551,15 @@ mod tests {
         let mut narrower = next.clone();
         narrower.window_mib = 2;
         assert!(!membership_only(&next, &narrower), "a window is shape");
+        // A rotated credential (with the previous one beside it) applies live too.
+        let mut rotated = next.clone();
+        let o = rotated.origin.as_mut().unwrap();
+        o.credential = crate::config::Secret::new("22".repeat(32));
+        o.previous_credential = Some(crate::config::Secret::new("11".repeat(32)));
+        assert!(membership_only(&next, &rotated));
+        assert_eq!(
+            own_credentials(rotated.origin.as_ref().unwrap()).map(|(c, p)| (c.0, p.map(|p| p.0))),
+            Some(([0x22; 32], Some([0x11; 32])))
+        );
     }
 }

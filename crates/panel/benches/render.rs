@@ -94,6 +94,8 @@ fn snapshot() -> ServerSnapshot {
                 sni: Some("localhost".into()),
                 coefficient: 1.0,
                 method: None,
+                flow: None,
+                reality_public_key: None,
                 route_id: Some(1),
                 created_ms: 0,
             },
@@ -101,6 +103,7 @@ fn snapshot() -> ServerSnapshot {
                 ss_server_key: None,
                 tls_cert_pem: Some(cert.cert.pem()),
                 tls_key_pem: Some(cert.signing_key.serialize_pem()),
+                ..InboundSecrets::default()
             },
         )],
         users: (1..=USERS).map(user).collect(),

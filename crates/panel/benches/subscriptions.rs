@@ -104,6 +104,8 @@ fn topology() -> Topology {
                     sni: None,
                     coefficient: 1.0,
                     method,
+                    flow: None,
+                    reality_public_key: None,
                     route_id: Some(r),
                     created_ms: 0,
                 },
@@ -111,6 +113,7 @@ fn topology() -> Topology {
                     ss_server_key: Some("AAECAwQFBgcICQoLDA0ODw==".into()),
                     tls_cert_pem: Some(cert.cert.pem()),
                     tls_key_pem: None,
+                    ..InboundSecrets::default()
                 },
             ));
             ids.push(id);

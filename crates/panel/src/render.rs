@@ -3,7 +3,8 @@
 //!
 //! - Every inbound of the server, tagged `in-{id}`. It listens on all addresses,
 //!   except on a server whose address is a loopback IP (a demo on one machine), where
-//!   it listens on that address only.
+//!   it listens on that address only. A REALITY inbound gets its private key (the
+//!   panel's secret, sent only to its node); a VLESS inbound its flow.
 //! - Every user who may see the server's cluster and whose status lets them connect
 //!   (active or on hold), named `u{id}` (the journal counts traffic under that name),
 //!   with their VLESS UUID, Trojan password and Shadowsocks key. Users who are limited,
@@ -83,7 +84,24 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
                 InboundSecurity::Tls {
                     certificate: TlsCertificate::Files { cert, key },
                 } => json!({ "type": "tls", "cert": cert, "key": key }),
+                InboundSecurity::Reality {
+                    dest,
+                    server_names,
+                    short_ids,
+                    max_time_diff_ms,
+                    fingerprint: _,
+                } => json!({
+                    "type": "reality",
+                    "dest": dest,
+                    "server_names": server_names,
+                    "private_key": secrets.reality_private_key,
+                    "short_ids": short_ids,
+                    "max_time_diff_ms": max_time_diff_ms,
+                }),
             };
+            if let Some(flow) = i.flow {
+                v["flow"] = json!(flow.as_str());
+            }
             if i.protocol == Protocol::Shadowsocks {
                 v["method"] = json!(i.method);
                 v["password"] = json!(secrets.ss_server_key);
@@ -250,13 +268,15 @@ mod tests {
                     sni: Some("localhost".into()),
                     coefficient: 1.0,
                     method: None,
+                    flow: None,
+                    reality_public_key: None,
                     route_id: None,
                     created_ms: 0,
                 },
                 InboundSecrets {
-                    ss_server_key: None,
                     tls_cert_pem: Some(cert.cert.pem()),
                     tls_key_pem: Some(cert.signing_key.serialize_pem()),
+                    ..InboundSecrets::default()
                 },
             )],
             users: vec![
@@ -292,6 +312,53 @@ mod tests {
         let b = render(&s2, NOW).unwrap();
         assert_ne!(a.version, b.version);
         assert_eq!(b.users.len(), 1);
+    }
+
+    #[test]
+    fn a_reality_inbound_gets_its_private_key_and_the_flow() {
+        use switchyard_node::config::{Flow as NodeFlow, Security};
+        let keys = switchyard_node::reality::generate().unwrap();
+        let mut s = snapshot();
+        let (inbound, secrets) = &mut s.inbounds[0];
+        inbound.security = InboundSecurity::Reality {
+            dest: "127.0.0.1:9443".into(),
+            server_names: vec!["target.test".into(), "www.target.test".into()],
+            short_ids: vec!["6ba85179e30d4fc2".into()],
+            max_time_diff_ms: 60_000,
+            fingerprint: "chrome".into(),
+        };
+        inbound.sni = None;
+        inbound.flow = Some(crate::model::Flow::Vision);
+        inbound.reality_public_key = Some(keys.public_key.clone());
+        *secrets = InboundSecrets {
+            reality_private_key: Some(keys.private_key.clone()),
+            reality_public_key: Some(keys.public_key),
+            ..InboundSecrets::default()
+        };
+        let c = render(&s, NOW).unwrap();
+        let ib = &c.inbounds[0];
+        assert_eq!(ib.flow, Some(NodeFlow::Vision));
+        let Security::Reality {
+            dest,
+            server_names,
+            private_key,
+            short_ids,
+            max_time_diff_ms,
+            min_client_version,
+            max_client_version,
+        } = &ib.security
+        else {
+            panic!("{:?}", ib.security);
+        };
+        assert_eq!(dest, "127.0.0.1:9443");
+        assert_eq!(server_names, &["target.test", "www.target.test"]);
+        assert_eq!(private_key.expose(), keys.private_key);
+        assert_eq!(short_ids, &["6ba85179e30d4fc2"]);
+        assert_eq!(*max_time_diff_ms, 60_000);
+        assert_eq!((min_client_version, max_client_version), (&None, &None));
+        // Without a flow the node's inbound has none.
+        s.inbounds[0].0.flow = None;
+        assert_eq!(render(&s, NOW).unwrap().inbounds[0].flow, None);
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub enum ServiceError {
     /// Generating a certificate failed.
     #[error("generating a certificate: {0}")]
     Certificate(String),
+    /// Generating a REALITY key pair failed.
+    #[error("generating a REALITY key pair: {0}")]
+    Keys(String),
 }
 
 impl From<FieldError> for ServiceError {
@@ -95,6 +98,23 @@ pub fn ss_user_key(credentials: &Credentials, method: &str) -> Option<String> {
     let len = model::ss_key_len(method)?;
     let seed = STANDARD.decode(&credentials.ss_seed).ok()?;
     (seed.len() >= len).then(|| STANDARD.encode(&seed[..len]))
+}
+
+/// `input` with one short id when a REALITY inbound is given none: the current
+/// inbound's, when it is a REALITY inbound with some, else 8 random bytes in hex.
+fn with_short_id(input: &InboundInput, current: Option<&InboundSecurity>) -> InboundInput {
+    let mut input = input.clone();
+    if let InboundSecurity::Reality { short_ids, .. } = &mut input.security
+        && short_ids.is_empty()
+    {
+        *short_ids = match current {
+            Some(InboundSecurity::Reality {
+                short_ids: kept, ..
+            }) if !kept.is_empty() => kept.clone(),
+            _ => vec![hex(&random_bytes(8))],
+        };
+    }
+    input
 }
 
 /// The operations.
@@ -187,6 +207,13 @@ impl Service {
             input.method.as_deref(),
             input.coefficient,
         )?;
+        model::check_reality_and_flow(
+            input.protocol,
+            &input.transport,
+            &input.security,
+            input.flow,
+            input.sni.as_deref(),
+        )?;
         if let Some(h) = &input.host {
             model::check_host("host", h)?;
         }
@@ -197,9 +224,14 @@ impl Service {
     }
 
     /// What the panel generates for an inbound: a Shadowsocks server key, a
-    /// self-signed certificate for its server name.
+    /// self-signed certificate for its server name, a REALITY key pair.
     async fn secrets_for(&self, input: &InboundInput) -> Result<InboundSecrets, ServiceError> {
         let mut secrets = InboundSecrets::default();
+        if let InboundSecurity::Reality { .. } = input.security {
+            let keys = switchyard_node::reality::generate().map_err(ServiceError::Keys)?;
+            secrets.reality_private_key = Some(keys.private_key);
+            secrets.reality_public_key = Some(keys.public_key);
+        }
         if input.protocol == Protocol::Shadowsocks {
             let len = input
                 .method
@@ -241,12 +273,15 @@ impl Service {
         now_ms: i64,
     ) -> Result<Inbound, ServiceError> {
         Self::validate_inbound(input)?;
-        let secrets = self.secrets_for(input).await?;
-        Ok(self.store.create_inbound(input, &secrets, now_ms).await?)
+        let input = with_short_id(input, None);
+        let secrets = self.secrets_for(&input).await?;
+        Ok(self.store.create_inbound(&input, &secrets, now_ms).await?)
     }
 
     /// Changes an inbound. Secrets are made anew only when what they depend on
-    /// changed (the protocol or method, the certificate's source or name).
+    /// changed (the protocol or method, the certificate's source or name; a REALITY
+    /// inbound keeps its key pair while it stays a REALITY inbound, and its short ids
+    /// when none are given).
     pub async fn update_inbound(
         &self,
         id: Id,
@@ -254,11 +289,17 @@ impl Service {
     ) -> Result<Inbound, ServiceError> {
         Self::validate_inbound(input)?;
         let current = self.store.inbound(id).await?;
-        let regenerate = current.protocol != input.protocol
-            || current.method != input.method
-            || current.security != input.security
-            || current.sni != input.sni
-            || current.host != input.host;
+        let input = &with_short_id(input, Some(&current.security));
+        let both_reality = matches!(current.security, InboundSecurity::Reality { .. })
+            && matches!(input.security, InboundSecurity::Reality { .. });
+        // REALITY's keys depend on nothing else of the inbound (it is VLESS, no
+        // method, no certificate).
+        let regenerate = !both_reality
+            && (current.protocol != input.protocol
+                || current.method != input.method
+                || current.security != input.security
+                || current.sni != input.sni
+                || current.host != input.host);
         let secrets = if regenerate {
             Some(self.secrets_for(input).await?)
         } else {

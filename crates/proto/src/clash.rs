@@ -18,6 +18,8 @@
 //! `fingerprint`: the SHA-256 of the certificate's DER, in hex. mihomo then accepts
 //! exactly that certificate and no other, whatever signed it; verification is not
 //! skipped (`skip-cert-verify` is only written for [`EntryTls::insecure`]).
+//! [`EntryTls::fingerprint`] is `client-fingerprint` (uTLS), and REALITY is
+//! `reality-opts` (`public-key`, `short-id`) beside `tls: true` and `servername`.
 //!
 //! [`entries`] and [`read`] are the reverse: the entries of a Clash config, ours or
 //! another panel's (`clash_read.rs`).
@@ -198,6 +200,15 @@ fn tls_fields(tls: &EntryTls, put: &mut impl FnMut(&str, Value)) {
     if let Some(digest) = tls.pin_sha256() {
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         put("fingerprint", json!(hex));
+    }
+    if let Some(fp) = &tls.fingerprint {
+        put("client-fingerprint", json!(fp));
+    }
+    if let Some(reality) = &tls.reality {
+        put(
+            "reality-opts",
+            json!({ "public-key": reality.public_key, "short-id": reality.short_id }),
+        );
     }
 }
 

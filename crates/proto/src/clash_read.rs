@@ -11,11 +11,12 @@
 //!
 //! A proxy this crate has no form for is skipped and listed in
 //! [`Proxies::skipped`] with the reason: another type (`vmess`, `hysteria2`...),
-//! another transport (`grpc`, `h2`, HTTPUpgrade), REALITY, ECH, a Shadowsocks
-//! plugin, VLESS encryption, Trojan's `ss-opts`, a `dialer-proxy` chain. Dropping
-//! such a setting would connect differently from what the config says, so the proxy
-//! is left out rather than read without it. `client-fingerprint` (uTLS), `udp`,
-//! `smux` and the like change nothing an entry holds and are ignored.
+//! another transport (`grpc`, `h2`, HTTPUpgrade), ECH, a Shadowsocks plugin, VLESS
+//! encryption, Trojan's `ss-opts`, a `dialer-proxy` chain. Dropping such a setting
+//! would connect differently from what the config says, so the proxy is left out
+//! rather than read without it. `client-fingerprint` (uTLS) and `reality-opts`
+//! (REALITY's `public-key` and `short-id`) are read; `udp`, `smux` and the like
+//! change nothing an entry holds and are ignored.
 //!
 //! A proxy of a type read here that is malformed (no `server`, a `port` that is no
 //! port, a `uuid` that is a list...) is a [`ReadError::Proxy`] naming its place, its
@@ -30,7 +31,7 @@ use std::fmt;
 
 use yaml_rust2::yaml::{Hash, Yaml};
 
-use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+use crate::entry::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
 use crate::yaml_read::{LoadError, load};
 pub use crate::yaml_read::{MAX_DEPTH, MAX_NODES, MAX_TEXT};
 
@@ -126,12 +127,12 @@ pub fn entries(yaml: &str) -> Result<Vec<Entry>, ReadError> {
 /// `ws-opts` (`path`, `headers.Host`, `max-early-data` with
 /// `early-data-header-name: Sec-WebSocket-Protocol`). Numbers and booleans are
 /// taken as mihomo's weakly typed decoder takes them, `<<` merge keys and aliases
-/// are followed. Left out, with the reason ([`Proxies::skipped`]): other types,
-/// other transports, HTTPUpgrade, REALITY, ECH, Shadowsocks plugins, VLESS
-/// encryption, Trojan's `ss-opts` and `dialer-proxy` chains, which an entry cannot
-/// express and which would connect differently without. Ignored: what changes
-/// nothing an entry holds (`client-fingerprint`, `udp`, `smux`,
-/// `packet-encoding`...). A malformed proxy of a type read is a
+/// are followed; `client-fingerprint` and `reality-opts` (`public-key`,
+/// `short-id`) too. Left out, with the reason ([`Proxies::skipped`]): other types,
+/// other transports, HTTPUpgrade, ECH, Shadowsocks plugins, VLESS encryption,
+/// Trojan's `ss-opts` and `dialer-proxy` chains, which an entry cannot express and
+/// which would connect differently without. Ignored: what changes nothing an entry
+/// holds (`udp`, `smux`, `packet-encoding`...). A malformed proxy of a type read is a
 /// [`ReadError::Proxy`] naming the field, never its value. Bounded whatever the
 /// text: [`MAX_YAML`] bytes, [`MAX_DEPTH`] levels, [`MAX_NODES`] nodes and
 /// [`MAX_TEXT`] bytes of text once aliases are expanded.
@@ -281,9 +282,6 @@ fn unsupported(map: &Hash, kind: &str) -> Result<Option<String>, Problem> {
             .filter(|p| !p.is_empty())
             .map(|p| format!("Shadowsocks plugin {:?} is not read", excerpt(&p))));
     }
-    if field(map, "reality-opts").is_some() {
-        return Ok(Some("REALITY is not read".into()));
-    }
     if let Some(ech) = submap(map, "ech-opts").map_err(top("ech-opts"))?
         && flag(ech, "enable").map_err(top("ech-opts.enable"))?
     {
@@ -405,12 +403,29 @@ fn tls_of(map: &Hash, sni: &'static str) -> Result<EntryTls, Problem> {
             .ok_or(at("alpn")(LIST))?,
         Some(_) => return Err(at("alpn")(LIST)),
     };
+    let fingerprint = text(map, "client-fingerprint")
+        .map_err(at("client-fingerprint"))?
+        .filter(|f| !f.is_empty());
+    let reality = match submap(map, "reality-opts").map_err(at("reality-opts"))? {
+        None => None,
+        Some(opts) => Some(EntryReality {
+            public_key: text(opts, "public-key")
+                .map_err(at("reality-opts.public-key"))?
+                .filter(|k| !k.is_empty())
+                .ok_or(at("reality-opts.public-key")(MISSING))?,
+            short_id: text(opts, "short-id")
+                .map_err(at("reality-opts.short-id"))?
+                .unwrap_or_default(),
+        }),
+    };
     Ok(EntryTls {
         server_name,
         insecure: insecure && pin.is_none(),
         certificate_pem: None,
         certificate_sha256: pin,
         alpn,
+        fingerprint,
+        reality,
     })
 }
 

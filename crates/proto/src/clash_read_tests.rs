@@ -4,7 +4,7 @@ use super::*;
 use crate::clash::{ClashOptions, client_config};
 use crate::singbox::split_early_data;
 use crate::testing::entries::{
-    UUID, entry, shadowsocks, tls, trojan, vision_over_insecure_ws, vless, ws,
+    UUID, entry, shadowsocks, tls, trojan, vision_over_insecure_ws, vision_over_reality, vless, ws,
 };
 
 /// What a Clash config carries of `entry`: nothing of a Trojan entry without TLS
@@ -66,6 +66,7 @@ fn every_shape() -> Vec<Entry> {
     let mut vision = vision_over_insecure_ws();
     vision.name = "vision".into();
     out.push(vision);
+    out.push(vision_over_reality());
     out.push(entry("ss 2022", shadowsocks(), EntryTransport::Tcp, None));
     out
 }
@@ -243,7 +244,11 @@ rules:
                         "de.example.com",
                         vec!["h2".into(), "http/1.1".into()],
                         false
-                    ),
+                    )
+                    .map(|t| EntryTls {
+                        fingerprint: Some("chrome".into()),
+                        ..t
+                    }),
                 )
             ),
             at(
@@ -273,6 +278,23 @@ rules:
                     tls("tr.example.com", vec![], false),
                 )
             ),
+            // Read whole, though Switchyard's client cannot use it (it leaves it out).
+            at(
+                "r.example.com",
+                443,
+                entry(
+                    "Reality",
+                    vless(),
+                    EntryTransport::Tcp,
+                    tls("www.example.com", vec![], false).map(|t| EntryTls {
+                        reality: Some(EntryReality {
+                            public_key: "abc".into(),
+                            short_id: "01".into(),
+                        }),
+                        ..t
+                    }),
+                )
+            ),
             at(
                 "ss.example.com",
                 8388,
@@ -294,7 +316,6 @@ rules:
         [
             r#"proxies[4] ("VMess"): type "vmess" is not read (only vless, trojan and ss)"#,
             r#"proxies[5] ("gRPC"): network "grpc" is not read (only tcp and ws)"#,
-            r#"proxies[6] ("Reality"): REALITY is not read"#,
         ]
     );
 }
@@ -364,7 +385,10 @@ proxy-groups:
             path: "/".into(),
             host: None,
         },
-        Some(EntryTls::default()),
+        Some(EntryTls {
+            fingerprint: Some("chrome".into()),
+            ..EntryTls::default()
+        }),
     );
     first.server = "nl.example.com".into();
     let mut ss = entry(
@@ -420,6 +444,7 @@ proxies:
             certificate_pem: None,
             certificate_sha256: sha,
             alpn: alpn.iter().map(|a| (*a).to_owned()).collect(),
+            ..EntryTls::default()
         })
     };
     let trojan_with = |password: &str| EntryProtocol::Trojan {

@@ -4,7 +4,8 @@ use yaml_rust2::{Yaml, YamlLoader};
 use super::*;
 use crate::entry::EntryTransport;
 use crate::testing::entries::{
-    UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws, vless, ws,
+    PBK, UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
+    vision_over_reality, vless, ws,
 };
 
 /// SHA-256 of the DER in `testing::entries::PEM`.
@@ -255,4 +256,24 @@ fn options_and_no_entries() {
         );
         assert_eq!(empty["rules"], json!(["MATCH,Switchyard"]));
     }
+}
+
+#[test]
+fn reality_with_the_fingerprint_and_the_flow() {
+    let e = vision_over_reality();
+    assert_eq!(
+        proxy(&e, "r"),
+        json!({
+            "name": "r", "type": "vless", "server": "node.example.com", "port": 443,
+            "udp": true, "uuid": UUID, "flow": "xtls-rprx-vision",
+            "tls": true, "servername": "www.example.com",
+            "client-fingerprint": "chrome",
+            "reality-opts": { "public-key": PBK, "short-id": "6ba85179e30d4fc2" },
+            "network": "tcp",
+        })
+    );
+    // Through the YAML and back, by another parser and by our reader.
+    let yaml = client_config(std::slice::from_ref(&e), &ClashOptions::default());
+    assert_eq!(parsed(&yaml)["proxies"][0], proxy(&e, "r"));
+    assert_eq!(read(&yaml).map(|p| p.entries), Ok(vec![e]));
 }

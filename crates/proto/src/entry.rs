@@ -126,6 +126,30 @@ pub struct EntryTls {
     /// The ALPN protocols to offer, in order; empty for the client's default.
     #[serde(default)]
     pub alpn: Vec<String>,
+    /// The browser whose TLS ClientHello the client imitates (uTLS: `chrome`,
+    /// `firefox`, `safari`, ...); `None` for the client's own. Links write it as `fp`,
+    /// sing-box as `utls.fingerprint`, Clash as `client-fingerprint`, Xray as
+    /// `fingerprint`. REALITY needs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// REALITY in place of ordinary TLS: the server proves itself with the key behind
+    /// [`EntryReality::public_key`], not with a certificate, and
+    /// [`Self::server_name`] is the borrowed site's name. `None` for TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reality: Option<EntryReality>,
+}
+
+/// What a REALITY client needs besides the SNI and the fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EntryReality {
+    /// The server's X25519 public key, base64url without padding (Xray's
+    /// `publicKey`, a link's `pbk`).
+    pub public_key: String,
+    /// The short id the client presents: 0 to 16 hex digits (Xray's `shortId`, a
+    /// link's `sid`); `""` is a valid id.
+    #[serde(default)]
+    pub short_id: String,
 }
 
 impl EntryTls {

@@ -20,6 +20,9 @@
 //!   fields REALITY reads;
 //! - [`reality`]: REALITY's authentication (keys, the auth key, the sealed session id,
 //!   who is accepted, replays, the certificate's signature), as Xray's client does it;
+//! - [`vision`]: XTLS Vision's blocks (the VLESS flow `xtls-rprx-vision`): padding,
+//!   reading them back, and the watch for the inner TLS handshake that decides the
+//!   switch to direct copy;
 //! - [`entry`]: one server of a subscription as a client app sees it ([`Entry`]);
 //! - [`share`]: share links (`vless://`, `trojan://`, `ss://`) and subscription
 //!   bodies, written by the panel and read by the client;
@@ -67,6 +70,7 @@ pub mod share;
 pub mod singbox;
 pub mod socks5;
 pub mod trojan;
+pub mod vision;
 pub mod vless;
 pub mod websocket;
 pub mod xray;
@@ -75,7 +79,7 @@ mod yaml;
 mod yaml_read;
 
 pub use address::{Address, AddressError};
-pub use entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+pub use entry::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
 
 /// A payload too large for the 16-bit length field of a frame or packet.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

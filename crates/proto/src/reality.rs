@@ -123,7 +123,7 @@ impl PrivateKey {
 }
 
 /// A server's public key, what clients call `publicKey` or `pbk`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PublicKey(pub [u8; 32]);
 
 impl PublicKey {
@@ -285,13 +285,68 @@ fn nonce(random: &[u8; 32]) -> Nonce {
     Nonce::assume_unique_for_key(n)
 }
 
+/// What the session id's seal covers as additional data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SealForm {
+    /// Xray's: the whole ClientHello message with the session id zeroed. Its client
+    /// (uTLS) writes the hello, seals it, and puts the seal in place before the
+    /// hello enters the TLS transcript.
+    Xray,
+    /// Switchyard's tunnel links: [`TUNNEL_AAD`], the hello's random and its X25519
+    /// share. Our client is rustls, which fixes the session id before it writes the
+    /// hello and hashes what it wrote, so the seal cannot cover the hello itself;
+    /// the random and the key share it covers are the hello's fresh values.
+    Tunnel,
+}
+
+/// The first bytes of a tunnel seal's additional data.
+pub const TUNNEL_AAD: &[u8] = b"switchyard tunnel REALITY";
+
+fn tunnel_aad(random: &[u8; 32], share: &[u8; 32]) -> Vec<u8> {
+    [TUNNEL_AAD, &random[..], &share[..]].concat()
+}
+
+/// The client's side of [`SealForm::Tunnel`]: the 32-byte session id for a hello
+/// with `random`, the X25519 `share` and cipher suites `suites`.
+pub fn tunnel_session_id(
+    key: &AuthKey,
+    random: &[u8; 32],
+    share: &[u8; 32],
+    suites: &[u16],
+    auth: &ClientAuth,
+) -> [u8; 32] {
+    let mut sealed = auth.plaintext().to_vec();
+    SessionCipher::for_suites(suites)
+        .key(key)
+        .seal_in_place_append_tag(
+            nonce(random),
+            Aad::from(&tunnel_aad(random, share)[..]),
+            &mut sealed,
+        )
+        .expect("16 bytes fit an AEAD");
+    let mut id = [0u8; 32];
+    id.copy_from_slice(&sealed);
+    id
+}
+
 /// Opens the hello's session id with `key`: `None` unless it is 32 bytes that
 /// authenticate.
 pub fn open(hello: &ClientHello, key: &AuthKey) -> Option<ClientAuth> {
+    open_with(hello, key, SealForm::Xray)
+}
+
+/// [`open`] for a seal of `form`.
+pub fn open_with(hello: &ClientHello, key: &AuthKey, form: SealForm) -> Option<ClientAuth> {
     let sealed: [u8; 32] = hello.session_id.as_slice().try_into().ok()?;
-    let mut aad = hello.message.clone();
-    aad.get_mut(SESSION_ID_OFFSET..SESSION_ID_OFFSET + 32)?
-        .fill(0);
+    let aad = match form {
+        SealForm::Xray => {
+            let mut aad = hello.message.clone();
+            aad.get_mut(SESSION_ID_OFFSET..SESSION_ID_OFFSET + 32)?
+                .fill(0);
+            aad
+        }
+        SealForm::Tunnel => tunnel_aad(&hello.random, hello.x25519.as_ref()?),
+    };
     let cipher = SessionCipher::for_suites(&hello.cipher_suites);
     let mut buf = sealed;
     let plain = cipher
@@ -442,11 +497,22 @@ pub fn authenticate(
     hello: &ClientHello,
     now_ms: i64,
 ) -> Result<(AuthKey, ClientAuth), Refusal> {
+    authenticate_with(policy, key, hello, now_ms, SealForm::Xray)
+}
+
+/// [`authenticate`] for clients that seal in `form`.
+pub fn authenticate_with(
+    policy: &Policy,
+    key: &PrivateKey,
+    hello: &ClientHello,
+    now_ms: i64,
+    form: SealForm,
+) -> Result<(AuthKey, ClientAuth), Refusal> {
     policy.check_hello(hello)?;
     let share = hello.x25519.as_ref().ok_or(Refusal::NoX25519)?;
     let shared = key.agree(share).ok_or(Refusal::NoX25519)?;
     let auth_key = AuthKey::derive(&shared, &hello.random);
-    let auth = open(hello, &auth_key).ok_or(Refusal::Unauthenticated)?;
+    let auth = open_with(hello, &auth_key, form).ok_or(Refusal::Unauthenticated)?;
     policy.check(&auth, now_ms)?;
     Ok((auth_key, auth))
 }

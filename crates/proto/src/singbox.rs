@@ -298,6 +298,24 @@ struct Tls<'a> {
     /// PEM text trusted instead of the system roots.
     #[serde(skip_serializing_if = "Option::is_none")]
     certificate: Option<&'a str>,
+    /// The browser ClientHello imitated (sing-box needs a build with uTLS).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    utls: Option<Utls<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reality: Option<Reality<'a>>,
+}
+
+#[derive(Serialize)]
+struct Utls<'a> {
+    enabled: bool,
+    fingerprint: &'a str,
+}
+
+#[derive(Serialize)]
+struct Reality<'a> {
+    enabled: bool,
+    public_key: &'a str,
+    short_id: &'a str,
 }
 
 /// The `ws` transport. Xray's early-data path (`/ws?ed=2048`: the first bytes go in
@@ -369,6 +387,15 @@ fn outbound<'a>(entry: &'a Entry, tag: &'a str) -> Outbound<'a> {
         insecure: tls.insecure,
         alpn: &tls.alpn,
         certificate: tls.certificate_pem.as_deref(),
+        utls: tls.fingerprint.as_deref().map(|fingerprint| Utls {
+            enabled: true,
+            fingerprint,
+        }),
+        reality: tls.reality.as_ref().map(|r| Reality {
+            enabled: true,
+            public_key: &r.public_key,
+            short_id: &r.short_id,
+        }),
     });
     let transport = match &entry.transport {
         EntryTransport::Ws { path, host } => {

@@ -1,13 +1,14 @@
 //! Reading entries back out of a sing-box client config: the `vless`, `trojan` and
 //! `shadowsocks` outbounds, each an [`Entry`] named by its tag, in order. Other
-//! outbounds (selectors, `urltest`, `direct`) are skipped. The reverse of
+//! outbounds (selectors, `urltest`, `direct`) are skipped. TLS's `utls` and
+//! `reality` are read into [`EntryTls::fingerprint`] and [`EntryTls::reality`]. The reverse of
 //! [`client_config`](super::client_config) for what entries hold: a config written
 //! from entries reads back as the same entries (early data, `/ws?ed=N`, included).
 
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+use crate::entry::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
 
 /// Why a sing-box config could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,6 +73,27 @@ struct Tls {
     alpn: Vec<String>,
     #[serde(default)]
     certificate: Option<Certificate>,
+    #[serde(default)]
+    utls: Option<Utls>,
+    #[serde(default)]
+    reality: Option<Reality>,
+}
+
+#[derive(Deserialize)]
+struct Utls {
+    #[serde(default)]
+    enabled: bool,
+    #[serde(default)]
+    fingerprint: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Reality {
+    #[serde(default)]
+    enabled: bool,
+    public_key: String,
+    #[serde(default)]
+    short_id: String,
 }
 
 /// sing-box takes the PEM as one string or as lines.
@@ -180,6 +202,16 @@ fn tls_of(tls: Option<Tls>) -> Option<EntryTls> {
         }),
         certificate_sha256: None,
         alpn: t.alpn,
+        // sing-box's uTLS default fingerprint is Chrome's.
+        fingerprint: t.utls.filter(|u| u.enabled).map(|u| {
+            u.fingerprint
+                .filter(|f| !f.is_empty())
+                .unwrap_or_else(|| "chrome".into())
+        }),
+        reality: t.reality.filter(|r| r.enabled).map(|r| EntryReality {
+            public_key: r.public_key,
+            short_id: r.short_id,
+        }),
     })
 }
 

@@ -8,7 +8,8 @@ fn outbound(entry: &Entry, tag: &str) -> Value {
 }
 use crate::entry::EntryTransport;
 use crate::testing::entries::{
-    PEM, UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws, vless, ws,
+    PBK, PEM, UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
+    vision_over_reality, vless, ws,
 };
 
 #[test]
@@ -211,4 +212,34 @@ fn a_written_config_reads_back_as_its_entries() {
 
 fn entries_of(config: &Value) -> Result<Vec<Entry>, ReadError> {
     super::entries(config)
+}
+
+#[test]
+fn reality_with_utls_and_the_flow() {
+    let e = vision_over_reality();
+    assert_eq!(
+        outbound(&e, "r"),
+        json!({
+            "type": "vless", "tag": "r", "server": "node.example.com", "server_port": 443,
+            "uuid": UUID, "flow": "xtls-rprx-vision",
+            "tls": {
+                "enabled": true,
+                "server_name": "www.example.com",
+                "utls": { "enabled": true, "fingerprint": "chrome" },
+                "reality": { "enabled": true, "public_key": PBK, "short_id": "6ba85179e30d4fc2" },
+            },
+        })
+    );
+    // Read back whole, as the client reads a sing-box subscription.
+    let config = client_config(std::slice::from_ref(&e), &SingBoxOptions::default());
+    assert_eq!(entries(&config), Ok(vec![e]));
+    // uTLS without a fingerprint is sing-box's default, Chrome's; REALITY switched
+    // off is no REALITY.
+    let mut config = config;
+    config["outbounds"][2]["tls"]["utls"] = json!({ "enabled": true });
+    config["outbounds"][2]["tls"]["reality"]["enabled"] = json!(false);
+    let read = entries(&config).unwrap();
+    let tls = read[0].tls.as_ref().unwrap();
+    assert_eq!(tls.fingerprint.as_deref(), Some("chrome"));
+    assert_eq!(tls.reality, None);
 }

@@ -43,7 +43,7 @@ pub(crate) fn assert_prefixes_incomplete<T: std::fmt::Debug, E: std::fmt::Debug>
 pub(crate) mod entries {
     use serde_json::Value;
 
-    use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+    use crate::entry::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
 
     /// `base` with the fields of the object `extra` set on it.
     pub(crate) fn merged(mut base: Value, extra: Value) -> Value {
@@ -107,7 +107,33 @@ pub(crate) mod entries {
             certificate_pem: Some(PEM.into()),
             certificate_sha256: None,
             alpn: vec!["h2".into(), "http/1.1".into()],
+            ..EntryTls::default()
         })
+    }
+
+    /// A REALITY server's public key: 32 bytes (SHA-256 of "switchyard"), base64url.
+    pub(crate) const PBK: &str = "PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0";
+
+    /// VLESS with the Vision flow over REALITY: the borrowed site's name, Chrome's
+    /// fingerprint, the key and a short id.
+    pub(crate) fn vision_over_reality() -> Entry {
+        entry(
+            "r",
+            EntryProtocol::Vless {
+                uuid: UUID.into(),
+                flow: Some("xtls-rprx-vision".into()),
+            },
+            EntryTransport::Tcp,
+            Some(EntryTls {
+                server_name: Some("www.example.com".into()),
+                fingerprint: Some("chrome".into()),
+                reality: Some(EntryReality {
+                    public_key: PBK.into(),
+                    short_id: "6ba85179e30d4fc2".into(),
+                }),
+                ..EntryTls::default()
+            }),
+        )
     }
 
     /// VLESS with the Vision flow over WebSocket with early data in the path, and TLS

@@ -11,8 +11,8 @@
 //! clients send length 0 when they use no flow. Command 1 is TCP and 2 is UDP, both
 //! followed by the destination in the VLESS address form (port first); command 3 is
 //! Mux.Cool (see [`crate::xudp`]) and carries no destination (Xray names it
-//! `v1.mux.cool`). This node supports only "no flow": a non-empty flow such as
-//! `xtls-rprx-vision` is [`VlessError::UnsupportedFlow`].
+//! `v1.mux.cool`). The flows are none and `xtls-rprx-vision` ([`Flow`], see
+//! [`crate::vision`]); any other is [`VlessError::UnsupportedFlow`].
 //!
 //! Response header: `[0, 0]` (version, no addons), written before the first bytes
 //! back to the client ([`RESPONSE`]).
@@ -76,11 +76,23 @@ impl Command {
     }
 }
 
+/// The flow a VLESS client asks for in its request's addons.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Flow {
+    /// No flow: the payload follows the header as it is.
+    #[default]
+    None,
+    /// `xtls-rprx-vision` ([`crate::vision`]).
+    Vision,
+}
+
 /// A VLESS request header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     /// The user id, to look up among the inbound's users.
     pub uuid: Uuid,
+    /// The flow.
+    pub flow: Flow,
     /// The command and its destination.
     pub command: Command,
 }
@@ -95,8 +107,10 @@ pub enum VlessError {
     /// The addons are not a valid protobuf `Addons` message.
     #[error("VLESS addons are malformed: {0}")]
     BadAddons(&'static str),
-    /// The client asks for a flow; this node supports only no flow.
-    #[error("VLESS flow {0:?} is not supported: configure the client with no flow")]
+    /// The client asks for a flow other than none and `xtls-rprx-vision`.
+    #[error(
+        "VLESS flow {0:?} is not supported: configure the client with no flow or xtls-rprx-vision"
+    )]
     UnsupportedFlow(String),
     /// The command byte is not 1 (TCP), 2 (UDP) or 3 (Mux).
     #[error("VLESS command {0} is not supported")]
@@ -125,12 +139,15 @@ impl Request {
         let Some(addons) = rest.get(..usize::from(addons_len)) else {
             return Ok(None);
         };
-        let flow = parse_flow(addons)?;
-        if !flow.is_empty() {
-            return Err(VlessError::UnsupportedFlow(
-                String::from_utf8_lossy(flow).into_owned(),
-            ));
-        }
+        let flow = match parse_flow(addons)? {
+            b"" => Flow::None,
+            f if f == crate::vision::FLOW.as_bytes() => Flow::Vision,
+            other => {
+                return Err(VlessError::UnsupportedFlow(
+                    String::from_utf8_lossy(other).into_owned(),
+                ));
+            }
+        };
         let at = 1 + 16 + 1 + usize::from(addons_len);
         let Some(&code) = buf.get(at) else {
             return Ok(None);
@@ -149,6 +166,7 @@ impl Request {
                 return Ok(Some((
                     Self {
                         uuid: *uuid,
+                        flow,
                         command,
                     },
                     at + used,
@@ -160,17 +178,26 @@ impl Request {
         Ok(Some((
             Self {
                 uuid: *uuid,
+                flow,
                 command,
             },
             at,
         )))
     }
 
-    /// Appends the request header with no addons (as a client with no flow sends it).
+    /// Appends the request header: no addons for no flow, the `Flow` field for Vision
+    /// (as Xray's client writes it).
     pub fn encode(&self, out: &mut Vec<u8>) {
         out.push(VERSION);
         out.extend_from_slice(&self.uuid);
-        out.push(0);
+        match self.flow {
+            Flow::None => out.push(0),
+            Flow::Vision => {
+                let flow = crate::vision::FLOW.as_bytes();
+                out.extend_from_slice(&[2 + flow.len() as u8, 0x0a, flow.len() as u8]);
+                out.extend_from_slice(flow);
+            }
+        }
         out.push(self.command.code());
         match &self.command {
             Command::Tcp(dest) | Command::Udp(dest) => dest.encode_vless(out),

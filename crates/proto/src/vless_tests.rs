@@ -26,6 +26,7 @@ fn tcp_request_as_sing_box_writes_it() {
         req,
         Request {
             uuid: UUID,
+            flow: Flow::None,
             command: Command::Tcp(dest)
         }
     );
@@ -56,9 +57,17 @@ fn flow_in_addons() {
     // Xray/sing-box with flow xtls-rprx-vision: field 1, wire type 2 (0x0a), length 16.
     let addons = [&[0x0a, 16][..], b"xtls-rprx-vision"].concat();
     let wire = header(&addons, &[1, 0, 80, 1, 1, 1, 1, 1]);
+    let (req, used) = Request::parse(&wire).unwrap().unwrap();
+    assert_eq!(req.flow, Flow::Vision);
+    assert_eq!(used, wire.len());
+    let mut encoded = Vec::new();
+    req.encode(&mut encoded);
+    assert_eq!(encoded, wire, "encoded as Xray writes it");
+    let addons = [&[0x0a, 16][..], b"xtls-rprx-splice"].concat();
+    let wire = header(&addons, &[1, 0, 80, 1, 1, 1, 1, 1]);
     assert_eq!(
         Request::parse(&wire),
-        Err(VlessError::UnsupportedFlow("xtls-rprx-vision".into()))
+        Err(VlessError::UnsupportedFlow("xtls-rprx-splice".into()))
     );
     // An empty flow and a seed (field 2) are fine.
     let addons = [0x0a, 0, 0x12, 2, 0xde, 0xad];
@@ -116,7 +125,7 @@ fn command() -> impl Strategy<Value = Command> {
 proptest! {
     #[test]
     fn request_round_trip_and_prefixes(uuid in any::<Uuid>(), command in command()) {
-        let req = Request { uuid, command };
+        let req = Request { uuid, flow: Flow::None, command };
         let mut wire = Vec::new();
         req.encode(&mut wire);
         prop_assert_eq!(Request::parse(&wire), Ok(Some((req, wire.len()))));

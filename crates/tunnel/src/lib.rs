@@ -29,5 +29,6 @@ pub mod link;
 pub mod mux;
 pub mod placement;
 pub mod pool;
+pub mod reality;
 pub mod user_limits;
 pub mod ws;

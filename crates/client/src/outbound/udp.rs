@@ -108,6 +108,7 @@ pub(super) async fn open(
             let mut head = Vec::with_capacity(20);
             vless::Request {
                 uuid: *uuid,
+                flow: vless::Flow::None,
                 command: vless::Command::Mux,
             }
             .encode(&mut head);

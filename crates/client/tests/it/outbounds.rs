@@ -59,6 +59,7 @@ fn pinned(cert: &TestCert) -> Option<EntryTls> {
         certificate_pem: Some(cert.cert_pem().into()),
         certificate_sha256: None,
         alpn: vec!["http/1.1".into()],
+        ..EntryTls::default()
     })
 }
 

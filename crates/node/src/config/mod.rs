@@ -262,6 +262,24 @@ impl Security {
     }
 }
 
+/// A VLESS flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Flow {
+    /// XTLS Vision: padding while the inner TLS handshake runs, then the inner TLS
+    /// records go straight over TCP (docs/node.md, "Vision").
+    #[serde(rename = "xtls-rprx-vision")]
+    Vision,
+}
+
+impl Flow {
+    /// The flow's name in VLESS requests and share links.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Vision => "xtls-rprx-vision",
+        }
+    }
+}
+
 /// The Shadowsocks 2022 methods the node serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SsMethod {
@@ -312,6 +330,11 @@ pub struct InboundConfig {
     /// server, so an active prober sees an ordinary website).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<SocketAddr>,
+    /// VLESS over TCP with TLS or REALITY only: the flow its users must use for TCP
+    /// (`"xtls-rprx-vision"`). Without it, Vision is still accepted from clients that
+    /// ask for it; with it, a TCP request without Vision is refused like Xray's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
     /// Shadowsocks only: the method.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub method: Option<SsMethod>,

@@ -72,18 +72,33 @@ impl super::NodeConfig {
                 if let Some(k) = &mut r.key_pem {
                     out.push((format!("tunnels[{i}].relay.key_pem"), k));
                 }
+                if let Some(k) = &mut r.reality_private_key {
+                    out.push((format!("tunnels[{i}].relay.reality_private_key"), k));
+                }
                 for (j, o) in r.origins.iter_mut().enumerate() {
                     out.push((
                         format!("tunnels[{i}].relay.origins[{j}].credential"),
                         &mut o.credential,
                     ));
+                    if let Some(p) = &mut o.previous_credential {
+                        out.push((
+                            format!("tunnels[{i}].relay.origins[{j}].previous_credential"),
+                            p,
+                        ));
+                    }
                 }
             }
             if let Some(o) = &mut t.origin {
                 if let Some(k) = &mut o.key_pem {
                     out.push((format!("tunnels[{i}].origin.key_pem"), k));
                 }
+                if let Some(k) = &mut o.reality_private_key {
+                    out.push((format!("tunnels[{i}].origin.reality_private_key"), k));
+                }
                 out.push((format!("tunnels[{i}].origin.credential"), &mut o.credential));
+                if let Some(p) = &mut o.previous_credential {
+                    out.push((format!("tunnels[{i}].origin.previous_credential"), p));
+                }
             }
         }
         out

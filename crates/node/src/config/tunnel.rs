@@ -89,6 +89,21 @@ pub enum TunnelTransport {
         #[serde(default)]
         host: String,
     },
+    /// TLS 1.3 with REALITY on TCP: the listening side answers only the tunnel's
+    /// dialing side (its hello sealed with the listening side's key) and splices
+    /// everyone else, byte for byte, to `dest`; the public key is the dialing side's
+    /// pin. The listening half holds the private key (`reality_private_key`).
+    Reality {
+        /// The SNI sent: one of the target site's names.
+        server_name: String,
+        /// The target site, `host:port`.
+        dest: String,
+        /// The listening side's X25519 public key, base64url (Xray's form).
+        public_key: String,
+        /// The short id the dialing side presents, 0 to 16 hex digits.
+        #[serde(default)]
+        short_id: String,
+    },
 }
 
 /// The relay's half.
@@ -111,6 +126,10 @@ pub struct RelayHalfConfig {
     /// Reverse mode: its key as inline PEM, instead of `key`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_pem: Option<Secret>,
+    /// Reverse mode with REALITY profiles: the X25519 private key (base64url) whose
+    /// public key the profiles name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reality_private_key: Option<Secret>,
     /// Direct mode: the pin of the tunnel certificate the origins present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
@@ -163,6 +182,10 @@ pub struct TunnelOrigin {
     pub name: String,
     /// Its credential (64 hex digits).
     pub credential: Secret,
+    /// Reverse mode, while credentials rotate: the origin's previous credential,
+    /// accepted beside `credential` until the origin runs the new one. Live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_credential: Option<Secret>,
     /// Direct mode: the origin's host name or address (profiles' ports are dialed there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
@@ -191,8 +214,12 @@ impl TunnelOrigin {
 pub struct OriginHalfConfig {
     /// This origin's name.
     pub name: String,
-    /// Its credential (64 hex digits).
+    /// Its credential (64 hex digits). Changes live: new links use it.
     pub credential: Secret,
+    /// Direct mode, while credentials rotate: the previous credential, accepted from
+    /// the relay beside `credential` until the relay runs the new one. Live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_credential: Option<Secret>,
     /// Reverse mode: the relay certificate's pin, `cert:<hex>` or `key:<hex>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pin: Option<String>,
@@ -218,6 +245,10 @@ pub struct OriginHalfConfig {
     /// Direct mode: its key as inline PEM, instead of `key`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_pem: Option<Secret>,
+    /// Direct mode with REALITY profiles: the X25519 private key (base64url) whose
+    /// public key the profiles name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reality_private_key: Option<Secret>,
 }
 
 impl OriginHalfConfig {

@@ -364,6 +364,16 @@ impl NodeConfig {
                 }
                 Protocol::Vless | Protocol::Trojan => {}
             }
+            if ib.flow.is_some()
+                && (ib.protocol != Protocol::Vless
+                    || ib.transport != Transport::Tcp
+                    || matches!(ib.security, Security::None))
+            {
+                return Err(invalid(
+                    f("flow"),
+                    "xtls-rprx-vision needs VLESS over TCP with TLS or REALITY (its direct copy writes to the TCP connection under the TLS)",
+                ));
+            }
             if ib.protocol != Protocol::Shadowsocks
                 && (ib.method.is_some() || ib.password.is_some())
             {
@@ -507,6 +517,65 @@ impl NodeConfig {
                     "the listening side needs cert and key (or cert_pem and key_pem)",
                 )),
             };
+            // REALITY profiles: keys and names that read; the listening half's private
+            // key is the profiles' public key's.
+            let listening_key = match (&t.relay, &t.origin) {
+                (Some(r), None) if !direct => r.reality_private_key.as_ref().map(|k| ("relay", k)),
+                (None, Some(o)) if direct => o.reality_private_key.as_ref().map(|k| ("origin", k)),
+                _ => None,
+            };
+            let listening_key = match listening_key {
+                Some((half, k)) => Some((
+                    half,
+                    switchyard_proto::reality::PrivateKey::parse(k.expose()).map_err(|e| {
+                        invalid(f(&format!("{half}.reality_private_key")), e.to_string())
+                    })?,
+                )),
+                None => None,
+            };
+            let listening = (t.relay.is_some() && !direct) || (t.origin.is_some() && direct);
+            for (j, p) in t.profiles.iter().enumerate() {
+                let super::TunnelTransport::Reality {
+                    server_name,
+                    dest,
+                    public_key,
+                    short_id,
+                } = &p.transport
+                else {
+                    continue;
+                };
+                let at = |field: &str| f(&format!("profiles[{j}].transport.{field}"));
+                if server_name.is_empty() || server_name.len() > 253 {
+                    return Err(invalid(at("server_name"), "one of the target site's names"));
+                }
+                if dest.rsplit_once(':').is_none_or(|(h, port)| {
+                    h.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0)
+                }) {
+                    return Err(invalid(at("dest"), "the target site as host:port"));
+                }
+                let public = switchyard_proto::reality::PublicKey::parse(public_key)
+                    .map_err(|e| invalid(at("public_key"), e.to_string()))?;
+                switchyard_proto::reality::ShortId::parse(short_id)
+                    .map_err(|e| invalid(at("short_id"), e.to_string()))?;
+                if listening {
+                    let half = if direct { "origin" } else { "relay" };
+                    match &listening_key {
+                        None => {
+                            return Err(invalid(
+                                f(&format!("{half}.reality_private_key")),
+                                "missing: the listening side of a REALITY profile needs its private key",
+                            ));
+                        }
+                        Some((half, k)) if k.public_key() != public => {
+                            return Err(invalid(
+                                f(&format!("{half}.reality_private_key")),
+                                format!("is not the key of profiles[{j}]'s public_key"),
+                            ));
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
             match (&t.relay, &t.origin) {
                 (Some(_), Some(_)) | (None, None) => {
                     return Err(invalid(
@@ -553,6 +622,15 @@ impl NodeConfig {
                                 "must be 64 hex digits",
                             ));
                         }
+                        if o.previous_credential.as_ref().is_some_and(|p| {
+                            switchyard_tunnel::credentials::Credential::from_hex(p.expose())
+                                .is_none()
+                        }) {
+                            return Err(invalid(
+                                f(&format!("relay.origins[{j}].previous_credential")),
+                                "must be 64 hex digits",
+                            ));
+                        }
                         if direct && o.all_hosts().is_empty() {
                             return Err(invalid(
                                 f(&format!("relay.origins[{j}].host")),
@@ -568,6 +646,14 @@ impl NodeConfig {
                     .is_none()
                     {
                         return Err(invalid(f("origin.credential"), "must be 64 hex digits"));
+                    }
+                    if origin.previous_credential.as_ref().is_some_and(|p| {
+                        switchyard_tunnel::credentials::Credential::from_hex(p.expose()).is_none()
+                    }) {
+                        return Err(invalid(
+                            f("origin.previous_credential"),
+                            "must be 64 hex digits",
+                        ));
                     }
                     if direct {
                         listens(&mut ports)?;

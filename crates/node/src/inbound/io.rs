@@ -18,70 +18,36 @@ impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 pub(crate) type BoxIo = Box<dyn Io>;
 
 /// A stream that first replays bytes already read from it (a header's tail, the
-/// first payload that came with a handshake).
-pub(crate) struct Prefixed<S> {
-    prefix: Vec<u8>,
-    at: usize,
-    inner: S,
-}
-
-impl<S> Prefixed<S> {
-    /// `inner` with `prefix` to be read first.
-    pub(crate) fn new(prefix: Vec<u8>, inner: S) -> Self {
-        Self {
-            prefix,
-            at: 0,
-            inner,
-        }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if self.at < self.prefix.len() {
-            let n = (self.prefix.len() - self.at).min(buf.remaining());
-            let at = self.at;
-            buf.put_slice(&self.prefix[at..at + n]);
-            self.at += n;
-            if self.at == self.prefix.len() {
-                self.prefix = Vec::new();
-                self.at = 0;
-            }
-            return Poll::Ready(Ok(()));
-        }
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
+/// first payload that came with a handshake): the tunnel crate's, which its REALITY
+/// server uses too.
+pub(crate) use switchyard_tunnel::reality::server::Prefixed;
 
 /// Writes go straight to the inner stream: the wrappers here only change reads.
 macro_rules! write_through {
     ($wrapper:ident) => {
-        impl<S: AsyncWrite + Unpin> AsyncWrite for $wrapper<S> {
+        impl<S: ::tokio::io::AsyncWrite + Unpin> ::tokio::io::AsyncWrite for $wrapper<S> {
             fn poll_write(
-                mut self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
+                mut self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
                 data: &[u8],
-            ) -> Poll<io::Result<usize>> {
-                Pin::new(&mut self.inner).poll_write(cx, data)
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                ::std::pin::Pin::new(&mut self.inner).poll_write(cx, data)
             }
-            fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-                Pin::new(&mut self.inner).poll_flush(cx)
+            fn poll_flush(
+                mut self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+            ) -> ::std::task::Poll<::std::io::Result<()>> {
+                ::std::pin::Pin::new(&mut self.inner).poll_flush(cx)
             }
             fn poll_shutdown(
-                mut self: Pin<&mut Self>,
-                cx: &mut Context<'_>,
-            ) -> Poll<io::Result<()>> {
-                Pin::new(&mut self.inner).poll_shutdown(cx)
+                mut self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+            ) -> ::std::task::Poll<::std::io::Result<()>> {
+                ::std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
             }
         }
     };
 }
-
-write_through!(Prefixed);
 
 /// Opens when a connection has authenticated; until then a [`Gated`] stream reads
 /// only a little.
@@ -152,6 +118,8 @@ impl<S: AsyncRead + Unpin> AsyncRead for Gated<S> {
 }
 
 write_through!(Gated);
+
+pub(crate) use write_through;
 
 #[cfg(test)]
 mod tests {

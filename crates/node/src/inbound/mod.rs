@@ -6,19 +6,21 @@
 mod fallback;
 mod io;
 pub(crate) mod reality;
+mod records;
 mod shadowsocks;
 mod socks;
 pub(crate) mod state;
 mod tcp;
 mod trojan;
 pub(crate) mod udp;
+mod vision;
 mod vless;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::time::{Instant, timeout_at};
 use tokio_rustls::TlsAcceptor;
@@ -30,6 +32,8 @@ use crate::config::{InboundConfig, Protocol, Transport};
 use crate::node::{Runtime, Shared};
 
 pub(crate) use io::{BoxIo, Gate, Gated, Prefixed};
+use records::Records;
+use vision::RawTls;
 
 /// What a WebSocket client may send beneath the WebSocket layer before it has
 /// authenticated. 64 KiB: a VLESS or Trojan header with the first payload chunk of
@@ -238,12 +242,29 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::new(ctx.config.listen, ctx.config.port));
     let peer = conn.peer;
+    // VLESS over TCP in TLS or REALITY may switch to Vision's direct copy: its TLS
+    // session keeps the socket within reach ([`vision`]).
+    let vision_capable =
+        ctx.config.protocol == Protocol::Vless && ctx.config.transport == Transport::Tcp;
     let stream: BoxIo = match &ctx.layer {
         Layer::Plain => Box::new(tcp),
         Layer::Reality(reality) => match reality.accept(&ctx, &rt, tcp, &conn).await {
-            Some(tls) => tls,
+            Some(tls) if vision_capable => return vless::serve_tls(&ctx, &rt, tls, conn).await,
+            Some(tls) => Box::new(tls),
             None => return,
         },
+        Layer::Tls(acceptor) if vision_capable => {
+            let raw = Records::new(Prefixed::new(Vec::new(), tcp), true);
+            match timeout_at(conn.deadline, acceptor.accept(raw)).await {
+                Ok(Ok(tls)) => return vless::serve_tls(&ctx, &rt, tls, conn).await,
+                Ok(Err(e)) => {
+                    return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
+                }
+                Err(_) => {
+                    return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake timed out");
+                }
+            }
+        }
         Layer::Tls(acceptor) => match timeout_at(conn.deadline, acceptor.accept(tcp)).await {
             Ok(Ok(tls)) => Box::new(tls),
             Ok(Err(e)) => {
@@ -338,7 +359,7 @@ pub(crate) enum Header<T> {
 /// Reads into `buf` until `parse` accepts or rejects it, the header grows past
 /// [`MAX_HEADER`], or the deadline passes.
 pub(crate) async fn read_header<T, E: std::fmt::Display>(
-    stream: &mut BoxIo,
+    stream: &mut (impl AsyncRead + Unpin),
     buf: &mut Vec<u8>,
     deadline: Instant,
     parse: impl Fn(&[u8]) -> Result<Option<(T, usize)>, E>,

@@ -86,7 +86,7 @@ impl InboundStates {
             &'static str,
             fn(&InboundState) -> u64,
         );
-        let metrics: [Metric; 3] = [
+        let metrics: [Metric; 6] = [
             (
                 "switchyard_inbound_unauthenticated",
                 "gauge",
@@ -104,6 +104,24 @@ impl InboundStates {
                 "counter",
                 "Times an inbound's accept or receive task failed and was restarted.",
                 |s| s.restarts.load(Ordering::Relaxed),
+            ),
+            (
+                "switchyard_inbound_vision_total",
+                "counter",
+                "VLESS connections that used the xtls-rprx-vision flow, per inbound.",
+                |s| s.vision.load(Ordering::Relaxed),
+            ),
+            (
+                "switchyard_inbound_vision_direct_up_total",
+                "counter",
+                "Vision connections whose client switched to direct copy (its inner TLS 1.3 records raw on TCP), per inbound.",
+                |s| s.vision_direct_up.load(Ordering::Relaxed),
+            ),
+            (
+                "switchyard_inbound_vision_direct_down_total",
+                "counter",
+                "Vision connections on which the node switched to direct copy, per inbound.",
+                |s| s.vision_direct_down.load(Ordering::Relaxed),
             ),
         ];
         let _ = writeln!(
@@ -136,6 +154,12 @@ pub(crate) struct InboundState {
     pub(crate) limited: AtomicU64,
     /// Failed tasks restarted.
     pub(crate) restarts: Arc<AtomicU64>,
+    /// VLESS connections with the Vision flow.
+    pub(crate) vision: AtomicU64,
+    /// Vision connections whose uplink (the client's writes) went to direct copy.
+    pub(crate) vision_direct_up: AtomicU64,
+    /// Vision connections whose downlink (the node's writes) went to direct copy.
+    pub(crate) vision_direct_down: AtomicU64,
     ss: OnceLock<SsState>,
     reality: OnceLock<Arc<Mutex<ReplayFilter>>>,
 }

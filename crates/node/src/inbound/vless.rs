@@ -1,66 +1,146 @@
-//! VLESS (no flow): TCP (command 1), UDP (command 2) and XUDP (command 3).
+//! VLESS: TCP (command 1), UDP (command 2) and XUDP (command 3), with no flow or,
+//! over TCP in TLS or REALITY, XTLS Vision ([`super::vision`]).
 
-use switchyard_proto::vless::{Command, Request};
+use switchyard_proto::vless::{Command, Flow, Request};
 
 use super::udp::{self, Framing};
+use super::vision::{RawTls, Vision};
 use super::{BoxIo, Conn, Ctx, Header, fallback, read_header, tcp};
+use crate::config::Flow as InboundFlow;
 use crate::node::Runtime;
+use crate::users::User;
 
 /// The response header: version 0, no addons.
 const RESPONSE: [u8; 2] = [0, 0];
 
-pub(crate) async fn serve(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo, mut conn: Conn) {
+/// A request read and its user authenticated.
+struct Authenticated {
+    request: Request,
+    user: std::sync::Arc<User>,
+    /// Where the payload starts in the bytes read.
+    used: usize,
+}
+
+/// Reads the request header and finds its user; a stream that is not VLESS or names
+/// nobody goes to the fallback and `None` comes back.
+async fn authenticate<S>(
+    ctx: &Ctx,
+    rt: &Runtime,
+    stream: &mut Option<S>,
+    buf: &mut Vec<u8>,
+    conn: &mut Conn,
+) -> Option<Authenticated>
+where
+    S: super::io::Io + 'static,
+{
     let peer = conn.peer;
-    let mut buf = Vec::with_capacity(512);
-    let (request, used) =
-        match read_header(&mut stream, &mut buf, conn.deadline, Request::parse).await {
-            Header::Parsed(r) => r,
-            Header::Rejected(why) => {
-                tracing::debug!(%peer, inbound = %ctx.config.tag, "not VLESS: {why}");
-                return fallback::reject(ctx, rt, stream, buf, &conn).await;
-            }
-            Header::Incomplete => return fallback::reject(ctx, rt, stream, buf, &conn).await,
-        };
+    let s = stream.as_mut()?;
+    let (request, used) = match read_header(s, buf, conn.deadline, Request::parse).await {
+        Header::Parsed(r) => r,
+        Header::Rejected(why) => {
+            tracing::debug!(%peer, inbound = %ctx.config.tag, "not VLESS: {why}");
+            let s: BoxIo = Box::new(stream.take()?);
+            fallback::reject(ctx, rt, s, std::mem::take(buf), conn).await;
+            return None;
+        }
+        Header::Incomplete => {
+            let s: BoxIo = Box::new(stream.take()?);
+            fallback::reject(ctx, rt, s, std::mem::take(buf), conn).await;
+            return None;
+        }
+    };
     let Some(user) = rt.users.vless(&request.uuid).cloned() else {
         tracing::debug!(%peer, inbound = %ctx.config.tag, "VLESS: unknown user id");
-        return fallback::reject(ctx, rt, stream, buf, &conn).await;
+        let s: BoxIo = Box::new(stream.take()?);
+        fallback::reject(ctx, rt, s, std::mem::take(buf), conn).await;
+        return None;
     };
     conn.authenticated();
-    let first = &buf[used..];
-    match request.command {
-        Command::Tcp(dest) => {
-            let preamble = tcp::Preamble {
-                response: &RESPONSE,
-                first,
+    Some(Authenticated {
+        request,
+        user,
+        used,
+    })
+}
+
+/// VLESS on a stream that cannot carry Vision (plain TCP, WebSocket).
+pub(crate) async fn serve(ctx: &Ctx, rt: &Runtime, stream: BoxIo, mut conn: Conn) {
+    let mut buf = Vec::with_capacity(512);
+    let mut stream = Some(stream);
+    let Some(a) = authenticate(ctx, rt, &mut stream, &mut buf, &mut conn).await else {
+        return;
+    };
+    let Some(stream) = stream else { return };
+    if a.request.flow == Flow::Vision {
+        return tracing::info!(user = %a.user.name, inbound = %ctx.config.tag,
+            "VLESS: xtls-rprx-vision needs TCP with TLS or REALITY; this inbound has neither: closed");
+    }
+    let first = &buf[a.used..];
+    carry(ctx, rt, &a, stream, conn, &RESPONSE, first).await;
+}
+
+/// VLESS over TCP in TLS or REALITY: Vision when the client asks for it.
+pub(crate) async fn serve_tls(ctx: &Ctx, rt: &Runtime, tls: RawTls, mut conn: Conn) {
+    let mut buf = Vec::with_capacity(512);
+    let mut stream = Some(tls);
+    let Some(a) = authenticate(ctx, rt, &mut stream, &mut buf, &mut conn).await else {
+        return;
+    };
+    let Some(mut tls) = stream else { return };
+    let first = &buf[a.used..];
+    match a.request.flow {
+        Flow::Vision => {
+            let vision = match Vision::new(tls, a.request.uuid, &RESPONSE, first, ctx.state.clone())
+            {
+                Ok(v) => v,
+                Err(e) => {
+                    return tracing::debug!(user = %a.user.name, inbound = %ctx.config.tag, "Vision: {e}");
+                }
             };
-            tcp::proxy(ctx, rt, &user, peer, stream, dest, preamble).await;
+            carry(ctx, rt, &a, Box::new(vision), conn, &[], &[]).await;
+        }
+        Flow::None => {
+            let tcp = matches!(a.request.command, Command::Tcp(_));
+            if tcp && ctx.config.flow == Some(InboundFlow::Vision) {
+                return tracing::info!(user = %a.user.name, inbound = %ctx.config.tag,
+                    "VLESS: this inbound's flow is xtls-rprx-vision and the client asked for none: closed");
+            }
+            // No switch can come: rustls may read ahead as it likes.
+            tls.get_mut().0.unbound();
+            carry(ctx, rt, &a, Box::new(tls), conn, &RESPONSE, first).await;
+        }
+    }
+}
+
+/// Carries an authenticated request's payload; `response` and `first` as in
+/// [`tcp::Preamble`].
+async fn carry(
+    ctx: &Ctx,
+    rt: &Runtime,
+    a: &Authenticated,
+    stream: BoxIo,
+    conn: Conn,
+    response: &[u8],
+    first: &[u8],
+) {
+    let peer = conn.peer;
+    let preamble = tcp::Preamble { response, first };
+    match &a.request.command {
+        Command::Tcp(dest) => {
+            tcp::proxy(ctx, rt, &a.user, peer, stream, dest.clone(), preamble).await;
         }
         Command::Udp(dest) => {
-            let preamble = tcp::Preamble {
-                response: &RESPONSE,
-                first,
-            };
-            udp::serve(
-                ctx,
-                rt,
-                &user,
-                peer,
-                stream,
-                Framing::Vless { to: dest },
-                preamble,
-            )
-            .await;
+            let framing = Framing::Vless { to: dest.clone() };
+            udp::serve(ctx, rt, &a.user, peer, stream, framing, preamble).await;
         }
         Command::Mux => {
             let framing = Framing::Xudp {
                 session: 0,
                 to: None,
             };
-            let preamble = tcp::Preamble {
-                response: &RESPONSE,
-                first,
-            };
-            udp::serve(ctx, rt, &user, peer, stream, framing, preamble).await;
+            udp::serve(ctx, rt, &a.user, peer, stream, framing, preamble).await;
         }
     }
+    // `conn` (its place among the inbound's handshakes) lives until the end.
+    drop(conn);
 }

@@ -39,6 +39,7 @@ async fn fetch(f: &Fixture, n: usize) -> usize {
     let mut req = Vec::new();
     switchyard_proto::vless::Request {
         uuid: switchyard_node::config::parse_uuid(ALICE_UUID).unwrap(),
+        flow: switchyard_proto::vless::Flow::None,
         command: switchyard_proto::vless::Command::Tcp(switchyard_proto::Address::Ip(
             f.http.addr(),
         )),

@@ -25,4 +25,6 @@ mod tunnel;
 mod tunnel_config;
 mod tunnel_direct;
 mod tunnel_faults;
+mod tunnel_reality;
 mod two_tunnels;
+mod vision;

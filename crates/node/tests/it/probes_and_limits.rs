@@ -59,6 +59,7 @@ async fn a_prober_gets_the_fallback_website_byte_for_byte() {
     let mut header = Vec::new();
     Request {
         uuid: [9; 16],
+        flow: switchyard_proto::vless::Flow::None,
         command: Command::Tcp(Address::Ip(f.http.addr())),
     }
     .encode(&mut header);
@@ -287,6 +288,7 @@ async fn a_user_holds_at_most_256_udp_associations() {
         let mut header = Vec::new();
         Request {
             uuid,
+            flow: switchyard_proto::vless::Flow::None,
             command: Command::Udp(Address::Ip(f.udp.addr())),
         }
         .encode(&mut header);
@@ -349,6 +351,7 @@ async fn a_user_never_reaches_the_control_api() {
         let (host, port) = target.rsplit_once(':').unwrap();
         Request {
             uuid: parse_uuid(ALICE_UUID).unwrap(),
+            flow: switchyard_proto::vless::Flow::None,
             command: Command::Tcp(Address::domain(host, port.parse().unwrap()).unwrap()),
         }
         .encode(&mut header);

@@ -33,6 +33,7 @@ fn entry(f: &Fixture, protocol: EntryProtocol, transport: EntryTransport, tls: b
             certificate_pem: Some(f.cert.cert_pem().into()),
             certificate_sha256: None,
             alpn: vec!["http/1.1".into()],
+            ..EntryTls::default()
         }),
     }
 }

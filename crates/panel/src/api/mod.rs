@@ -166,6 +166,7 @@ impl AppState {
         users::subscription_link, users::subscription_qr,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
         tunnels::delete_tunnel, tunnels::duplicate_tunnel, tunnels::reissue_certificate,
+        tunnels::rotate_credentials,
         tunnels::status, tunnels::statuses, tunnels::reset, tunnels::usage,
         subscription::subscription,
     ),
@@ -297,6 +298,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/tunnels/{id}/certificate",
             post(tunnels::reissue_certificate),
+        )
+        .route(
+            "/tunnels/{id}/rotate-credentials",
+            post(tunnels::rotate_credentials),
         )
         .route("/tunnels/status", get(tunnels::statuses))
         .route("/tunnels/{id}/status", get(tunnels::status))

@@ -25,7 +25,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use switchyard_balance::Settings;
-use switchyard_proto::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+use switchyard_proto::entry::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
 use utoipa::IntoParams;
 
 use super::AppState;
@@ -91,7 +91,8 @@ pub fn negotiate(
 
 /// The entry for `inbound` on `server` as `user` should use it. A self-signed
 /// certificate is pinned in every format that can carry a pin (sing-box, Clash, Xray);
-/// share links cannot, so they say `allowInsecure=1`.
+/// share links cannot, so they say `allowInsecure=1`. A REALITY inbound's entry has
+/// its first server name as SNI, its fingerprint, public key and first short id.
 pub fn entry(
     inbound: &Inbound,
     secrets: &InboundSecrets,
@@ -106,7 +107,7 @@ pub fn entry(
     let protocol = match inbound.protocol {
         Protocol::Vless => EntryProtocol::Vless {
             uuid: credentials.vless_uuid.clone(),
-            flow: None,
+            flow: inbound.flow.map(|f| f.as_str().to_owned()),
         },
         Protocol::Trojan => EntryProtocol::Trojan {
             password: credentials.trojan_password.clone(),
@@ -140,10 +141,24 @@ pub fn entry(
                 } else {
                     None
                 },
-                certificate_sha256: None,
-                alpn: Vec::new(),
+                ..EntryTls::default()
             })
         }
+        // The client's SNI is the target's first name, its short id the first one.
+        InboundSecurity::Reality {
+            server_names,
+            short_ids,
+            fingerprint,
+            ..
+        } => Some(EntryTls {
+            server_name: server_names.first().cloned(),
+            fingerprint: Some(fingerprint.clone()),
+            reality: Some(EntryReality {
+                public_key: inbound.reality_public_key.clone()?,
+                short_id: short_ids.first().cloned().unwrap_or_default(),
+            }),
+            ..EntryTls::default()
+        }),
     };
     Some(Entry {
         name: inbound.name.clone(),

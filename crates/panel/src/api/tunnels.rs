@@ -1,6 +1,6 @@
 //! Tunnels: create, read, change, delete, duplicate for another relay, re-issue the
 //! certificate; their state and live status asked from the nodes, Reset, and the
-//! usage chart's points. The operator fills in nothing security-related: the certificate is
+//! usage chart's points, and rotating the credentials. The operator fills in nothing security-related: the certificate is
 //! issued here (rcgen, for the tunnel's derived certificate name), credentials are
 //! derived when the nodes' halves are rendered, and neither the key nor a credential
 //! is ever in an answer.
@@ -187,6 +187,21 @@ pub async fn reissue_certificate(
             .reissue_tunnel_certificate(id, &certificate)
             .await?,
     ))
+}
+
+/// Rotates the tunnel's credentials: every origin gets a new one (derived at the next
+/// credential epoch), pushed live. The listening side accepts the previous and the new
+/// credential of each origin (`previous_credential_epoch`) until every server of the
+/// tunnel runs the new one, then only the new: links up stay up, and the previous
+/// credentials open nothing from then on. No credential is in the answer.
+#[utoipa::path(post, path = "/api/v1/tunnels/{id}/rotate-credentials", tag = "tunnels", params(("id" = i64, Path)),
+    responses((status = 200, body = Tunnel), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn rotate_credentials(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<Json<Tunnel>, ApiError> {
+    Ok(Json(s.store().rotate_tunnel_credentials(id).await?))
 }
 
 /// How long the panel waits for a node's answer about a tunnel.

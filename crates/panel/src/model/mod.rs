@@ -205,6 +205,83 @@ pub enum InboundSecurity {
         /// Where the certificate comes from.
         certificate: TlsCertificate,
     },
+    /// REALITY (VLESS over TCP only): the node borrows a real site, the target
+    /// (`dest`); clients that prove they know the inbound's key get a TLS 1.3 session
+    /// with the node, every other connection is spliced to the target, so a prober
+    /// sees that site. The panel makes the X25519 key pair: the private key goes only
+    /// to the node, the public key is the inbound's `reality_public_key`.
+    Reality {
+        /// The target, `host:port` (a name, an IPv4 address or `[v6]:port`): a real
+        /// HTTPS site with TLS 1.3 whose names are `server_names`.
+        #[schema(max_length = 260, example = "www.example.com:443")]
+        dest: String,
+        /// The SNI names clients may use, the target's own; at least one. Clients get
+        /// the first.
+        #[schema(min_items = 1, max_items = 32)]
+        server_names: Vec<String>,
+        /// The short ids clients may present, each 0 to 16 hex digits (an even
+        /// number); clients get the first. None given: the panel makes one (8
+        /// random bytes) and keeps it across changes.
+        #[serde(default)]
+        #[schema(max_items = 16)]
+        short_ids: Vec<String>,
+        /// The most a client's clock may differ from the node's, in ms; 0 leaves it
+        /// unchecked (default 60000: see `REALITY_MAX_TIME_DIFF_MS`).
+        #[serde(default = "default_max_time_diff_ms")]
+        #[schema(maximum = 3600000)]
+        max_time_diff_ms: u64,
+        /// The browser whose TLS hello clients imitate (uTLS), default `chrome`.
+        #[serde(default = "default_fingerprint")]
+        fingerprint: String,
+    },
+}
+
+/// The default clock difference a REALITY inbound allows its clients, in ms: one
+/// minute. A client whose clock is further off gets the target site instead of the
+/// VPN; in return replayed hellos are refused for good (the node remembers the
+/// hellos of twice this window), where 0 (unchecked, Xray's default) leaves a hello
+/// replayed more than 10 to 20 minutes later accepted again.
+pub const REALITY_MAX_TIME_DIFF_MS: u64 = 60_000;
+
+/// The default uTLS fingerprint of REALITY clients.
+pub const REALITY_FINGERPRINT: &str = "chrome";
+
+/// The uTLS fingerprints every client app of the subscription formats knows (Xray,
+/// mihomo, sing-box).
+pub const FINGERPRINTS: [&str; 9] = [
+    "chrome", "firefox", "safari", "ios", "android", "edge", "360", "qq", "random",
+];
+
+fn default_max_time_diff_ms() -> u64 {
+    REALITY_MAX_TIME_DIFF_MS
+}
+
+fn default_fingerprint() -> String {
+    REALITY_FINGERPRINT.to_owned()
+}
+
+impl InboundSecurity {
+    /// Whether clients speak TLS or REALITY to it.
+    pub fn encrypts(&self) -> bool {
+        !matches!(self, Self::None)
+    }
+}
+
+/// A VLESS flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+pub enum Flow {
+    /// XTLS Vision (VLESS over TCP with TLS or REALITY).
+    #[serde(rename = "xtls-rprx-vision")]
+    Vision,
+}
+
+impl Flow {
+    /// Its name in the API, the node's config and client apps.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Vision => "xtls-rprx-vision",
+        }
+    }
 }
 
 /// One listener on a server: what a client dials.
@@ -232,6 +309,11 @@ pub struct Inbound {
     pub coefficient: f64,
     /// Shadowsocks only: the 2022 method.
     pub method: Option<String>,
+    /// VLESS over TCP with TLS or REALITY only: the flow its users must use.
+    pub flow: Option<Flow>,
+    /// REALITY only: the X25519 public key the panel made (base64url; clients'
+    /// `publicKey`, `pbk`). Its private key is never shown.
+    pub reality_public_key: Option<String>,
     /// The route holding it, if any.
     pub route_id: Option<Id>,
     /// Unix ms.
@@ -247,6 +329,11 @@ pub struct InboundSecrets {
     pub tls_cert_pem: Option<String>,
     /// Its key (PEM).
     pub tls_key_pem: Option<String>,
+    /// REALITY's X25519 private key (base64url), sent only to the node.
+    pub reality_private_key: Option<String>,
+    /// Its public half: no secret, made with it and shown as
+    /// [`Inbound::reality_public_key`].
+    pub reality_public_key: Option<String>,
 }
 
 impl std::fmt::Debug for InboundSecrets {
@@ -556,9 +643,258 @@ pub fn check_inbound(
     Ok(())
 }
 
+/// Checks REALITY's fields and the flow, the rest of the inbound checked by
+/// [`check_inbound`]: REALITY and Vision need VLESS over TCP (Vision with TLS or
+/// REALITY), and a REALITY inbound's SNI is its first server name, not `sni`.
+pub fn check_reality_and_flow(
+    protocol: Protocol,
+    transport: &InboundTransport,
+    security: &InboundSecurity,
+    flow: Option<Flow>,
+    sni: Option<&str>,
+) -> Result<(), FieldError> {
+    let vless_tcp = protocol == Protocol::Vless && *transport == InboundTransport::Tcp;
+    if flow.is_some() && !(vless_tcp && security.encrypts()) {
+        return Err(FieldError::new(
+            "flow",
+            "xtls-rprx-vision needs VLESS over tcp with TLS or REALITY",
+        ));
+    }
+    let InboundSecurity::Reality {
+        dest,
+        server_names,
+        short_ids,
+        max_time_diff_ms,
+        fingerprint,
+    } = security
+    else {
+        return Ok(());
+    };
+    if !vless_tcp {
+        return Err(FieldError::new(
+            "security",
+            "REALITY is for VLESS over tcp only",
+        ));
+    }
+    if sni.is_some() {
+        return Err(FieldError::new(
+            "sni",
+            "a REALITY inbound's clients use its first server name: leave sni unset",
+        ));
+    }
+    check_dest("security.dest", dest)?;
+    if server_names.is_empty() {
+        return Err(FieldError::new(
+            "security.server_names",
+            "needs at least one name: the target's, which clients send as their SNI",
+        ));
+    }
+    if server_names.len() > 32 {
+        return Err(FieldError::new("security.server_names", "at most 32 names"));
+    }
+    for (i, name) in server_names.iter().enumerate() {
+        let field = format!("security.server_names[{i}]");
+        if name.parse::<std::net::IpAddr>().is_ok() {
+            return Err(FieldError::new(
+                field,
+                "must be a host name, not an address",
+            ));
+        }
+        check_host(&field, name)?;
+    }
+    if short_ids.len() > 16 {
+        return Err(FieldError::new(
+            "security.short_ids",
+            "at most 16 short ids",
+        ));
+    }
+    for (i, id) in short_ids.iter().enumerate() {
+        if switchyard_proto::reality::ShortId::parse(id).is_err() {
+            return Err(FieldError::new(
+                format!("security.short_ids[{i}]"),
+                "must be 0 to 16 hex digits, an even number of them",
+            ));
+        }
+    }
+    if *max_time_diff_ms > 3_600_000 {
+        return Err(FieldError::new(
+            "security.max_time_diff_ms",
+            "must be 0 (unchecked) to 3600000 (an hour)",
+        ));
+    }
+    if !FINGERPRINTS.contains(&fingerprint.as_str()) {
+        return Err(FieldError::new(
+            "security.fingerprint",
+            format!("must be one of {}", FINGERPRINTS.join(", ")),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a `host:port` (a name, an IPv4 address or `[v6]`, a port 1-65535).
+fn check_dest(field: &str, dest: &str) -> Result<(), FieldError> {
+    let bad = || {
+        FieldError::new(
+            field,
+            "must be host:port (a name, an address or [v6]), port 1 to 65535",
+        )
+    };
+    let (host, port) = dest.rsplit_once(':').ok_or_else(bad)?;
+    if !port.parse::<u16>().is_ok_and(|p| p != 0) || !port.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        return v6
+            .parse::<std::net::Ipv6Addr>()
+            .map(|_| ())
+            .map_err(|_| bad());
+    }
+    if host.contains(':') {
+        return Err(bad());
+    }
+    check_host(field, host).map_err(|_| bad())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reality_and_flow_errors_name_the_field() {
+        let reality = |dest: &str, names: &[&str], ids: &[&str], diff: u64, fp: &str| {
+            InboundSecurity::Reality {
+                dest: dest.into(),
+                server_names: names.iter().map(|n| (*n).to_owned()).collect(),
+                short_ids: ids.iter().map(|n| (*n).to_owned()).collect(),
+                max_time_diff_ms: diff,
+                fingerprint: fp.into(),
+            }
+        };
+        let good = reality(
+            "www.example.com:443",
+            &["www.example.com"],
+            &[],
+            60_000,
+            "chrome",
+        );
+        let tcp = InboundTransport::Tcp;
+        let check =
+            |protocol, transport: &InboundTransport, security: &InboundSecurity, flow, sni| {
+                check_reality_and_flow(protocol, transport, security, flow, sni)
+                    .map_err(|e| e.field)
+            };
+        let vision = Some(Flow::Vision);
+        assert_eq!(check(Protocol::Vless, &tcp, &good, vision, None), Ok(()));
+        assert_eq!(check(Protocol::Vless, &tcp, &good, None, None), Ok(()));
+        let tls = InboundSecurity::Tls {
+            certificate: TlsCertificate::SelfSigned,
+        };
+        assert_eq!(check(Protocol::Vless, &tcp, &tls, vision, None), Ok(()));
+        for ok in [
+            reality(
+                "[2001:db8::1]:8443",
+                &["a.example"],
+                &["", "6ba85179e30d4fc2"],
+                0,
+                "firefox",
+            ),
+            reality(
+                "127.0.0.1:443",
+                &["a.example", "b.example"],
+                &["ab"],
+                3_600_000,
+                "random",
+            ),
+        ] {
+            assert_eq!(
+                check(Protocol::Vless, &tcp, &ok, None, None),
+                Ok(()),
+                "{ok:?}"
+            );
+        }
+        let ws = InboundTransport::Ws {
+            path: "/".into(),
+            host: None,
+        };
+        let none = InboundSecurity::None;
+        let cases = [
+            (check(Protocol::Vless, &tcp, &none, vision, None), "flow"),
+            (check(Protocol::Vless, &ws, &tls, vision, None), "flow"),
+            (check(Protocol::Trojan, &tcp, &tls, vision, None), "flow"),
+            (check(Protocol::Trojan, &tcp, &good, None, None), "security"),
+            (check(Protocol::Vless, &ws, &good, None, None), "security"),
+            (
+                check(Protocol::Vless, &tcp, &good, None, Some("x.example")),
+                "sni",
+            ),
+        ];
+        for (got, field) in cases {
+            assert_eq!(got, Err(field.to_owned()));
+        }
+        let bad = [
+            (
+                reality("www.example.com", &["a.example"], &[], 0, "chrome"),
+                "security.dest",
+            ),
+            (
+                reality("www.example.com:0", &["a.example"], &[], 0, "chrome"),
+                "security.dest",
+            ),
+            (
+                reality("2001:db8::1:443", &["a.example"], &[], 0, "chrome"),
+                "security.dest",
+            ),
+            (
+                reality("bad host:443", &["a.example"], &[], 0, "chrome"),
+                "security.dest",
+            ),
+            (
+                reality("a.example:443", &[], &[], 0, "chrome"),
+                "security.server_names",
+            ),
+            (
+                reality("a.example:443", &["a.example", "-x"], &[], 0, "chrome"),
+                "security.server_names[1]",
+            ),
+            (
+                reality("a.example:443", &["10.0.0.1"], &[], 0, "chrome"),
+                "security.server_names[0]",
+            ),
+            (
+                reality("a.example:443", &["a.example"], &["ab", "abc"], 0, "chrome"),
+                "security.short_ids[1]",
+            ),
+            (
+                reality(
+                    "a.example:443",
+                    &["a.example"],
+                    &["0123456789abcdef01"],
+                    0,
+                    "chrome",
+                ),
+                "security.short_ids[0]",
+            ),
+            (
+                reality("a.example:443", &["a.example"], &["zz"], 0, "chrome"),
+                "security.short_ids[0]",
+            ),
+            (
+                reality("a.example:443", &["a.example"], &[], 3_600_001, "chrome"),
+                "security.max_time_diff_ms",
+            ),
+            (
+                reality("a.example:443", &["a.example"], &[], 0, "netscape"),
+                "security.fingerprint",
+            ),
+        ];
+        for (security, field) in bad {
+            assert_eq!(
+                check(Protocol::Vless, &tcp, &security, None, None),
+                Err(field.to_owned()),
+                "{security:?}"
+            );
+        }
+    }
 
     #[test]
     fn inbound_errors_name_the_field() {

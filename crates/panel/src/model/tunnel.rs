@@ -213,6 +213,12 @@ pub struct Tunnel {
     pub certificate_pin: String,
     /// The previous certificate's pin, still accepted while a re-issue rolls out.
     pub previous_pin: Option<String>,
+    /// How many times the credentials were rotated (0: as first derived). Not a
+    /// secret: the credentials derive from the panel's secret, which never leaves it.
+    pub credential_epoch: i64,
+    /// The previous epoch, whose credentials the listening side still accepts while
+    /// a rotation rolls out; none once every server runs the current one.
+    pub previous_credential_epoch: Option<i64>,
     /// The relay.
     pub relay_server_id: Id,
     /// The origins, in order.

@@ -379,6 +379,7 @@ impl Nodes {
         }
         if runs_desired {
             self.confirm_pins(id, &snapshot).await;
+            self.confirm_credentials(id, &snapshot).await;
         }
         parts.online = self.collect(id, channel, now).await?;
         parts.tunnel_bytes = relayed_bytes(id, channel, &snapshot).await;
@@ -408,6 +409,32 @@ impl Nodes {
                 }
             }
             Err(e) => tracing::warn!(server = id, "recording the tunnel pins it runs: {e}"),
+        }
+    }
+
+    /// The node runs its desired config, so the current credentials of every tunnel it
+    /// is in: tells the store, which ends a rotation's overlap once every server of the
+    /// tunnel does.
+    async fn confirm_credentials(&self, id: Id, snapshot: &ServerSnapshot) {
+        let epochs: Vec<(Id, i64)> = snapshot
+            .tunnels
+            .iter()
+            .filter(|t| t.tunnel.enabled && t.tunnel.previous_credential_epoch.is_some())
+            .map(|t| (t.tunnel.id, t.tunnel.credential_epoch))
+            .collect();
+        if epochs.is_empty() {
+            return;
+        }
+        match self.store.confirm_tunnel_credentials(id, &epochs).await {
+            Ok(ended) => {
+                for tunnel in ended {
+                    tracing::info!(
+                        tunnel,
+                        "every server of the tunnel runs its rotated credentials: the previous ones are dropped"
+                    );
+                }
+            }
+            Err(e) => tracing::warn!(server = id, "recording the tunnel credentials it runs: {e}"),
         }
     }
 

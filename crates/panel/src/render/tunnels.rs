@@ -12,12 +12,16 @@
 //!   at each profile's port) or the certificate (direct mode: it listens).
 //! - Pins: the current certificate's and, after a re-issue, the previous one's, so
 //!   links up stay up and new links pass whichever side switches first.
+//! - Credentials are derived at the tunnel's credential epoch (0 until a rotation);
+//!   while a rotation rolls out, the listening side (a reverse-mode relay, a
+//!   direct-mode origin) also gets each origin's credential at the previous epoch, and
+//!   the dialing side only the current one.
 //! - A relay with two or more tunnels gets route rules: each tunnel's rules send what
 //!   they match into it (what matches none goes direct); with one tunnel the node makes
 //!   it the final outbound itself.
 
 use serde_json::{Value, json};
-use switchyard_tunnel::credentials::{TunnelSecret, origin_credential, tunnel_tag};
+use switchyard_tunnel::credentials::{TunnelSecret, origin_credential_at, tunnel_tag};
 
 use crate::model::Server;
 use crate::model::tunnel::{
@@ -81,8 +85,12 @@ pub(super) fn halves(
     for c in tunnels.iter().filter(|c| c.tunnel.enabled) {
         let t = &c.tunnel;
         let direct = t.mode == TunnelMode::Direct;
-        let credential =
-            |origin: i64| origin_credential(secret, &t.name, &origin_name(origin)).to_hex();
+        let at = |origin: i64, epoch: i64| {
+            let epoch = u64::try_from(epoch).unwrap_or_default();
+            origin_credential_at(secret, &t.name, &origin_name(origin), epoch).to_hex()
+        };
+        let credential = |origin: i64| at(origin, t.credential_epoch);
+        let previous = |origin: i64| t.previous_credential_epoch.map(|e| at(origin, e));
         let head = |profiles: Vec<Value>| {
             json!({
                 "name": t.name,
@@ -105,6 +113,8 @@ pub(super) fn halves(
                         json!({ "name": origin_name(o.id), "credential": credential(o.id) });
                     if direct {
                         v["host"] = json!(o.address);
+                    } else if let Some(p) = previous(o.id) {
+                        v["previous_credential"] = json!(p);
                     }
                     v
                 })
@@ -128,6 +138,9 @@ pub(super) fn halves(
                 origin["listen"] = json!(listen);
                 origin["cert_pem"] = json!(c.certificate.cert_pem);
                 origin["key_pem"] = json!(c.certificate.key_pem);
+                if let Some(p) = previous(server.id) {
+                    origin["previous_credential"] = json!(p);
+                }
             } else {
                 origin["pins"] = json!(pins(c));
             }

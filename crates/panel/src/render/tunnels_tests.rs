@@ -1,5 +1,5 @@
 use switchyard_node::config::{TunnelMode as NodeMode, TunnelTransport};
-use switchyard_tunnel::credentials::Credential;
+use switchyard_tunnel::credentials::{Credential, origin_credential};
 
 use super::*;
 use crate::model::tunnel::LinkSecurity;
@@ -36,6 +36,8 @@ fn tunnel(id: i64, name: &str, input: impl FnOnce(&mut TunnelInput)) -> Snapshot
             certificate_name: String::new(),
             certificate_pin: issued.pin.to_string(),
             previous_pin: None,
+            credential_epoch: 0,
+            previous_credential_epoch: None,
             relay_server_id: i.relay_server_id,
             origins: i
                 .origin_server_ids
@@ -191,6 +193,76 @@ fn direct_mode_swaps_who_listens() {
     assert_eq!(o.cert_pem.as_deref(), Some(t.certificate.cert_pem.as_str()));
     assert!(o.all_pins().is_empty());
     assert_eq!(origin.tunnels[0].mode, NodeMode::Direct);
+}
+
+#[test]
+fn a_rotation_gives_the_listening_side_both_credentials_and_the_dialing_side_the_new() {
+    let at = |name: &str, origin: i64, epoch: u64| {
+        switchyard_tunnel::credentials::origin_credential_at(
+            &SECRET,
+            name,
+            &origin_name(origin),
+            epoch,
+        )
+        .to_hex()
+    };
+    // Reverse: the relay listens.
+    let mut t = tunnel(1, "eu", |_| {});
+    t.tunnel.credential_epoch = 2;
+    t.tunnel.previous_credential_epoch = Some(1);
+    let relay = config_of(1, vec![t.clone()]);
+    let r = relay.tunnels[0].relay.as_ref().unwrap();
+    let seen: Vec<(String, Option<String>)> = r
+        .origins
+        .iter()
+        .map(|o| {
+            (
+                o.credential.expose().to_owned(),
+                o.previous_credential
+                    .as_ref()
+                    .map(|p| p.expose().to_owned()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (at("eu", 2, 2), Some(at("eu", 2, 1))),
+            (at("eu", 3, 2), Some(at("eu", 3, 1)))
+        ]
+    );
+    let o = config_of(2, vec![t.clone()]);
+    let o = o.tunnels[0].origin.as_ref().unwrap();
+    assert_eq!(
+        (o.credential.expose(), o.previous_credential.is_none()),
+        (at("eu", 2, 2).as_str(), true)
+    );
+    // The overlap over: the previous credentials are gone; epoch 0 is the first.
+    t.tunnel.previous_credential_epoch = None;
+    let relay = config_of(1, vec![t.clone()]);
+    let r = relay.tunnels[0].relay.as_ref().unwrap();
+    assert!(r.origins.iter().all(|o| o.previous_credential.is_none()));
+    assert_eq!(at("eu", 2, 0), credential("eu", 2));
+
+    // Direct: the origins listen.
+    let mut d = tunnel(1, "dx", |i| {
+        i.mode = crate::model::tunnel::TunnelMode::Direct
+    });
+    d.tunnel.credential_epoch = 1;
+    d.tunnel.previous_credential_epoch = Some(0);
+    let relay = config_of(1, vec![d.clone()]);
+    let r = relay.tunnels[0].relay.as_ref().unwrap();
+    assert_eq!(r.origins[0].credential.expose(), at("dx", 2, 1));
+    assert!(r.origins.iter().all(|o| o.previous_credential.is_none()));
+    let o = config_of(3, vec![d]);
+    let o = o.tunnels[0].origin.as_ref().unwrap();
+    assert_eq!(
+        (
+            o.credential.expose(),
+            o.previous_credential.as_ref().map(|p| p.expose())
+        ),
+        (at("dx", 3, 1).as_str(), Some(credential("dx", 3).as_str()))
+    );
 }
 
 #[test]

@@ -29,8 +29,8 @@ pub use sql::SqlStore;
 pub use tunnels::{TunnelCertificate, TunnelStore};
 
 use crate::model::{
-    Admin, Cluster, Credentials, FieldError, Health, Id, Inbound, InboundSecrets, InboundSecurity,
-    InboundTransport, Protocol, ResetStrategy, Route, Server, User,
+    Admin, Cluster, Credentials, FieldError, Flow, Health, Id, Inbound, InboundSecrets,
+    InboundSecurity, InboundTransport, Protocol, ResetStrategy, Route, Server, User,
 };
 
 /// What went wrong in the store.
@@ -142,6 +142,9 @@ pub struct InboundInput {
     /// Shadowsocks only: the 2022 method.
     #[serde(default)]
     pub method: Option<String>,
+    /// VLESS over TCP with TLS or REALITY only: `xtls-rprx-vision`, or none.
+    #[serde(default)]
+    pub flow: Option<Flow>,
 }
 
 fn one() -> f64 {

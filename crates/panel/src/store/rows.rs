@@ -6,8 +6,8 @@ use sqlx::any::AnyRow;
 use switchyard_balance::capacity::{Capacity, EstimatorSettings};
 
 use crate::model::{
-    Algorithm, Cluster, Credentials, Id, Inbound, InboundSecrets, Protocol, ResetStrategy, Route,
-    Server, ServerState, User,
+    Algorithm, Cluster, Credentials, Flow, Id, Inbound, InboundSecrets, Protocol, ResetStrategy,
+    Route, Server, ServerState, User,
 };
 
 pub(super) const SERVER: &str = "id, cluster_id, name, address, allow_private, fingerprint, \
@@ -17,7 +17,7 @@ pub(super) const SERVER: &str = "id, cluster_id, name, address, allow_private, f
 
 pub(super) const INBOUND: &str = "i.id, i.server_id, i.name, i.protocol, i.port, \
     i.transport, i.security, i.host, i.sni, i.coefficient, i.method, i.created_ms, \
-    ri.route_id";
+    i.flow, i.reality_public_key, ri.route_id";
 
 pub(super) const INBOUND_FROM: &str =
     "inbounds i LEFT JOIN route_inbounds ri ON ri.inbound_id = i.id";
@@ -108,6 +108,12 @@ pub(super) fn inbound(r: &AnyRow) -> Result<Inbound, sqlx::Error> {
         sni: r.try_get("sni")?,
         coefficient: r.try_get("coefficient")?,
         method: r.try_get("method")?,
+        flow: match r.try_get::<Option<String>, _>("flow")?.as_deref() {
+            None => None,
+            Some("xtls-rprx-vision") => Some(Flow::Vision),
+            Some(other) => return Err(bad("flow", format!("unknown flow {other:?}"))),
+        },
+        reality_public_key: r.try_get("reality_public_key")?,
         route_id: r.try_get("route_id")?,
         created_ms: r.try_get("created_ms")?,
     })
@@ -118,6 +124,8 @@ pub(super) fn inbound_secrets(r: &AnyRow) -> Result<InboundSecrets, sqlx::Error>
         ss_server_key: r.try_get("ss_server_key")?,
         tls_cert_pem: r.try_get("tls_cert_pem")?,
         tls_key_pem: r.try_get("tls_key_pem")?,
+        reality_private_key: r.try_get("reality_private_key")?,
+        reality_public_key: r.try_get("reality_public_key")?,
     })
 }
 

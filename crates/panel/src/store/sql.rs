@@ -15,8 +15,8 @@ use super::{
 use crate::model::ServerState;
 use crate::model::tunnel::UsageStep;
 use crate::model::{
-    Admin, Cluster, Credentials, FieldError, Id, Inbound, InboundSecrets, Route, Server, User,
-    period_start,
+    Admin, Cluster, Credentials, FieldError, Flow, Id, Inbound, InboundSecrets, Route, Server,
+    User, period_start,
 };
 use crate::service::hash_token;
 
@@ -129,6 +129,8 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0005_tunnel_window.sql"),
             include_str!("../../migrations/sqlite/0006_tunnel_pin_rollout.sql"),
             include_str!("../../migrations/sqlite/0007_server_history.sql"),
+            include_str!("../../migrations/sqlite/0008_reality.sql"),
+            include_str!("../../migrations/sqlite/0009_tunnel_credential_epoch.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -138,22 +140,27 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0005_tunnel_window.sql"),
             include_str!("../../migrations/postgres/0006_tunnel_pin_rollout.sql"),
             include_str!("../../migrations/postgres/0007_server_history.sql"),
+            include_str!("../../migrations/postgres/0008_reality.sql"),
+            include_str!("../../migrations/postgres/0009_tunnel_credential_epoch.sql"),
         ],
     };
+    // Versions are the files' numbers (one entry per file above, in the same order),
+    // so a number once given never moves.
     let names = [
-        "init",
-        "balancing",
-        "tunnels",
-        "tunnel_usage",
-        "tunnel_window",
-        "tunnel_pin_rollout",
-        "server_history",
+        (1, "init"),
+        (2, "balancing"),
+        (3, "tunnels"),
+        (4, "tunnel_usage"),
+        (5, "tunnel_window"),
+        (6, "tunnel_pin_rollout"),
+        (7, "server_history"),
+        (8, "reality"),
+        (9, "tunnel_credential_epoch"),
     ];
     let migrations = files
         .iter()
         .zip(names)
-        .zip(1..)
-        .map(|((sql, name), version)| {
+        .map(|(sql, (version, name))| {
             Migration::new(
                 version,
                 Cow::Borrowed(name),
@@ -363,8 +370,8 @@ impl SqlStore {
         id: Id,
     ) -> Result<Vec<(Inbound, InboundSecrets)>, StoreError> {
         let rows = sqlx::query(&format!(
-            "SELECT {INBOUND}, i.ss_server_key, i.tls_cert_pem, i.tls_key_pem \
-             FROM {INBOUND_FROM} WHERE {filter} ORDER BY i.id"
+            "SELECT {INBOUND}, i.ss_server_key, i.tls_cert_pem, i.tls_key_pem, \
+             i.reality_private_key FROM {INBOUND_FROM} WHERE {filter} ORDER BY i.id"
         ))
         .bind(id)
         .fetch_all(&self.read)
@@ -823,8 +830,10 @@ impl Store for SqlStore {
         Self::check_tunnel_port(&mut tx, input.server_id, input.port).await?;
         let row = sqlx::query(
             "INSERT INTO inbounds (server_id, name, protocol, port, transport, security, host, \
-             sni, coefficient, method, ss_server_key, tls_cert_pem, tls_key_pem, created_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id",
+             sni, coefficient, method, ss_server_key, tls_cert_pem, tls_key_pem, created_ms, \
+             flow, reality_private_key, reality_public_key) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+             RETURNING id",
         )
         .bind(input.server_id)
         .bind(&input.name)
@@ -840,6 +849,9 @@ impl Store for SqlStore {
         .bind(&secrets.tls_cert_pem)
         .bind(&secrets.tls_key_pem)
         .bind(now_ms)
+        .bind(input.flow.map(Flow::as_str))
+        .bind(&secrets.reality_private_key)
+        .bind(&secrets.reality_public_key)
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, "port", "another inbound of this server uses this port"))?;
@@ -917,7 +929,8 @@ impl Store for SqlStore {
         Self::check_tunnel_port(&mut tx, input.server_id, input.port).await?;
         sqlx::query(
             "UPDATE inbounds SET name = $1, protocol = $2, port = $3, transport = $4, \
-             security = $5, host = $6, sni = $7, coefficient = $8, method = $9 WHERE id = $10",
+             security = $5, host = $6, sni = $7, coefficient = $8, method = $9, flow = $10 \
+             WHERE id = $11",
         )
         .bind(&input.name)
         .bind(input.protocol.as_str())
@@ -928,18 +941,21 @@ impl Store for SqlStore {
         .bind(&input.sni)
         .bind(input.coefficient)
         .bind(&input.method)
+        .bind(input.flow.map(Flow::as_str))
         .bind(id)
         .execute(&mut *tx)
         .await
         .map_err(|e| conflict(e, "port", "another inbound of this server uses this port"))?;
         if let Some(s) = secrets {
             sqlx::query(
-                "UPDATE inbounds SET ss_server_key = $1, tls_cert_pem = $2, tls_key_pem = $3 \
-                 WHERE id = $4",
+                "UPDATE inbounds SET ss_server_key = $1, tls_cert_pem = $2, tls_key_pem = $3, \
+                 reality_private_key = $4, reality_public_key = $5 WHERE id = $6",
             )
             .bind(&s.ss_server_key)
             .bind(&s.tls_cert_pem)
             .bind(&s.tls_key_pem)
+            .bind(&s.reality_private_key)
+            .bind(&s.reality_public_key)
             .bind(id)
             .execute(&mut *tx)
             .await?;

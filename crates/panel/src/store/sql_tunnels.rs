@@ -19,7 +19,8 @@ use crate::render::tunnels::SnapshotTunnel;
 type Tx = Transaction<'static, Any>;
 
 const COLUMNS: &str = "id, name, relay_server_id, mode, balancing, links, window_mib, \
-    profiles, rules, enabled, pin, previous_pin, created_ms";
+    profiles, rules, enabled, pin, previous_pin, credential_epoch, previous_credential_epoch, \
+    created_ms";
 
 fn mode_str(m: TunnelMode) -> &'static str {
     match m {
@@ -58,6 +59,8 @@ fn tunnel(r: &AnyRow) -> Result<Tunnel, sqlx::Error> {
         name,
         certificate_pin: r.try_get("pin")?,
         previous_pin: r.try_get("previous_pin")?,
+        credential_epoch: r.try_get("credential_epoch")?,
+        previous_credential_epoch: r.try_get("previous_credential_epoch")?,
         relay_server_id: r.try_get("relay_server_id")?,
         origins: Vec::new(),
         mode: if mode == "direct" {
@@ -129,6 +132,31 @@ async fn check_ports(tx: &mut Tx, input: &TunnelInput) -> Result<(), StoreError>
         }
     }
     Ok(())
+}
+
+/// Whether the relay and every origin of `tunnel` are recorded as running credential
+/// epoch `epoch`.
+async fn members_run(tx: &mut Tx, tunnel: Id, relay: Id, epoch: i64) -> Result<bool, StoreError> {
+    let mut members: Vec<Id> =
+        sqlx::query("SELECT server_id FROM tunnel_origins WHERE tunnel_id = $1")
+            .bind(tunnel)
+            .fetch_all(&mut **tx)
+            .await?
+            .iter()
+            .map(|r| r.try_get::<Id, _>(0))
+            .collect::<Result<_, _>>()?;
+    members.push(relay);
+    let running: Vec<Id> = sqlx::query(
+        "SELECT server_id FROM tunnel_credential_rollout WHERE tunnel_id = $1 AND epoch = $2",
+    )
+    .bind(tunnel)
+    .bind(epoch)
+    .fetch_all(&mut **tx)
+    .await?
+    .iter()
+    .map(|r| r.try_get::<Id, _>(0))
+    .collect::<Result<_, _>>()?;
+    Ok(members.iter().all(|m| running.contains(m)))
 }
 
 async fn set_origins(tx: &mut Tx, tunnel: Id, origins: &[Id]) -> Result<(), StoreError> {
@@ -420,6 +448,75 @@ impl TunnelStore for SqlStore {
         }
         self.commit(tx).await?;
         self.tunnel(id).await
+    }
+
+    async fn rotate_tunnel_credentials(&self, id: Id) -> Result<Tunnel, StoreError> {
+        let mut tx = self.begin().await?;
+        let done = sqlx::query(
+            "UPDATE tunnels SET previous_credential_epoch = credential_epoch, \
+             credential_epoch = credential_epoch + 1 WHERE id = $1",
+        )
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("tunnel"));
+        }
+        sqlx::query("DELETE FROM tunnel_credential_rollout WHERE tunnel_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        self.commit(tx).await?;
+        self.tunnel(id).await
+    }
+
+    async fn confirm_tunnel_credentials(
+        &self,
+        server_id: Id,
+        epochs: &[(Id, i64)],
+    ) -> Result<Vec<Id>, StoreError> {
+        let mut tx = self.begin().await?;
+        let mut ended = Vec::new();
+        for (id, epoch) in epochs {
+            let current = sqlx::query(
+                "SELECT relay_server_id FROM tunnels WHERE id = $1 AND credential_epoch = $2 \
+                 AND previous_credential_epoch IS NOT NULL",
+            )
+            .bind(id)
+            .bind(epoch)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(row) = current else { continue };
+            let relay: Id = row.try_get(0)?;
+            sqlx::query(
+                "INSERT INTO tunnel_credential_rollout (tunnel_id, server_id, epoch) \
+                 VALUES ($1, $2, $3) ON CONFLICT (tunnel_id, server_id) \
+                 DO UPDATE SET epoch = excluded.epoch",
+            )
+            .bind(id)
+            .bind(server_id)
+            .bind(epoch)
+            .execute(&mut *tx)
+            .await?;
+            if members_run(&mut tx, *id, relay, *epoch).await? {
+                sqlx::query("UPDATE tunnels SET previous_credential_epoch = NULL WHERE id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("DELETE FROM tunnel_credential_rollout WHERE tunnel_id = $1")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                ended.push(*id);
+            }
+        }
+        if ended.is_empty() {
+            // Bookkeeping only: nothing any node runs changed.
+            tx.commit().await?;
+        } else {
+            self.commit(tx).await?;
+        }
+        Ok(ended)
     }
 
     async fn confirm_tunnel_pins(

@@ -8,7 +8,10 @@
 //! - the certificate (and its key) are the panel's: created with the tunnel, replaced
 //!   only by a re-issue, which keeps the previous pin for the overlap; the overlap
 //!   ends (the previous pin is dropped) once every server of the tunnel runs the
-//!   current pin ([`TunnelStore::confirm_tunnel_pins`]).
+//!   current pin ([`TunnelStore::confirm_tunnel_pins`]);
+//! - credentials rotate by epoch ([`TunnelStore::rotate_tunnel_credentials`]); the
+//!   previous epoch stays accepted until every server of the tunnel runs the current
+//!   one ([`TunnelStore::confirm_tunnel_credentials`]).
 
 use async_trait::async_trait;
 
@@ -69,6 +72,21 @@ pub trait TunnelStore: Send + Sync {
         &self,
         server_id: Id,
         pins: &[(Id, String)],
+    ) -> Result<Vec<Id>, StoreError>;
+    /// Rotates the credentials: the epoch goes up by one and the one before stays
+    /// accepted (`previous_credential_epoch`) until every server of the tunnel runs
+    /// the new one ([`Self::confirm_tunnel_credentials`]). A rotation during a rotation
+    /// keeps only the latest two.
+    async fn rotate_tunnel_credentials(&self, id: Id) -> Result<Tunnel, StoreError>;
+    /// Records that `server_id` runs a config with these tunnels' current credential
+    /// epochs (`(tunnel id, epoch)`). A tunnel whose relay and origins all run it drops
+    /// its previous epoch: the rotation's overlap is over, and the nodes get configs
+    /// without the previous credentials. Returns those tunnels; announces a change only
+    /// for them. An epoch that is no longer the tunnel's current one is ignored.
+    async fn confirm_tunnel_credentials(
+        &self,
+        server_id: Id,
+        epochs: &[(Id, i64)],
     ) -> Result<Vec<Id>, StoreError>;
     /// The certificate of a tunnel (with its key), for the nodes' halves.
     async fn tunnel_certificate(&self, id: Id) -> Result<TunnelCertificate, StoreError>;

@@ -162,6 +162,8 @@ mod tests {
                 sni: None,
                 coefficient,
                 method: None,
+                flow: None,
+                reality_public_key: None,
                 route_id: Some(1),
                 created_ms: 0,
             },

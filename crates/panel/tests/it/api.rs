@@ -879,6 +879,18 @@ async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own()
         .send()
         .await
         .ok(StatusCode::CREATED);
+    let reality_server = server_in_new_cluster(&h, &t, "reality").await;
+    let reality = h
+        .post("/api/v1/inbounds")
+        .bearer(&t)
+        .json(
+            &json!({"server_id": reality_server, "name": "reality", "protocol": "vless",
+            "port": 443, "flow": "xtls-rprx-vision", "security": {"type": "reality",
+            "dest": "www.example.com:443", "server_names": ["www.example.com"]}}),
+        )
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
     let user = create_user(&h, &t, json!({"username": "alice"})).await;
     let token = user["subscription_path"]
         .as_str()
@@ -895,11 +907,30 @@ async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own()
     for c in h.state.store().clusters().await.unwrap() {
         secrets.extend(h.state.store().cluster_inbounds(c.id).await.unwrap());
     }
-    assert_eq!(secrets.len(), 3);
+    assert_eq!(secrets.len(), 4);
     let ss_key = secrets
         .iter()
         .find_map(|(_, s)| s.ss_server_key.clone())
         .unwrap();
+    let reality_private = secrets
+        .iter()
+        .find_map(|(_, s)| s.reality_private_key.clone())
+        .unwrap();
+    let reality_public = reality["reality_public_key"].as_str().unwrap().to_owned();
+    assert_eq!(
+        switchyard_proto::reality::PrivateKey::parse(&reality_private)
+            .unwrap()
+            .public_key()
+            .encode(),
+        reality_public
+    );
+    // Its raw bytes, in the other base64 alphabet, are not shown either.
+    let reality_private_std = base64::engine::general_purpose::STANDARD.encode(
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(&reality_private)
+            .unwrap(),
+    );
+    assert!(!reality.to_string().contains(&reality_private), "{reality}");
     let hash = h
         .state
         .store()
@@ -918,6 +949,8 @@ async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own()
         "PRIVATE KEY".to_owned(),
         "$argon2".to_owned(),
     ];
+    forbidden.push(reality_private.clone());
+    forbidden.push(reality_private_std.trim_end_matches('=').to_owned());
     for (_, s) in &secrets {
         forbidden.extend(s.tls_key_pem.clone());
     }
@@ -972,6 +1005,40 @@ async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own()
     assert!(text.contains(&creds.trojan_password), "{text}");
     assert!(text.contains(&ss_key), "{text}");
     assert!(!text.contains("PRIVATE KEY"), "{text}");
+    // In every format (and the page) the REALITY entry has the public key, never the
+    // private one.
+    for format in ["sing-box", "clash", "xray", "links"] {
+        let text = h
+            .get(&format!("/sub/{token}?format={format}"))
+            .send()
+            .await
+            .text();
+        let text = if format == "links" {
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(text.trim())
+                    .unwrap(),
+            )
+            .unwrap()
+        } else {
+            text
+        };
+        assert!(text.contains(&reality_public), "{format}: {text}");
+        for f in [&reality_private, &reality_private_std] {
+            assert!(
+                !text.contains(f.trim_end_matches('=')),
+                "{format} shows the private key"
+            );
+        }
+    }
+    let page = h
+        .get(&format!("/sub/{token}"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .text();
+    assert!(page.contains(&reality_public), "{page}");
+    assert!(!page.contains(&reality_private), "{page}");
 }
 
 #[tokio::test]
@@ -1077,7 +1144,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 33] = [
+const ROUTES: [(&str, &[&str]); 34] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
@@ -1110,6 +1177,7 @@ const ROUTES: [(&str, &[&str]); 33] = [
     ("/api/v1/tunnels/status", &["get"]),
     ("/api/v1/tunnels/{id}/status", &["get"]),
     ("/api/v1/tunnels/{id}/reset", &["post"]),
+    ("/api/v1/tunnels/{id}/rotate-credentials", &["post"]),
     ("/api/v1/tunnels/{id}/usage", &["get"]),
 ];
 

@@ -57,6 +57,7 @@ async fn stay_connected(port: u16, uuid: &str, target: SocketAddr) -> TcpStream 
     let mut out = Vec::new();
     Request {
         uuid: switchyard_node::config::parse_uuid(uuid).unwrap(),
+        flow: switchyard_proto::vless::Flow::None,
         command: Command::Tcp(Address::Ip(target)),
     }
     .encode(&mut out);
@@ -129,6 +130,7 @@ async fn users_spread_over_two_nodes_and_avoid_one_that_went_away() {
                     sni: None,
                     coefficient: 1.0,
                     method: None,
+                    flow: None,
                 },
                 live::now(),
             )

@@ -8,6 +8,7 @@ mod api;
 mod balancing;
 mod nodes;
 mod real_clients;
+mod reality;
 mod routes;
 mod schemathesis;
 mod store_story;

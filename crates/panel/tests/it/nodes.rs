@@ -80,6 +80,7 @@ async fn world(dir: &Path, channel: u16, limit: Option<u64>) -> World {
                 sni: None,
                 coefficient: 1.0,
                 method: None,
+                flow: None,
             },
             now(),
         )
@@ -137,6 +138,7 @@ async fn open(port: u16, id: &str, target: SocketAddr, n: u64) -> std::io::Resul
     let mut out = Vec::new();
     Request {
         uuid: uuid(id),
+        flow: switchyard_proto::vless::Flow::None,
         command: Command::Tcp(Address::Ip(target)),
     }
     .encode(&mut out);
@@ -266,6 +268,7 @@ async fn a_user_over_the_limit_is_cut_live_and_back_when_it_is_raised() {
     let mut out = Vec::new();
     Request {
         uuid: uuid(&id),
+        flow: switchyard_proto::vless::Flow::None,
         command: Command::Tcp(Address::Ip(t)),
     }
     .encode(&mut out);

@@ -1,19 +1,22 @@
 //! The panel's subscriptions in real client programs: a panel on 127.0.0.1 with one
-//! real node joined over the real channel, three routes (VLESS+TLS, Trojan+TLS,
-//! Shadowsocks-2022), one user. The subscription fetched over HTTP in each format
-//! runs in the client that reads it, which downloads through every route's chosen
-//! inbound from a local target, byte for byte:
+//! real node joined over the real channel, four routes (VLESS+TLS, Trojan+TLS,
+//! Shadowsocks-2022, VLESS+REALITY whose target is a local HTTPS site), one user.
+//! The subscription fetched over HTTP in each format runs in the client that reads
+//! it, which downloads through every route's chosen inbound from a local target,
+//! byte for byte:
 //!
 //! - sing-box JSON: `sing-box check`, then sing-box with each entry as its final
-//!   outbound;
+//!   outbound (but REALITY: the pinned sing-box has no uTLS);
 //! - Clash YAML: mihomo (`-t`, then each proxy selected by the config's rule);
 //! - Xray JSON: every config of the array in Xray-core.
 
 use crate::live;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustls::pki_types::CertificateDer;
 use serde_json::{Value, json};
 use switchyard_panel::Panel;
 use switchyard_panel::config::{ChannelSettings, PanelConfig};
@@ -21,7 +24,7 @@ use switchyard_panel::model::{
     Algorithm, InboundSecurity, InboundTransport, Protocol, ServerState, TlsCertificate,
 };
 use switchyard_panel::store::{InboundInput, RouteInput, ServerInput};
-use switchyard_testkit::{HttpTarget, SingBox, free_port};
+use switchyard_testkit::{HttpTarget, SingBox, TestCert, free_port};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -40,13 +43,87 @@ async fn get(panel: SocketAddr, path: &str) -> (String, String) {
     (head.lines().next().unwrap().to_owned(), body.to_owned())
 }
 
-/// The world: a panel, its node, three routes, a user; the panel's address and the
+/// The names of the routes' entries, in route order.
+const ENTRIES: [&str; 4] = [
+    "VLESS here",
+    "Trojan here",
+    "Shadowsocks here",
+    "REALITY here",
+];
+
+/// The REALITY inbound's target: a local HTTPS site (TLS 1.3, `target.test`) that
+/// answers every request with a short page. Only connections that are not REALITY
+/// clients reach it (spliced by the node).
+async fn target_site() -> (SocketAddr, CertificateDer<'static>) {
+    let cert = TestCert::new("target.test").unwrap();
+    let key = Arc::new(
+        switchyard_node::tls::parse(
+            cert.cert_pem().as_bytes(),
+            cert.key_pem().as_bytes(),
+            cert.cert_path(),
+            cert.key_path(),
+        )
+        .unwrap(),
+    );
+    let der = key.cert[0].clone();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[&rustls::version::TLS13])
+    .unwrap()
+    .with_no_client_auth()
+    .with_cert_resolver(Arc::new(Always(key)));
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let wait = Duration::from_secs(10);
+                let Ok(Ok(mut tls)) = tokio::time::timeout(wait, acceptor.accept(tcp)).await else {
+                    return;
+                };
+                let mut buf = [0u8; 4096];
+                if let Ok(Ok(n)) = tokio::time::timeout(wait, tls.read(&mut buf)).await
+                    && n > 0
+                {
+                    let page = "<html>the target site</html>";
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                        page.len()
+                    );
+                    let _ = tls.write_all(answer.as_bytes()).await;
+                    let _ = tls.shutdown().await;
+                }
+            });
+        }
+    });
+    (addr, der)
+}
+
+/// The target site's certificate, whatever the hello asks.
+#[derive(Debug)]
+struct Always(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::server::ResolvesServerCert for Always {
+    fn resolve(
+        &self,
+        _hello: rustls::server::ClientHello<'_>,
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+}
+
+/// The world: a panel, its node, four routes, a user; the panel's address and the
 /// user's subscription path.
 struct World {
     panel: Panel,
     node: switchyard_node::channel::EnrolledNode,
     http: SocketAddr,
     path: String,
+    /// The REALITY inbound's target site, and its certificate.
+    target_site: (SocketAddr, CertificateDer<'static>),
     _dir: tempfile::TempDir,
 }
 
@@ -82,17 +159,30 @@ async fn world() -> World {
     let tls = InboundSecurity::Tls {
         certificate: TlsCertificate::SelfSigned,
     };
+    let target_site = target_site().await;
+    // No flow: Vision is not served by the node yet (docs/node.md, "REALITY").
+    let reality = InboundSecurity::Reality {
+        dest: target_site.0.to_string(),
+        server_names: vec!["target.test".into()],
+        short_ids: Vec::new(),
+        max_time_diff_ms: 60_000,
+        fingerprint: "chrome".into(),
+    };
     let kinds = [
-        ("VLESS here", Protocol::Vless, tls.clone(), None),
-        ("Trojan here", Protocol::Trojan, tls.clone(), None),
+        (ENTRIES[0], Protocol::Vless, tls.clone(), None),
+        (ENTRIES[1], Protocol::Trojan, tls.clone(), None),
         (
-            "Shadowsocks here",
+            ENTRIES[2],
             Protocol::Shadowsocks,
             InboundSecurity::None,
             Some("2022-blake3-aes-128-gcm".to_owned()),
         ),
+        (ENTRIES[3], Protocol::Vless, reality, None),
     ];
     for (i, (name, protocol, security, method)) in kinds.into_iter().enumerate() {
+        // A REALITY inbound's SNI is its first server name.
+        let sni =
+            (!matches!(security, InboundSecurity::Reality { .. })).then(|| "localhost".into());
         let inbound = service
             .create_inbound(
                 &InboundInput {
@@ -103,9 +193,10 @@ async fn world() -> World {
                     transport: InboundTransport::Tcp,
                     security,
                     host: None,
-                    sni: Some("localhost".into()),
+                    sni,
                     coefficient: 1.0,
                     method,
+                    flow: None,
                 },
                 live::now(),
             )
@@ -144,6 +235,7 @@ async fn world() -> World {
         node,
         http,
         path: user.subscription_path,
+        target_site,
         _dir: dir,
     }
 }
@@ -170,18 +262,33 @@ async fn sing_box_runs_the_subscription_through_every_route() {
     let (status, body) = get(w.http, &format!("{}?format=sing-box", w.path)).await;
     assert!(status.contains("200"), "{status}");
     let mut config: Value = serde_json::from_str(&body).unwrap();
+    let tags = |config: &Value| -> Vec<String> {
+        config["outbounds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| ["vless", "trojan", "shadowsocks"].contains(&o["type"].as_str().unwrap()))
+            .map(|o| o["tag"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // One entry per route, in route order, named after the chosen inbound.
+    assert_eq!(tags(&config), ENTRIES);
+    // The pinned sing-box is built without uTLS, which its REALITY client needs
+    // (docs/subscriptions.md, "REALITY"; proto's sing_box_check tests the refusal):
+    // the REALITY entry is taken out of the config, and out of the groups, here.
+    let reality = ENTRIES[3];
+    let outbounds = config["outbounds"].as_array_mut().unwrap();
+    outbounds.retain(|o| o["tag"] != reality);
+    for o in outbounds.iter_mut() {
+        if let Some(members) = o.get_mut("outbounds").and_then(Value::as_array_mut) {
+            members.retain(|m| m != reality);
+        }
+    }
+    let tags = tags(&config);
+    assert_eq!(tags, ENTRIES[..3]);
     switchyard_testkit::sing_box::check(&config)
         .await
         .unwrap_or_else(|e| panic!("sing-box check: {e:#}\n{body}"));
-    let tags: Vec<String> = config["outbounds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| ["vless", "trojan", "shadowsocks"].contains(&o["type"].as_str().unwrap()))
-        .map(|o| o["tag"].as_str().unwrap().to_owned())
-        .collect();
-    // One entry per route, in route order, named after the chosen inbound.
-    assert_eq!(tags, ["VLESS here", "Trojan here", "Shadowsocks here"]);
     // The urltest group tests the local target, never the internet.
     for o in config["outbounds"].as_array_mut().unwrap() {
         if o["type"] == "urltest" {
@@ -216,7 +323,8 @@ async fn mihomo_runs_the_clash_subscription_through_every_route() {
     switchyard_testkit::mihomo::check(&yaml)
         .await
         .unwrap_or_else(|e| panic!("mihomo -t: {e:#}\n{yaml}"));
-    for name in ["VLESS here", "Trojan here", "Shadowsocks here"] {
+    assert!(yaml.contains("\"reality-opts\":"), "{yaml}");
+    for name in ENTRIES {
         assert!(yaml.contains(&format!("\"name\": \"{name}\"")), "{yaml}");
         // The one rule sends everything to this entry; the proxy on a free port.
         let port = free_port().unwrap();
@@ -249,7 +357,11 @@ async fn xray_runs_every_config_of_the_xray_subscription() {
         .iter()
         .map(|c| c["remarks"].as_str().unwrap())
         .collect();
-    assert_eq!(remarks, ["VLESS here", "Trojan here", "Shadowsocks here"]);
+    assert_eq!(remarks, ENTRIES);
+    assert_eq!(
+        configs[3]["outbounds"][0]["streamSettings"]["security"],
+        "reality"
+    );
     for config in configs {
         switchyard_testkit::xray::check(config)
             .await
@@ -288,6 +400,54 @@ async fn xray_runs_every_config_of_the_xray_subscription() {
         }
         download(&target, socks, &name, || client.log_tail()).await;
     }
+    w.node.shutdown().await;
+    w.panel.shutdown().await;
+}
+
+/// What a prober sees of the REALITY inbound: its target site, through the node
+/// (its certificate and page), while the same port serves Xray (above).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prober_of_the_reality_inbound_gets_the_target_site() {
+    let w = world().await;
+    let inbound = w
+        .panel
+        .state
+        .store()
+        .inbounds(None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|i| i.name == ENTRIES[3])
+        .unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(w.target_site.1.clone()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let page = loop {
+        let attempt = async {
+            let tcp = TcpStream::connect(("127.0.0.1", inbound.port)).await?;
+            let name = rustls::pki_types::ServerName::try_from("target.test").unwrap();
+            let mut tls = connector.connect(name, tcp).await?;
+            tls.write_all(b"GET / HTTP/1.1\r\nHost: target.test\r\n\r\n")
+                .await?;
+            let mut out = Vec::new();
+            tls.read_to_end(&mut out).await?;
+            std::io::Result::Ok(String::from_utf8_lossy(&out).into_owned())
+        };
+        match tokio::time::timeout(Duration::from_secs(5), attempt).await {
+            Ok(Ok(page)) => break page,
+            _ if Instant::now() > deadline => panic!("the prober got no answer"),
+            _ => tokio::time::sleep(Duration::from_millis(300)).await,
+        }
+    };
+    assert!(page.ends_with("<html>the target site</html>"), "{page}");
     w.node.shutdown().await;
     w.panel.shutdown().await;
 }

@@ -2,7 +2,7 @@
 //! Every step checks exact values.
 
 use switchyard_panel::model::{
-    Credentials, InboundSecrets, InboundSecurity, InboundTransport, Protocol, ResetStrategy,
+    Credentials, Flow, InboundSecrets, InboundSecurity, InboundTransport, Protocol, ResetStrategy,
     TlsCertificate, UserStatus,
 };
 use switchyard_panel::store::{
@@ -48,6 +48,7 @@ fn vless(server_id: i64, port: u16) -> InboundInput {
         sni: Some("vpn.example".into()),
         coefficient: 1.0,
         method: None,
+        flow: None,
     }
 }
 
@@ -158,6 +159,49 @@ async fn story(store: SqlStore) {
         .await
         .unwrap();
     assert_eq!(second.route_id, None);
+    // A REALITY inbound with the Vision flow (schema v8): its settings, flow and
+    // public key read back; the private key only with the secrets; an update
+    // without secrets keeps them.
+    let mut r = vless(server.id, 9443);
+    r.security = InboundSecurity::Reality {
+        dest: "www.example.com:443".into(),
+        server_names: vec!["www.example.com".into()],
+        short_ids: vec!["6ba85179e30d4fc2".into()],
+        max_time_diff_ms: 60_000,
+        fingerprint: "chrome".into(),
+    };
+    r.sni = None;
+    r.flow = Some(Flow::Vision);
+    let reality_secrets = InboundSecrets {
+        reality_private_key: Some("PRIVATE".into()),
+        reality_public_key: Some("PUBLIC".into()),
+        ..InboundSecrets::default()
+    };
+    let made = store
+        .create_inbound(&r, &reality_secrets, NOW)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            &made.security,
+            made.flow,
+            made.reality_public_key.as_deref()
+        ),
+        (&r.security, Some(Flow::Vision), Some("PUBLIC"))
+    );
+    r.flow = None;
+    let changed = store.update_inbound(made.id, &r, None).await.unwrap();
+    assert_eq!(changed.flow, None);
+    assert_eq!(changed.reality_public_key.as_deref(), Some("PUBLIC"));
+    let (_, kept) = store
+        .cluster_inbounds(cluster.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|(i, _)| i.id == made.id)
+        .unwrap();
+    assert_eq!(kept, reality_secrets);
+    store.delete_inbound(made.id).await.unwrap();
     assert_eq!(
         store.routes(cluster.id).await.unwrap()[0].inbound_ids,
         vec![first.id]
@@ -852,6 +896,51 @@ async fn tunnels_story(store: SqlStore) {
         vec![t.id]
     );
 
+    // Credentials rotate by epoch (0 until the first rotation); the overlap ends like
+    // the pins' once the relay and every origin run the current epoch.
+    assert_eq!(
+        (again.credential_epoch, again.previous_credential_epoch),
+        (0, None)
+    );
+    let rotated = store.rotate_tunnel_credentials(t.id).await.unwrap();
+    assert_eq!(
+        (rotated.credential_epoch, rotated.previous_credential_epoch),
+        (1, Some(0))
+    );
+    assert_eq!(rotated.certificate_pin, cert(3).pin, "the pin stays");
+    let (old, new) = (vec![(t.id, 0)], vec![(t.id, 1)]);
+    assert_eq!(
+        store
+            .confirm_tunnel_credentials(origin, &old)
+            .await
+            .unwrap(),
+        none
+    );
+    assert_eq!(
+        store.confirm_tunnel_credentials(relay, &new).await.unwrap(),
+        none
+    );
+    assert_eq!(
+        store.tunnel(t.id).await.unwrap().previous_credential_epoch,
+        Some(0)
+    );
+    assert_eq!(
+        store
+            .confirm_tunnel_credentials(origin, &new)
+            .await
+            .unwrap(),
+        vec![t.id]
+    );
+    let done = store.tunnel(t.id).await.unwrap();
+    assert_eq!(
+        (done.credential_epoch, done.previous_credential_epoch),
+        (1, None)
+    );
+    assert!(matches!(
+        store.rotate_tunnel_credentials(9_999).await,
+        Err(StoreError::NotFound("tunnel"))
+    ));
+
     // Usage: added up per step, kept 48 hours per minute and 90 days per hour.
     use switchyard_panel::model::tunnel::{UsagePoint, UsageStep};
     let minute = UsageStep::Minute.start(NOW);
@@ -897,6 +986,21 @@ async fn tunnels_story(store: SqlStore) {
     let hours = store.tunnel_usage(t.id, UsageStep::Hour, 0).await.unwrap();
     assert_eq!(hours[0], point(hour, 157));
     assert_eq!(hours.last(), Some(&point(UsageStep::Hour.start(later), 1)));
+    // 91 days on: the first hour (older than 90 days) is gone, the later one (49 h
+    // after it) is still kept.
+    let much_later = NOW + 91 * 24 * 3_600_000;
+    store
+        .record_tunnel_usage(t.id, 2, much_later)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.tunnel_usage(t.id, UsageStep::Hour, 0).await.unwrap(),
+        vec![
+            point(UsageStep::Hour.start(later), 1),
+            point(UsageStep::Hour.start(much_later), 2)
+        ],
+        "hours older than 90 days are forgotten"
+    );
 
     // b left the tunnel and may go; a and the relay may not.
     store.delete_server(ids[2]).await.unwrap();
@@ -925,6 +1029,82 @@ async fn tunnels_story_on_sqlite() {
         .await
         .unwrap();
     tunnels_story(store).await;
+}
+
+/// The credentials the rendered configs carry, per server: (tunnel, origin, value).
+async fn rendered_credentials(store: &SqlStore, servers: &[i64]) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    for s in servers {
+        let snapshot = store.server_snapshot(*s, NOW).await.unwrap();
+        let config = switchyard_panel::render::render(&snapshot, NOW).unwrap();
+        for t in &config.tunnels {
+            for o in t.relay.iter().flat_map(|r| &r.origins) {
+                out.push((
+                    t.name.clone(),
+                    o.name.clone(),
+                    o.credential.expose().to_owned(),
+                ));
+            }
+            if let Some(o) = &t.origin {
+                out.push((
+                    t.name.clone(),
+                    o.name.clone(),
+                    o.credential.expose().to_owned(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The panel's tunnel secret is made once and kept: after a restart (the store
+/// reopened on the same file) every node gets exactly the credentials it had.
+#[tokio::test]
+async fn tunnel_credentials_survive_a_restart() {
+    use switchyard_panel::model::tunnel::TunnelInput;
+    use switchyard_panel::store::{TunnelCertificate, TunnelStore};
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("panel.db");
+    let store = SqlStore::open_sqlite(&file, Changes::default())
+        .await
+        .unwrap();
+    let cluster = store.create_cluster("c", NOW).await.unwrap();
+    let mut ids = Vec::new();
+    for name in ["relay", "a", "b"] {
+        let input = ServerInput {
+            cluster_id: cluster.id,
+            name: name.into(),
+            address: "203.0.113.7".into(),
+            allow_private_destinations: false,
+        };
+        ids.push(store.create_server(&input, NOW).await.unwrap().id);
+    }
+    let issued = switchyard_tunnel::link::cert::issue("keep").unwrap();
+    let cert = TunnelCertificate {
+        cert_pem: issued.cert_pem,
+        key_pem: issued.key_pem,
+        pin: issued.pin.to_string(),
+    };
+    let input: TunnelInput = serde_json::from_value(serde_json::json!({
+        "name": "keep", "relay_server_id": ids[0], "origin_server_ids": [ids[1], ids[2]],
+    }))
+    .unwrap();
+    store.create_tunnel(&input, &cert, NOW).await.unwrap();
+    let before = rendered_credentials(&store, &ids).await;
+    assert_eq!(
+        before.len(),
+        4,
+        "two on the relay, one on each origin: {before:?}"
+    );
+    assert_eq!(before[0].2, before[2].2, "the relay and origin a agree");
+    assert_ne!(before[0].2, before[1].2, "each origin has its own");
+    drop(store);
+
+    let reopened = SqlStore::open_sqlite(&file, Changes::default())
+        .await
+        .unwrap();
+    assert_eq!(rendered_credentials(&reopened, &ids).await, before);
 }
 
 #[tokio::test]

@@ -27,6 +27,7 @@ fn vless(server_id: i64, name: &str, port: u16) -> InboundInput {
         sni: Some("localhost".into()),
         coefficient: 1.0,
         method: None,
+        flow: None,
     }
 }
 

@@ -45,8 +45,12 @@ async fn servers(h: &Harness, token: &str) -> Vec<i64> {
 fn no_secret_in(v: &Value) {
     let text = v.to_string();
     assert!(!text.contains("PRIVATE KEY"), "{text}");
+    // Only the credential epochs (counters, not secrets) may be named.
+    let without_epochs = text
+        .replace("\"credential_epoch\"", "")
+        .replace("\"previous_credential_epoch\"", "");
     assert!(
-        !text.contains("key_pem") && !text.contains("credential"),
+        !text.contains("key_pem") && !without_epochs.contains("credential"),
         "{text}"
     );
 }
@@ -209,6 +213,45 @@ async fn a_tunnel_from_create_to_delete() {
     let again = h.store.tunnel_certificate(id).await.unwrap();
     assert_ne!(again.key_pem, cert.key_pem, "a re-issue brings a new key");
     assert_eq!(again.pin, re["certificate_pin"].as_str().unwrap());
+
+    // Rotate credentials: the epoch goes up, the previous one is kept for the
+    // overlap; the pin is untouched; no credential in the answer.
+    assert_eq!(
+        (&t["credential_epoch"], &t["previous_credential_epoch"]),
+        (&json!(0), &Value::Null)
+    );
+    let rot = h
+        .post(&format!("/api/v1/tunnels/{id}/rotate-credentials"))
+        .bearer(&token)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    no_secret_in(&rot);
+    assert_eq!(
+        (&rot["credential_epoch"], &rot["previous_credential_epoch"]),
+        (&json!(1), &json!(0))
+    );
+    assert_eq!(rot["certificate_pin"], re["certificate_pin"]);
+    let rot = h
+        .post(&format!("/api/v1/tunnels/{id}/rotate-credentials"))
+        .bearer(&token)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(
+        (&rot["credential_epoch"], &rot["previous_credential_epoch"]),
+        (&json!(2), &json!(1)),
+        "a rotation during a rotation keeps the latest two"
+    );
+    h.post("/api/v1/tunnels/999/rotate-credentials")
+        .bearer(&token)
+        .send()
+        .await
+        .problem(StatusCode::NOT_FOUND);
+    h.post(&format!("/api/v1/tunnels/{id}/rotate-credentials"))
+        .send()
+        .await
+        .problem(StatusCode::UNAUTHORIZED);
 
     // Duplicate for another relay: new name, new certificate, same shape, the link
     // addresses of the first relay left behind.
@@ -483,4 +526,78 @@ async fn errors_name_the_field_and_change_nothing() {
         .send()
         .await
         .problem(StatusCode::UNAUTHORIZED);
+}
+
+/// `mode: "direct"` through the API: kept, the origins listen (an inbound can't take
+/// a profile's port on an origin; on the relay it can), and the rendered halves are
+/// the direct ones: the relay dials the origins' addresses pinning the certificate,
+/// each origin presents it.
+#[tokio::test]
+async fn a_direct_tunnel_through_the_api() {
+    use switchyard_panel::store::Store;
+
+    let h = Harness::new().await;
+    let token = h.token().await;
+    let s = servers(&h, &token).await;
+    let (relay, a) = (s[0], s[1]);
+    let t = h
+        .post("/api/v1/tunnels")
+        .bearer(&token)
+        .json(
+            &json!({"name": "dial-out", "relay_server_id": relay, "origin_server_ids": [a],
+            "mode": "direct", "profiles": [{"port": 9443}]}),
+        )
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    no_secret_in(&t);
+    assert_eq!(t["mode"], "direct");
+    let id = t["id"].as_i64().unwrap();
+    assert_eq!(
+        h.get(&format!("/api/v1/tunnels/{id}"))
+            .bearer(&token)
+            .send()
+            .await
+            .ok(StatusCode::OK)["mode"],
+        "direct"
+    );
+    h.post("/api/v1/inbounds")
+        .bearer(&token)
+        .json(&vless(a, "on the origin", 9443))
+        .send()
+        .await
+        .field_error(StatusCode::CONFLICT, "port");
+    h.post("/api/v1/inbounds")
+        .bearer(&token)
+        .json(&vless(relay, "on the relay", 9443))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+
+    let now = switchyard_node::accounting::now_ms();
+    let render = async |server: i64| {
+        let snapshot = h.store.server_snapshot(server, now).await.unwrap();
+        switchyard_panel::render::render(&snapshot, now).unwrap()
+    };
+    let relay_config = render(relay).await;
+    let half = relay_config.tunnels[0].relay.as_ref().unwrap();
+    assert_eq!(half.all_pins(), [t["certificate_pin"].as_str().unwrap()]);
+    assert_eq!(half.origins[0].all_hosts(), ["203.0.113.2"]);
+    assert!(half.cert_pem.is_none() && half.key_pem.is_none());
+    let origin_config = render(a).await;
+    let half = origin_config.tunnels[0].origin.as_ref().unwrap();
+    assert!(half.cert_pem.is_some() && half.key_pem.is_some());
+    assert!(half.all_pins().is_empty());
+
+    // Back to reverse: the origin's port is free for an inbound, the relay's is not
+    // (its inbound holds it, so the change is refused, naming the profile's port).
+    h.put(&format!("/api/v1/tunnels/{id}"))
+        .bearer(&token)
+        .json(
+            &json!({"name": "dial-out", "relay_server_id": relay, "origin_server_ids": [a],
+            "profiles": [{"port": 9443}]}),
+        )
+        .send()
+        .await
+        .field_error(StatusCode::CONFLICT, "profiles[0].port");
 }

@@ -14,8 +14,42 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use switchyard_node::channel::EnrolledNode;
 use switchyard_testkit::{HttpTarget, SingBox, free_port};
+use switchyard_tunnel::credentials::Credential;
+use switchyard_tunnel::half::{DEFAULT_WINDOW, OriginHalf, OriginSpec, Profile};
+use switchyard_tunnel::link::transport::Transport;
 
 const MIB: u64 = 1 << 20;
+
+/// An echo connection through the client, checked with a round trip.
+struct Echo {
+    stream: tokio::net::TcpStream,
+    round: u32,
+}
+
+impl Echo {
+    async fn open(proxy: SocketAddr, echo: SocketAddr) -> Self {
+        let stream = switchyard_testkit::socks5::connect(proxy, echo)
+            .await
+            .unwrap();
+        Self { stream, round: 0 }
+    }
+
+    async fn check(&mut self, what: &str) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        self.round += 1;
+        let line = format!("direct {}\n", self.round);
+        self.stream
+            .write_all(line.as_bytes())
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let mut back = vec![0u8; line.len()];
+        tokio::time::timeout(Duration::from_secs(5), self.stream.read_exact(&mut back))
+            .await
+            .unwrap_or_else(|_| panic!("{what}: no echo"))
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(back, line.as_bytes(), "{what}");
+    }
+}
 
 /// The links the tunnel `name` has up on `node` (0 when it has no half).
 async fn links(node: &EnrolledNode, name: &str) -> u64 {
@@ -84,21 +118,8 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     // live changes below.
     let echo_addr = live::echo_server().await;
 
-    // The operator fills in a name, the relay, an origin and a port: nothing else.
-    let port = free_port().unwrap();
-    let mut input = json!({
-        "name": "exit", "relay_server_id": relay, "origin_server_ids": [a],
-        "links": 2, "profiles": [{"port": port}],
-    });
-    let (status, tunnel) = live::http(http, "POST", "/api/v1/tunnels", &auth, Some(&input)).await;
-    assert_eq!(status, 201, "{tunnel}");
-    let id = tunnel["id"].as_i64().unwrap();
-    let tunnel_path = format!("/api/v1/tunnels/{id}");
-    wait_links(&nodes[0], "exit", 2, "the relay").await;
-    wait_links(&nodes[1], "exit", 2, "origin a").await;
-
-    // A real client, through the relay's inbound; the relay's one tunnel is its final
-    // outbound, so the bytes cross the tunnel.
+    // A real client, through the relay's inbound. Once the relay has its one tunnel,
+    // that is its final outbound, so the bytes cross the tunnel.
     let (_, mut config) = live::http(
         http,
         "GET",
@@ -116,6 +137,42 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     config["inbounds"][0]["listen_port"] = json!(free_port().unwrap());
     let client = SingBox::start(config).await.unwrap();
     let proxy = client.proxy_addr().unwrap();
+    // A connection held through the relay before it has any tunnel: it goes direct,
+    // and must survive the relay's final outbound switching to the tunnel, and every
+    // change of the tunnel after that (a user's connection that is not in it).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while let Err(e) = target.download_via_socks(proxy, 1024).await {
+        assert!(
+            Instant::now() < deadline,
+            "the relay serves its inbound: {e:#}\n{}",
+            client.log_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let mut direct = Echo::open(proxy, echo_addr).await;
+    direct.check("direct, before the tunnel").await;
+
+    // The operator fills in a name, the relay, an origin and a port: nothing else.
+    let port = free_port().unwrap();
+    let mut input = json!({
+        "name": "exit", "relay_server_id": relay, "origin_server_ids": [a],
+        "links": 2, "profiles": [{"port": port}],
+    });
+    let (status, tunnel) = live::http(http, "POST", "/api/v1/tunnels", &auth, Some(&input)).await;
+    assert_eq!(status, 201, "{tunnel}");
+    let id = tunnel["id"].as_i64().unwrap();
+    let tunnel_path = format!("/api/v1/tunnels/{id}");
+    wait_links(&nodes[0], "exit", 2, "the relay").await;
+    wait_links(&nodes[1], "exit", 2, "origin a").await;
+    direct
+        .check("direct, after the relay's first tunnel was created")
+        .await;
+    assert_eq!(
+        nodes[0].node().tunnel("exit").await.unwrap()["origins"][format!("server-{a}")]["open_streams"],
+        0,
+        "the direct connection is not in the tunnel"
+    );
+
     download(&target, proxy, || client.log_tail()).await;
     let mut held = switchyard_testkit::socks5::connect(proxy, echo_addr)
         .await
@@ -144,6 +201,7 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     wait_links(&nodes[0], "exit", 4, "the relay, two origins").await;
     wait_links(&nodes[2], "exit", 2, "origin b").await;
     still_up("after an origin was added").await;
+    direct.check("direct, after an origin was added").await;
     // Adding an origin moves nobody: alice's new connections still leave from a.
     let streams = |server: i64| {
         let relay = nodes[0].node().clone();
@@ -240,6 +298,116 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     still_up("after the certificate was re-issued").await;
+    direct
+        .check("direct, after the certificate was re-issued")
+        .await;
+
+    // Rotate the credentials: every origin gets a new one, the relay accepts the
+    // previous and the new until both origins run the new one; no link drops
+    // meanwhile; then the previous credential opens nothing.
+    let own = async |n: &EnrolledNode| {
+        let config = n.node().config().await;
+        let o = config.tunnels[0].origin.clone().unwrap();
+        (
+            o.credential.expose().to_owned(),
+            o.previous_credential.is_some(),
+        )
+    };
+    let (old_a, _) = own(&nodes[1]).await;
+    let (old_b, _) = own(&nodes[2]).await;
+    let (status, rot) = live::http(
+        http,
+        "POST",
+        &format!("{tunnel_path}/rotate-credentials"),
+        &auth,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{rot}");
+    assert_eq!(
+        (&rot["credential_epoch"], &rot["previous_credential_epoch"]),
+        (&json!(1), &json!(0)),
+        "{rot}"
+    );
+    assert!(
+        !rot.to_string().contains(&old_a),
+        "no credential in the answer"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        assert_eq!(
+            links(&nodes[0], "exit").await,
+            4,
+            "a link dropped during the rotation"
+        );
+        let (now_a, _) = own(&nodes[1]).await;
+        let (now_b, _) = own(&nodes[2]).await;
+        let relay_config = nodes[0].node().config().await;
+        let relay_half = relay_config.tunnels[0].relay.as_ref().unwrap();
+        let overlap = relay_half
+            .origins
+            .iter()
+            .any(|o| o.previous_credential.is_some());
+        if now_a != old_a && now_b != old_b && !overlap {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the origins run the new credentials and the relay only those"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, t) = live::http(http, "GET", &tunnel_path, &auth, None).await;
+    assert_eq!(
+        (&t["credential_epoch"], &t["previous_credential_epoch"]),
+        (&json!(1), &Value::Null),
+        "the overlap is over"
+    );
+    for _ in 0..50 {
+        assert_eq!(
+            links(&nodes[0], "exit").await,
+            4,
+            "a link dropped after the rotation"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    still_up("after the credentials were rotated").await;
+    direct
+        .check("direct, after the credentials were rotated")
+        .await;
+    // a's previous credential is refused now (the Reset below shows the new ones
+    // bring every link back).
+    let bad = async || {
+        nodes[0].node().tunnel("exit").await.unwrap()["refusals_per_profile"]
+            .as_array()
+            .map_or(0, |r| {
+                r.iter().filter_map(|p| p["bad_credential"].as_u64()).sum()
+            })
+    };
+    let before = bad().await;
+    let thief = OriginHalf::start(
+        OriginSpec {
+            tunnel: "exit".into(),
+            origin: format!("server-{a}"),
+            credential: Credential::from_hex(&old_a).unwrap(),
+            pins: vec![re["certificate_pin"].as_str().unwrap().parse().unwrap()],
+            profiles: vec![Profile {
+                port,
+                transport: Transport::Tls,
+                addresses: vec![format!("127.0.0.1:{port}")],
+            }],
+            links: 1,
+            window: DEFAULT_WINDOW,
+        },
+        std::sync::Arc::new(|_, _| {}),
+    );
+    live::wait_until("the relay refuses a's previous credential", 20, || async {
+        bad().await > before
+    })
+    .await;
+    assert_eq!(thief.links(), 0, "the previous credential opens nothing");
+    thief.stop().await;
+    assert_eq!(links(&nodes[0], "exit").await, 4);
     drop(held);
 
     let carried = nodes[0].node().tunnel("exit").await.unwrap()["payload_bytes"]
@@ -310,6 +478,7 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
         );
     }
     download(&target, proxy, || client.log_tail()).await;
+    direct.check("direct, after a reset").await;
 
     // An origin removed in the API: its half goes, the relay keeps the other's links.
     let mut change = input.clone();
@@ -324,6 +493,8 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     .await;
     assert_eq!(status, 200, "{body}");
     wait_links(&nodes[0], "exit", 2, "the relay, one origin left").await;
+    direct.check("direct, after an origin was removed").await;
+    drop(direct);
     live::wait_until("origin b has no half", 20, || {
         let n = nodes[2].node().clone();
         async move { n.tunnel("exit").await.is_none() }

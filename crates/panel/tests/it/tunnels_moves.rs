@@ -317,6 +317,41 @@ async fn tunnel_changes_move_only_the_users_they_must() {
     fault.set(Fault::Refuse);
     fault.cut();
     wait_links(&nodes[0], "exit", 3, "profile 0 blocked").await;
+    // The panel's live status says why: every origin's address behind the fault
+    // injector has no link, its last error and a next attempt (it backs off).
+    let blocked = fault.addr().to_string();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, live) =
+            live::http(http, "GET", &format!("{exit_path}/status"), &auth, None).await;
+        assert_eq!(status, 200, "{live}");
+        let shown: Vec<&Value> = live["origins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|o| {
+                o["half"]["addresses"]
+                    .as_array()?
+                    .iter()
+                    .find(|a| a["target"].as_str().is_some_and(|t| t.contains(&blocked)))
+            })
+            .collect();
+        let explained = shown.len() == 3
+            && shown.iter().all(|a| {
+                a["connected"] == 0
+                    && a["failures"].as_u64().is_some_and(|n| n > 0)
+                    && a["last_error"].as_str().is_some_and(|e| !e.is_empty())
+                    && a["next_attempt_in_ms"].is_u64()
+            });
+        if explained {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the live status explains the blocked profile: {live}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     drop(held);
     wait_streams(&nodes[0], &BTreeMap::new(), "the old connections closed").await;
     let mut held = Vec::new();

@@ -216,6 +216,7 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
         "{hint}"
     );
     b.screenshot(shots().join("login.png")).await.unwrap();
+    assert_eq!(unlabelled(&b).await, Vec::<String>::new(), "the login page");
     log_in(&b, http, dir.path()).await;
     // The seeded state: the default route holds Frankfurt; two inbounds are loose.
     let warning = b.wait_for("[data-warning]", DEFAULT_WAIT).await.unwrap();
@@ -242,6 +243,14 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
 
     // The wizard: an empty route, dashed, with no pipe.
     click(&b, "[data-new-route]").await;
+    b.wait_for("dialog[open] input[name=name]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the route wizard"
+    );
     type_into(&b, "dialog[open] input[name=name]", "Nordics").await;
     type_into(&b, "dialog[open] input[name=flag]", "FI").await;
     click(&b, "dialog[open] input[value=round_robin]").await;
@@ -295,6 +304,11 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     b.screenshot(shots().join("server-history.png"))
         .await
         .unwrap();
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the history dialog"
+    );
     b.press("Escape").await.unwrap();
 
     // The diagram at the top of the window, below the sticky header, so that a drag's
@@ -447,6 +461,66 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     .await
     .unwrap();
 
+    // A REALITY inbound through the form: its fields in place of the SNI, the flow,
+    // and once saved the public key the panel made (the private one is never shown).
+    click(&b, "[data-new-inbound]").await;
+    b.wait_for("dialog[open] select[name=security]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    b.execute(
+        "const s = document.querySelector('dialog[open] select[name=security]'); \
+         s.value = 'reality'; s.dispatchEvent(new Event('change'));",
+        vec![],
+    )
+    .await
+    .unwrap();
+    for (css, shown) in [
+        ("dialog[open] input[name='security.dest']", true),
+        ("dialog[open] input[name='security.server_names']", true),
+        ("dialog[open] select[name=flow]", true),
+        ("dialog[open] input[name=sni]", false),
+    ] {
+        let displayed = b.find(css).await.unwrap().is_displayed().await.unwrap();
+        assert_eq!(displayed, shown, "{css}");
+    }
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the REALITY inbound form"
+    );
+    type_into(&b, "dialog[open] input[name=name]", "Oslo R").await;
+    let port = b.find("dialog[open] input[name=port]").await.unwrap();
+    port.clear().await.unwrap();
+    port.send_keys("10444").await.unwrap();
+    type_into(
+        &b,
+        "dialog[open] input[name='security.dest']",
+        "127.0.0.1:9443",
+    )
+    .await;
+    type_into(
+        &b,
+        "dialog[open] input[name='security.server_names']",
+        "target.test",
+    )
+    .await;
+    click(&b, "dialog[open] button[type=submit]").await;
+    b.wait_for("dialog[open] input[name=reality_public_key]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let key = b
+        .execute(
+            "return document.querySelector('dialog[open] input[name=reality_public_key]').value;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(key.as_str().map(str::len), Some(43), "{key}");
+    click(&b, "dialog[open] button.primary").await;
+    b.wait_until_text(".inbound-chip .chip-name", "Oslo R", DEFAULT_WAIT)
+        .await
+        .unwrap();
+
     // A tunnel: created in the form, its state badge (no node runs: unreachable),
     // and an API error shown next to the field it names.
     b.goto(&format!("http://{http}/#/tunnels")).await.unwrap();
@@ -482,6 +556,95 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     assert!(error.contains(&frankfurt.port.to_string()), "{error}");
     port.clear().await.unwrap();
     port.send_keys("7443").await.unwrap();
+
+    // Profiles: three added and the middle one of the four removed; the rows are
+    // renumbered, so the API's error about `profiles[1]` lands under the row that is
+    // second now (the one that was third).
+    for _ in 0..3 {
+        click(&b, "dialog[open] [data-add-profile]").await;
+    }
+    let set_port = async |i: usize, value: u16| {
+        let el = b
+            .find(&format!("dialog[open] input[name=\"profiles[{i}].port\"]"))
+            .await
+            .unwrap();
+        el.clear().await.unwrap();
+        el.send_keys(&value.to_string()).await.unwrap();
+    };
+    set_port(1, 7444).await;
+    set_port(2, frankfurt.port).await;
+    set_port(3, 7446).await;
+    click(
+        &b,
+        "dialog[open] fieldset[data-field=\"profiles[1]\"] button.danger-text",
+    )
+    .await;
+    let rows = json!({
+        "legends": ["Profile 1", "Profile 2", "Profile 3"],
+        "names": ["profiles[0].port", "profiles[1].port", "profiles[2].port"],
+        "boxes": ["profiles[0]", "profiles[1]", "profiles[2]"],
+        "ports": ["7443", frankfurt.port.to_string(), "7446"],
+    });
+    let read_rows = "const rows = [...document.querySelectorAll('dialog[open] fieldset.profile')];
+        return {legends: rows.map((r) => r.querySelector('legend').textContent),
+                names: rows.map((r) => r.querySelector('input[type=number]').name),
+                boxes: rows.map((r) => r.dataset.field),
+                ports: rows.map((r) => r.querySelector('input[type=number]').value)};";
+    assert_eq!(
+        b.execute(read_rows, vec![]).await.unwrap(),
+        rows,
+        "renumbered"
+    );
+    click(&b, "dialog[open] button[type=submit]").await;
+    let error = b
+        .wait_for(
+            "dialog[open] fieldset[data-field=\"profiles[1]\"] [data-field=\"profiles[1].port\"] .error",
+            DEFAULT_WAIT,
+        )
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        error.contains(&frankfurt.port.to_string()),
+        "the error is under the second row: {error}"
+    );
+    // Up to 8 profiles (the API's limit): then the button is off, and every row
+    // still has a name of its own.
+    for _ in 0..5 {
+        click(&b, "dialog[open] [data-add-profile]").await;
+    }
+    assert_eq!(
+        b.execute(
+            "const names = [...document.querySelectorAll('dialog[open] fieldset.profile input')].map((e) => e.name);
+             return [document.querySelectorAll('dialog[open] fieldset.profile').length,
+                     new Set(names).size === names.length,
+                     document.querySelector('dialog[open] [data-add-profile]').disabled,
+                     document.querySelector('dialog[open] fieldset.profile:last-of-type legend').textContent];",
+            vec![]
+        )
+        .await
+        .unwrap(),
+        json!([8, true, true, "Profile 8"])
+    );
+    for _ in 0..7 {
+        click(
+            &b,
+            "dialog[open] fieldset[data-field=\"profiles[1]\"] button.danger-text",
+        )
+        .await;
+    }
+    assert_eq!(
+        b.execute(
+            "return [document.querySelectorAll('dialog[open] fieldset.profile').length,
+                     document.querySelector('dialog[open] [data-add-profile]').disabled];",
+            vec![]
+        )
+        .await
+        .unwrap(),
+        json!([1, false])
+    );
     click(&b, "dialog[open] button[type=submit]").await;
     b.wait_until_text("[data-tunnel-state]", "Relay unreachable", DEFAULT_WAIT)
         .await
@@ -491,6 +654,51 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
         "exit"
     );
     b.screenshot(shots().join("tunnel.png")).await.unwrap();
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the tunnel page"
+    );
+    // The dialogs of the tunnel page: Duplicate, and a confirmation (Reset's).
+    click(&b, "[data-duplicate]").await;
+    b.wait_for("dialog[open] select[name=relay_server_id]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the duplicate dialog"
+    );
+    b.press("Escape").await.unwrap();
+    click(&b, "[data-reset]").await;
+    b.wait_for("dialog[open] [data-confirm]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "a confirmation dialog"
+    );
+    b.press("Escape").await.unwrap();
+    // Rotate credentials: asked first, saying links stay up; then the page says the
+    // previous credentials are still accepted (no node runs the new ones here).
+    click(&b, "[data-rotate]").await;
+    let said = b
+        .wait_for("dialog[open] p", DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        said.contains("Links stay up") && said.contains("accepts the previous and the new"),
+        "{said}"
+    );
+    click(&b, "dialog[open] [data-confirm]").await;
+    b.wait_for("[data-rotating]", DEFAULT_WAIT).await.unwrap();
+    b.wait_until_text("dl.facts", "rotated 1 time(s)", DEFAULT_WAIT)
+        .await
+        .unwrap();
     b.goto(&format!("http://{http}/#/tunnels")).await.unwrap();
     b.wait_until_text("[data-tunnel-state]", "Relay unreachable", DEFAULT_WAIT)
         .await
@@ -527,6 +735,11 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
         .await
         .unwrap();
     assert_eq!(url, format!("{}{sub}", panel.state.config().public_base()));
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the subscription dialog"
+    );
     wait_js(
         &b,
         "document.querySelector('dialog[open] img.qr').naturalWidth > 0",
@@ -578,6 +791,19 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     b.screenshot(shots().join("cluster-phone.png"))
         .await
         .unwrap();
+    for (page, ready) in [
+        ("users", "tr[data-user]"),
+        ("tunnels", "[data-tunnel-state]"),
+    ] {
+        b.goto(&format!("http://{http}/#/{page}")).await.unwrap();
+        b.wait_for(ready, DEFAULT_WAIT).await.unwrap();
+        wait_js(
+            &b,
+            "document.documentElement.scrollWidth <= window.innerWidth",
+            &format!("the {page} page: no horizontal scroll at phone width"),
+        )
+        .await;
+    }
 
     // Nothing went wrong in the console but the error the test asked for (the 409).
     let errors: Vec<String> = b
@@ -700,6 +926,19 @@ async fn a_live_tunnel_in_the_browser() {
     .await;
     assert_eq!(status, 201, "{tunnel}");
     let id = tunnel["id"].as_i64().unwrap();
+    // Five minutes of traffic a minute ago, as the relay's heartbeats would record
+    // them: the usage chart draws them.
+    let store = panel.state.store().clone();
+    for m in 1..=5i64 {
+        switchyard_panel::store::TunnelStore::record_tunnel_usage(
+            &*store,
+            id,
+            (m as u64) << 20,
+            live::now() - m * 60_000,
+        )
+        .await
+        .unwrap();
+    }
 
     let b = Browser::start().await.unwrap();
     log_in(&b, http, dir.path()).await;
@@ -719,6 +958,19 @@ async fn a_live_tunnel_in_the_browser() {
     assert!(
         table.contains(&format!("127.0.0.1:{port}: 2/2 links")),
         "the dialing side's wanted and connected links: {table}"
+    );
+    let caption = b
+        .wait_for("figure.chart figcaption", DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(caption.contains("15 MiB in all"), "{caption}");
+    assert_eq!(
+        b.find_all("figure.chart rect.bar").await.unwrap().len(),
+        5,
+        "one bar per minute with traffic"
     );
     b.screenshot(shots().join("tunnel-live.png")).await.unwrap();
 

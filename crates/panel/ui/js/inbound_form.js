@@ -1,7 +1,9 @@
 // Creating and editing an inbound: its server, display name, protocol, port,
-// transport, security and weight.
+// transport, security (TLS or REALITY), flow and weight. A REALITY inbound's public
+// key (the panel makes the pair; the private key is never shown) is shown once it is
+// saved, with a copy button.
 
-import { h, field, dialog, showError } from "./dom.js";
+import { h, field, dialog, showError, copy } from "./dom.js";
 import { post, put } from "./api.js";
 
 /** Resolves to the saved inbound, or nothing when cancelled. */
@@ -10,7 +12,7 @@ export function inboundForm(servers, inbound) {
   const i = inbound || {
     server_id: servers[0] && servers[0].id, name: "", protocol: "vless", port: 443,
     transport: { type: "tcp" }, security: { type: "tls", certificate: { source: "self_signed" } },
-    host: null, sni: null, coefficient: 1, method: null,
+    host: null, sni: null, coefficient: 1, method: null, flow: null,
   };
   return dialog(editing ? `Edit inbound ${i.name}` : "New inbound", (close) => {
     const server = h("select", { name: "server_id", disabled: editing },
@@ -27,10 +29,25 @@ export function inboundForm(servers, inbound) {
       [["tcp", "TCP"], ["ws", "WebSocket"]].map(([v, t]) => h("option", { value: v, selected: i.transport.type === v }, t)));
     const path = h("input", { name: "transport.path", value: i.transport.path || "/", placeholder: "/ws" });
     const wsHost = h("input", { name: "transport.host", value: i.transport.host || "" });
-    const tls = i.security.type === "tls" ? (i.security.certificate.source === "files" ? "files" : "self_signed") : "none";
+    const tls = i.security.type === "reality" ? "reality"
+      : i.security.type === "tls" ? (i.security.certificate.source === "files" ? "files" : "self_signed") : "none";
     const security = h("select", { name: "security" },
-      [["self_signed", "TLS, self-signed certificate (first looks, tests)"], ["files", "TLS, certificate files on the node"], ["none", "None"]]
+      [["self_signed", "TLS, self-signed certificate (first looks, tests)"], ["files", "TLS, certificate files on the node"],
+        ["reality", "REALITY (VLESS over TCP: borrows a real site's TLS)"], ["none", "None"]]
         .map(([v, t]) => h("option", { value: v, selected: tls === v }, t)));
+    const r = i.security.type === "reality" ? i.security : {};
+    const dest = h("input", { name: "security.dest", value: r.dest || "", placeholder: "www.example.com:443" });
+    const serverNames = h("input", { name: "security.server_names", value: (r.server_names || []).join(", "), placeholder: "www.example.com" });
+    const shortIds = h("input", { name: "security.short_ids", value: (r.short_ids || []).join(", "), placeholder: "made by the panel when empty" });
+    const fingerprint = h("select", { name: "security.fingerprint" },
+      ["chrome", "firefox", "safari", "ios", "android", "edge", "360", "qq", "random"]
+        .map((f) => h("option", { value: f, selected: (r.fingerprint || "chrome") === f }, f)));
+    const maxTimeDiff = h("input", { name: "security.max_time_diff_ms", type: "number", min: 0, max: 3600000, step: 1000,
+      value: r.max_time_diff_ms === undefined ? 60000 : r.max_time_diff_ms });
+    const flow = h("select", { name: "flow" },
+      [["", "None"], ["xtls-rprx-vision", "xtls-rprx-vision (Vision)"]]
+        .map(([v, t]) => h("option", { value: v, selected: (i.flow || "") === v }, t)));
+    const list = (input) => input.value.split(/[\s,]+/).filter(Boolean);
     const certFile = h("input", { name: "security.certificate.cert", value: (i.security.certificate && i.security.certificate.cert) || "", placeholder: "/etc/ssl/fullchain.pem" });
     const keyFile = h("input", { name: "security.certificate.key", value: (i.security.certificate && i.security.certificate.key) || "", placeholder: "/etc/ssl/privkey.pem" });
     const host = h("input", { name: "host", value: i.host || "", placeholder: "the server's address" });
@@ -39,19 +56,31 @@ export function inboundForm(servers, inbound) {
     const ws = h("div", { class: "group" }, field("Path", path), field("Host header", wsHost, "Any when empty"));
     const files = h("div", { class: "group" }, field("Certificate file", certFile), field("Key file", keyFile));
     const ss = h("div", { class: "group" }, field("Method", method));
+    const reality = h("div", { class: "group" },
+      field("Target site (dest)", dest, "host:port of a real HTTPS site (TLS 1.3) near the server; probers see it"),
+      field("Server names", serverNames, "The target's names, comma-separated; clients send the first as SNI"),
+      field("Short ids", shortIds, "Hex, up to 16 digits each, comma-separated; one is made when empty"),
+      field("Client fingerprint", fingerprint, "The browser whose TLS hello clients imitate"),
+      field("Allowed clock difference (ms)", maxTimeDiff, "0 leaves clients' clocks unchecked"),
+      i.reality_public_key ? publicKey(i.reality_public_key) : null);
+    const flowBox = h("div", { class: "group" }, field("Flow", flow, "VLESS over TCP with TLS or REALITY"));
+    const sniBox = h("div", { class: "group" }, field("TLS server name (SNI)", sni));
     const sync = () => {
       ws.hidden = transport.value !== "ws";
       files.hidden = security.value !== "files";
       ss.hidden = protocol.value !== "shadowsocks";
+      reality.hidden = security.value !== "reality";
+      sniBox.hidden = security.value === "reality";
+      flowBox.hidden = !(protocol.value === "vless" && transport.value === "tcp" && security.value !== "none");
     };
     for (const c of [transport, security, protocol]) c.addEventListener("change", sync);
     sync();
     const form = h("form", {},
       field("Server", server), field("Display name", name, "What users see in their app"),
       field("Protocol", protocol), ss, field("Port", port),
-      field("Transport", transport), ws, field("Security", security), files,
+      field("Transport", transport), ws, field("Security", security), files, reality, flowBox,
       field("Client address", host, "The address clients dial; the server's when empty"),
-      field("TLS server name (SNI)", sni),
+      sniBox,
       field("Coefficient", coefficient, "Weight in round-robin: 2 takes about twice the users of 1"),
       h("p", { class: "form-error", role: "alert" }),
       h("div", { class: "actions" },
@@ -65,16 +94,41 @@ export function inboundForm(servers, inbound) {
         port: Number(port.value),
         transport: transport.value === "ws" ? { type: "ws", path: path.value, host: wsHost.value.trim() || undefined } : { type: "tcp" },
         security: security.value === "none" ? { type: "none" }
+          : security.value === "reality" ? {
+            type: "reality", dest: dest.value.trim(), server_names: list(serverNames), short_ids: list(shortIds),
+            max_time_diff_ms: Number(maxTimeDiff.value), fingerprint: fingerprint.value,
+          }
           : { type: "tls", certificate: security.value === "files" ? { source: "files", cert: certFile.value, key: keyFile.value } : { source: "self_signed" } },
-        host: host.value.trim() || null, sni: sni.value.trim() || null,
+        host: host.value.trim() || null, sni: security.value === "reality" ? null : sni.value.trim() || null,
         coefficient: Number(coefficient.value), method: protocol.value === "shadowsocks" ? method.value : null,
+        flow: flowBox.hidden ? null : flow.value || null,
       };
+      let saved;
       try {
-        close(editing ? await put(`/inbounds/${i.id}`, body) : await post("/inbounds", body));
+        saved = editing ? await put(`/inbounds/${i.id}`, body) : await post("/inbounds", body);
       } catch (err) {
         showError(form, err);
+        return;
       }
+      // A REALITY key the operator has not seen yet: show it before closing.
+      if (saved.reality_public_key && saved.reality_public_key !== i.reality_public_key) {
+        form.replaceChildren(
+          h("p", {}, "Saved. Clients get this public key with their subscription; the private key stays with the panel and the node."),
+          publicKey(saved.reality_public_key),
+          h("div", { class: "actions" },
+            h("button", { type: "button", class: "primary", autofocus: true, onclick: () => close(saved) }, "Done")));
+        form.querySelector("button.primary").focus();
+        return;
+      }
+      close(saved);
     });
     return form;
   });
+}
+
+/** A REALITY inbound's public key, read-only, with a copy button. */
+function publicKey(key) {
+  const out = h("input", { name: "reality_public_key", readonly: true, value: key, class: "mono" });
+  return h("div", { class: "copy-row" }, field("REALITY public key", out, "Clients' publicKey (pbk)"),
+    h("button", { type: "button", onclick: () => copy(key, "Public key copied") }, "Copy"));
 }

@@ -68,6 +68,7 @@ export async function tunnelPage(main, id, ctx) {
         h("button", { type: "button", onclick: edit }, "Edit"),
         h("button", { type: "button", "data-duplicate": "", onclick: duplicate }, "Duplicate…"),
         h("button", { type: "button", onclick: reissue }, "Re-issue certificate…"),
+        h("button", { type: "button", "data-rotate": "", onclick: rotate }, "Rotate credentials…"),
         h("button", { type: "button", class: "danger", "data-reset": "", onclick: reset }, "Reset…"),
         h("button", { type: "button", class: "danger-text", onclick: remove }, "Delete"))),
     h("dl", { class: "facts" },
@@ -79,7 +80,9 @@ export async function tunnelPage(main, id, ctx) {
       fact("Window", `${t.window_mib} MiB`),
       fact("Profiles", t.profiles.map((p) => `${p.port} ${p.transport.type === "ws" ? `WebSocket ${p.transport.path}` : "TLS"}`).join(" · ")),
       fact("Enabled", t.enabled ? "yes" : "no: no node runs it"),
-      fact("Certificate pin", t.certificate_pin + (t.previous_pin ? " (the previous pin is still accepted while the new one rolls out)" : ""))));
+      fact("Certificate pin", t.certificate_pin + (t.previous_pin ? " (the previous pin is still accepted while the new one rolls out)" : "")),
+      fact("Credentials", t.credential_epoch === 0 ? "as first derived (never rotated)" : `rotated ${t.credential_epoch} time(s)`,
+        t.previous_credential_epoch !== null && t.previous_credential_epoch !== undefined ? h("span", { "data-rotating": "" }, " (the previous ones are still accepted while the new ones roll out)") : null)));
   fill(main, head,
     h("section", { class: "card", "aria-labelledby": "live-h" }, h("h2", { id: "live-h" }, "Live status"), live),
     h("section", { class: "card", "aria-labelledby": "usage-h" }, h("h2", { id: "usage-h" }, "Usage"), chart));
@@ -110,6 +113,12 @@ export async function tunnelPage(main, id, ctx) {
     if (!ok) return;
     try { t = await post(`/tunnels/${id}/certificate`); drawHead(); toast("New certificate issued"); } catch (err) { toast(err.message, "bad"); }
   }
+  async function rotate() {
+    const ok = await confirmAction(`Rotate the credentials of ${t.name}?`,
+      "The panel derives a new credential for every origin and pushes it to every node of the tunnel. Links stay up: the listening side accepts the previous and the new credential until every node runs the new one, then the previous ones open nothing.", "Rotate credentials");
+    if (!ok) return;
+    try { t = await post(`/tunnels/${id}/rotate-credentials`); drawHead(); toast("New credentials derived"); } catch (err) { toast(err.message, "bad"); }
+  }
   async function reset() {
     const ok = await confirmAction(`Reset tunnel ${t.name}?`,
       "Every node rebuilds its half from the panel's settings: all links drop and the dialing side starts over at once. Traffic through this tunnel stops until it reconnects.", "Reset tunnel");
@@ -132,8 +141,8 @@ export async function tunnelPage(main, id, ctx) {
   ctx.every(60_000, () => usage().catch(() => {}));
 }
 
-function fact(term, value) {
-  return [h("dt", {}, term), h("dd", {}, value)];
+function fact(term, ...value) {
+  return [h("dt", {}, term), h("dd", {}, ...value)];
 }
 
 /** Every node's half as it reports it. */
@@ -163,6 +172,9 @@ function statusView(s, name) {
       h("tbody", {}, rows))));
 }
 
+/** The API's limit (`spec/tunnel.md`: up to eight profiles). */
+const MAX_PROFILES = 8;
+
 function serverSelect(name, servers, selected) {
   return h("select", { name }, servers.map((s) => h("option", { value: s.id, selected: s.id === selected }, `${s.name} (${s.address})`)));
 }
@@ -185,26 +197,50 @@ function tunnelForm(servers, t) {
     const links = h("input", { name: "links", type: "number", min: 1, max: 16, value: t ? t.links : 4 });
     const windowMib = h("input", { name: "window_mib", type: "number", min: 1, max: 64, value: t ? t.window_mib : 16 });
     const profiles = h("div", { class: "profiles" });
+    const addButton = h("button", { type: "button", "data-add-profile": "", onclick: () => addProfile({ port: 8443, transport: { type: "tcp" }, addresses: [] }) }, "Add profile");
+    // Rows are numbered by position: the API names a profile's errors `profiles[i]…`,
+    // so after a removal every later row takes its new index (names, the fields the
+    // errors land in, the legend), and a row added later never repeats a name.
+    const renumber = () => {
+      [...profiles.children].forEach((row, i) => row.number(i));
+      const full = profiles.children.length >= MAX_PROFILES;
+      addButton.disabled = full;
+      addButton.title = full ? `A tunnel has at most ${MAX_PROFILES} profiles` : "";
+    };
     const addProfile = (p) => {
-      const n = profiles.children.length;
-      const port = h("input", { name: `profiles[${n}].port`, type: "number", min: 1, max: 65535, value: p.port, "aria-label": `Profile ${n + 1} port` });
-      const kind = h("select", { name: `profiles[${n}].transport`, "aria-label": `Profile ${n + 1} transport` },
+      if (profiles.children.length >= MAX_PROFILES) return;
+      const port = h("input", { type: "number", min: 1, max: 65535, value: p.port });
+      const kind = h("select", {},
         [["tcp", "TLS"], ["ws", "TLS in WebSocket"]].map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, x)));
-      const path = h("input", { name: `profiles[${n}].transport.path`, value: p.transport.path || "/tunnel", "aria-label": `Profile ${n + 1} WebSocket path` });
-      const host = h("input", { name: `profiles[${n}].transport.host`, value: p.transport.host || "", "aria-label": `Profile ${n + 1} WebSocket host` });
-      const addresses = h("input", { name: `profiles[${n}].addresses`, value: (p.addresses || []).join(", "), placeholder: "the relay's address at this port", "aria-label": `Profile ${n + 1} link addresses` });
-      const row = h("fieldset", { class: "profile", "data-field": `profiles[${n}]` },
-        h("legend", {}, `Profile ${n + 1}`),
+      const path = h("input", { value: p.transport.path || "/tunnel" });
+      const host = h("input", { value: p.transport.host || "" });
+      const addresses = h("input", { value: (p.addresses || []).join(", "), placeholder: "the relay's address at this port" });
+      const controls = [[port, "port", "port"], [kind, "transport", "transport"], [path, "transport.path", "WebSocket path"],
+        [host, "transport.host", "WebSocket host"], [addresses, "addresses", "link addresses"]];
+      for (const [c, key] of controls) c.setAttribute("name", `profiles[0].${key}`);
+      const legend = h("legend", {});
+      const row = h("fieldset", { class: "profile" },
+        legend,
         field("Port", port), field("Transport", kind), field("WebSocket path", path), field("WebSocket host", host),
         field("Link addresses (host:port, comma-separated)", addresses),
-        h("button", { type: "button", class: "danger-text", onclick: () => { row.remove(); } }, "Remove profile"),
+        h("button", { type: "button", class: "danger-text", onclick: () => { row.remove(); renumber(); } }, "Remove profile"),
         h("small", { class: "error", role: "alert" }));
+      row.number = (i) => {
+        row.dataset.field = `profiles[${i}]`;
+        legend.textContent = `Profile ${i + 1}`;
+        for (const [c, key, what] of controls) {
+          c.setAttribute("name", `profiles[${i}].${key}`);
+          c.setAttribute("aria-label", `Profile ${i + 1} ${what}`);
+          c.closest(".field").dataset.field = `profiles[${i}].${key}`;
+        }
+      };
       row.read = () => ({
         port: Number(port.value),
         transport: kind.value === "ws" ? { type: "ws", path: path.value, host: host.value.trim() } : { type: "tcp" },
         addresses: addresses.value.split(",").map((a) => a.trim()).filter(Boolean),
       });
       profiles.append(row);
+      renumber();
     };
     for (const p of t ? t.profiles : [{ port: 7443, transport: { type: "tcp" }, addresses: [] }]) addProfile(p);
     const rules = t ? t.rules : { domains: [], suffixes: [], cidrs: [], ports: [] };
@@ -220,7 +256,7 @@ function tunnelForm(servers, t) {
       field("Mode", mode), field("Balancing between profiles", balancing),
       field("Links per origin per profile", links), field("Stream window (MiB)", windowMib),
       h("h3", {}, "Profiles"), profiles,
-      h("button", { type: "button", onclick: () => addProfile({ port: 8443, transport: { type: "tcp" }, addresses: [] }) }, "Add profile"),
+      addButton,
       h("details", {}, h("summary", {}, "Routing rules (when the relay carries several tunnels)"),
         field("Domains", rDomains), field("Domain suffixes", rSuffixes), field("CIDRs", rCidrs), field("Ports", rPorts)),
       h("label", { class: "check" }, enabled, " Enabled"),

@@ -7,7 +7,8 @@
 //! [`parse_subscription`] reads either form back.
 //!
 //! ```text
-//! vless://UUID@HOST:PORT?type=ws&path=%2Fws&host=H&security=tls&sni=S&allowInsecure=1&alpn=h2%2Chttp%2F1.1&encryption=none&flow=F#NAME
+//! vless://UUID@HOST:PORT?type=ws&path=%2Fws&host=H&security=tls&sni=S&allowInsecure=1&alpn=h2%2Chttp%2F1.1&fp=chrome&encryption=none&flow=F#NAME
+//! vless://UUID@HOST:PORT?type=tcp&security=reality&sni=S&fp=chrome&pbk=PUBLICKEY&sid=SHORTID&encryption=none&flow=xtls-rprx-vision#NAME
 //! trojan://PASSWORD@HOST:PORT?type=tcp&security=tls&sni=S#NAME
 //! ss://2022-blake3-aes-128-gcm:SERVERKEY%3AUSERKEY@HOST:PORT#NAME      (SIP002, 2022 methods)
 //! ss://BASE64URL(method:password)@HOST:PORT#NAME                         (SIP002, other methods)
@@ -107,9 +108,19 @@ pub enum LinkError {
     /// The `type` parameter names a transport other than `tcp` and `ws`.
     #[error("unsupported transport type={0:?}: only tcp and ws are read")]
     UnsupportedTransport(String),
-    /// The `security` parameter names something other than `none` and `tls`.
-    #[error("unsupported security={0:?}: only none and tls are read")]
+    /// The `security` parameter names something other than `none`, `tls` and
+    /// `reality`.
+    #[error("unsupported security={0:?}: only none, tls and reality are read")]
     UnsupportedSecurity(String),
+    /// A `security=reality` link has no `pbk`, or one that is not 32 bytes of
+    /// base64url.
+    #[error(
+        "the REALITY link's pbk (the server's public key) is missing or not 32 bytes of base64url"
+    )]
+    BadRealityKey,
+    /// A `security=reality` link's `sid` is not 0 to 16 hex digits (an even number).
+    #[error("the REALITY link's sid is not 0 to 16 hex digits, an even number of them")]
+    BadShortId,
     /// A VLESS link asks for an `encryption` other than `none`.
     #[error("unsupported VLESS encryption={0:?}: only none is read")]
     UnsupportedEncryption(String),
@@ -220,7 +231,12 @@ fn query(entry: &Entry) -> Vec<(&'static str, String)> {
     match &entry.tls {
         None => params.push(("security", "none".to_owned())),
         Some(tls) => {
-            params.push(("security", "tls".to_owned()));
+            let security = if tls.reality.is_some() {
+                "reality"
+            } else {
+                "tls"
+            };
+            params.push(("security", security.to_owned()));
             if let Some(sni) = &tls.server_name {
                 params.push(("sni", sni.clone()));
             }
@@ -229,6 +245,15 @@ fn query(entry: &Entry) -> Vec<(&'static str, String)> {
             }
             if !tls.alpn.is_empty() {
                 params.push(("alpn", tls.alpn.join(",")));
+            }
+            if let Some(fp) = &tls.fingerprint {
+                params.push(("fp", fp.clone()));
+            }
+            if let Some(reality) = &tls.reality {
+                params.push(("pbk", reality.public_key.clone()));
+                if !reality.short_id.is_empty() {
+                    params.push(("sid", reality.short_id.clone()));
+                }
             }
         }
     }

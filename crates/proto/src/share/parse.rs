@@ -5,11 +5,15 @@
 //! either alphabet with or without padding, `insecure=1` beside `allowInsecure=1`),
 //! strict where guessing would connect somewhere else or without the security asked
 //! for (an unknown transport, security, VLESS encryption or Shadowsocks plugin is
-//! an error, never dropped).
+//! an error, never dropped; so is a REALITY link without a well-formed `pbk` or
+//! `sid`). REALITY links are read whole (`sni`, `fp`, `pbk`, `sid`) although
+//! Switchyard's client cannot use them: it leaves them out by name, and other
+//! servers of the subscription stay usable.
 
 use super::{LinkError, excerpt, percent};
 use crate::base64;
-use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
+use crate::entry::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
+use crate::reality::{PublicKey, ShortId};
 
 /// The schemes read, as the protocol names errors use.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -192,8 +196,13 @@ fn tls(params: &Params, scheme: Scheme) -> Result<Option<EntryTls>, LinkError> {
         .unwrap_or(default)
     {
         "none" => Ok(None),
-        "tls" => {
+        security @ ("tls" | "reality") => {
             let flag = |key| matches!(params.get(key), Some("1" | "true"));
+            let reality = if security == "reality" {
+                Some(reality(params)?)
+            } else {
+                None
+            };
             Ok(Some(EntryTls {
                 server_name: params
                     .non_empty("sni")
@@ -206,10 +215,26 @@ fn tls(params: &Params, scheme: Scheme) -> Result<Option<EntryTls>, LinkError> {
                     .non_empty("alpn")
                     .map(|a| a.split(',').map(str::to_owned).collect())
                     .unwrap_or_default(),
+                fingerprint: params.non_empty("fp").map(str::to_owned),
+                reality,
             }))
         }
         other => Err(LinkError::UnsupportedSecurity(excerpt(other))),
     }
+}
+
+/// `pbk` and `sid` of a `security=reality` link, checked (a key that is not one
+/// would only fail later, at the handshake). `spx` (the spider's first path) is
+/// left to the client's default, `/`.
+fn reality(params: &Params) -> Result<EntryReality, LinkError> {
+    let public_key = params.non_empty("pbk").ok_or(LinkError::BadRealityKey)?;
+    PublicKey::parse(public_key).map_err(|_| LinkError::BadRealityKey)?;
+    let short_id = params.get("sid").unwrap_or_default();
+    ShortId::parse(short_id).map_err(|_| LinkError::BadShortId)?;
+    Ok(EntryReality {
+        public_key: public_key.to_owned(),
+        short_id: short_id.to_owned(),
+    })
 }
 
 /// A link's query parameters, percent-decoded; the first of a repeated key wins.

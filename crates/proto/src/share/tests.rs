@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::entry::EntryTls;
+use crate::entry::{EntryReality, EntryTls};
 
 const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
 
@@ -43,6 +43,7 @@ fn tls() -> Option<EntryTls> {
         certificate_pem: None,
         certificate_sha256: None,
         alpn: vec!["h2".into(), "http/1.1".into()],
+        ..EntryTls::default()
     })
 }
 
@@ -57,6 +58,7 @@ fn cases() -> Vec<(Entry, String)> {
         certificate_pem: None,
         certificate_sha256: None,
         alpn: Vec::new(),
+        ..EntryTls::default()
     });
     vec![
         (
@@ -70,6 +72,46 @@ fn cases() -> Vec<(Entry, String)> {
             format!(
                 "vless://{UUID}@node.example.com:443?type=tcp&security=tls&sni=sni.example.com\
                  &alpn=h2%2Chttp%2F1.1&encryption=none&flow=xtls-rprx-vision{NAME}"
+            ),
+        ),
+        (
+            entry(
+                vless(Some("xtls-rprx-vision")),
+                EntryTransport::Tcp,
+                Some(EntryTls {
+                    server_name: Some("www.example.com".into()),
+                    fingerprint: Some("chrome".into()),
+                    reality: Some(EntryReality {
+                        public_key: "PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0".into(),
+                        short_id: "6ba85179e30d4fc2".into(),
+                    }),
+                    ..EntryTls::default()
+                }),
+            ),
+            format!(
+                "vless://{UUID}@node.example.com:443?type=tcp&security=reality&sni=www.example.com\
+                 &fp=chrome&pbk=PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0&sid=6ba85179e30d4fc2\
+                 &encryption=none&flow=xtls-rprx-vision{NAME}"
+            ),
+        ),
+        (
+            // The empty short id is a valid one: no `sid`.
+            entry(
+                vless(None),
+                EntryTransport::Tcp,
+                Some(EntryTls {
+                    server_name: Some("www.example.com".into()),
+                    fingerprint: Some("firefox".into()),
+                    reality: Some(EntryReality {
+                        public_key: "PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0".into(),
+                        short_id: String::new(),
+                    }),
+                    ..EntryTls::default()
+                }),
+            ),
+            format!(
+                "vless://{UUID}@node.example.com:443?type=tcp&security=reality&sni=www.example.com\
+                 &fp=firefox&pbk=PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0&encryption=none{NAME}"
             ),
         ),
         (
@@ -197,7 +239,7 @@ fn links_written_by_other_apps() {
     // The old whole-base64 form: base64("aes-128-gcm:test@192.168.100.1:8888").
     let e = parse_link("ss://YWVzLTEyOC1nY206dGVzdEAxOTIuMTY4LjEwMC4xOjg4ODg#Example").unwrap();
     assert_eq!((e.server.as_str(), e.port), ("192.168.100.1", 8888));
-    // A Trojan link without `security` is TLS; unknown parameters are ignored;
+    // A Trojan link without `security` is TLS; `fp` is the uTLS fingerprint;
     // `peer` is an old name for `sni`.
     let e = parse_link("TROJAN://pw@h.example:443?peer=s.example&fp=chrome&allowInsecure=true")
         .unwrap();
@@ -206,6 +248,7 @@ fn links_written_by_other_apps() {
         Some(EntryTls {
             server_name: Some("s.example".into()),
             insecure: true,
+            fingerprint: Some("chrome".into()),
             ..EntryTls::default()
         })
     );
@@ -220,6 +263,34 @@ fn links_written_by_other_apps() {
         }
     );
     assert_eq!(e.tls, None);
+    // REALITY as 3x-ui and Marzban write it: parameters in another order,
+    // `headerType`, `spx` (the spider's path, left to the client's default).
+    let e = parse_link(&format!(
+        "vless://{UUID}@h.example:443?security=reality&encryption=none\
+         &pbk=PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0&headerType=none&fp=chrome&type=tcp\
+         &flow=xtls-rprx-vision&sni=www.example.com&sid=e5c4d84fb339fb92&spx=%2F#R"
+    ))
+    .unwrap();
+    assert_eq!(
+        e.protocol,
+        EntryProtocol::Vless {
+            uuid: UUID.into(),
+            flow: Some("xtls-rprx-vision".into())
+        }
+    );
+    assert_eq!(e.transport, EntryTransport::Tcp);
+    assert_eq!(
+        e.tls,
+        Some(EntryTls {
+            server_name: Some("www.example.com".into()),
+            fingerprint: Some("chrome".into()),
+            reality: Some(EntryReality {
+                public_key: "PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0".into(),
+                short_id: "e5c4d84fb339fb92".into(),
+            }),
+            ..EntryTls::default()
+        })
+    );
 }
 
 #[test]
@@ -247,8 +318,21 @@ fn errors_name_what_is_wrong() {
             LinkError::UnsupportedTransport("grpc".into()),
         ),
         (
-            "vless://u@h:1?security=reality",
-            LinkError::UnsupportedSecurity("reality".into()),
+            "vless://u@h:1?security=xtls",
+            LinkError::UnsupportedSecurity("xtls".into()),
+        ),
+        ("vless://u@h:1?security=reality", LinkError::BadRealityKey),
+        (
+            "vless://u@h:1?security=reality&pbk=c2hvcnQ",
+            LinkError::BadRealityKey,
+        ),
+        (
+            "vless://u@h:1?security=reality&pbk=PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0&sid=abc",
+            LinkError::BadShortId,
+        ),
+        (
+            "vless://u@h:1?security=reality&pbk=PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0&sid=0123456789abcdef01",
+            LinkError::BadShortId,
         ),
         (
             "vless://u@h:1?encryption=mlkem",
@@ -347,19 +431,35 @@ pub(crate) fn linkable_entry() -> impl Strategy<Value = Entry> {
         any::<[u8; 4]>().prop_map(|ip| std::net::Ipv4Addr::from(ip).to_string()),
         any::<[u8; 16]>().prop_map(|ip| std::net::Ipv6Addr::from(ip).to_string()),
     ];
+    let reality = proptest::option::of((
+        any::<[u8; 32]>(),
+        proptest::collection::vec(any::<u8>(), 0..=8),
+    ))
+    .prop_map(|r| {
+        r.map(|(key, id)| EntryReality {
+            public_key: crate::reality::PublicKey(key).encode(),
+            short_id: id.iter().map(|b| format!("{b:02x}")).collect(),
+        })
+    });
     let tls = proptest::option::of((
         proptest::option::of(some_text),
         any::<bool>(),
         proptest::collection::vec("[a-z0-9/.-]{1,10}", 0..3),
+        proptest::option::of("[a-z0-9]{1,10}"),
+        reality,
     ))
     .prop_map(|tls| {
-        tls.map(|(server_name, insecure, alpn)| EntryTls {
-            server_name,
-            insecure,
-            certificate_pem: None,
-            certificate_sha256: None,
-            alpn,
-        })
+        tls.map(
+            |(server_name, insecure, alpn, fingerprint, reality)| EntryTls {
+                server_name,
+                insecure,
+                certificate_pem: None,
+                certificate_sha256: None,
+                alpn,
+                fingerprint,
+                reality,
+            },
+        )
     });
     let transport = prop_oneof![
         Just(EntryTransport::Tcp),
@@ -414,12 +514,17 @@ fn foreign_link() -> impl Strategy<Value = String> {
         Just("flow"),
         Just("plugin"),
         Just("fp"),
+        Just("pbk"),
+        Just("sid"),
     ];
     let known = prop_oneof![
         Just("tcp".to_owned()),
         Just("ws".to_owned()),
         Just("tls".to_owned()),
         Just("none".to_owned()),
+        Just("reality".to_owned()),
+        Just("PoZajx_KjTmvtUinsv-XAZ2fEqOvCoRtTvg7WEtZ_Q0".to_owned()),
+        Just("6ba85179e30d4fc2".to_owned()),
         Just("1".to_owned()),
         Just(String::new()),
     ];
@@ -528,6 +633,7 @@ fn every_served_shape_round_trips_into_the_same_client_configs() {
         }
     }
     served.push(e::entry("ss", shadowsocks(), EntryTransport::Tcp, None));
+    served.push(e::vision_over_reality());
     let limited: Vec<Entry> = served.iter().map(link_limited).collect();
     for (entry, expected) in served.iter().zip(&limited) {
         assert_eq!(

@@ -179,6 +179,7 @@ async fn seed(
                     sni: Some("localhost".into()),
                     coefficient: 1.0,
                     method: None,
+                    flow: None,
                 },
                 now,
             )
@@ -287,6 +288,7 @@ async fn seed_routes(
                         sni: None,
                         coefficient: 1.0,
                         method,
+                        flow: None,
                     },
                     now,
                 )

@@ -127,6 +127,7 @@ impl UpArgs {
                         sni: Some("localhost".into()),
                         coefficient: 1.0,
                         method: None,
+                        flow: None,
                     },
                     now,
                 )

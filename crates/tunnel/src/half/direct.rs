@@ -92,8 +92,9 @@ impl RelayHalf {
 
     /// Replaces the dialed origins live: an unchanged origin keeps its dialer and
     /// links; a removed one loses its links at once (a link of it still coming up is
-    /// dropped as it arrives); a changed one is dialed anew (its links already up stay
-    /// up).
+    /// dropped as it arrives); one whose credential alone changed keeps its dialer,
+    /// whose new links say the new credential; another changed one is dialed anew (its
+    /// links already up stay up).
     pub fn set_direct_origins(&self, origins: Vec<DirectOrigin>) {
         let Some(d) = &self.direct else { return };
         self.admitted
@@ -112,8 +113,21 @@ impl RelayHalf {
             self.pool.drop_origin(&name);
         }
         for o in origins {
-            if dialers.get(&o.name).is_some_and(|(old, _)| *old == o) {
-                continue;
+            if let Some((old, dialer)) = dialers.get_mut(&o.name) {
+                if *old == o {
+                    continue;
+                }
+                if old.hosts == o.hosts {
+                    // Only the credential changed (a rotation): new links say the new
+                    // one; the dialer and its links stay.
+                    dialer.set_hello(Hello {
+                        tag: tunnel_tag(&self.tunnel),
+                        origin: o.name.clone(),
+                        credential: o.credential.0,
+                    });
+                    *old = o;
+                    continue;
+                }
             }
             let dialer = self.dial(d, &o);
             dialers.insert(o.name.clone(), (o, dialer));
@@ -256,6 +270,7 @@ impl OriginHalf {
         )
         .await?;
         half.gates = listening.gates;
+        half.admitted = Some(admitted);
         let (handler, count, mux) = (half.handler.clone(), half.links.clone(), half.mux.clone());
         let (generation, stop) = (half.generation.clone(), half.stop.clone());
         half.tasks.spawn(async move {

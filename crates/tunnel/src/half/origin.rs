@@ -51,6 +51,8 @@ pub struct OriginHalf {
     pub(super) gates: Vec<Gate>,
     /// Direct mode: the certificate presented to the relay.
     pub(super) cert: Option<Arc<CertSwap>>,
+    /// Direct mode: who the listeners admit (this origin, by its credential).
+    pub(super) admitted: Option<crate::link::Admitted>,
     pub(super) links: Arc<AtomicUsize>,
     /// The whole half.
     pub(super) stop: Cancel,
@@ -96,6 +98,7 @@ impl OriginHalf {
             dialing: None,
             gates: Vec::new(),
             cert: None,
+            admitted: None,
             links: Arc::default(),
             generation: Arc::new(std::sync::Mutex::new(stop.child_token())),
             stop,
@@ -178,6 +181,31 @@ impl OriginHalf {
             lock(&d.spec).pins.clone_from(&pins);
             if let Some(dialer) = &*lock(&d.dialer) {
                 dialer.set_pins(pins);
+            }
+        }
+    }
+
+    /// A rotated credential, live: reverse mode, new links say it (links up stay up);
+    /// direct mode, the relay must present it, or `previous` while the rotation rolls
+    /// out (`None` ends the overlap).
+    pub fn set_credential(&self, credential: Credential, previous: Option<Credential>) {
+        if let Some(d) = &self.dialing {
+            let mut spec = lock(&d.spec);
+            spec.credential = credential;
+            if let Some(dialer) = &*lock(&d.dialer) {
+                dialer.set_hello(Hello {
+                    tag: tunnel_tag(&spec.tunnel),
+                    origin: spec.origin.clone(),
+                    credential: credential.0,
+                });
+            }
+        }
+        if let Some(admitted) = &self.admitted {
+            for origin in admitted.origins() {
+                if admitted.credential(&origin) != Some(credential) {
+                    admitted.insert(&origin, credential);
+                }
+                admitted.set_previous(previous.map(|p| (origin.clone(), p)));
             }
         }
     }

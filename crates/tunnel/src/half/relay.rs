@@ -149,6 +149,12 @@ impl RelayHalf {
         self.admitted.replace(origins);
     }
 
+    /// Reverse mode: also admits these previous credentials (a rotation under way)
+    /// from now on; empty ends the overlap. Links up stay up.
+    pub fn set_previous_credentials(&self, previous: Vec<(String, Credential)>) {
+        self.admitted.set_previous(previous);
+    }
+
     /// Links and streams per connected origin.
     pub fn origins(&self) -> BTreeMap<String, OriginStatus> {
         self.pool.status()

@@ -66,6 +66,24 @@ pub struct LinkConnector {
     pub deadline: Duration,
 }
 
+/// The real connector with a hello that may change (a credential rotated): every new
+/// attempt says the latest one; links up are not touched.
+struct LiveHello {
+    hello: Arc<Mutex<Hello>>,
+    deadline: Duration,
+}
+
+impl Connector for LiveHello {
+    fn connect(&self, target: &Target) -> Connecting {
+        let hello = self.hello.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        LinkConnector {
+            hello,
+            deadline: self.deadline,
+        }
+        .connect(target)
+    }
+}
+
 impl Connector for LinkConnector {
     fn connect(&self, target: &Target) -> Connecting {
         let (this, target) = (self.clone(), target.clone());
@@ -151,6 +169,8 @@ pub struct Dialer {
     reset: watch::Sender<u64>,
     /// Pins replacing the targets' own for new links (a rotation under way).
     pins: watch::Sender<Option<Vec<CertPin>>>,
+    /// The hello new links say ([`Self::start`]'s dialers only).
+    hello: Option<Arc<Mutex<Hello>>>,
     tasks: JoinSet<()>,
 }
 
@@ -158,11 +178,22 @@ impl Dialer {
     /// Starts dialing with the real [`LinkConnector`]; links arrive on the receiver.
     /// Must run inside a tokio runtime.
     pub fn start(config: DialerConfig) -> (Self, mpsc::UnboundedReceiver<Link>) {
-        let connector = LinkConnector {
-            hello: config.hello,
+        let hello = Arc::new(Mutex::new(config.hello));
+        let connector = LiveHello {
+            hello: hello.clone(),
             deadline: config.deadline,
         };
-        Self::with_connector(config.targets, &config.wanted, connector)
+        let (mut dialer, links) = Self::with_connector(config.targets, &config.wanted, connector);
+        dialer.hello = Some(hello);
+        (dialer, links)
+    }
+
+    /// New links say `hello` from now on (a rotated credential); links already up
+    /// stay up. No effect on a dialer made [`Self::with_connector`].
+    pub fn set_hello(&self, hello: Hello) {
+        if let Some(h) = &self.hello {
+            *h.lock().unwrap_or_else(|e| e.into_inner()) = hello;
+        }
     }
 
     /// Starts dialing `targets` through `connector`, keeping `wanted[i]` links (at
@@ -198,6 +229,7 @@ impl Dialer {
             schedules,
             reset,
             pins,
+            hello: None,
             tasks,
         };
         (dialer, rx)

@@ -87,9 +87,15 @@ impl Refusals {
 /// The origins a listening side admits: origin name → credential. Cheap to clone (all
 /// clones share one table) and changed live; every change bumps a generation that
 /// [`Self::watch`] reports, so the pool can drop the links of a removed origin at once.
+///
+/// While credentials rotate, an origin may also have a **previous** credential
+/// ([`Self::set_previous`]): a hello with either is admitted, so links keep coming up
+/// whichever credential the origin runs; once the previous ones are cleared, only the
+/// current one opens a link.
 #[derive(Debug, Clone)]
 pub struct Admitted {
     table: Arc<RwLock<HashMap<String, Credential>>>,
+    previous: Arc<RwLock<HashMap<String, Credential>>>,
     generation: Arc<watch::Sender<u64>>,
 }
 
@@ -104,8 +110,36 @@ impl Admitted {
     pub fn new(origins: impl IntoIterator<Item = (String, Credential)>) -> Self {
         Self {
             table: Arc::new(RwLock::new(origins.into_iter().collect())),
+            previous: Arc::default(),
             generation: Arc::new(watch::Sender::new(0)),
         }
+    }
+
+    /// Also accepts these previous credentials (origin name → credential) from now on,
+    /// replacing any set before; empty: only the current ones. A previous credential
+    /// admits nobody by itself: its origin must be in the table. Links up stay up.
+    pub fn set_previous(&self, previous: impl IntoIterator<Item = (String, Credential)>) {
+        *self.previous.write().unwrap_or_else(|e| e.into_inner()) = previous.into_iter().collect();
+    }
+
+    /// Origins with a previous credential accepted now.
+    pub fn with_previous(&self) -> Vec<String> {
+        let p = self.previous.read().unwrap_or_else(|e| e.into_inner());
+        p.keys().cloned().collect()
+    }
+
+    /// Whether `presented` is `origin`'s current or previous credential (both compared
+    /// in constant time); `None` when the origin is not admitted.
+    pub fn accepts(&self, origin: &str, presented: &[u8]) -> Option<bool> {
+        let current = self.credential(origin)?;
+        let previous = self
+            .previous
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(origin)
+            .copied();
+        let old = previous.is_some_and(|p| p.matches(presented));
+        Some(current.matches(presented) | old)
     }
 
     fn change<R>(&self, f: impl FnOnce(&mut HashMap<String, Credential>) -> R) -> R {
@@ -192,9 +226,9 @@ impl Gate {
         if hello.tag != self.tag {
             return Err(Refusal::WrongTag);
         }
-        match self.admitted.credential(&hello.origin) {
-            Some(c) if c.matches(&hello.credential) => Ok(()),
-            Some(_) => Err(Refusal::BadCredential),
+        match self.admitted.accepts(&hello.origin, &hello.credential) {
+            Some(true) => Ok(()),
+            Some(false) => Err(Refusal::BadCredential),
             None => Err(Refusal::UnknownOrigin),
         }
     }

@@ -12,7 +12,7 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustls::ServerConfig;
 use rustls::pki_types::ServerName;
@@ -23,8 +23,11 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::StatusCode;
 
+use switchyard_proto::reality::{Policy, PrivateKey, PublicKey, ReplayFilter, ShortId};
+
 use super::cert::client_config;
 use super::pin::{Pin, PinError, pin_error_in};
+use crate::reality::{self, Accepted, ClientSettings, ServerSettings};
 use crate::ws::{WsStream, config as ws_config};
 
 /// Anything a link can run over.
@@ -33,6 +36,38 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin> LinkIo for T {}
 
 /// A link's byte stream after TLS, whatever carries it.
 pub type LinkStream = Box<dyn LinkIo>;
+
+/// A profile's REALITY: what the dialing side presents, and on the listening side its
+/// private key and the target it splices everyone else to.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct RealityLink {
+    /// The SNI sent: one of the target site's names.
+    pub server_name: String,
+    /// The listening side's REALITY public key: the dialing side's pin.
+    pub public_key: PublicKey,
+    /// The short id presented.
+    pub short_id: ShortId,
+    /// The target site (`host:port`) the listening side splices refused connections
+    /// to.
+    pub dest: String,
+    /// The listening side only: its private key (base64url), matching `public_key`.
+    pub private_key: Option<String>,
+}
+
+impl core::fmt::Debug for RealityLink {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RealityLink")
+            .field("server_name", &self.server_name)
+            .field("public_key", &self.public_key.encode())
+            .field("dest", &self.dest)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The largest clock difference a REALITY listening side allows a dialing node: 5
+/// minutes, lenient with drifting clocks, and it bounds how long a recorded hello
+/// could be replayed (the replay memory covers that window whole).
+pub const REALITY_MAX_TIME_DIFF_MS: u64 = 5 * 60 * 1000;
 
 /// How a profile carries its links.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -48,6 +83,10 @@ pub enum Transport {
         /// listening side does not check it, since proxies may rewrite it.
         host: String,
     },
+    /// TLS 1.3 with REALITY on TCP: the listening side answers only hellos sealed
+    /// with its key and splices everyone else to a real site; its public key is the
+    /// pin ([`crate::reality`]).
+    Reality(RealityLink),
 }
 
 /// One address of the listening side, as the dialing side sees it.
@@ -69,6 +108,7 @@ impl core::fmt::Display for Target {
         match &self.transport {
             Transport::Tls => write!(f, "tls://{}", self.addr),
             Transport::WebSocket { path, .. } => write!(f, "ws://{}{path}", self.addr),
+            Transport::Reality(_) => write!(f, "reality://{}", self.addr),
         }
     }
 }
@@ -157,12 +197,29 @@ async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
         })?;
     // Many small frames share a link: don't let Nagle hold them back.
     let _ = tcp.set_nodelay(true);
+    if let Transport::Reality(r) = &target.transport {
+        let settings = ClientSettings {
+            server_name: r.server_name.clone(),
+            public_key: r.public_key,
+            short_id: r.short_id,
+        };
+        let s = reality::connect(tcp, &settings, unix_now())
+            .await
+            .map_err(|e| ConnectError::Tls {
+                target: target.to_string(),
+                reason: format!(
+                    "REALITY: {e} (a wrong public key or short id, or the address is not this tunnel's relay)"
+                ),
+            })?;
+        return Ok(Box::new(s));
+    }
     let tls = TlsConnector::from(client_config(&target.name, &target.pins));
     let sni = ServerName::try_from(target.name.clone()).map_err(|e| ConnectError::Tls {
         target: target.to_string(),
         reason: format!("certificate name {:?}: {e}", target.name),
     })?;
     match &target.transport {
+        Transport::Reality(_) => unreachable!("handled above"),
         Transport::Tls => {
             let s = tls
                 .connect(sni, tcp)
@@ -228,14 +285,23 @@ pub enum AcceptError {
 pub struct Acceptor {
     tls: TlsAcceptor,
     transport: Transport,
+    /// REALITY profiles: the keys and rules, with the profile's replay memory.
+    reality: Option<Arc<ServerSettings>>,
 }
 
 impl Acceptor {
-    /// An acceptor serving `tls` (see [`super::cert::server_config`]) over `transport`.
+    /// An acceptor serving `tls` (see [`super::cert::server_config`]) over `transport`;
+    /// a REALITY transport serves its own certificates and needs its private key
+    /// (an error names what is wrong with it).
     pub fn new(tls: Arc<ServerConfig>, transport: Transport) -> Self {
+        let reality = match &transport {
+            Transport::Reality(r) => reality_settings(r).map(Arc::new),
+            _ => None,
+        };
         Self {
             tls: TlsAcceptor::from(tls),
             transport,
+            reality,
         }
     }
 
@@ -280,6 +346,33 @@ impl Acceptor {
             reason: e.to_string(),
         };
         match &self.transport {
+            Transport::Reality(_) => {
+                let Some(settings) = &self.reality else {
+                    return Err(AcceptError::Tls {
+                        peer,
+                        reason: "REALITY profile without a usable private key on this side".into(),
+                    });
+                };
+                let now_ms = i64::try_from(
+                    SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_millis(),
+                )
+                .unwrap_or(i64::MAX);
+                match reality::accept(tcp, settings, now_ms)
+                    .await
+                    .map_err(tls_fail)?
+                {
+                    Accepted::Tls(s) => Ok(s),
+                    Accepted::Spliced(why) => Err(AcceptError::Tls {
+                        peer,
+                        reason: format!(
+                            "not a REALITY client of this tunnel ({why}): spliced to the target"
+                        ),
+                    }),
+                }
+            }
             Transport::Tls => Ok(Box::new(self.tls.accept(tcp).await.map_err(tls_fail)?)),
             Transport::WebSocket { path, .. } => {
                 let want = path.clone();
@@ -306,4 +399,53 @@ impl Acceptor {
             }
         }
     }
+}
+
+fn unix_now() -> u32 {
+    u32::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs(),
+    )
+    .unwrap_or(u32::MAX)
+}
+
+/// The listening side's REALITY settings of a profile, or `None` (logged) when it
+/// has no private key or one that does not match the profile's public key.
+fn reality_settings(r: &RealityLink) -> Option<ServerSettings> {
+    let key = match r.private_key.as_deref().map(PrivateKey::parse) {
+        Some(Ok(k)) => k,
+        Some(Err(e)) => {
+            tracing::warn!(error = %e, "REALITY profile: the private key does not read");
+            return None;
+        }
+        None => return None,
+    };
+    if key.public_key() != r.public_key {
+        tracing::warn!("REALITY profile: the private key is not the public key's");
+        return None;
+    }
+    let now_ms = i64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis(),
+    )
+    .unwrap_or(i64::MAX);
+    Some(ServerSettings {
+        key,
+        policy: Policy {
+            server_names: [r.server_name.to_ascii_lowercase()].into(),
+            short_ids: [r.short_id].into(),
+            max_time_diff_ms: REALITY_MAX_TIME_DIFF_MS,
+            min_client_version: None,
+            max_client_version: None,
+        },
+        dest: r.dest.clone(),
+        replay: Arc::new(std::sync::Mutex::new(ReplayFilter::new(
+            REALITY_MAX_TIME_DIFF_MS,
+            now_ms,
+        ))),
+    })
 }

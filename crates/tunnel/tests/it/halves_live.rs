@@ -206,3 +206,101 @@ async fn a_new_certificate_rolls_out_with_two_pins_and_drops_no_link() {
     wait_until(|| relay_direct.links() == 2).await;
     assert!(relay_direct.dial_status()["fi"][0].last_error.is_none());
 }
+
+#[tokio::test]
+async fn a_rotated_credential_rolls_out_with_the_previous_one_accepted_and_drops_no_link() {
+    use switchyard_tunnel::credentials::{origin_credential, origin_credential_at};
+    use switchyard_tunnel::half::DirectOrigin;
+
+    let cert = issue("eu").unwrap();
+    let old = origin_credential(&SECRET, "eu", "fi");
+    let new = origin_credential_at(&SECRET, "eu", "fi", 1);
+    // After a reset, long enough for the old links' ends to be seen on both sides.
+    let settle = || tokio::time::sleep(Duration::from_millis(300));
+    let bad = |r: &[switchyard_tunnel::link::Refusals]| -> u64 {
+        r.iter().map(|r| r.bad_credential).sum()
+    };
+
+    // Reverse: the relay admits both, the origin switches, the previous one goes.
+    let (relay, fi, target, seen) = reverse_pair(&cert).await;
+    relay.set_origins(vec![("fi".into(), new)]);
+    relay.set_previous_credentials(vec![("fi".into(), old)]);
+    assert_eq!((relay.links(), fi.links()), (2, 2), "nothing dropped");
+    fi.reset(); // new links with the previous credential still pass
+    settle().await;
+    wait_until(|| relay.links() == 2).await;
+    fi.set_credential(new, None);
+    assert_eq!(relay.links(), 2);
+    fi.reset(); // and with the new one
+    settle().await;
+    wait_until(|| relay.links() == 2).await;
+    relay.set_previous_credentials(Vec::new());
+    assert_eq!(relay.links(), 2, "ending the overlap drops nothing");
+    round_trip(&relay, "alice", target, &seen).await;
+    assert_eq!(bad(&relay.refusals()), 0);
+    // The thief dials where fi does.
+    let at = fi.status()[0].target.clone();
+    let addr = at.trim_start_matches("tls://").to_owned();
+    let port = addr.rsplit(':').next().unwrap().parse().unwrap();
+    let relay_profile = Profile {
+        port,
+        transport: switchyard_tunnel::link::Transport::Tls,
+        addresses: vec![addr],
+    };
+    let mut spec = origin_spec("fi", &[relay_profile], vec![cert.pin], 1);
+    spec.credential = old;
+    let thief = OriginHalf::start(spec, handler("fi", seen.clone()));
+    wait_until(|| bad(&relay.refusals()) > 0).await;
+    assert_eq!(
+        thief.links(),
+        0,
+        "the previous credential opens nothing now"
+    );
+    assert_eq!(relay.links(), 2);
+    thief.stop().await;
+
+    // Direct: the origin (listening) admits both, the relay switches without
+    // redialing, the previous one goes.
+    let (fi_listen, relay_direct) = direct_pair(&cert, "fi").await;
+    wait_until(|| relay_direct.links() == 2).await;
+    fi_listen.set_credential(new, Some(old));
+    relay_direct.reset();
+    settle().await;
+    wait_until(|| relay_direct.links() == 2).await;
+    // The origin's port, where the relay dials it (and a thief would).
+    let at = relay_direct.dial_status()["fi"][0].target.clone();
+    let profile = Profile {
+        port: at.rsplit(':').next().unwrap().parse().unwrap(),
+        addresses: vec![],
+        ..tls_profile()
+    };
+    let dialed = |credential| DirectOrigin {
+        name: "fi".into(),
+        credential,
+        hosts: vec!["127.0.0.1".into()],
+    };
+    relay_direct.set_direct_origins(vec![dialed(new)]);
+    assert_eq!(relay_direct.links(), 2, "no second dialer");
+    relay_direct.reset();
+    settle().await;
+    wait_until(|| relay_direct.links() == 2).await;
+    fi_listen.set_credential(new, None);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(relay_direct.links(), 2, "ending the overlap drops nothing");
+    let mut spec = dial_spec(
+        std::slice::from_ref(&profile),
+        cert.pin,
+        "fi",
+        &["127.0.0.1"],
+        1,
+    );
+    spec.origins = vec![dialed(old)];
+    let thief = RelayHalf::start_direct(spec);
+    wait_until(|| bad(&fi_listen.refusals()) > 0).await;
+    assert_eq!(
+        thief.links(),
+        0,
+        "the previous credential opens nothing now"
+    );
+    thief.stop().await;
+}

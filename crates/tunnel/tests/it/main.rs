@@ -16,3 +16,4 @@ mod mux_close;
 mod mux_hostile;
 mod mux_raw;
 mod pool;
+mod reality;

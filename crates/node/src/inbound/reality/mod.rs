@@ -32,24 +32,23 @@
 //! passive observer who compares the sizes of the server's first flight with the
 //! target's. It is hardening left for later (docs/node.md, "REALITY").
 
-mod cert;
+use switchyard_tunnel::reality::cert;
 
 use std::sync::{Arc, Mutex};
 
 use rustls::ServerConfig;
 use rustls::server::{Acceptor, ClientHello as RustlsHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
-use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout_at};
 use tokio_rustls::LazyConfigAcceptor;
 
-use switchyard_proto::client_hello::{self, ClientHello, MAX_RECORDS_LEN};
+use switchyard_proto::client_hello::ClientHello;
 use switchyard_proto::reality::{
     AuthKey, ClientVersion, Policy, PrivateKey, Refusal, ReplayFilter, ShortId, authenticate,
 };
 
-use super::{BoxIo, Conn, Ctx, Prefixed, fallback};
+use super::{Conn, Ctx, Prefixed, RawTls, Records, fallback};
 use crate::accounting::now_ms;
 use crate::config::{InboundConfig, Security};
 use crate::node::Runtime;
@@ -158,14 +157,14 @@ impl Reality {
     }
 
     /// Reads the ClientHello and either returns an authenticated client's TLS stream
-    /// or splices the connection to `dest` (or holds it) and returns `None`.
+    /// (its socket read a TLS record at a time, for Vision) or splices the connection to `dest` (or holds it) and returns `None`.
     pub(crate) async fn accept(
         &self,
         ctx: &Ctx,
         rt: &Runtime,
         mut tcp: TcpStream,
         conn: &Conn,
-    ) -> Option<BoxIo> {
+    ) -> Option<RawTls> {
         let peer = conn.peer;
         let mut buf = Vec::with_capacity(2048);
         let verdict = match read_hello(&mut tcp, &mut buf, conn.deadline).await {
@@ -190,12 +189,12 @@ impl Reality {
         let mut config = (*self.base).clone();
         config.cert_resolver = Arc::new(Fixed(certified));
         let handshake = async {
-            let start =
-                LazyConfigAcceptor::new(Acceptor::default(), Prefixed::new(buf, tcp)).await?;
+            let raw = Records::new(Prefixed::new(buf, tcp), true);
+            let start = LazyConfigAcceptor::new(Acceptor::default(), raw).await?;
             start.into_stream(Arc::new(config)).await
         };
         match timeout_at(conn.deadline, handshake).await {
-            Ok(Ok(tls)) => Some(Box::new(tls)),
+            Ok(Ok(tls)) => Some(tls),
             Ok(Err(e)) => {
                 tracing::debug!(%peer, inbound = %ctx.config.tag, "REALITY TLS handshake: {e}");
                 None
@@ -208,30 +207,21 @@ impl Reality {
     }
 }
 
-/// Reads into `buf` until it holds a whole ClientHello, which is returned; the error
-/// says why not (for logs). `buf` keeps every byte read either way.
+/// Reads into `buf` until it holds a whole ClientHello, which is returned, or the
+/// deadline passes; the error says why not (for logs). `buf` keeps every byte read
+/// either way.
 async fn read_hello(
     tcp: &mut TcpStream,
     buf: &mut Vec<u8>,
     deadline: Instant,
 ) -> Result<ClientHello, String> {
-    loop {
-        match client_hello::parse(buf) {
-            Ok(Some((hello, _))) => return Ok(hello),
-            Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
-        }
-        if buf.len() >= MAX_RECORDS_LEN {
-            return Err(format!("no ClientHello in {MAX_RECORDS_LEN} bytes"));
-        }
-        let want = (MAX_RECORDS_LEN - buf.len()).min(4096);
-        buf.reserve(want);
-        let mut limited = (&mut *tcp).take(want as u64);
-        match timeout_at(deadline, limited.read_buf(buf)).await {
-            Ok(Ok(0)) => return Err("closed before a whole ClientHello".into()),
-            Ok(Err(e)) => return Err(format!("reading the ClientHello: {e}")),
-            Err(_) => return Err("no whole ClientHello before the deadline".into()),
-            Ok(Ok(_)) => {}
-        }
+    match timeout_at(
+        deadline,
+        switchyard_tunnel::reality::server::read_hello(tcp, buf),
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(_) => Err("no whole ClientHello before the deadline".into()),
     }
 }

@@ -124,6 +124,7 @@ pub fn vless_get(uuid: &str, target: SocketAddr, n: u64) -> Vec<u8> {
     let mut out = Vec::new();
     Request {
         uuid: parse_uuid(uuid).unwrap(),
+        flow: switchyard_proto::vless::Flow::None,
         command: Command::Tcp(Address::Ip(target)),
     }
     .encode(&mut out);

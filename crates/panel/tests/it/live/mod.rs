@@ -203,6 +203,7 @@ pub fn vless(
         sni: tls.then(|| "localhost".into()),
         coefficient: 1.0,
         method: None,
+        flow: None,
     }
 }
 

@@ -32,7 +32,17 @@ const ZERO_TIME: &[u8; 15] = b"00010101000000Z";
 
 /// The length of an Ed25519 SubjectPublicKeyInfo: the algorithm, then a BIT STRING
 /// of the 32-byte key.
-const SPKI_LEN: usize = 44;
+pub(crate) const SPKI_LEN: usize = 44;
+
+/// The bytes an Ed25519 SubjectPublicKeyInfo starts with, before its 32-byte key.
+pub(crate) const SPKI_PREFIX: [u8; 12] = [
+    0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
+];
+
+/// The SubjectPublicKeyInfo of the Ed25519 key `public`.
+pub(crate) fn spki(public: &[u8; 32]) -> Vec<u8> {
+    [&SPKI_PREFIX[..], &public[..]].concat()
+}
 
 /// A DER element of `tag` holding `content` (shorter than 64 KiB).
 fn element(tag: u8, content: &[u8], out: &mut Vec<u8>) {
@@ -47,7 +57,7 @@ fn element(tag: u8, content: &[u8], out: &mut Vec<u8>) {
 
 /// The certificate's DER for the SubjectPublicKeyInfo `spki`, with `signature` in
 /// its signature field.
-pub(crate) fn certificate_der(spki: &[u8], signature: &[u8; 64]) -> Vec<u8> {
+pub fn certificate_der(spki: &[u8], signature: &[u8; 64]) -> Vec<u8> {
     let mut validity = Vec::with_capacity(34);
     element(0x18, ZERO_TIME, &mut validity);
     element(0x18, ZERO_TIME, &mut validity);
@@ -73,7 +83,7 @@ pub(crate) fn certificate_der(spki: &[u8], signature: &[u8; 64]) -> Vec<u8> {
 
 /// An Ed25519 key that signs with Ed25519 whatever the client offered.
 #[derive(Debug)]
-pub(crate) struct Ed25519Always(Arc<dyn SigningKey>);
+pub struct Ed25519Always(Arc<dyn SigningKey>);
 
 impl SigningKey for Ed25519Always {
     fn choose_scheme(&self, _offered: &[SignatureScheme]) -> Option<Box<dyn Signer>> {
@@ -91,7 +101,7 @@ impl SigningKey for Ed25519Always {
 
 /// A fresh Ed25519 key and its certificate for the connection whose auth key is
 /// `auth_key`.
-pub(crate) fn certified_key(auth_key: &AuthKey) -> Result<Arc<CertifiedKey>, String> {
+pub fn certified_key(auth_key: &AuthKey) -> Result<Arc<CertifiedKey>, String> {
     let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new())
         .map_err(|_| "no randomness for an Ed25519 key".to_owned())?;
     let der = PrivatePkcs8KeyDer::from(pkcs8.as_ref());

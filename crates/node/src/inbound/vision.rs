@@ -1,0 +1,272 @@
+//! XTLS Vision on a VLESS connection over TLS or REALITY: the server's side of
+//! [`switchyard_proto::vision`].
+//!
+//! [`Vision`] sits between the TLS session and the relay. Uplink, it reads the
+//! client's blocks out of TLS; when the client's last block says *direct*, it takes
+//! what rustls has decrypted but not handed out, then reads the TCP socket itself:
+//! the client's inner TLS records come raw from then on. Downlink, it writes the
+//! target's bytes as blocks (the VLESS response header first, unpadded); when the
+//! target's TLS 1.3 handshake is over and its first application data goes out in a
+//! *direct* block, it flushes TLS and writes the TCP socket itself from then on.
+//! [`Records`] under rustls makes sure no raw byte was read as TLS.
+//!
+//! The two directions switch independently; a connection whose inner traffic is not
+//! TLS 1.3 ends its padding after a few packets and stays in TLS.
+
+use std::io::{self, Read};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll, ready};
+
+use ring::rand::{SecureRandom, SystemRandom};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::server::TlsStream;
+
+use switchyard_proto::vision::{Filter, Padder, Status, Unpadder};
+
+use super::Prefixed;
+use super::records::Records;
+use super::state::InboundState;
+
+/// A TLS session over TCP whose socket Vision can reach.
+pub(crate) type RawTls = TlsStream<Records<Prefixed<TcpStream>>>;
+
+/// The most of one write taken into blocks at a time.
+const MAX_WRITE: usize = 64 * 1024;
+/// A TLS record's largest plaintext: what one read out of TLS can give.
+const MAX_PLAINTEXT: usize = 16 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reading {
+    /// The client's blocks, in TLS.
+    Blocks,
+    /// Plain, in TLS.
+    Tls,
+    /// Raw on TCP.
+    Raw,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writing {
+    /// Blocks, in TLS.
+    Blocks,
+    /// Plain, in TLS.
+    Tls,
+    /// The direct block is written: TLS is flushed, then raw.
+    ToRaw,
+    /// Raw on TCP.
+    Raw,
+}
+
+/// A VLESS stream with the Vision flow.
+pub(crate) struct Vision {
+    tls: RawTls,
+    filter: Filter,
+    unpadder: Unpadder,
+    reading: Reading,
+    /// Content read but not yet handed out.
+    content: Vec<u8>,
+    content_at: usize,
+    padder: Padder,
+    writing: Writing,
+    /// Bytes for TLS not yet taken by it: the response header, blocks.
+    out: Vec<u8>,
+    out_at: usize,
+    /// The inbound's counters.
+    state: Arc<InboundState>,
+}
+
+impl Vision {
+    /// Vision on `tls` for the user `uuid`: `response` (the VLESS response header)
+    /// goes first, unpadded; `first` are the bytes that came behind the request
+    /// header (the client's first blocks).
+    pub(crate) fn new(
+        tls: RawTls,
+        uuid: [u8; 16],
+        response: &[u8],
+        first: &[u8],
+        state: Arc<InboundState>,
+    ) -> io::Result<Self> {
+        state.vision.fetch_add(1, Ordering::Relaxed);
+        let mut v = Self {
+            tls,
+            filter: Filter::default(),
+            unpadder: Unpadder::new(uuid),
+            reading: Reading::Blocks,
+            content: Vec::new(),
+            content_at: 0,
+            padder: Padder::new(uuid),
+            writing: Writing::Blocks,
+            out: response.to_vec(),
+            out_at: 0,
+            state,
+        };
+        if !first.is_empty() {
+            v.take_blocks(first)?;
+        }
+        Ok(v)
+    }
+
+    /// Reads `data` of the client's blocks into `content` and follows its status.
+    fn take_blocks(&mut self, data: &[u8]) -> io::Result<()> {
+        let before = self.content.len();
+        let status = self
+            .unpadder
+            .push(data, &mut self.content)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if self.filter.watching() && self.content.len() > before {
+            self.filter.observe(&self.content[before..]);
+        }
+        match status {
+            Status::Blocks => {}
+            Status::Ended | Status::NotPadded => {
+                self.reading = Reading::Tls;
+                self.tls.get_mut().0.unbound();
+            }
+            Status::Direct => {
+                // What rustls decrypted behind the last block is the client's too.
+                let mut more = [0u8; 4096];
+                loop {
+                    match self.tls.get_mut().1.reader().read(&mut more) {
+                        Ok(0) => break,
+                        Ok(n) => self.content.extend_from_slice(&more[..n]),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                self.reading = Reading::Raw;
+                self.tls.get_mut().0.unbound();
+                self.state.vision_direct_up.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands `out` to TLS.
+    fn poll_out(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.out_at < self.out.len() {
+            let n = ready!(Pin::new(&mut self.tls).poll_write(cx, &self.out[self.out_at..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.out_at += n;
+        }
+        self.out.clear();
+        self.out_at = 0;
+        Poll::Ready(Ok(()))
+    }
+
+    /// Everything for TLS is out of TLS too; then writes go raw.
+    fn poll_to_raw(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.writing == Writing::ToRaw {
+            ready!(Pin::new(&mut self.tls).poll_flush(cx))?;
+            self.writing = Writing::Raw;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    fn raw(&mut self) -> Pin<&mut Records<Prefixed<TcpStream>>> {
+        Pin::new(self.tls.get_mut().0)
+    }
+}
+
+/// A uniform draw below `n` for padding lengths.
+fn draw(n: u32) -> u32 {
+    let mut b = [0u8; 4];
+    // The system's generator does not fail on Linux; zeros would only mean short padding.
+    let _ = SystemRandom::new().fill(&mut b);
+    u32::from_le_bytes(b) % n.max(1)
+}
+
+impl AsyncRead for Vision {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if this.content_at < this.content.len() {
+                let n = (this.content.len() - this.content_at).min(buf.remaining());
+                buf.put_slice(&this.content[this.content_at..this.content_at + n]);
+                this.content_at += n;
+                if this.content_at == this.content.len() {
+                    this.content = Vec::new();
+                    this.content_at = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            match this.reading {
+                Reading::Raw => return this.raw().poll_read(cx, buf),
+                Reading::Tls => return Pin::new(&mut this.tls).poll_read(cx, buf),
+                Reading::Blocks => {
+                    let mut plain = [0u8; MAX_PLAINTEXT];
+                    let mut read = ReadBuf::new(&mut plain);
+                    ready!(Pin::new(&mut this.tls).poll_read(cx, &mut read))?;
+                    if read.filled().is_empty() {
+                        return Poll::Ready(Ok(())); // the end
+                    }
+                    let n = read.filled().len();
+                    this.take_blocks(&plain[..n])?;
+                }
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Vision {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        ready!(this.poll_out(cx))?;
+        ready!(this.poll_to_raw(cx))?;
+        match this.writing {
+            Writing::Raw | Writing::ToRaw => this.raw().poll_write(cx, data),
+            Writing::Tls => Pin::new(&mut this.tls).poll_write(cx, data),
+            Writing::Blocks => {
+                let take = data.len().min(MAX_WRITE);
+                let direct =
+                    this.padder
+                        .write(&mut this.filter, &data[..take], &mut this.out, &mut draw);
+                if direct {
+                    this.writing = Writing::ToRaw;
+                    this.state
+                        .vision_direct_down
+                        .fetch_add(1, Ordering::Relaxed);
+                } else if !this.padder.is_padding() {
+                    this.writing = Writing::Tls;
+                }
+                // The bytes are taken; pushing them on may wait for the socket.
+                if let Poll::Ready(Err(e)) = this.poll_out(cx) {
+                    return Poll::Ready(Err(e));
+                }
+                Poll::Ready(Ok(take))
+            }
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        ready!(this.poll_out(cx))?;
+        ready!(this.poll_to_raw(cx))?;
+        match this.writing {
+            Writing::Raw | Writing::ToRaw => this.raw().poll_flush(cx),
+            Writing::Blocks | Writing::Tls => Pin::new(&mut this.tls).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        ready!(this.poll_out(cx))?;
+        ready!(this.poll_to_raw(cx))?;
+        match this.writing {
+            Writing::Raw | Writing::ToRaw => this.raw().poll_shutdown(cx),
+            Writing::Blocks | Writing::Tls => Pin::new(&mut this.tls).poll_shutdown(cx),
+        }
+    }
+}
