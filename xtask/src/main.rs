@@ -3,7 +3,7 @@
 //! - `cargo xtask test`: formatting, lints, the workspace's tests and doctests, in that
 //!   order, stopping at the first failure ([`test`]).
 //! - `cargo xtask bench [NAME]`: the criterion benchmarks and the node's end-to-end
-//!   benchmark against sing-box (`cargo xtask bench node` for that one alone) and the
+//!   benchmark against sing-box and Xray (`cargo xtask bench node` for that one alone) and the
 //!   tunnel's against rathole (`cargo xtask bench tunnel`), or the panel under HTTP
 //!   load (`cargo xtask bench panel`, with the time a user change takes to reach a node), then
 //!   their medians and ratios against the references into `docs/benchmarks.md`
@@ -47,7 +47,7 @@ enum Task {
     Test,
     /// Run the benchmarks and write docs/benchmarks.md.
     Bench {
-        /// `node`: only the node benchmark against sing-box; `tunnel`: only the tunnel
+        /// `node`: only the node benchmark against sing-box and Xray; `tunnel`: only the tunnel
         /// benchmark against rathole; `panel`: the panel under HTTP load; anything else:
         /// only the
         /// criterion benchmarks whose name contains NAME (criterion's filter).

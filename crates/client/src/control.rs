@@ -107,7 +107,19 @@ pub fn serve(path: &Path, calls: mpsc::UnboundedSender<Call>) -> Result<(), Cont
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(socket)?;
     }
     tokio::spawn(async move {
-        while let Ok((s, _)) = listener.accept().await {
+        loop {
+            let s = match listener.accept().await {
+                Ok((s, _)) => s,
+                Err(e) => {
+                    // Out of descriptors and the like: wait, never stop answering.
+                    tracing::warn!("control socket: accept failed: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            if calls.is_closed() {
+                return; // the client is stopping
+            }
             let calls = calls.clone();
             tokio::spawn(async move {
                 if let Err(e) = answer(s, calls).await {

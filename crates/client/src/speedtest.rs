@@ -124,19 +124,54 @@ async fn head(
             return Err("closed before the response head".into());
         }
         head.extend_from_slice(&chunk[..n]);
-        let mut headers = [httparse::EMPTY_HEADER; 32];
-        let mut response = httparse::Response::new(&mut headers);
-        match response.parse(&head) {
-            Ok(httparse::Status::Complete(len)) => {
-                let code = response.code.unwrap_or(0);
-                if !(200..300).contains(&code) {
-                    return Err(format!("HTTP {code}"));
-                }
-                return Ok((s, (head.len() - len) as u64));
-            }
-            Ok(httparse::Status::Partial) if head.len() <= 16 << 10 => {}
-            Ok(httparse::Status::Partial) => return Err("a response head over 16 KiB".into()),
-            Err(e) => return Err(format!("not an HTTP response: {e}")),
+        if let Some(len) = response_head(&head)? {
+            return Ok((s, (head.len() - len) as u64));
         }
+    }
+}
+
+/// The largest response head a speed test server may send.
+pub const MAX_HEAD: usize = 16 << 10;
+
+/// Reads the response head at the start of `bytes` (what a speed test server sent so
+/// far): `Ok(None)` until it is whole, then its length; an error for anything but a
+/// 2xx answer, a head over [`MAX_HEAD`], or bytes that are not HTTP.
+pub fn response_head(bytes: &[u8]) -> Result<Option<usize>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut response = httparse::Response::new(&mut headers);
+    match response.parse(bytes) {
+        Ok(httparse::Status::Complete(len)) => {
+            let code = response.code.unwrap_or(0);
+            if (200..300).contains(&code) {
+                Ok(Some(len))
+            } else {
+                Err(format!("HTTP {code}"))
+            }
+        }
+        Ok(httparse::Status::Partial) if bytes.len() <= MAX_HEAD => Ok(None),
+        Ok(httparse::Status::Partial) => Err("a response head over 16 KiB".into()),
+        Err(e) => Err(format!("not an HTTP response: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_head_is_read_whole_and_only_2xx_passes() {
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        assert_eq!(response_head(ok), Ok(Some(ok.len() - 5)));
+        assert_eq!(response_head(&ok[..20]), Ok(None));
+        assert_eq!(
+            response_head(b"HTTP/1.1 404 Not Found\r\n\r\n"),
+            Err("HTTP 404".into())
+        );
+        assert!(response_head(b"SSH-2.0-x\r\n").is_err());
+        let long = [&b"HTTP/1.1 200 OK\r\nX: "[..], &[b'a'; MAX_HEAD]].concat();
+        assert_eq!(
+            response_head(&long),
+            Err("a response head over 16 KiB".into())
+        );
     }
 }

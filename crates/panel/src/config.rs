@@ -68,6 +68,29 @@ pub struct PanelConfig {
     pub metrics_without_token: bool,
     /// What subscriptions say and who gets which format.
     pub subscription: SubscriptionSettings,
+    /// What new tunnels get when the operator leaves it out.
+    pub tunnels: TunnelSettings,
+}
+
+/// Tunnels' defaults.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TunnelSettings {
+    /// The target site (`host:port`) of a REALITY profile that names none: the
+    /// listening side splices every connection that is not the tunnel's own to it, so
+    /// a prober sees that site. Default `www.microsoft.com:443`: a large site on
+    /// TLS 1.3 whose certificate is unremarkable at any address. Choose one near your
+    /// servers (same network or country) that serves TLS 1.3 and HTTP/2; the server
+    /// name sent defaults to its host. The node connects to it only when it splices.
+    pub reality_dest: String,
+}
+
+impl Default for TunnelSettings {
+    fn default() -> Self {
+        Self {
+            reality_dest: crate::model::tunnel::DEFAULT_REALITY_DEST.to_owned(),
+        }
+    }
 }
 
 /// Apps that send no `x-hwid`, for users with a device limit.
@@ -164,6 +187,7 @@ impl Default for PanelConfig {
             auth: AuthSettings::default(),
             metrics_without_token: false,
             subscription: SubscriptionSettings::default(),
+            tunnels: TunnelSettings::default(),
         }
     }
 }
@@ -266,6 +290,19 @@ impl PanelConfig {
             return Err(invalid(
                 "auth.login_burst",
                 "login_burst and login_refill_s must be at least 1",
+            ));
+        }
+        crate::model::tunnel::check_address("tunnels.reality_dest", &self.tunnels.reality_dest)
+            .map_err(|e| invalid(&e.field, e.message))?;
+        let host = self
+            .tunnels
+            .reality_dest
+            .rsplit_once(':')
+            .map_or("", |(h, _)| h);
+        if host.starts_with('[') || host.parse::<std::net::IpAddr>().is_ok() {
+            return Err(invalid(
+                "tunnels.reality_dest",
+                "must name the site (host:port): its host is the server name sent",
             ));
         }
         self.subscription.validate()
@@ -383,6 +420,33 @@ mod tests {
         assert!(
             matches!(bad.validate(), Err(PanelConfigError::Invalid { field, .. }) if field == "public_url")
         );
+    }
+
+    #[test]
+    fn the_reality_target_is_a_named_host_and_port() {
+        let c = PanelConfig::default();
+        assert_eq!(c.tunnels.reality_dest, "www.microsoft.com:443");
+        assert_eq!(c.validate(), Ok(()));
+        let c: PanelConfig =
+            toml::from_str("[tunnels]\nreality_dest = \"www.example.org:8443\"").unwrap();
+        assert_eq!(c.validate(), Ok(()));
+        for bad in [
+            "www.example.org",
+            "10.0.0.1:443",
+            "[2001:db8::1]:443",
+            "a b:443",
+        ] {
+            let c = PanelConfig {
+                tunnels: TunnelSettings {
+                    reality_dest: bad.into(),
+                },
+                ..PanelConfig::default()
+            };
+            assert!(
+                matches!(c.validate(), Err(PanelConfigError::Invalid { field, .. }) if field == "tunnels.reality_dest"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

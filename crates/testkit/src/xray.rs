@@ -89,6 +89,13 @@ impl Xray {
         &self.config
     }
 
+    /// Its process id: Xray's own, since `setpriv` execs it. For reading its CPU
+    /// time and memory from `/proc`, as the node's benchmark does with Xray as the
+    /// server.
+    pub fn id(&self) -> u32 {
+        self.process.id()
+    }
+
     /// The last lines of its log.
     pub fn log_tail(&self) -> String {
         self.process.log_tail()

@@ -30,5 +30,6 @@ pub mod mux;
 pub mod placement;
 pub mod pool;
 pub mod reality;
+pub mod supervise;
 pub mod user_limits;
 pub mod ws;

@@ -11,9 +11,11 @@
 //!
 //! `cargo xtask bench node` runs the node's end-to-end benchmark
 //! (`crates/node/benches/node/`): it installs the pinned peers, builds our release
-//! binary, runs the bench (which measures our node and sing-box as separate server
-//! processes side by side) and writes the table it reports into `docs/benchmarks.md`
-//! between the `bench:node` markers. `cargo xtask bench criterion` runs every criterion
+//! binary, runs the bench (which measures our node against sing-box and against
+//! Xray-core, each as a separate server process side by side) and writes the tables
+//! it reports into `docs/benchmarks.md` between the `bench:node` markers. With
+//! [`NODE_QUICK_ENV`] (a smoke run) or [`NODE_CASES_ENV`] (a subset of the cases) set,
+//! the bench reads them too and the report is only printed. `cargo xtask bench criterion` runs every criterion
 //! benchmark (Auto's, the panel's render and subscriptions, the balancer's) and writes
 //! their table; any other NAME filters them (and only prints); no NAME runs the
 //! criterion benchmarks, then the node, tunnel and panel benchmarks.
@@ -68,6 +70,10 @@ const NODE_SECTION: Section = Section {
 /// The variables the node bench reads: where our binary is, where to put its table.
 const NODE_BINARY_ENV: &str = "SWITCHYARD_BIN";
 const NODE_REPORT_ENV: &str = "SWITCHYARD_NODE_BENCH_REPORT";
+/// The node bench's knobs (`crates/node/benches/node/plan.rs`): `1` for a smoke run
+/// with every size cut down; comma-separated words naming the cases to run.
+const NODE_QUICK_ENV: &str = "SWITCHYARD_NODE_BENCH_QUICK";
+const NODE_CASES_ENV: &str = "SWITCHYARD_NODE_BENCH_CASES";
 
 /// The NAME that runs the tunnel's end-to-end benchmark against rathole.
 const TUNNEL: &str = "tunnel";
@@ -196,6 +202,25 @@ fn node(root: &Path) -> Result<()> {
         .run()?;
     let table = fs::read_to_string(&report)
         .with_context(|| format!("reading the node bench's report {}", report.display()))?;
+    // As the bench reads them: a quick run unless unset, empty or 0; a subset unless
+    // unset or empty.
+    let set =
+        |name: &str, off: &[&str]| std::env::var(name).is_ok_and(|v| !off.contains(&v.trim()));
+    let partial: Vec<&str> = [
+        (NODE_QUICK_ENV, &["", "0"][..]),
+        (NODE_CASES_ENV, &[""][..]),
+    ]
+    .into_iter()
+    .filter(|(name, off)| set(name, off))
+    .map(|(name, _)| name)
+    .collect();
+    if !partial.is_empty() {
+        println!(
+            "(a partial run, {} set: {DOC} is left as it is; unset it to rewrite it)",
+            partial.join(" and ")
+        );
+        return Ok(());
+    }
     let how = format!(
         "`cargo xtask bench node` (`{}`, then `{}`)",
         build.line(),

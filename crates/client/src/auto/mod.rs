@@ -278,7 +278,14 @@ impl Driver {
                 .refresh_every
                 .or(s.update_interval)
                 .unwrap_or(DEFAULT_REFRESH);
-            tokio::spawn(subs::refresh(url.clone(), every, self.updates.clone()));
+            let (url, updates) = (url.clone(), self.updates.clone());
+            // Restarted if it ever fails: one bad answer must not end the refreshes.
+            switchyard_tunnel::supervise::supervise(
+                format!("refreshing the subscription {url}"),
+                tokio_util::sync::CancellationToken::new(),
+                std::sync::Arc::default(),
+                move || subs::refresh(url.clone(), every, updates.clone()),
+            );
         }
         self.urls.push(s.url.clone());
     }

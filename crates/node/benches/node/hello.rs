@@ -1,4 +1,5 @@
-//! Which TLS version and cipher suite the sing-box client and a server agree on.
+//! Which TLS version and cipher suite a case's client (sing-box or Xray) and a server
+//! agree on.
 //!
 //! A TLS 1.3 ServerHello is sent in the clear, so a one-off relay between a client
 //! and the server reads the suite off the wire: the real client's choice with the
@@ -9,21 +10,19 @@ use anyhow::{Context, Result, bail, ensure};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use switchyard_testkit::{HttpTarget, LOCALHOST, SingBox, TestCert, http, local, socks5};
+use switchyard_testkit::{LOCALHOST, local};
 
-use crate::Protocol;
+use crate::Fixture;
+use crate::case::Case;
+use crate::client::Client;
+use crate::target::{End, Target};
 
 /// Bytes of the server's first flight kept for parsing.
 const KEEP: usize = 4096;
 
 /// Sends one request through a fresh client whose server is a relay to the server
 /// on `port`, and names the version and suite of the ServerHello that went by.
-pub(crate) async fn negotiated(
-    protocol: Protocol,
-    port: u16,
-    cert: &TestCert,
-    target: &HttpTarget,
-) -> Result<String> {
+pub(crate) async fn negotiated(case: Case, port: u16, fx: &Fixture) -> Result<String> {
     let listener = TcpListener::bind((LOCALHOST, 0)).await?;
     let relay_port = listener.local_addr()?.port();
     let relay = tokio::spawn(async move {
@@ -31,9 +30,16 @@ pub(crate) async fn negotiated(
         let server = TcpStream::connect(local(port)).await?;
         carry(client, server).await
     });
-    let client = SingBox::client(protocol.outbound(relay_port, cert)).await?;
-    let stream = socks5::connect(client.proxy_addr()?, target.addr()).await?;
-    http::get_bytes(stream, 1024).await?;
+    let client = Client::start(case, relay_port, fx).await?;
+    Target::plain(&fx.http, End::of(case.peer))
+        .get(client.proxy()?, 1024)
+        .await
+        .with_context(|| {
+            format!(
+                "a request through the relay; the client's log:\n{}",
+                client.log_tail()
+            )
+        })?;
     drop(client);
     let first_flight = tokio::time::timeout(std::time::Duration::from_secs(10), relay)
         .await

@@ -12,9 +12,10 @@ use tokio::sync::{Mutex, Semaphore};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep};
 
-use switchyard_testkit::{HttpTarget, LOCALHOST, http, socks5};
+use switchyard_testkit::{LOCALHOST, socks5};
 
 use crate::server::Server;
+use crate::target::Target;
 
 /// Connections opened at once while setting up the idle ones.
 const OPENING_AT_ONCE: usize = 32;
@@ -28,18 +29,17 @@ const SETTLE: Duration = Duration::from_secs(1);
 /// over `conns` connections at once, checking every byte; returns MB/s (10^6 bytes).
 pub(crate) async fn bulk(
     proxy: SocketAddr,
-    target: &HttpTarget,
+    target: &Target,
     total: u64,
     conns: u64,
 ) -> Result<f64> {
     let each = total / conns;
-    let addr = target.addr();
     let start = Instant::now();
     let mut tasks = JoinSet::new();
     for _ in 0..conns {
+        let target = target.clone();
         tasks.spawn(async move {
-            let stream = socks5::connect(proxy, addr).await?;
-            let got = http::get_bytes(stream, each).await?;
+            let got = target.get(proxy, each).await?;
             ensure!(got == each, "received {got} of {each} bytes");
             anyhow::Ok(())
         });
@@ -54,14 +54,14 @@ pub(crate) async fn bulk(
 /// returns connections per second.
 pub(crate) async fn connections_per_second(
     proxy: SocketAddr,
-    target: &HttpTarget,
+    target: &Target,
     n: u32,
     body: u64,
 ) -> Result<f64> {
     let start = Instant::now();
     for i in 0..n {
-        let stream = socks5::connect(proxy, target.addr()).await?;
-        let got = http::get_bytes(stream, body)
+        let got = target
+            .get(proxy, body)
             .await
             .with_context(|| format!("request {i}"))?;
         ensure!(got == body, "request {i}: received {got} of {body} bytes");
@@ -79,13 +79,12 @@ pub(crate) async fn connections_per_second(
 pub(crate) async fn idle_memory(
     server: &mut Server,
     proxy: SocketAddr,
-    target: &HttpTarget,
+    target: &Target,
     n: usize,
 ) -> Result<f64> {
     // Warm-up, so that what a server builds on its first connections is in the base.
     for _ in 0..8 {
-        let stream = socks5::connect(proxy, target.addr()).await?;
-        http::get_bytes(stream, 1024).await?;
+        target.get(proxy, 1024).await?;
     }
     sleep(SETTLE).await;
     let before = server.rss()?;

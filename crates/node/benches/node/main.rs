@@ -1,158 +1,86 @@
-//! End-to-end benchmark of the node against sing-box as the server.
+//! End-to-end benchmark of the node against sing-box and Xray-core as the server.
 //!
-//! Both servers run as their own processes, side by side in one run: our release
-//! binary (`switchyard node --config FILE`) and sing-box (`sing-box run`). Each sits
-//! behind its own sing-box client of the same config, and every request goes from
-//! this process through the client's SOCKS5 port and the server to the same local
-//! target ([`HttpTarget`], or a TCP server that accepts and holds for the idle
-//! connections). Which server is measured first alternates between repetitions.
+//! The servers run as their own processes, side by side in one run: our release
+//! binary (`switchyard node --config FILE`), sing-box (`sing-box run`) and Xray
+//! (`xray run`, as `nobody`). Each case ([`case::CASES`]) pits ours against one peer,
+//! and that peer is also the client in front of both servers: sing-box for VLESS+TLS,
+//! Trojan+TLS and Shadowsocks-2022 aes-128-gcm; Xray for VLESS+TLS and
+//! VLESS+REALITY with the `xtls-rprx-vision` flow. Every request goes from this
+//! process through the client's SOCKS5 port and the server to a local target: the
+//! [`HttpTarget`], the same behind TLS 1.3 ([`target::TlsSite`], for the "inner TLS
+//! 1.3" cases, where Vision's direct copy engages), or a TCP server that accepts and
+//! holds for the idle connections. Which server is measured first alternates between
+//! repetitions.
 //!
-//! Measured per protocol (VLESS+TLS, Trojan+TLS, Shadowsocks-2022 aes-128-gcm):
-//! bulk download over 1 and over 32 connections, new connections per second, and the
-//! server's resident memory per idle proxied connection. The medians and the ratio
-//! ours / sing-box are printed and, when `SWITCHYARD_NODE_BENCH_REPORT` names a file,
-//! written there as Markdown (`cargo xtask bench node` puts that into
-//! `docs/benchmarks.md`).
+//! Measured per case: bulk download over 1 and over 32 connections, the server's CPU
+//! time per GB, new connections per second, and the server's resident memory per
+//! idle proxied connection. The medians and the ratio ours / peer are printed and,
+//! when `SWITCHYARD_NODE_BENCH_REPORT` names a file, written there as Markdown
+//! (`cargo xtask bench node` puts that into `docs/benchmarks.md`). [`plan`] reads the
+//! knobs for a smoke run and for a subset of the cases.
 //!
 //! Everything listens on and connects to 127.0.0.1 only. Every process started here is
 //! killed when its owner is dropped, on success, error or panic alike.
 
+mod case;
+mod client;
 mod hello;
 mod load;
+mod plan;
 mod report;
 mod server;
+mod target;
 
 use std::fs;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
-use switchyard_testkit::config::{
-    shadowsocks_inbound, shadowsocks_outbound, tls_client, tls_server, trojan_inbound,
-    trojan_outbound, vless_inbound, vless_outbound,
-};
-use switchyard_testkit::{HttpTarget, SingBox, TestCert, local};
+use switchyard_node::reality::{self, Keys};
+use switchyard_testkit::{HttpTarget, TestCert};
 
-use crate::report::{Metric, Row};
+use crate::case::{Case, Inner};
+use crate::client::Client;
+use crate::plan::{BULK_WIDE, CPS_BODY, Plan};
+use crate::report::{Metric, Notes, Row};
 use crate::server::{Server, Side};
+use crate::target::{Target, TlsSite};
 
 /// Whether our node serves Shadowsocks-2022 in this build. While it is `false` the
 /// Shadowsocks rows measure sing-box only and show ours as "n/a".
 const OURS_SERVES_SHADOWSOCKS: bool = true;
 
-/// Bytes downloaded per bulk case (split evenly over its connections).
-const BULK_BYTES: u64 = 256 << 20;
-/// Parallel connections of the wide bulk case.
-const BULK_WIDE: u64 = 32;
-/// Sequential requests per connection-rate measurement, and the body each fetches.
-const CPS_REQUESTS: u32 = 500;
-const CPS_BODY: u64 = 1024;
-/// Idle proxied connections held open for the memory measurement.
-const IDLE_CONNECTIONS: usize = 1000;
-/// Repetitions of each measurement; the median is reported.
-const REPS: usize = 5;
-/// Repetitions of the memory measurement, each with fresh processes: its spread is
-/// small, and each costs a thousand TLS handshakes.
-const MEM_REPS: usize = 3;
+/// How many times a Vision case's repetition is tried before the run fails.
+const VISION_ATTEMPTS: usize = 3;
 
-/// Credentials, the same for both servers.
-const UUID: &str = "6f1c3f2e-9a0b-4c5d-8e7f-102132435465";
-const TROJAN_PASSWORD: &str = "bench-password";
-const SS_METHOD: &str = "2022-blake3-aes-128-gcm";
-const SS_SERVER_KEY: &str = "YmVuY2gtc2VydmVyLWtleQ=="; // "bench-server-key"
-const SS_USER_KEY: &str = "YmVuY2gtdXNlci1rZXkhIQ=="; // "bench-user-key!!"
+/// Bytes of the warm-up download through each server, over 4 connections.
+const WARM_UP_BYTES: u64 = 8 << 20;
 
-/// A protocol as both servers serve it and the client speaks it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Protocol {
-    VlessTls,
-    TrojanTls,
-    Shadowsocks,
+/// What every case shares: the servers' certificate and REALITY keys, the targets.
+pub(crate) struct Fixture {
+    /// The TLS servers' certificate, for `node.test`.
+    pub(crate) cert: TestCert,
+    /// REALITY's keys and short id, made by the node's own code.
+    pub(crate) keys: Keys,
+    pub(crate) http: HttpTarget,
+    /// The REALITY `dest` of both servers, and the TLS 1.3 target.
+    pub(crate) site: TlsSite,
 }
 
-impl Protocol {
-    const ALL: [Self; 3] = [Self::VlessTls, Self::TrojanTls, Self::Shadowsocks];
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::VlessTls => "VLESS+TLS",
-            Self::TrojanTls => "Trojan+TLS",
-            Self::Shadowsocks => "SS-2022 aes-128-gcm",
-        }
+impl Fixture {
+    async fn start() -> Result<Self> {
+        let http = HttpTarget::start().await?;
+        let site = TlsSite::start(http.addr()).await?;
+        Ok(Self {
+            cert: TestCert::new("node.test")?,
+            keys: reality::generate()
+                .map_err(|e| anyhow::anyhow!("generating REALITY keys: {e}"))?,
+            http,
+            site,
+        })
     }
 
-    fn tls(self) -> bool {
-        self != Self::Shadowsocks
-    }
-
-    /// The body of our node's `[[inbounds]]` table (without tag and port).
-    pub(crate) fn ours_inbound(self, cert: &TestCert) -> String {
-        let tls = format!(
-            "security = {{ type = \"tls\", cert = \"{}\", key = \"{}\" }}",
-            cert.cert_path().display(),
-            cert.key_path().display()
-        );
-        match self {
-            Self::VlessTls => format!("protocol = \"vless\"\n{tls}"),
-            Self::TrojanTls => format!("protocol = \"trojan\"\n{tls}"),
-            Self::Shadowsocks => format!(
-                "protocol = \"shadowsocks\"\nmethod = \"{SS_METHOD}\"\npassword = \"{SS_SERVER_KEY}\""
-            ),
-        }
-    }
-
-    /// Our node's `[[users]]` table: the one user.
-    pub(crate) fn ours_user(self) -> String {
-        let ss = match self {
-            Self::Shadowsocks => format!("shadowsocks = \"{SS_USER_KEY}\"\n"),
-            _ => String::new(),
-        };
-        format!(
-            "[[users]]\nname = \"bench\"\nvless = \"{UUID}\"\ntrojan = \"{TROJAN_PASSWORD}\"\n{ss}"
-        )
-    }
-
-    /// sing-box's inbound on `port`. Shadowsocks is multi-user (server key plus one
-    /// user), as our node's is, so the client's config is the same for both.
-    pub(crate) fn sing_box_inbound(self, port: u16, cert: &TestCert) -> Value {
-        match self {
-            Self::VlessTls => {
-                let mut inbound = vless_inbound(port, UUID);
-                inbound["tls"] = tls_server(cert);
-                inbound
-            }
-            Self::TrojanTls => trojan_inbound(port, TROJAN_PASSWORD, tls_server(cert)),
-            Self::Shadowsocks => {
-                let mut inbound = shadowsocks_inbound(port, SS_METHOD, SS_SERVER_KEY);
-                inbound["users"] = json!([{ "name": "bench", "password": SS_USER_KEY }]);
-                inbound
-            }
-        }
-    }
-
-    /// The client's outbound to a server on `port`.
-    pub(crate) fn outbound(self, port: u16, cert: &TestCert) -> Value {
-        let server = local(port);
-        match self {
-            Self::VlessTls => {
-                let mut out = vless_outbound(server, UUID);
-                out["tls"] = tls_client(cert);
-                out
-            }
-            Self::TrojanTls => trojan_outbound(server, TROJAN_PASSWORD, tls_client(cert)),
-            Self::Shadowsocks => {
-                shadowsocks_outbound(server, SS_METHOD, &format!("{SS_SERVER_KEY}:{SS_USER_KEY}"))
-            }
-        }
-    }
-
-    /// The sides measured: ours only when this build serves the protocol.
-    fn sides(self) -> Vec<Side> {
-        if self == Self::Shadowsocks && !OURS_SERVES_SHADOWSOCKS {
-            vec![Side::SingBox]
-        } else {
-            vec![Side::Ours, Side::SingBox]
-        }
+    fn target(&self, case: Case) -> Target {
+        Target::new(case, &self.http, &self.site)
     }
 }
 
@@ -168,42 +96,98 @@ fn in_order(sides: &[Side], rep: usize) -> Vec<Side> {
 /// A server and the client in front of it.
 struct Pair {
     server: Server,
-    client: SingBox,
+    client: Client,
 }
 
 impl Pair {
-    async fn start(side: Side, protocol: Protocol, cert: &TestCert) -> Result<Self> {
-        let server = Server::start(side, protocol, cert).await?;
-        let client = SingBox::client(protocol.outbound(server.port(), cert))
+    async fn start(side: Side, case: Case, fx: &Fixture) -> Result<Self> {
+        let server = Server::start(side, case, fx).await?;
+        let client = Client::start(case, server.port(), fx)
             .await
-            .with_context(|| format!("starting the sing-box client for {}", side.name()))?;
+            .with_context(|| format!("starting the client for {}", side.name()))?;
         Ok(Self { server, client })
     }
 
     fn proxy(&self) -> Result<std::net::SocketAddr> {
-        self.client.proxy_addr()
+        self.client.proxy()
     }
+
+    /// Lazily built state (TLS session tickets, buffers, thread pools), and the
+    /// proof that the pair carries the case at all.
+    async fn warm_up(&mut self, target: &Target) -> Result<()> {
+        let proxy = self.proxy()?;
+        let done = load::bulk(proxy, target, WARM_UP_BYTES, 4).await;
+        if let Err(e) = done {
+            let server = self.server.log_tail(5);
+            self.server.ensure_running()?;
+            return Err(e.context(format!(
+                "the warm-up download; the server's log ends with: {server:?}; the \
+                 client's: {:?}",
+                tail(&self.client.log_tail(), 5)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// One repetition's figures for one side.
+struct Measured {
+    one: f64,
+    many: f64,
+    cpu_ms: f64,
+    rate: f64,
+}
+
+/// Both downloads, the server's CPU time over them, then the new connections.
+async fn measure(pair: &Pair, target: &Target, plan: &Plan) -> Result<Measured> {
+    let proxy = pair.proxy()?;
+    let cpu_before = pair.server.cpu_seconds()?;
+    let one = load::bulk(proxy, target, plan.bulk_bytes, 1).await?;
+    let many = load::bulk(proxy, target, plan.bulk_bytes, BULK_WIDE).await?;
+    // The server's CPU time per GB carried, over both downloads.
+    let cpu_ms =
+        (pair.server.cpu_seconds()? - cpu_before) * 1e3 / (2.0 * plan.bulk_bytes as f64 / 1e9);
+    let rate = load::connections_per_second(proxy, target, plan.cps_requests, CPS_BODY).await?;
+    Ok(Measured {
+        one,
+        many,
+        cpu_ms,
+        rate,
+    })
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    let plan = Plan::from_env()?;
     let binary = server::ours_binary()?;
     println!(
-        "node benchmark: ours = {}, sing-box = {}",
+        "node benchmark: ours = {}, sing-box = {}, Xray = {}",
         binary.display(),
-        switchyard_testkit::sing_box::binary()?.display()
+        switchyard_testkit::sing_box::binary()?.display(),
+        switchyard_testkit::xray::binary()?.display()
     );
-    let mut rows = Vec::new();
-    let mut suites = Vec::new();
-    for protocol in Protocol::ALL {
-        println!("\n== {}", protocol.name());
-        rows.extend(
-            bench_protocol(protocol, &mut suites)
-                .await
-                .with_context(|| format!("benchmarking {}", protocol.name()))?,
-        );
+    if plan.partial() {
+        println!("a partial run: {plan:?}");
     }
-    let markdown = report::markdown(&rows, &suites, OURS_SERVES_SHADOWSOCKS);
+    let fx = Fixture::start().await?;
+    let mut rows = Vec::new();
+    let mut notes = Notes::default();
+    for case in plan.cases() {
+        println!("\n== {}", case.name());
+        let started = std::time::Instant::now();
+        rows.extend(
+            bench_case(case, &fx, &plan, &mut notes)
+                .await
+                .with_context(|| format!("benchmarking {}", case.name()))?,
+        );
+        println!("   ({:.0} s)", started.elapsed().as_secs_f64());
+    }
+    let markdown = report::markdown(&rows, &notes, &plan);
     println!("\n{markdown}");
     if let Some(path) = std::env::var_os("SWITCHYARD_NODE_BENCH_REPORT").map(PathBuf::from) {
         fs::write(&path, &markdown).with_context(|| format!("writing {}", path.display()))?;
@@ -211,77 +195,116 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
-async fn bench_protocol(protocol: Protocol, suites: &mut Vec<String>) -> Result<Vec<Row>> {
-    let cert = TestCert::new("node.test")?;
-    let target = HttpTarget::start().await?;
-    let sides = protocol.sides();
-    let mut rows: Vec<Row> = [
-        Metric::Bulk1,
-        Metric::BulkWide,
-        Metric::CpuPerGb,
-        Metric::Cps,
-        Metric::IdleMem,
-    ]
-    .into_iter()
-    .map(|metric| Row::new(protocol, metric))
-    .collect();
+async fn bench_case(case: Case, fx: &Fixture, plan: &Plan, notes: &mut Notes) -> Result<Vec<Row>> {
+    let target = fx.target(case);
+    let mut sides = case.sides();
+    let mut rows: Vec<Row> = Metric::of(case)
+        .into_iter()
+        .map(|metric| Row::new(case, metric))
+        .collect();
+    let row = |metric: Metric| -> usize {
+        rows.iter()
+            .position(|r| r.metric() == metric)
+            .expect("a row per metric")
+    };
+    let (bulk1, wide, cpu, cps) = (
+        row(Metric::Bulk1),
+        row(Metric::BulkWide),
+        row(Metric::CpuPerGb),
+        row(Metric::Cps),
+    );
+    let idle = Metric::of(case)
+        .contains(&Metric::IdleMem)
+        .then(|| row(Metric::IdleMem));
 
     {
         let mut pairs = Vec::new();
         for &side in &sides {
-            pairs.push((side, Pair::start(side, protocol, &cert).await?));
-        }
-        if protocol.tls() {
-            for (side, pair) in &pairs {
-                let suite = hello::negotiated(protocol, pair.server.port(), &cert, &target).await?;
-                println!("{}: the client negotiated {suite}", side.name());
-                suites.push(format!("{} with {}: {suite}", protocol.name(), side.name()));
+            let started = async {
+                let mut pair = Pair::start(side, case, fx).await?;
+                pair.warm_up(&target).await?;
+                anyhow::Ok(pair)
+            }
+            .await;
+            match started {
+                Ok(pair) => pairs.push((side, pair)),
+                Err(e) if side == Side::Ours && case.tolerant() => {
+                    println!("{}: ours does not serve it: {e:#}", case.name());
+                    notes.refused.push((case, format!("{e:#}")));
+                }
+                Err(e) => return Err(e),
             }
         }
-        for (_, pair) in &pairs {
-            // Warm-up: lazily built state (TLS session tickets, buffers, thread pools).
-            load::bulk(pair.proxy()?, &target, 8 << 20, 4).await?;
+        sides.retain(|s| pairs.iter().any(|(p, _)| p == s));
+        if case.protocol.tls() && case.inner == Inner::Http {
+            for (side, pair) in &pairs {
+                let suite = hello::negotiated(case, pair.server.port(), fx).await?;
+                println!("{}: the client negotiated {suite}", side.name());
+                notes.suites.push((
+                    case.peer,
+                    format!("{} with {}: {suite}", case.protocol.name(), side.name()),
+                ));
+            }
         }
-        for rep in 0..REPS {
+        for rep in 0..plan.reps {
             for side in in_order(&sides, rep) {
                 let pair = &pairs.iter().find(|(s, _)| *s == side).expect("started").1;
-                let proxy = pair.proxy()?;
-                let cpu_before = pair.server.cpu_seconds()?;
-                let one = load::bulk(proxy, &target, BULK_BYTES, 1).await?;
-                let wide = load::bulk(proxy, &target, BULK_BYTES, BULK_WIDE).await?;
-                // The server's CPU time per GB carried, over both downloads.
-                let cpu_ms = (pair.server.cpu_seconds()? - cpu_before) * 1e3
-                    / (2.0 * BULK_BYTES as f64 / 1e9);
-                let cps =
-                    load::connections_per_second(proxy, &target, CPS_REQUESTS, CPS_BODY).await?;
+                let mut attempt = 1;
+                let m = loop {
+                    match measure(pair, &target, plan).await {
+                        Ok(m) => break m,
+                        // Xray 24.11.21's Vision now and then corrupts an inner TLS
+                        // stream (known upstream, fixed in later releases): the
+                        // repetition is measured again and the report says so.
+                        Err(e) if case.tolerant() && attempt < VISION_ATTEMPTS => {
+                            println!(
+                                "  rep {rep} {:>8}: failed, measured again: {e:#}",
+                                side.name()
+                            );
+                            notes.retried.push((case, side, format!("{e:#}")));
+                            attempt += 1;
+                        }
+                        Err(e) => {
+                            return Err(e.context(format!("rep {rep} through {}", side.name())));
+                        }
+                    }
+                };
                 println!(
-                    "  rep {rep} {:>8}: bulk×1 {one:7.1} MB/s, bulk×{BULK_WIDE} {wide:7.1} MB/s, \
-                     {cps:6.0} conn/s, server CPU {cpu_ms:4.0} ms/GB",
-                    side.name()
+                    "  rep {rep} {:>8}: bulk×1 {:7.1} MB/s, bulk×{BULK_WIDE} {:7.1} MB/s, \
+                     {:6.0} conn/s, server CPU {:4.0} ms/GB",
+                    side.name(),
+                    m.one,
+                    m.many,
+                    m.rate,
+                    m.cpu_ms
                 );
-                rows[0].push(side, one);
-                rows[1].push(side, wide);
-                rows[2].push(side, cpu_ms);
-                rows[3].push(side, cps);
+                rows[bulk1].push(side, m.one);
+                rows[wide].push(side, m.many);
+                rows[cpu].push(side, m.cpu_ms);
+                rows[cps].push(side, m.rate);
             }
         }
     }
 
     // Memory: a fresh server (and client) per repetition, so each starts from the
     // same state.
-    for rep in 0..MEM_REPS {
+    let Some(idle) = idle else {
+        return Ok(rows);
+    };
+    for rep in 0..plan.mem_reps {
         for side in in_order(&sides, rep) {
-            let mut pair = Pair::start(side, protocol, &cert).await?;
+            let mut pair = Pair::start(side, case, fx).await?;
             let proxy = pair.proxy()?;
-            let per_conn = load::idle_memory(&mut pair.server, proxy, &target, IDLE_CONNECTIONS)
-                .await
-                .with_context(|| format!("idle connections through {}", side.name()))?;
+            let per_conn =
+                load::idle_memory(&mut pair.server, proxy, &target, plan.idle_connections)
+                    .await
+                    .with_context(|| format!("idle connections through {}", side.name()))?;
             println!(
                 "  rep {rep} {:>8}: {:.1} KiB per idle connection",
                 side.name(),
                 per_conn / 1024.0
             );
-            rows[4].push(side, per_conn);
+            rows[idle].push(side, per_conn);
         }
     }
     Ok(rows)

@@ -1,9 +1,9 @@
-//! Medians, ratios and the Markdown table.
+//! Medians, ratios and the Markdown tables: ours against sing-box, ours against Xray,
+//! and our Vision against our VLESS+TLS.
 
+use crate::case::{Case, Inner, Peer, Protocol};
+use crate::plan::{BULK_WIDE, CPS_BODY, Plan, QUICK_ENV};
 use crate::server::Side;
-use crate::{
-    BULK_BYTES, BULK_WIDE, CPS_BODY, CPS_REQUESTS, IDLE_CONNECTIONS, MEM_REPS, Protocol, REPS,
-};
 
 /// What a row measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +21,16 @@ pub(crate) enum Metric {
 }
 
 impl Metric {
+    /// What a case measures: the idle connections only with the plain target (with
+    /// the TLS one they would be the same connections).
+    pub(crate) fn of(case: Case) -> Vec<Self> {
+        let mut all = vec![Self::Bulk1, Self::BulkWide, Self::CpuPerGb, Self::Cps];
+        if case.inner == Inner::Http {
+            all.push(Self::IdleMem);
+        }
+        all
+    }
+
     fn label(self) -> String {
         match self {
             Self::Bulk1 => "download, 1 connection".to_owned(),
@@ -40,41 +50,63 @@ impl Metric {
         }
     }
 
-    /// The issue's goal for the ratio ours / sing-box, and whether `ratio` meets it.
-    fn goal(self, ratio: f64) -> String {
-        let (goal, met) = match self {
-            Self::Bulk1 | Self::BulkWide => ("≥ 1.00", ratio >= 1.0),
-            Self::IdleMem => ("≤ 0.50", ratio <= 0.5),
-            Self::CpuPerGb | Self::Cps => return "—".to_owned(),
+    /// The issue's goal for the ratio ours / `peer`, and whether `ratio` meets it:
+    /// sing-box's throughput at least, Xray's by 10 %; half the memory of either.
+    fn goal(self, peer: Peer, ratio: f64) -> String {
+        let (goal, met) = match (self, peer) {
+            (Self::Bulk1 | Self::BulkWide, Peer::SingBox) => ("≥ 1.00", ratio >= 1.0),
+            (Self::Bulk1 | Self::BulkWide, Peer::Xray) => ("≥ 1.10", ratio >= 1.1),
+            (Self::IdleMem, _) => ("≤ 0.50", ratio <= 0.5),
+            (Self::CpuPerGb | Self::Cps, _) => return "—".to_owned(),
         };
-        format!("{goal}: {}", if met { "met" } else { "**not met**" })
+        met_or_not(goal, met)
     }
 }
 
-/// One metric of one protocol: every repetition's value per side.
+fn met_or_not(goal: &str, met: bool) -> String {
+    format!("{goal}: {}", if met { "met" } else { "**not met**" })
+}
+
+/// One metric of one case: every repetition's value per side.
 pub(crate) struct Row {
-    protocol: Protocol,
+    case: Case,
     metric: Metric,
     ours: Vec<f64>,
-    sing_box: Vec<f64>,
+    reference: Vec<f64>,
 }
 
 impl Row {
-    pub(crate) fn new(protocol: Protocol, metric: Metric) -> Self {
+    pub(crate) fn new(case: Case, metric: Metric) -> Self {
         Self {
-            protocol,
+            case,
             metric,
             ours: Vec::new(),
-            sing_box: Vec::new(),
+            reference: Vec::new(),
         }
+    }
+
+    pub(crate) fn metric(&self) -> Metric {
+        self.metric
     }
 
     pub(crate) fn push(&mut self, side: Side, value: f64) {
         match side {
             Side::Ours => self.ours.push(value),
-            Side::SingBox => self.sing_box.push(value),
+            Side::SingBox | Side::Xray => self.reference.push(value),
         }
     }
+}
+
+/// What the report says besides the rows.
+#[derive(Default)]
+pub(crate) struct Notes {
+    /// "VLESS+TLS with ours: TLS 1.3, TLS_AES_128_GCM_SHA256", per client peer.
+    pub(crate) suites: Vec<(Peer, String)>,
+    /// Cases our node did not serve, and what went wrong.
+    pub(crate) refused: Vec<(Case, String)>,
+    /// Repetitions of a Vision case that failed and were measured again: which
+    /// side, and the error.
+    pub(crate) retried: Vec<(Case, Side, String)>,
 }
 
 /// The median of `values`; `None` when there are none.
@@ -89,51 +121,162 @@ fn median(values: &[f64]) -> Option<f64> {
     }
 }
 
-/// The table, what each metric is, and the TLS suites seen.
-pub(crate) fn markdown(rows: &[Row], suites: &[String], ours_serves_ss: bool) -> String {
-    let mut t = String::from(
-        "| protocol | metric | ours | sing-box | ours / sing-box | goal |\n\
-         |---|---|---:|---:|---:|---|\n",
+/// The tables, what each metric is, and the TLS suites seen.
+pub(crate) fn markdown(rows: &[Row], notes: &Notes, plan: &Plan) -> String {
+    let mut t = String::new();
+    if plan.partial() {
+        t += &format!(
+            "**A partial run** ({}): not the full benchmark; its numbers only show that \
+             the cases work.\n\n",
+            if plan.quick {
+                format!("{QUICK_ENV}=1, reduced sizes")
+            } else {
+                "a subset of the cases".to_owned()
+            }
+        );
+    }
+    for peer in Peer::ALL {
+        let of_peer: Vec<&Row> = rows.iter().filter(|r| r.case.peer == peer).collect();
+        if !of_peer.is_empty() {
+            t += &peer_table(peer, &of_peer, notes);
+            t += "\n";
+        }
+    }
+    t += &vision_table(rows);
+    t += &footnote(plan);
+    if !crate::OURS_SERVES_SHADOWSOCKS {
+        t += "\nShadowsocks-2022: our node's inbound is not in this build; sing-box alone \
+              (`OURS_SERVES_SHADOWSOCKS` in `crates/node/benches/node/main.rs` turns ours \
+              on).\n";
+    }
+    for (case, why) in &notes.refused {
+        t += &format!(
+            "\n{}: our node did not serve it in this build (its rows show n/a): {}\n",
+            case.name(),
+            why.replace('\n', " ")
+        );
+    }
+    for (case, side, why) in &notes.retried {
+        t += &format!(
+            "\n{}: a repetition through {} failed and was measured again: {}\n",
+            case.name(),
+            side.name(),
+            why.replace('\n', " ")
+        );
+    }
+    for peer in Peer::ALL {
+        let suites: Vec<&String> = notes
+            .suites
+            .iter()
+            .filter(|(p, _)| *p == peer)
+            .map(|(_, s)| s)
+            .collect();
+        if !suites.is_empty() {
+            t += &format!(
+                "\nTLS as negotiated with the {} client (read from the ServerHello):\n",
+                peer.side().name()
+            );
+            for s in suites {
+                t += &format!("- {s}\n");
+            }
+        }
+    }
+    t
+}
+
+/// `| protocol | metric | ours | PEER | ours / PEER | goal |` for `peer`'s cases.
+fn peer_table(peer: Peer, rows: &[&Row], notes: &Notes) -> String {
+    let name = peer.side().name();
+    let mut t = format!(
+        "| protocol | metric | ours | {name} | ours / {name} | goal |\n\
+         |---|---|---:|---:|---:|---|\n"
     );
     for row in rows {
         let ours = median(&row.ours);
-        let theirs = median(&row.sing_box);
+        let theirs = median(&row.reference);
+        let refused = notes.refused.iter().any(|(c, _)| *c == row.case);
         let show = |v: Option<f64>| match v {
             Some(v) => row.metric.value(v),
+            None if refused => "n/a (refused, see below)".to_owned(),
             None => "n/a (not in this build)".to_owned(),
         };
         let (ratio, goal) = match (ours, theirs) {
-            (Some(o), Some(s)) if s != 0.0 => (format!("{:.2}", o / s), row.metric.goal(o / s)),
+            (Some(o), Some(s)) if s != 0.0 => {
+                (format!("{:.2}", o / s), row.metric.goal(peer, o / s))
+            }
             _ => ("n/a".to_owned(), "—".to_owned()),
         };
         t += &format!(
             "| {} | {} | {} | {} | {ratio} | {goal} |\n",
-            row.protocol.name(),
+            row.case.label(),
             row.metric.label(),
             show(ours),
             show(theirs),
         );
     }
-    t += &format!(
-        "\nMedians of {REPS} repetitions (MB = 10^6 bytes). Download: {} MiB per case from \
-         the local HTTP target, every byte checked. Server CPU: the server process's user and system time \
-         (`/proc/PID/stat`) over both downloads, per GB; lower is better. New connections: {CPS_REQUESTS} \
-         sequential requests for {CPS_BODY} bytes, each on a new connection through the \
-         client and the server. Memory: the server's VmRSS growth with {IDLE_CONNECTIONS} \
-         idle proxied connections open, divided by {IDLE_CONNECTIONS}, in a fresh server \
-         process per repetition, median of {MEM_REPS}.\n",
-        BULK_BYTES >> 20
-    );
-    if !ours_serves_ss {
-        t += "\nShadowsocks-2022: our node's inbound is not in this build; sing-box alone \
-              (`OURS_SERVES_SHADOWSOCKS` in `crates/node/benches/node/main.rs` turns ours \
-              on).\n";
-    }
-    if !suites.is_empty() {
-        t += "\nTLS as negotiated with the sing-box client (read from the ServerHello):\n";
-        for s in suites {
-            t += &format!("- {s}\n");
+    t
+}
+
+/// Our VLESS+REALITY+Vision against our VLESS+TLS, both behind the Xray client, per
+/// target: the goal is within 10 % of TLS's throughput. Empty when a side is missing.
+fn vision_table(rows: &[Row]) -> String {
+    let ours = |protocol: Protocol, inner: Inner, metric: Metric| {
+        rows.iter()
+            .find(|r| r.case == Case::new(protocol, Peer::Xray, inner) && r.metric == metric)
+            .and_then(|r| median(&r.ours))
+    };
+    let mut t = String::new();
+    for inner in [Inner::Http, Inner::Tls13] {
+        for metric in [Metric::Bulk1, Metric::BulkWide, Metric::CpuPerGb] {
+            let vision = ours(Protocol::VlessRealityVision, inner, metric);
+            let tls = ours(Protocol::VlessTls, inner, metric);
+            let (Some(vision), Some(tls)) = (vision, tls) else {
+                continue;
+            };
+            let ratio = vision / tls;
+            let goal = match metric {
+                Metric::Bulk1 | Metric::BulkWide => met_or_not("≥ 0.90", ratio >= 0.9),
+                _ => "—".to_owned(),
+            };
+            let target = match inner {
+                Inner::Http => "plain HTTP",
+                Inner::Tls13 => "inner TLS 1.3",
+            };
+            t += &format!(
+                "| {target} | {} | {} | {} | {ratio:.2} | {goal} |\n",
+                metric.label(),
+                metric.value(vision),
+                metric.value(tls),
+            );
         }
     }
-    t
+    if t.is_empty() {
+        return t;
+    }
+    format!(
+        "Our node's VLESS+REALITY+Vision against its own VLESS+TLS (the rows above, \
+         Xray client):\n\n\
+         | traffic inside | metric | ours, Vision | ours, VLESS+TLS | Vision / TLS | goal |\n\
+         |---|---|---:|---:|---:|---|\n{t}\n"
+    )
+}
+
+fn footnote(plan: &Plan) -> String {
+    format!(
+        "Medians of {reps} repetitions (MB = 10^6 bytes). Download: {bulk} MiB per case from \
+         the local HTTP target, every byte checked. Server CPU: the server process's user and \
+         system time (`/proc/PID/stat`) over both downloads, per GB; lower is better. New \
+         connections: {cps} sequential requests for {CPS_BODY} bytes, each on a new \
+         connection through the client and the server. Memory: the server's VmRSS growth \
+         with {idle} idle proxied connections open, divided by {idle}, in a fresh server \
+         process per repetition, median of {mem}. \"Inner TLS 1.3\": the same through a TLS \
+         1.3 site in front of the target, the bench's client speaking TLS to it through the \
+         proxy, so that Vision's direct copy engages; without it Vision carries plain HTTP \
+         (padding, then plain copy inside REALITY's TLS).\n",
+        reps = plan.reps,
+        bulk = plan.bulk_bytes >> 20,
+        cps = plan.cps_requests,
+        idle = plan.idle_connections,
+        mem = plan.mem_reps,
+    )
 }

@@ -1,4 +1,5 @@
-//! The servers under test, each its own process: our release binary and sing-box.
+//! The servers under test, each its own process: our release binary, sing-box, and
+//! Xray (run by testkit, as `nobody`).
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -10,9 +11,10 @@ use anyhow::{Context, Result, bail};
 use tempfile::TempDir;
 use tokio::time::{Instant, sleep};
 
-use switchyard_testkit::{TestCert, config, free_port};
+use switchyard_testkit::{Xray, config, free_port};
 
-use crate::Protocol;
+use crate::Fixture;
+use crate::case::Case;
 
 /// The variable naming our binary; by default the release build beside this bench.
 pub(crate) const BINARY_ENV: &str = "SWITCHYARD_BIN";
@@ -28,6 +30,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) enum Side {
     Ours,
     SingBox,
+    Xray,
 }
 
 impl Side {
@@ -35,6 +38,7 @@ impl Side {
         match self {
             Self::Ours => "ours",
             Self::SingBox => "sing-box",
+            Self::Xray => "Xray",
         }
     }
 }
@@ -65,24 +69,43 @@ pub(crate) fn ours_binary() -> Result<PathBuf> {
 /// A server process listening on 127.0.0.1, killed when dropped.
 pub(crate) struct Server {
     side: Side,
-    child: Child,
     port: u16,
-    log: PathBuf,
-    // Config, state and log; removed after the process is gone.
-    _dir: TempDir,
+    process: Process,
+}
+
+/// The process itself: one started here, or testkit's Xray (which runs it as
+/// `nobody` and waits until it listens).
+enum Process {
+    Child {
+        child: Child,
+        log: PathBuf,
+        // Config, state and log; removed after the process is gone.
+        _dir: TempDir,
+    },
+    Xray(Xray),
 }
 
 impl Server {
-    /// Starts `side` serving `protocol` and waits until it listens.
-    pub(crate) async fn start(side: Side, protocol: Protocol, cert: &TestCert) -> Result<Self> {
+    /// Starts `side` serving `case` and waits until it listens.
+    pub(crate) async fn start(side: Side, case: Case, fx: &Fixture) -> Result<Self> {
+        let port = free_port()?;
+        if side == Side::Xray {
+            let xray = Xray::start(case.xray_server(port, fx))
+                .await
+                .context("starting the Xray server")?;
+            return Ok(Self {
+                side,
+                port,
+                process: Process::Xray(xray),
+            });
+        }
         let dir = tempfile::Builder::new()
             .prefix("switchyard-nbench-")
             .tempdir()?;
-        let port = free_port()?;
         let mut command = match side {
             Side::Ours => {
                 let path = dir.path().join("node.toml");
-                fs::write(&path, ours_config(protocol, port, cert, dir.path())?)?;
+                fs::write(&path, ours_config(case, port, fx, dir.path())?)?;
                 let mut c = Command::new(ours_binary()?);
                 c.arg("node").arg("--config").arg(&path);
                 // The same level as sing-box's configs (warn): no per-connection logs.
@@ -91,12 +114,13 @@ impl Server {
             }
             Side::SingBox => {
                 let path = dir.path().join("config.json");
-                let value = config::server(protocol.sing_box_inbound(port, cert));
+                let value = config::server(case.sing_box_inbound(port, &fx.cert));
                 fs::write(&path, serde_json::to_string_pretty(&value)?)?;
                 let mut c = Command::new(switchyard_testkit::sing_box::binary()?);
                 c.args(["run", "--disable-color", "-c"]).arg(&path);
                 c
             }
+            Side::Xray => unreachable!("started above"),
         };
         let log = dir.path().join("server.log");
         let out = File::create(&log)?;
@@ -109,10 +133,12 @@ impl Server {
             .with_context(|| format!("starting {}", side.name()))?;
         let mut server = Self {
             side,
-            child,
             port,
-            log,
-            _dir: dir,
+            process: Process::Child {
+                child,
+                log,
+                _dir: dir,
+            },
         };
         server.wait_listening().await?;
         Ok(server)
@@ -126,7 +152,7 @@ impl Server {
     /// Its resident memory (`VmRSS`), in bytes.
     pub(crate) fn rss(&mut self) -> Result<u64> {
         self.ensure_running()?;
-        let path = format!("/proc/{}/status", self.child.id());
+        let path = format!("/proc/{}/status", self.pid());
         let status = fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
         let kib: u64 = status
             .lines()
@@ -138,7 +164,7 @@ impl Server {
 
     /// CPU time it has used so far (user and system, all threads), in seconds.
     pub(crate) fn cpu_seconds(&self) -> Result<f64> {
-        let path = format!("/proc/{}/stat", self.child.id());
+        let path = format!("/proc/{}/stat", self.pid());
         let stat = fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
         // Fields after the command name (which may hold spaces, within parentheses):
         // state is field 3, utime 14 and stime 15.
@@ -154,16 +180,35 @@ impl Server {
         Ok(tick(11)? + tick(12)?)
     }
 
+    fn pid(&self) -> u32 {
+        match &self.process {
+            Process::Child { child, .. } => child.id(),
+            Process::Xray(xray) => xray.id(),
+        }
+    }
+
+    /// The last `lines` lines of its log.
+    pub(crate) fn log_tail(&self, lines: usize) -> String {
+        let text = match &self.process {
+            Process::Child { log, .. } => fs::read_to_string(log).unwrap_or_default(),
+            Process::Xray(xray) => xray.log_tail(),
+        };
+        let tail: Vec<&str> = text.lines().rev().take(lines).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        tail.join("\n")
+    }
+
     /// Fails, with the log's tail, when the process has exited.
     pub(crate) fn ensure_running(&mut self) -> Result<()> {
-        if let Some(status) = self.child.try_wait()? {
-            let text = fs::read_to_string(&self.log).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(20).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let status = match &mut self.process {
+            Process::Child { child, .. } => child.try_wait()?,
+            Process::Xray(xray) => return xray.ensure_running(),
+        };
+        if let Some(status) = status {
             bail!(
                 "{} exited ({status}); its log ends with:\n{}",
                 self.side.name(),
-                tail.join("\n")
+                self.log_tail(20)
             );
         }
         Ok(())
@@ -174,7 +219,7 @@ impl Server {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             self.ensure_running()?;
-            if listens(self.child.id(), self.port)? {
+            if listens(self.pid(), self.port)? {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -191,12 +236,15 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // Xray's runner kills it on its own drop.
+        if let Process::Child { child, .. } = &mut self.process {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
-fn ours_config(protocol: Protocol, port: u16, cert: &TestCert, dir: &Path) -> Result<String> {
+fn ours_config(case: Case, port: u16, fx: &Fixture, dir: &Path) -> Result<String> {
     Ok(format!(
         r#"version = 1
 [node]
@@ -215,8 +263,8 @@ port = {port}
 {user}"#,
         state = dir.join("state").display(),
         control = free_port()?,
-        inbound = protocol.ours_inbound(cert),
-        user = protocol.ours_user(),
+        inbound = case.ours_inbound(fx),
+        user = case.ours_user(),
     ))
 }
 

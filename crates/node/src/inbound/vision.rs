@@ -153,7 +153,12 @@ impl Vision {
             }
             self.out_at += n;
         }
-        self.out.clear();
+        // Once the padding is over nothing is staged here again: give the room back.
+        if self.padder.is_padding() {
+            self.out.clear();
+        } else {
+            self.out = Vec::new();
+        }
         self.out_at = 0;
         Poll::Ready(Ok(()))
     }

@@ -115,10 +115,15 @@ pub fn entry(
         Protocol::Shadowsocks => {
             let method = inbound.method.clone()?;
             let user = ss_user_key(credentials, &method)?;
-            EntryProtocol::Shadowsocks {
-                password: format!("{}:{user}", secrets.ss_server_key.as_deref()?),
-                method,
-            }
+            // SIP022's identity headers (`serverKey:userKey`) are for the AES methods
+            // only: a ChaCha client's password is its user key alone, which is what
+            // the node tries users' keys against (and sing-box refuses the pair).
+            let password = if method == "2022-blake3-chacha20-poly1305" {
+                user
+            } else {
+                format!("{}:{user}", secrets.ss_server_key.as_deref()?)
+            };
+            EntryProtocol::Shadowsocks { password, method }
         }
     };
     let transport = match &inbound.transport {

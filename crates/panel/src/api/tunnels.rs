@@ -1,9 +1,11 @@
 //! Tunnels: create, read, change, delete, duplicate for another relay, re-issue the
 //! certificate; their state and live status asked from the nodes, Reset, and the
-//! usage chart's points, and rotating the credentials. The operator fills in nothing security-related: the certificate is
-//! issued here (rcgen, for the tunnel's derived certificate name), credentials are
-//! derived when the nodes' halves are rendered, and neither the key nor a credential
-//! is ever in an answer.
+//! usage chart's points, and rotating the credentials. The operator fills in nothing
+//! security-related: the certificate is issued here (rcgen, for the tunnel's derived
+//! certificate name) and the REALITY key pair and short id made here, credentials are
+//! derived when the nodes' halves are rendered, and neither a private key nor a
+//! credential is ever in an answer. A new tunnel's first profile is REALITY in front
+//! of the panel's default target (`tunnels.reality_dest`) unless it says otherwise.
 
 use std::time::Duration;
 
@@ -19,8 +21,26 @@ use super::auth::Authed;
 use super::problem::{ApiError, Body, Id, Problem, Query};
 use crate::model::FieldError;
 use crate::model::Id as RowId;
-use crate::model::tunnel::{Tunnel, TunnelInput, UsagePoint, UsageStep, check_tunnel_name};
-use crate::store::TunnelCertificate;
+use crate::model::tunnel::{
+    LinkSecurity, Tunnel, TunnelInput, UsagePoint, UsageStep, check_tunnel_name,
+};
+use crate::store::{TunnelCertificate, TunnelRealityKeys};
+
+/// A fresh REALITY key pair and short id for tunnel `name`.
+fn reality_keys(name: &str) -> Result<TunnelRealityKeys, ApiError> {
+    let keys = switchyard_node::reality::generate().map_err(|e| {
+        tracing::error!(tunnel = name, "making the tunnel's REALITY keys: {e}");
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the tunnel's REALITY keys could not be made",
+        )
+    })?;
+    Ok(TunnelRealityKeys {
+        private_key: keys.private_key,
+        public_key: keys.public_key,
+        short_id: keys.short_id,
+    })
+}
 
 /// A fresh certificate (and key) for tunnel `name`.
 fn issue(name: &str) -> Result<TunnelCertificate, ApiError> {
@@ -45,22 +65,26 @@ pub async fn tunnels(State(s): State<AppState>, _a: Authed) -> Result<Json<Vec<T
     Ok(Json(s.store().tunnels().await?))
 }
 
-/// A new tunnel, with a certificate issued for it.
+/// A new tunnel, with a certificate issued for it and its REALITY keys. A first
+/// profile that says no security is REALITY in front of the panel's default target;
+/// other profiles default to TLS.
 #[utoipa::path(post, path = "/api/v1/tunnels", tag = "tunnels", request_body = TunnelInput,
     responses((status = 201, body = Tunnel), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
 pub async fn create_tunnel(
     State(s): State<AppState>,
     _a: Authed,
-    Body(input): Body<TunnelInput>,
+    Body(mut input): Body<TunnelInput>,
 ) -> Result<(StatusCode, Json<Tunnel>), ApiError> {
+    input.fill_defaults(None, &s.config().tunnels.reality_dest);
     input.check().map_err(ApiError::field)?;
     let certificate = issue(&input.name)?;
+    let reality = reality_keys(&input.name)?;
     Ok((
         StatusCode::CREATED,
         Json(
             s.store()
-                .create_tunnel(&input, &certificate, s.now())
+                .create_tunnel(&input, &certificate, &reality, s.now())
                 .await?,
         ),
     ))
@@ -77,7 +101,9 @@ pub async fn tunnel(
     Ok(Json(s.store().tunnel(id).await?))
 }
 
-/// Changes a tunnel (everything but its name).
+/// Changes a tunnel (everything but its name). A profile that says no security keeps
+/// that of the tunnel's profile on the same port (TLS for a new port), and a REALITY
+/// profile that names no target keeps its target.
 #[utoipa::path(put, path = "/api/v1/tunnels/{id}", tag = "tunnels", params(("id" = i64, Path)), request_body = TunnelInput,
     responses((status = 200, body = Tunnel), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
@@ -85,9 +111,20 @@ pub async fn update_tunnel(
     State(s): State<AppState>,
     _a: Authed,
     Id(id): Id<i64>,
-    Body(input): Body<TunnelInput>,
+    Body(mut input): Body<TunnelInput>,
 ) -> Result<Json<Tunnel>, ApiError> {
+    let current = s.store().tunnel(id).await?;
+    input.fill_defaults(Some(&current.profiles), &s.config().tunnels.reality_dest);
     input.check().map_err(ApiError::field)?;
+    let uses_reality = input
+        .profiles
+        .iter()
+        .any(|p| p.link_security() == LinkSecurity::Reality);
+    if uses_reality && current.reality_public_key.is_none() {
+        // A tunnel made before REALITY: its keys are made on its first REALITY profile.
+        let reality = reality_keys(&current.name)?;
+        s.store().init_tunnel_reality_keys(id, &reality).await?;
+    }
     Ok(Json(s.store().update_tunnel(id, &input).await?))
 }
 
@@ -115,8 +152,9 @@ pub struct DuplicateInput {
 }
 
 /// Copies a tunnel for another relay: the same origins, mode, balancing, links,
-/// profiles and rules, a new name, a new certificate (so new keys) and therefore new
-/// credentials: nothing of one relay's opens the other. The profiles' link addresses
+/// profiles (REALITY targets included) and rules, a new name, a new certificate and
+/// new REALITY keys and therefore new credentials: nothing of one relay's opens the
+/// other. The profiles' link addresses
 /// are not copied (they name the first relay): the copy's are the new relay's.
 #[utoipa::path(post, path = "/api/v1/tunnels/{id}/duplicate", tag = "tunnels", params(("id" = i64, Path)), request_body = DuplicateInput,
     responses((status = 201, body = Tunnel), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
@@ -152,6 +190,7 @@ pub async fn duplicate_tunnel(
             .into_iter()
             .map(|mut p| {
                 p.addresses.clear();
+                p.security = Some(p.link_security());
                 p
             })
             .collect(),
@@ -160,11 +199,12 @@ pub async fn duplicate_tunnel(
     };
     input.check().map_err(ApiError::field)?;
     let certificate = issue(&input.name)?;
+    let reality = reality_keys(&input.name)?;
     Ok((
         StatusCode::CREATED,
         Json(
             s.store()
-                .create_tunnel(&input, &certificate, s.now())
+                .create_tunnel(&input, &certificate, &reality, s.now())
                 .await?,
         ),
     ))
@@ -172,7 +212,7 @@ pub async fn duplicate_tunnel(
 
 /// Re-issues the tunnel's certificate with a new key. The previous pin stays accepted
 /// beside the new one (`previous_pin`) while both halves take the new certificate, so
-/// no link drops.
+/// no link drops. The REALITY keys stay as they are.
 #[utoipa::path(post, path = "/api/v1/tunnels/{id}/certificate", tag = "tunnels", params(("id" = i64, Path)),
     responses((status = 200, body = Tunnel), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn reissue_certificate(

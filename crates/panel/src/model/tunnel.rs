@@ -21,6 +21,11 @@ pub const MAX_LINKS: usize = 16;
 pub const MAX_RULES: usize = 256;
 /// The port of a new tunnel's profile when none is given.
 pub const DEFAULT_PORT: u16 = 7443;
+/// The target site a REALITY profile borrows when it names none (the panel's
+/// `tunnels.reality_dest` overrides it): a large site on TLS 1.3 and HTTP/2 whose
+/// certificate a prober expects to see on port 443 of any address. Xray's own
+/// examples use this one; 3x-ui used `yahoo.com:443` and now picks from a list.
+pub const DEFAULT_REALITY_DEST: &str = "www.microsoft.com:443";
 
 /// Who listens.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
@@ -52,6 +57,12 @@ pub enum LinkSecurity {
     /// other side.
     #[default]
     Tls,
+    /// TLS 1.3 with REALITY, on TCP only: the listening side answers only the
+    /// tunnel's dialing side (its hello sealed with the tunnel's REALITY key) and
+    /// splices everyone else, byte for byte, to the profile's target site
+    /// (`reality_dest`), so a prober sees that site. The panel makes the key pair and
+    /// the short id.
+    Reality,
 }
 
 /// How a profile's links are carried.
@@ -80,10 +91,12 @@ pub struct TunnelProfile {
     /// The listening side's port.
     #[schema(minimum = 1, maximum = 65535)]
     pub port: u16,
-    /// Link security.
-    #[serde(default)]
-    pub security: LinkSecurity,
-    /// Link transport.
+    /// Link security, `reality` or `tls`; always set in answers. Omitted on a new
+    /// tunnel: REALITY for the first profile, TLS for the others; omitted on a change:
+    /// the security of the tunnel's profile on the same port (TLS for a new port).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security: Option<LinkSecurity>,
+    /// Link transport (REALITY: `tcp` only).
     #[serde(default)]
     pub transport: LinkTransport,
     /// Reverse mode: the relay's link addresses (`host:port`) the origins dial, all at
@@ -91,16 +104,37 @@ pub struct TunnelProfile {
     /// relay dials each origin server's address at `port`).
     #[serde(default)]
     pub addresses: Vec<String>,
+    /// REALITY only: the target site (`host:port`) the listening side splices every
+    /// connection but the tunnel's own to: what a prober sees. Omitted: the
+    /// profile's current one on a change, else the panel's `tunnels.reality_dest`
+    /// (default `www.microsoft.com:443`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "www.microsoft.com:443")]
+    pub reality_dest: Option<String>,
+    /// REALITY only: the server name (SNI) the dialing side sends, one of the target
+    /// site's names. Omitted: the host of `reality_dest` (kept from the current
+    /// profile when the target is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reality_server_name: Option<String>,
 }
 
 impl Default for TunnelProfile {
     fn default() -> Self {
         Self {
             port: DEFAULT_PORT,
-            security: LinkSecurity::Tls,
+            security: None,
             transport: LinkTransport::Tcp,
             addresses: Vec::new(),
+            reality_dest: None,
+            reality_server_name: None,
         }
+    }
+}
+
+impl TunnelProfile {
+    /// The profile's security (TLS when unset: what every profile was before REALITY).
+    pub fn link_security(&self) -> LinkSecurity {
+        self.security.unwrap_or(LinkSecurity::Tls)
     }
 }
 
@@ -161,7 +195,8 @@ pub struct TunnelInput {
     #[serde(default = "default_window")]
     #[schema(minimum = 1, maximum = 64)]
     pub window_mib: u32,
-    /// 1–8 profiles; default one TLS profile on port 7443.
+    /// 1–8 profiles; default one REALITY profile on port 7443 in front of the
+    /// panel's default target.
     #[serde(default = "default_profiles")]
     pub profiles: Vec<TunnelProfile>,
     /// What goes into this tunnel when its relay carries several.
@@ -219,6 +254,10 @@ pub struct Tunnel {
     /// The previous epoch, whose credentials the listening side still accepts while
     /// a rotation rolls out; none once every server runs the current one.
     pub previous_credential_epoch: Option<i64>,
+    /// The tunnel's REALITY public key (X25519, base64url), which its REALITY profiles'
+    /// dialing side pins; none for a tunnel made before REALITY that never had a
+    /// REALITY profile. The private key is never in an answer.
+    pub reality_public_key: Option<String>,
     /// The relay.
     pub relay_server_id: Id,
     /// The origins, in order.
@@ -308,7 +347,55 @@ pub fn check_tunnel_name(field: &str, name: &str) -> Result<(), FieldError> {
     Ok(())
 }
 
+/// The host of a `host:port` (`[v6]:port` unbracketed), or the whole text when it
+/// has no port.
+fn host_of(address: &str) -> &str {
+    let host = address.rsplit_once(':').map_or(address, |(h, _)| h);
+    host.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
+}
+
 impl TunnelInput {
+    /// Fills in what the operator left out of the profiles' security. `current`: the
+    /// tunnel's profiles before a change (none for a new tunnel); `reality_dest`: the
+    /// panel's default target. A new tunnel's first profile is REALITY unless it says
+    /// otherwise, its other profiles TLS; a changed tunnel's profile keeps the
+    /// security (and REALITY target) of its profile on the same port. A REALITY
+    /// profile's server name defaults to its target's host.
+    pub fn fill_defaults(&mut self, current: Option<&[TunnelProfile]>, reality_dest: &str) {
+        for (i, p) in self.profiles.iter_mut().enumerate() {
+            let before = current
+                .and_then(|c| c.iter().find(|q| q.port == p.port))
+                .filter(|b| b.link_security() == LinkSecurity::Reality);
+            let security = p.security.unwrap_or(match (current, before) {
+                (None, _) if i == 0 => LinkSecurity::Reality,
+                (Some(_), Some(_)) => LinkSecurity::Reality,
+                _ => LinkSecurity::Tls,
+            });
+            p.security = Some(security);
+            if security != LinkSecurity::Reality || p.reality_dest.is_some() {
+                continue;
+            }
+            match before.and_then(|b| Some((b.reality_dest.clone()?, b))) {
+                Some((dest, b)) => {
+                    p.reality_dest = Some(dest);
+                    if p.reality_server_name.is_none() {
+                        p.reality_server_name = b.reality_server_name.clone();
+                    }
+                }
+                None => p.reality_dest = Some(reality_dest.to_owned()),
+            }
+        }
+        for p in &mut self.profiles {
+            if let (Some(dest), None) = (&p.reality_dest, &p.reality_server_name)
+                && p.link_security() == LinkSecurity::Reality
+            {
+                p.reality_server_name = Some(host_of(dest).to_owned());
+            }
+        }
+    }
+
     /// Checks everything that needs no database; the error names the field
     /// (`profiles[1].port`, `rules.cidrs[0]`).
     pub fn check(&self) -> Result<(), FieldError> {
@@ -363,6 +450,21 @@ fn check_profile(field: &str, p: &TunnelProfile) -> Result<(), FieldError> {
             "must be 1 to 65535",
         ));
     }
+    if p.link_security() == LinkSecurity::Reality {
+        check_reality(field, p)?;
+    } else {
+        for (name, set) in [
+            ("reality_dest", p.reality_dest.is_some()),
+            ("reality_server_name", p.reality_server_name.is_some()),
+        ] {
+            if set {
+                return Err(FieldError::new(
+                    format!("{field}.{name}"),
+                    "only a REALITY profile has a target site: set security to reality or leave this out",
+                ));
+            }
+        }
+    }
     if let LinkTransport::Ws { path, host } = &p.transport {
         if !path.starts_with('/') || path.len() > 256 || path.chars().any(char::is_control) {
             return Err(FieldError::new(
@@ -384,6 +486,34 @@ fn check_profile(field: &str, p: &TunnelProfile) -> Result<(), FieldError> {
         check_address(&format!("{field}.addresses[{j}]"), a)?;
     }
     Ok(())
+}
+
+/// A REALITY profile: on TCP, with a target `host:port` and a server name that is a
+/// name (a TLS client sends no address as SNI).
+fn check_reality(field: &str, p: &TunnelProfile) -> Result<(), FieldError> {
+    if p.transport != LinkTransport::Tcp {
+        return Err(FieldError::new(
+            format!("{field}.transport"),
+            "REALITY links run on TCP only: use {\"type\":\"tcp\"}, or TLS security for WebSocket",
+        ));
+    }
+    let dest_field = format!("{field}.reality_dest");
+    let Some(dest) = &p.reality_dest else {
+        return Err(FieldError::new(
+            dest_field,
+            "a REALITY profile needs its target site, host:port",
+        ));
+    };
+    check_address(&dest_field, dest)?;
+    let name_field = format!("{field}.reality_server_name");
+    let name = p.reality_server_name.as_deref().unwrap_or_default();
+    if name.parse::<std::net::IpAddr>().is_ok() || name.is_empty() {
+        return Err(FieldError::new(
+            name_field,
+            "one of the target site's names (the target is an address: name it)",
+        ));
+    }
+    check_host(&name_field, name)
 }
 
 /// Checks a `host:port` (`[v6]:port` for IPv6).

@@ -26,13 +26,30 @@ fn defaults_are_the_spec_s() {
         t.profiles,
         vec![TunnelProfile {
             port: 7443,
-            security: LinkSecurity::Tls,
+            security: None,
             transport: LinkTransport::Tcp,
             addresses: vec![],
+            reality_dest: None,
+            reality_server_name: None,
         }]
     );
     assert!(t.rules.is_empty());
     assert!(t.enabled);
+    assert_eq!(t.check(), Ok(()));
+    // A new tunnel's first profile is REALITY in front of the default target.
+    let mut t = input();
+    t.fill_defaults(None, DEFAULT_REALITY_DEST);
+    assert_eq!(
+        t.profiles,
+        vec![TunnelProfile {
+            port: 7443,
+            security: Some(LinkSecurity::Reality),
+            transport: LinkTransport::Tcp,
+            addresses: vec![],
+            reality_dest: Some("www.microsoft.com:443".into()),
+            reality_server_name: Some("www.microsoft.com".into()),
+        }]
+    );
     assert_eq!(t.check(), Ok(()));
     assert_eq!(origin_name(42), "server-42");
 }
@@ -122,6 +139,63 @@ fn every_error_names_its_field() {
         ),
         (Box::new(|t| t.rules.ports = vec![443, 0]), "rules.ports[1]"),
         (
+            Box::new(|t| {
+                t.profiles[0] = reality("www.example.org:443");
+                t.profiles[0].transport = LinkTransport::Ws {
+                    path: "/t".into(),
+                    host: String::new(),
+                };
+            }),
+            "profiles[0].transport",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0] = reality("www.example.org:443");
+                t.profiles[0].reality_dest = None;
+            }),
+            "profiles[0].reality_dest",
+        ),
+        (
+            Box::new(|t| t.profiles[0] = reality("www.example.org")),
+            "profiles[0].reality_dest",
+        ),
+        (
+            Box::new(|t| t.profiles[0] = reality("bad host:443")),
+            "profiles[0].reality_dest",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0] = reality("www.example.org:443");
+                t.profiles[0].reality_server_name = None;
+            }),
+            "profiles[0].reality_server_name",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0] = reality("10.0.0.1:443");
+                t.profiles[0].reality_server_name = Some("10.0.0.1".into());
+            }),
+            "profiles[0].reality_server_name",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0] = reality("www.example.org:443");
+                t.profiles[0].reality_server_name = Some("-x.example".into());
+            }),
+            "profiles[0].reality_server_name",
+        ),
+        (
+            Box::new(|t| t.profiles[0].reality_dest = Some("www.example.org:443".into())),
+            "profiles[0].reality_dest",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0].security = Some(LinkSecurity::Tls);
+                t.profiles[0].reality_server_name = Some("www.example.org".into());
+            }),
+            "profiles[0].reality_server_name",
+        ),
+        (
             Box::new(|t| t.rules.ports = vec![1; MAX_RULES + 1]),
             "rules.ports",
         ),
@@ -131,6 +205,90 @@ fn every_error_names_its_field() {
         change(&mut t);
         assert_eq!(field_of(&t).as_deref(), Some(field), "{t:?}");
     }
+}
+
+/// A REALITY profile on 7443 in front of `dest`, its server name the host.
+fn reality(dest: &str) -> TunnelProfile {
+    TunnelProfile {
+        security: Some(LinkSecurity::Reality),
+        reality_dest: Some(dest.into()),
+        reality_server_name: Some(dest.rsplit_once(':').map_or(dest, |(h, _)| h).into()),
+        ..TunnelProfile::default()
+    }
+}
+
+#[test]
+fn defaults_fill_reality_on_the_first_profile_of_a_new_tunnel_and_keep_a_change_s() {
+    // New: the first profile REALITY (the config's target), the others TLS; one
+    // that says TLS stays TLS; a server name defaults to the target's host.
+    let mut t: TunnelInput = serde_json::from_value(serde_json::json!({
+        "name": "eu", "relay_server_id": 1, "origin_server_ids": [2],
+        "profiles": [{"port": 443}, {"port": 8443}, {"port": 9443, "security": "reality",
+            "reality_dest": "[2001:db8::1]:443", "reality_server_name": "www.example.net"}],
+    }))
+    .unwrap();
+    t.fill_defaults(None, "www.example.org:8443");
+    let seen: Vec<_> = t
+        .profiles
+        .iter()
+        .map(|p| {
+            (
+                p.security,
+                p.reality_dest.as_deref(),
+                p.reality_server_name.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                Some(LinkSecurity::Reality),
+                Some("www.example.org:8443"),
+                Some("www.example.org")
+            ),
+            (Some(LinkSecurity::Tls), None, None),
+            (
+                Some(LinkSecurity::Reality),
+                Some("[2001:db8::1]:443"),
+                Some("www.example.net")
+            ),
+        ]
+    );
+    assert_eq!(t.check(), Ok(()));
+    let mut tls = input();
+    tls.profiles[0].security = Some(LinkSecurity::Tls);
+    tls.fill_defaults(None, DEFAULT_REALITY_DEST);
+    assert_eq!(
+        tls.profiles[0],
+        TunnelProfile {
+            security: Some(LinkSecurity::Tls),
+            ..TunnelProfile::default()
+        }
+    );
+
+    // A change that says nothing keeps each port's security and REALITY target; a
+    // new port is TLS; a new target takes its own host as server name.
+    let mut current = reality("www.example.org:443");
+    current.reality_server_name = Some("cdn.example.org".into());
+    let current = vec![current];
+    let mut change = input();
+    change.profiles.push(TunnelProfile {
+        port: 8443,
+        ..TunnelProfile::default()
+    });
+    change.fill_defaults(Some(&current), DEFAULT_REALITY_DEST);
+    assert_eq!(change.profiles[0], current[0]);
+    assert_eq!(change.profiles[1].security, Some(LinkSecurity::Tls));
+    let mut moved = input();
+    moved.profiles[0].reality_dest = Some("www.example.com:443".into());
+    moved.fill_defaults(Some(&current), DEFAULT_REALITY_DEST);
+    assert_eq!(moved.profiles[0], reality("www.example.com:443"));
+    // The JSON of a TLS profile is what it was before REALITY.
+    assert_eq!(
+        serde_json::to_value(&change.profiles[1]).unwrap(),
+        serde_json::json!({"port": 8443, "security": "tls", "transport": {"type": "tcp"}, "addresses": []})
+    );
 }
 
 #[test]

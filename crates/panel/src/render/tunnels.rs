@@ -16,6 +16,11 @@
 //!   while a rotation rolls out, the listening side (a reverse-mode relay, a
 //!   direct-mode origin) also gets each origin's credential at the previous epoch, and
 //!   the dialing side only the current one.
+//! - A REALITY profile becomes the node's `reality` transport (its target, server
+//!   name, the tunnel's REALITY public key and short id) in both halves; only the
+//!   listening half (a reverse-mode relay, a direct-mode origin) gets the private key,
+//!   and only when the tunnel has a REALITY profile. A tunnel with REALITY profiles
+//!   but no keys (a database edited by hand) is left out rather than half rendered.
 //! - A relay with two or more tunnels gets route rules: each tunnel's rules send what
 //!   they match into it (what matches none goes direct); with one tunnel the node makes
 //!   it the final outbound itself.
@@ -25,9 +30,9 @@ use switchyard_tunnel::credentials::{TunnelSecret, origin_credential_at, tunnel_
 
 use crate::model::Server;
 use crate::model::tunnel::{
-    LinkTransport, Tunnel, TunnelBalancing, TunnelMode, TunnelProfile, origin_name,
+    LinkSecurity, LinkTransport, Tunnel, TunnelBalancing, TunnelMode, TunnelProfile, origin_name,
 };
-use crate::store::TunnelCertificate;
+use crate::store::{TunnelCertificate, TunnelRealityKeys};
 
 /// A tunnel of the server being rendered, with what its halves need.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,6 +41,9 @@ pub struct SnapshotTunnel {
     pub tunnel: Tunnel,
     /// Its certificate (with the key: the listening half needs it).
     pub certificate: TunnelCertificate,
+    /// Its REALITY keys (with the private key: the listening half needs it); none for
+    /// a tunnel made before REALITY that never had a REALITY profile.
+    pub reality: Option<TunnelRealityKeys>,
     /// The relay server (its address is the default link address).
     pub relay: Server,
     /// The origin servers, in the tunnel's order (direct mode dials their addresses).
@@ -51,10 +59,19 @@ fn address(host: &str, port: u16) -> String {
     }
 }
 
-fn profile(p: &TunnelProfile, dialed: Option<&str>) -> Value {
-    let transport = match &p.transport {
-        LinkTransport::Tcp => json!({ "type": "tls" }),
-        LinkTransport::Ws { path, host } => json!({ "type": "ws", "path": path, "host": host }),
+fn profile(p: &TunnelProfile, dialed: Option<&str>, reality: &TunnelRealityKeys) -> Value {
+    let transport = match (p.link_security(), &p.transport) {
+        (LinkSecurity::Reality, _) => json!({
+            "type": "reality",
+            "server_name": p.reality_server_name,
+            "dest": p.reality_dest,
+            "public_key": reality.public_key,
+            "short_id": reality.short_id,
+        }),
+        (LinkSecurity::Tls, LinkTransport::Tcp) => json!({ "type": "tls" }),
+        (LinkSecurity::Tls, LinkTransport::Ws { path, host }) => {
+            json!({ "type": "ws", "path": path, "host": host })
+        }
     };
     let addresses: Vec<String> = match dialed {
         Some(_) if !p.addresses.is_empty() => p.addresses.clone(),
@@ -82,8 +99,23 @@ pub(super) fn halves(
     };
     let mut out = Vec::new();
     let mut relayed = Vec::new();
+    let no_keys = TunnelRealityKeys {
+        private_key: String::new(),
+        public_key: String::new(),
+        short_id: String::new(),
+    };
     for c in tunnels.iter().filter(|c| c.tunnel.enabled) {
         let t = &c.tunnel;
+        let uses_reality = t
+            .profiles
+            .iter()
+            .any(|p| p.link_security() == LinkSecurity::Reality);
+        let reality = match &c.reality {
+            Some(keys) => keys,
+            None if uses_reality => continue,
+            None => &no_keys,
+        };
+        let private_key = uses_reality.then_some(reality.private_key.as_str());
         let direct = t.mode == TunnelMode::Direct;
         let at = |origin: i64, epoch: i64| {
             let epoch = u64::try_from(epoch).unwrap_or_default();
@@ -126,8 +158,16 @@ pub(super) fn halves(
                 relay["listen"] = json!(listen);
                 relay["cert_pem"] = json!(c.certificate.cert_pem);
                 relay["key_pem"] = json!(c.certificate.key_pem);
+                if let Some(k) = private_key {
+                    relay["reality_private_key"] = json!(k);
+                }
             }
-            let mut v = head(t.profiles.iter().map(|p| profile(p, None)).collect());
+            let mut v = head(
+                t.profiles
+                    .iter()
+                    .map(|p| profile(p, None, reality))
+                    .collect(),
+            );
             v["relay"] = relay;
             out.push(v);
             relayed.push(t);
@@ -141,11 +181,19 @@ pub(super) fn halves(
                 if let Some(p) = previous(server.id) {
                     origin["previous_credential"] = json!(p);
                 }
+                if let Some(k) = private_key {
+                    origin["reality_private_key"] = json!(k);
+                }
             } else {
                 origin["pins"] = json!(pins(c));
             }
             let dialed = (!direct).then_some(c.relay.address.as_str());
-            let mut v = head(t.profiles.iter().map(|p| profile(p, dialed)).collect());
+            let mut v = head(
+                t.profiles
+                    .iter()
+                    .map(|p| profile(p, dialed, reality))
+                    .collect(),
+            );
             v["origin"] = origin;
             out.push(v);
         }

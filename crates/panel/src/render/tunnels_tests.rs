@@ -28,6 +28,7 @@ fn tunnel(id: i64, name: &str, input: impl FnOnce(&mut TunnelInput)) -> Snapshot
     .unwrap();
     input(&mut i);
     let issued = switchyard_tunnel::link::cert::issue(name).unwrap();
+    let keys = switchyard_node::reality::generate().unwrap();
     SnapshotTunnel {
         tunnel: Tunnel {
             id,
@@ -38,6 +39,7 @@ fn tunnel(id: i64, name: &str, input: impl FnOnce(&mut TunnelInput)) -> Snapshot
             previous_pin: None,
             credential_epoch: 0,
             previous_credential_epoch: None,
+            reality_public_key: Some(keys.public_key.clone()),
             relay_server_id: i.relay_server_id,
             origins: i
                 .origin_server_ids
@@ -61,6 +63,11 @@ fn tunnel(id: i64, name: &str, input: impl FnOnce(&mut TunnelInput)) -> Snapshot
             key_pem: issued.key_pem,
             pin: issued.pin.to_string(),
         },
+        reality: Some(TunnelRealityKeys {
+            private_key: keys.private_key,
+            public_key: keys.public_key,
+            short_id: keys.short_id,
+        }),
         relay: server(1, "198.51.100.1"),
         origins: vec![server(2, "198.51.100.2"), server(3, "2001:db8::3")],
     }
@@ -97,12 +104,14 @@ fn a_reverse_tunnel_gives_each_side_only_its_half() {
         i.balancing = TunnelBalancing::Priority;
         i.profiles.push(TunnelProfile {
             port: 8443,
-            security: LinkSecurity::Tls,
+            security: Some(LinkSecurity::Tls),
             transport: LinkTransport::Ws {
                 path: "/t".into(),
                 host: "cdn.example.com".into(),
             },
             addresses: vec!["cdn.example.com:443".into()],
+            reality_dest: None,
+            reality_server_name: None,
         });
     });
     let relay = config_of(1, vec![t.clone()]);
@@ -122,6 +131,10 @@ fn a_reverse_tunnel_gives_each_side_only_its_half() {
         Some(t.certificate.key_pem.as_str())
     );
     assert_eq!(r.listen.to_string(), "0.0.0.0");
+    assert!(
+        r.reality_private_key.is_none(),
+        "no REALITY profile, no REALITY key"
+    );
     let origins: Vec<(&str, &str)> = r
         .origins
         .iter()
@@ -337,4 +350,105 @@ fn a_copy_for_another_relay_shares_no_credential_tag_or_certificate() {
         .map(|o| o.credential.expose())
         .collect();
     assert!(!admitted.contains(&ob.credential.expose()));
+}
+
+/// Profile 0 REALITY in front of www.example.org, profile 1 TLS.
+fn with_reality(i: &mut TunnelInput) {
+    i.profiles[0].security = Some(LinkSecurity::Reality);
+    i.profiles[0].reality_dest = Some("www.example.org:443".into());
+    i.profiles[0].reality_server_name = Some("cdn.example.org".into());
+    i.profiles.push(TunnelProfile {
+        port: 8443,
+        security: Some(LinkSecurity::Tls),
+        ..TunnelProfile::default()
+    });
+}
+
+#[test]
+fn a_reality_profile_reaches_both_halves_and_only_the_listening_one_gets_the_private_key() {
+    let t = tunnel(1, "eu", with_reality);
+    let keys = t.reality.clone().unwrap();
+    let expected = TunnelTransport::Reality {
+        server_name: "cdn.example.org".into(),
+        dest: "www.example.org:443".into(),
+        public_key: keys.public_key.clone(),
+        short_id: keys.short_id.clone(),
+    };
+    assert_eq!(keys.short_id.len(), 16, "8 bytes in hex");
+
+    // Reverse: the relay listens and holds the private key.
+    let relay = config_of(1, vec![t.clone()]);
+    let half = &relay.tunnels[0];
+    assert_eq!(half.profiles[0].transport, expected);
+    assert_eq!(half.profiles[1].transport, TunnelTransport::Tls);
+    let r = half.relay.as_ref().unwrap();
+    assert_eq!(
+        r.reality_private_key.as_ref().map(|k| k.expose()),
+        Some(keys.private_key.as_str())
+    );
+    // Its certificate stays for the TLS profile.
+    assert_eq!(r.cert_pem.as_deref(), Some(t.certificate.cert_pem.as_str()));
+    for id in [2, 3] {
+        let origin = config_of(id, vec![t.clone()]);
+        let half = &origin.tunnels[0];
+        assert_eq!(half.profiles[0].transport, expected);
+        assert_eq!(half.profiles[1].transport, TunnelTransport::Tls);
+        assert_eq!(
+            (
+                half.profiles[0].addresses.as_slice(),
+                half.profiles[1].addresses.as_slice()
+            ),
+            (
+                ["198.51.100.1:7443".to_owned()].as_slice(),
+                ["198.51.100.1:8443".to_owned()].as_slice()
+            )
+        );
+        let o = half.origin.as_ref().unwrap();
+        assert!(o.reality_private_key.is_none(), "the dialing side never");
+        assert!(o.key_pem.is_none());
+        assert_eq!(o.all_pins(), std::slice::from_ref(&t.certificate.pin));
+    }
+
+    // Direct: the origins listen and hold it; the relay dials without it.
+    let d = tunnel(1, "dx", |i| {
+        with_reality(i);
+        i.mode = crate::model::tunnel::TunnelMode::Direct;
+    });
+    let dkeys = d.reality.clone().unwrap();
+    let relay = config_of(1, vec![d.clone()]);
+    let half = &relay.tunnels[0];
+    assert_eq!(
+        half.profiles[0].transport,
+        TunnelTransport::Reality {
+            server_name: "cdn.example.org".into(),
+            dest: "www.example.org:443".into(),
+            public_key: dkeys.public_key.clone(),
+            short_id: dkeys.short_id.clone(),
+        }
+    );
+    assert!(half.relay.as_ref().unwrap().reality_private_key.is_none());
+    for id in [2, 3] {
+        let origin = config_of(id, vec![d.clone()]);
+        let o = origin.tunnels[0].origin.as_ref().unwrap();
+        assert_eq!(
+            o.reality_private_key.as_ref().map(|k| k.expose()),
+            Some(dkeys.private_key.as_str())
+        );
+        assert_eq!(o.cert_pem.as_deref(), Some(d.certificate.cert_pem.as_str()));
+    }
+    // The private key is in no rendered config's reading (the node redacts it).
+    let shown = format!("{:?}", config_of(1, vec![t]));
+    assert!(!shown.contains(&keys.private_key), "{shown}");
+}
+
+#[test]
+fn a_reality_tunnel_without_keys_is_left_out_and_a_tls_one_needs_none() {
+    let mut t = tunnel(1, "eu", with_reality);
+    t.reality = None;
+    let mut tls = tunnel(2, "tls", |i| i.profiles[0].port = 7444);
+    tls.reality = None;
+    let relay = config_of(1, vec![t, tls]);
+    let names: Vec<&str> = relay.tunnels.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["tls"]);
+    assert_eq!(relay.tunnels[0].profiles[0].transport, TunnelTransport::Tls);
 }

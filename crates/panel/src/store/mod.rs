@@ -26,7 +26,7 @@ use utoipa::ToSchema;
 pub use changes::Changes;
 pub use routes::{Device, DeviceOutcome, DeviceSeen, RouteInput, RouteStore, Subscriber};
 pub use sql::SqlStore;
-pub use tunnels::{TunnelCertificate, TunnelStore};
+pub use tunnels::{TunnelCertificate, TunnelRealityKeys, TunnelStore};
 
 use crate::model::{
     Admin, Cluster, Credentials, FieldError, Flow, Health, Id, Inbound, InboundSecrets,

@@ -131,6 +131,7 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0007_server_history.sql"),
             include_str!("../../migrations/sqlite/0008_reality.sql"),
             include_str!("../../migrations/sqlite/0009_tunnel_credential_epoch.sql"),
+            include_str!("../../migrations/sqlite/0010_tunnel_reality.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -142,6 +143,7 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0007_server_history.sql"),
             include_str!("../../migrations/postgres/0008_reality.sql"),
             include_str!("../../migrations/postgres/0009_tunnel_credential_epoch.sql"),
+            include_str!("../../migrations/postgres/0010_tunnel_reality.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -156,6 +158,7 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (7, "server_history"),
         (8, "reality"),
         (9, "tunnel_credential_epoch"),
+        (10, "tunnel_reality"),
     ];
     let migrations = files
         .iter()

@@ -7,7 +7,7 @@ use switchyard_tunnel::credentials::{TunnelSecret, certificate_name, tunnel_tag}
 
 use super::rows;
 use super::sql::conflict;
-use super::tunnels::{TunnelCertificate, TunnelStore};
+use super::tunnels::{TunnelCertificate, TunnelRealityKeys, TunnelStore};
 use super::{SqlStore, Store, StoreError};
 use crate::model::tunnel::{
     Tunnel, TunnelBalancing, TunnelInput, TunnelMode, TunnelOrigin, UsagePoint, UsageStep,
@@ -20,7 +20,7 @@ type Tx = Transaction<'static, Any>;
 
 const COLUMNS: &str = "id, name, relay_server_id, mode, balancing, links, window_mib, \
     profiles, rules, enabled, pin, previous_pin, credential_epoch, previous_credential_epoch, \
-    created_ms";
+    reality_public_key, created_ms";
 
 fn mode_str(m: TunnelMode) -> &'static str {
     match m {
@@ -61,6 +61,7 @@ fn tunnel(r: &AnyRow) -> Result<Tunnel, sqlx::Error> {
         previous_pin: r.try_get("previous_pin")?,
         credential_epoch: r.try_get("credential_epoch")?,
         previous_credential_epoch: r.try_get("previous_credential_epoch")?,
+        reality_public_key: r.try_get("reality_public_key")?,
         relay_server_id: r.try_get("relay_server_id")?,
         origins: Vec::new(),
         mode: if mode == "direct" {
@@ -218,6 +219,7 @@ impl SqlStore {
         let mut out = Vec::with_capacity(mine.len());
         for tunnel in mine {
             let certificate = self.tunnel_certificate(tunnel.id).await?;
+            let reality = self.tunnel_reality_keys(tunnel.id).await?;
             let relay = Store::server(self, tunnel.relay_server_id).await?;
             let mut origins = Vec::with_capacity(tunnel.origins.len());
             for o in &tunnel.origins {
@@ -226,6 +228,7 @@ impl SqlStore {
             out.push(SnapshotTunnel {
                 tunnel,
                 certificate,
+                reality,
                 relay,
                 origins,
             });
@@ -343,6 +346,7 @@ impl TunnelStore for SqlStore {
         &self,
         input: &TunnelInput,
         certificate: &TunnelCertificate,
+        reality: &TunnelRealityKeys,
         now_ms: i64,
     ) -> Result<Tunnel, StoreError> {
         let mut tx = self.begin().await?;
@@ -350,8 +354,10 @@ impl TunnelStore for SqlStore {
         check_ports(&mut tx, input).await?;
         let row = sqlx::query(
             "INSERT INTO tunnels (name, relay_server_id, mode, balancing, links, profiles, \
-             rules, enabled, cert_pem, key_pem, pin, created_ms, window_mib) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+             rules, enabled, cert_pem, key_pem, pin, created_ms, window_mib, \
+             reality_private_key, reality_public_key, reality_short_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+             RETURNING id",
         )
         .bind(&input.name)
         .bind(input.relay_server_id)
@@ -366,6 +372,9 @@ impl TunnelStore for SqlStore {
         .bind(&certificate.pin)
         .bind(now_ms)
         .bind(i64::from(input.window_mib))
+        .bind(&reality.private_key)
+        .bind(&reality.public_key)
+        .bind(&reality.short_id)
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, "name", "a tunnel with this name exists"))?;
@@ -373,6 +382,48 @@ impl TunnelStore for SqlStore {
         set_origins(&mut tx, id, &input.origin_server_ids).await?;
         self.commit(tx).await?;
         self.tunnel(id).await
+    }
+
+    async fn init_tunnel_reality_keys(
+        &self,
+        id: Id,
+        reality: &TunnelRealityKeys,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        sqlx::query(
+            "UPDATE tunnels SET reality_private_key = $1, reality_public_key = $2, \
+             reality_short_id = $3 WHERE id = $4 AND reality_public_key IS NULL",
+        )
+        .bind(&reality.private_key)
+        .bind(&reality.public_key)
+        .bind(&reality.short_id)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+        // Nothing a node runs changed yet: the change that uses the keys announces.
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn tunnel_reality_keys(&self, id: Id) -> Result<Option<TunnelRealityKeys>, StoreError> {
+        let row = sqlx::query(
+            "SELECT reality_private_key, reality_public_key, reality_short_id FROM tunnels \
+             WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.read)
+        .await?
+        .ok_or(StoreError::NotFound("tunnel"))?;
+        let (private_key, public_key, short_id): (Option<String>, Option<String>, Option<String>) =
+            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
+        Ok(match (private_key, public_key, short_id) {
+            (Some(private_key), Some(public_key), Some(short_id)) => Some(TunnelRealityKeys {
+                private_key,
+                public_key,
+                short_id,
+            }),
+            _ => None,
+        })
     }
 
     async fn update_tunnel(&self, id: Id, input: &TunnelInput) -> Result<Tunnel, StoreError> {

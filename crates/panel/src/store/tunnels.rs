@@ -9,6 +9,9 @@
 //!   only by a re-issue, which keeps the previous pin for the overlap; the overlap
 //!   ends (the previous pin is dropped) once every server of the tunnel runs the
 //!   current pin ([`TunnelStore::confirm_tunnel_pins`]);
+//! - the REALITY key pair and short id are the panel's too: made once per tunnel
+//!   (with it, or on the first change of a tunnel made before REALITY), never
+//!   replaced; a duplicate gets its own;
 //! - credentials rotate by epoch ([`TunnelStore::rotate_tunnel_credentials`]); the
 //!   previous epoch stays accepted until every server of the tunnel runs the current
 //!   one ([`TunnelStore::confirm_tunnel_credentials`]).
@@ -39,6 +42,29 @@ impl std::fmt::Debug for TunnelCertificate {
     }
 }
 
+/// The REALITY key pair and short id the panel made for a tunnel: what its REALITY
+/// profiles run with. The listening half holds the private key, both halves the
+/// public key and short id.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TunnelRealityKeys {
+    /// The X25519 private key (base64url). A secret: never in the API, never in a log.
+    pub private_key: String,
+    /// Its public key (base64url), shown in the tunnel's answers.
+    pub public_key: String,
+    /// The short id (8 random bytes, hex) the dialing side presents.
+    pub short_id: String,
+}
+
+impl std::fmt::Debug for TunnelRealityKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TunnelRealityKeys")
+            .field("public_key", &self.public_key)
+            .field("short_id", &self.short_id)
+            .field("private_key", &switchyard_proto::entry::REDACTED)
+            .finish()
+    }
+}
+
 /// Tunnels in the store.
 #[async_trait]
 pub trait TunnelStore: Send + Sync {
@@ -46,13 +72,25 @@ pub trait TunnelStore: Send + Sync {
     async fn tunnels(&self) -> Result<Vec<Tunnel>, StoreError>;
     /// One tunnel.
     async fn tunnel(&self, id: Id) -> Result<Tunnel, StoreError>;
-    /// Creates a tunnel with the certificate issued for it.
+    /// Creates a tunnel with the certificate issued for it and its REALITY keys.
     async fn create_tunnel(
         &self,
         input: &TunnelInput,
         certificate: &TunnelCertificate,
+        reality: &TunnelRealityKeys,
         now_ms: i64,
     ) -> Result<Tunnel, StoreError>;
+    /// Gives a tunnel made before REALITY its keys; a tunnel that has some keeps
+    /// them (so two panel instances racing agree on the first). Announces nothing:
+    /// the change that needs them does.
+    async fn init_tunnel_reality_keys(
+        &self,
+        id: Id,
+        reality: &TunnelRealityKeys,
+    ) -> Result<(), StoreError>;
+    /// The tunnel's REALITY keys (with the private key, for the nodes' halves); none
+    /// for a tunnel made before REALITY and never given any.
+    async fn tunnel_reality_keys(&self, id: Id) -> Result<Option<TunnelRealityKeys>, StoreError>;
     /// Changes a tunnel; `input.name` must be the tunnel's name.
     async fn update_tunnel(&self, id: Id, input: &TunnelInput) -> Result<Tunnel, StoreError>;
     /// Deletes a tunnel.

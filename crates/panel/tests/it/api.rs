@@ -854,6 +854,8 @@ async fn users_have_a_computed_status_and_can_be_reset_and_revoked() {
 
 #[tokio::test]
 async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own() {
+    use switchyard_panel::store::TunnelStore;
+
     let h = Harness::new().await;
     let t = h.token().await;
     let (cid, sid, _) = seed(&h, &t).await;
@@ -891,6 +893,28 @@ async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own()
         .send()
         .await
         .ok(StatusCode::CREATED);
+    // A tunnel between two of them: its first profile REALITY by default, its keys
+    // the panel's.
+    let tunnel = h
+        .post("/api/v1/tunnels")
+        .bearer(&t)
+        .json(&json!({"name": "exit", "relay_server_id": reality_server,
+            "origin_server_ids": [ss_server]}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    assert_eq!(tunnel["profiles"][0]["security"], "reality");
+    let tunnel_id = tunnel["id"].as_i64().unwrap();
+    let tunnel_keys = h
+        .store
+        .tunnel_reality_keys(tunnel_id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        tunnel["reality_public_key"],
+        tunnel_keys.public_key.as_str()
+    );
     let user = create_user(&h, &t, json!({"username": "alice"})).await;
     let token = user["subscription_path"]
         .as_str()
@@ -951,6 +975,18 @@ async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own()
     ];
     forbidden.push(reality_private.clone());
     forbidden.push(reality_private_std.trim_end_matches('=').to_owned());
+    forbidden.push(tunnel_keys.private_key.clone());
+    forbidden.push(
+        base64::engine::general_purpose::STANDARD
+            .encode(
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(&tunnel_keys.private_key)
+                    .unwrap(),
+            )
+            .trim_end_matches('=')
+            .to_owned(),
+    );
+    forbidden.push(tunnel_keys.short_id.clone());
     for (_, s) in &secrets {
         forbidden.extend(s.tls_key_pem.clone());
     }
@@ -965,6 +1001,10 @@ async fn read_apis_never_show_secrets_and_the_subscription_shows_the_users_own()
         format!("/api/v1/clusters/{cid}/routes"),
         "/api/v1/tokens".to_owned(),
         "/api/v1/session".to_owned(),
+        "/api/v1/tunnels".to_owned(),
+        format!("/api/v1/tunnels/{tunnel_id}"),
+        "/api/v1/tunnels/status".to_owned(),
+        format!("/api/v1/tunnels/{tunnel_id}/status"),
     ];
     for path in reads {
         let r = h.get(&path).cookie(&s).send().await;

@@ -1,6 +1,7 @@
 //! The panel's subscriptions in real client programs: a panel on 127.0.0.1 with one
-//! real node joined over the real channel, four routes (VLESS+TLS, Trojan+TLS,
-//! Shadowsocks-2022, VLESS+REALITY whose target is a local HTTPS site), one user.
+//! real node joined over the real channel, six routes (VLESS+TLS, Trojan+TLS,
+//! Shadowsocks-2022 with AES and with ChaCha20, VLESS+REALITY whose target is a local
+//! HTTPS site, without and with the Vision flow), one user.
 //! The subscription fetched over HTTP in each format runs in the client that reads
 //! it, which downloads through every route's chosen inbound from a local target,
 //! byte for byte:
@@ -21,7 +22,7 @@ use serde_json::{Value, json};
 use switchyard_panel::Panel;
 use switchyard_panel::config::{ChannelSettings, PanelConfig};
 use switchyard_panel::model::{
-    Algorithm, InboundSecurity, InboundTransport, Protocol, ServerState, TlsCertificate,
+    Algorithm, Flow, InboundSecurity, InboundTransport, Protocol, ServerState, TlsCertificate,
 };
 use switchyard_panel::store::{InboundInput, RouteInput, ServerInput};
 use switchyard_testkit::{HttpTarget, SingBox, TestCert, free_port};
@@ -44,11 +45,13 @@ async fn get(panel: SocketAddr, path: &str) -> (String, String) {
 }
 
 /// The names of the routes' entries, in route order.
-const ENTRIES: [&str; 4] = [
+const ENTRIES: [&str; 6] = [
     "VLESS here",
     "Trojan here",
     "Shadowsocks here",
     "REALITY here",
+    "REALITY Vision here",
+    "Shadowsocks ChaCha here",
 ];
 
 /// The REALITY inbound's target: a local HTTPS site (TLS 1.3, `target.test`) that
@@ -160,7 +163,6 @@ async fn world() -> World {
         certificate: TlsCertificate::SelfSigned,
     };
     let target_site = target_site().await;
-    // No flow: Vision is not served by the node yet (docs/node.md, "REALITY").
     let reality = InboundSecurity::Reality {
         dest: target_site.0.to_string(),
         server_names: vec!["target.test".into()],
@@ -168,18 +170,34 @@ async fn world() -> World {
         max_time_diff_ms: 60_000,
         fingerprint: "chrome".into(),
     };
+    // One server's Shadowsocks inbounds share a key length: both methods use 32 bytes.
     let kinds = [
-        (ENTRIES[0], Protocol::Vless, tls.clone(), None),
-        (ENTRIES[1], Protocol::Trojan, tls.clone(), None),
+        (ENTRIES[0], Protocol::Vless, tls.clone(), None, None),
+        (ENTRIES[1], Protocol::Trojan, tls.clone(), None, None),
         (
             ENTRIES[2],
             Protocol::Shadowsocks,
             InboundSecurity::None,
-            Some("2022-blake3-aes-128-gcm".to_owned()),
+            Some("2022-blake3-aes-256-gcm".to_owned()),
+            None,
         ),
-        (ENTRIES[3], Protocol::Vless, reality, None),
+        (ENTRIES[3], Protocol::Vless, reality.clone(), None, None),
+        (
+            ENTRIES[4],
+            Protocol::Vless,
+            reality,
+            None,
+            Some(Flow::Vision),
+        ),
+        (
+            ENTRIES[5],
+            Protocol::Shadowsocks,
+            InboundSecurity::None,
+            Some("2022-blake3-chacha20-poly1305".to_owned()),
+            None,
+        ),
     ];
-    for (i, (name, protocol, security, method)) in kinds.into_iter().enumerate() {
+    for (i, (name, protocol, security, method, flow)) in kinds.into_iter().enumerate() {
         // A REALITY inbound's SNI is its first server name.
         let sni =
             (!matches!(security, InboundSecurity::Reality { .. })).then(|| "localhost".into());
@@ -196,7 +214,7 @@ async fn world() -> World {
                     sni,
                     coefficient: 1.0,
                     method,
-                    flow: None,
+                    flow,
                 },
                 live::now(),
             )
@@ -276,16 +294,16 @@ async fn sing_box_runs_the_subscription_through_every_route() {
     // The pinned sing-box is built without uTLS, which its REALITY client needs
     // (docs/subscriptions.md, "REALITY"; proto's sing_box_check tests the refusal):
     // the REALITY entry is taken out of the config, and out of the groups, here.
-    let reality = ENTRIES[3];
+    let reality = [ENTRIES[3], ENTRIES[4]];
     let outbounds = config["outbounds"].as_array_mut().unwrap();
-    outbounds.retain(|o| o["tag"] != reality);
+    outbounds.retain(|o| !reality.iter().any(|r| o["tag"] == *r));
     for o in outbounds.iter_mut() {
         if let Some(members) = o.get_mut("outbounds").and_then(Value::as_array_mut) {
-            members.retain(|m| m != reality);
+            members.retain(|m| !reality.iter().any(|r| m == r));
         }
     }
     let tags = tags(&config);
-    assert_eq!(tags, ENTRIES[..3]);
+    assert_eq!(tags, [ENTRIES[0], ENTRIES[1], ENTRIES[2], ENTRIES[5]]);
     switchyard_testkit::sing_box::check(&config)
         .await
         .unwrap_or_else(|e| panic!("sing-box check: {e:#}\n{body}"));
@@ -361,6 +379,10 @@ async fn xray_runs_every_config_of_the_xray_subscription() {
     assert_eq!(
         configs[3]["outbounds"][0]["streamSettings"]["security"],
         "reality"
+    );
+    assert_eq!(
+        configs[4]["outbounds"][0]["settings"]["vnext"][0]["users"][0]["flow"],
+        "xtls-rprx-vision"
     );
     for config in configs {
         switchyard_testkit::xray::check(config)

@@ -784,7 +784,7 @@ async fn routes_story_on_postgres() {
 /// Tunnels: create, read, change, re-issue, the servers they hold, delete.
 async fn tunnels_story(store: SqlStore) {
     use switchyard_panel::model::tunnel::{TunnelBalancing, TunnelInput, TunnelMode};
-    use switchyard_panel::store::{TunnelCertificate, TunnelStore};
+    use switchyard_panel::store::{TunnelCertificate, TunnelRealityKeys, TunnelStore};
 
     let cluster = store.create_cluster("tunnels", NOW).await.unwrap();
     let mut ids = Vec::new();
@@ -808,11 +808,38 @@ async fn tunnels_story(store: SqlStore) {
         key_pem: format!("key {n}"),
         pin: format!("cert:{n:064}"),
     };
+    let reality = |n: u8| TunnelRealityKeys {
+        private_key: format!("private {n}"),
+        public_key: format!("public {n}"),
+        short_id: format!("{n:016}"),
+    };
     let mut input: TunnelInput = serde_json::from_value(serde_json::json!({
         "name": "story", "relay_server_id": ids[0], "origin_server_ids": [ids[2], ids[1]],
     }))
     .unwrap();
-    let t = store.create_tunnel(&input, &cert(1), NOW).await.unwrap();
+    let t = store
+        .create_tunnel(&input, &cert(1), &reality(1), NOW)
+        .await
+        .unwrap();
+    // The REALITY keys are kept with the tunnel; only the public key is in its
+    // answers, and a tunnel that has keys keeps them.
+    assert_eq!(t.reality_public_key.as_deref(), Some("public 1"));
+    assert_eq!(
+        store.tunnel_reality_keys(t.id).await.unwrap(),
+        Some(reality(1))
+    );
+    store
+        .init_tunnel_reality_keys(t.id, &reality(7))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.tunnel_reality_keys(t.id).await.unwrap(),
+        Some(reality(1))
+    );
+    assert!(matches!(
+        store.tunnel_reality_keys(t.id + 100).await,
+        Err(StoreError::NotFound(_))
+    ));
     assert_eq!(t.name, "story");
     assert_eq!(
         t.origins.iter().map(|o| o.server_id).collect::<Vec<_>>(),
@@ -829,7 +856,9 @@ async fn tunnels_story(store: SqlStore) {
     assert_eq!(t.created_ms, NOW);
     assert_eq!(store.tunnels().await.unwrap(), vec![t.clone()]);
     assert!(matches!(
-        store.create_tunnel(&input, &cert(9), NOW).await,
+        store
+            .create_tunnel(&input, &cert(9), &reality(9), NOW)
+            .await,
         Err(StoreError::Conflict(f)) if f.field == "name"
     ));
 
@@ -862,6 +891,11 @@ async fn tunnels_story(store: SqlStore) {
         (cert(2).pin.as_str(), Some(cert(1).pin.as_str()))
     );
     assert_eq!(store.tunnel_certificate(t.id).await.unwrap(), cert(2));
+    assert_eq!(
+        store.tunnel_reality_keys(t.id).await.unwrap(),
+        Some(reality(1)),
+        "a re-issue leaves the REALITY keys alone"
+    );
 
     // The overlap ends once the relay and every origin run the new pin: an old pin
     // confirmed counts for nothing, a server of the tunnel alone ends nothing.
@@ -1062,7 +1096,7 @@ async fn rendered_credentials(store: &SqlStore, servers: &[i64]) -> Vec<(String,
 #[tokio::test]
 async fn tunnel_credentials_survive_a_restart() {
     use switchyard_panel::model::tunnel::TunnelInput;
-    use switchyard_panel::store::{TunnelCertificate, TunnelStore};
+    use switchyard_panel::store::{TunnelCertificate, TunnelRealityKeys, TunnelStore};
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("panel.db");
@@ -1090,7 +1124,16 @@ async fn tunnel_credentials_survive_a_restart() {
         "name": "keep", "relay_server_id": ids[0], "origin_server_ids": [ids[1], ids[2]],
     }))
     .unwrap();
-    store.create_tunnel(&input, &cert, NOW).await.unwrap();
+    let keys = switchyard_node::reality::generate().unwrap();
+    let reality = TunnelRealityKeys {
+        private_key: keys.private_key,
+        public_key: keys.public_key,
+        short_id: keys.short_id,
+    };
+    store
+        .create_tunnel(&input, &cert, &reality, NOW)
+        .await
+        .unwrap();
     let before = rendered_credentials(&store, &ids).await;
     assert_eq!(
         before.len(),

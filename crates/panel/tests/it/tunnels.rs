@@ -1,8 +1,10 @@
 //! Tunnels through the API, without a socket: create with the spec's defaults and a
 //! certificate the panel issued, every validation error naming its field, the name
 //! fixed after saving, servers in a tunnel kept, duplicate for another relay (new
-//! name, new certificate), re-issue (the old pin kept for the overlap), delete; no key
-//! in any answer.
+//! name, new certificate and REALITY keys), re-issue (the old pin kept for the overlap,
+//! the REALITY keys untouched), delete; REALITY as a new tunnel's first profile's
+//! default, kept on a change, made for a tunnel from before REALITY; no private key in
+//! any answer.
 
 use crate::common;
 
@@ -45,6 +47,11 @@ async fn servers(h: &Harness, token: &str) -> Vec<i64> {
 fn no_secret_in(v: &Value) {
     let text = v.to_string();
     assert!(!text.contains("PRIVATE KEY"), "{text}");
+    // The REALITY private key (and the short id) are the nodes' only.
+    assert!(
+        !text.contains("private_key") && !text.contains("short_id"),
+        "{text}"
+    );
     // Only the credential epochs (counters, not secrets) may be named.
     let without_epochs = text
         .replace("\"credential_epoch\"", "")
@@ -77,10 +84,20 @@ async fn a_tunnel_from_create_to_delete() {
     assert_eq!(t["mode"], "reverse");
     assert_eq!(t["balancing"], "distribute");
     assert_eq!((&t["links"], &t["window_mib"]), (&json!(4), &json!(16)));
+    // The first profile says no security: REALITY, in front of the default target.
     assert_eq!(
         t["profiles"],
-        json!([{"port": 7443, "security": "tls", "transport": {"type": "tcp"}, "addresses": []}])
+        json!([{"port": 7443, "security": "reality", "transport": {"type": "tcp"}, "addresses": [],
+            "reality_dest": "www.microsoft.com:443", "reality_server_name": "www.microsoft.com"}])
     );
+    // The panel made the tunnel's REALITY keys: the public key is shown, the private
+    // key (and the short id) never.
+    let reality = h.store.tunnel_reality_keys(id).await.unwrap().unwrap();
+    assert_eq!(t["reality_public_key"], reality.public_key.as_str());
+    assert_eq!(reality.short_id.len(), 16, "8 random bytes in hex");
+    assert!(!t.to_string().contains(&reality.private_key));
+    assert!(!t.to_string().contains(&reality.short_id));
+    assert!(!format!("{reality:?}").contains(&reality.private_key));
     assert_eq!(
         t["origins"],
         json!([{"server_id": a, "name": format!("server-{a}")}, {"server_id": b, "name": format!("server-{b}")}])
@@ -150,6 +167,21 @@ async fn a_tunnel_from_create_to_delete() {
         changed["profiles"][1]["transport"],
         json!({"type": "ws", "path": "/t", "host": "cdn.example.com"})
     );
+    // A profile that says no security keeps its port's (and its target); a new port
+    // is TLS, and a TLS profile's JSON is what it always was.
+    assert_eq!(
+        (
+            &changed["profiles"][0]["security"],
+            &changed["profiles"][0]["reality_dest"]
+        ),
+        (&json!("reality"), &t["profiles"][0]["reality_dest"])
+    );
+    assert_eq!(
+        changed["profiles"][1],
+        json!({"port": 8443, "security": "tls", "addresses": [],
+            "transport": {"type": "ws", "path": "/t", "host": "cdn.example.com"}})
+    );
+    assert_eq!(changed["reality_public_key"], t["reality_public_key"]);
     assert_eq!(
         changed["rules"],
         json!({"domains": [], "suffixes": ["example.org"], "cidrs": ["10.0.0.0/8"], "ports": [443]})
@@ -212,6 +244,12 @@ async fn a_tunnel_from_create_to_delete() {
     assert_eq!(re["previous_pin"], pin.as_str());
     let again = h.store.tunnel_certificate(id).await.unwrap();
     assert_ne!(again.key_pem, cert.key_pem, "a re-issue brings a new key");
+    assert_eq!(
+        h.store.tunnel_reality_keys(id).await.unwrap(),
+        Some(reality.clone()),
+        "a re-issue leaves the REALITY keys alone"
+    );
+    assert_eq!(re["reality_public_key"], t["reality_public_key"]);
     assert_eq!(again.pin, re["certificate_pin"].as_str().unwrap());
 
     // Rotate credentials: the epoch goes up, the previous one is kept for the
@@ -276,6 +314,21 @@ async fn a_tunnel_from_create_to_delete() {
     assert_eq!(dup["tag"], tunnel_tag("eu-exit-r2"));
     assert_ne!(dup["certificate_pin"], re["certificate_pin"]);
     assert_eq!(dup["previous_pin"], Value::Null);
+    // Its own REALITY keys, the same target.
+    assert_ne!(dup["reality_public_key"], t["reality_public_key"]);
+    let dup_reality = h
+        .store
+        .tunnel_reality_keys(dup["id"].as_i64().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(dup_reality.private_key, reality.private_key);
+    assert_ne!(dup_reality.short_id, reality.short_id);
+    assert_eq!(dup["profiles"][0]["security"], "reality");
+    assert_eq!(
+        dup["profiles"][0]["reality_dest"],
+        changed["profiles"][0]["reality_dest"]
+    );
     h.post(&format!("/api/v1/tunnels/{id}/duplicate"))
         .bearer(&token)
         .json(&json!({"name": "eu-exit-r3", "relay_server_id": b}))
@@ -492,6 +545,36 @@ async fn errors_name_the_field_and_change_nothing() {
             StatusCode::UNPROCESSABLE_ENTITY,
             "rules.cidrs[0]",
         ),
+        (
+            with(
+                json!({"profiles": [{"port": 8443, "security": "reality", "transport": {"type": "ws", "path": "/t"}}]}),
+            ),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "profiles[0].transport",
+        ),
+        (
+            // The first profile defaults to REALITY, so WebSocket needs TLS said.
+            with(json!({"profiles": [{"port": 8443, "transport": {"type": "ws", "path": "/t"}}]})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "profiles[0].transport",
+        ),
+        (
+            with(json!({"profiles": [{"port": 8443, "reality_dest": "www.example.org"}]})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "profiles[0].reality_dest",
+        ),
+        (
+            with(json!({"profiles": [{"port": 8443, "reality_dest": "10.0.0.1:443"}]})),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "profiles[0].reality_server_name",
+        ),
+        (
+            with(
+                json!({"profiles": [{"port": 8443, "security": "tls", "reality_dest": "www.example.org:443"}]}),
+            ),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "profiles[0].reality_dest",
+        ),
     ];
     for (body, status, field) in cases {
         h.post("/api/v1/tunnels")
@@ -584,10 +667,29 @@ async fn a_direct_tunnel_through_the_api() {
     assert_eq!(half.all_pins(), [t["certificate_pin"].as_str().unwrap()]);
     assert_eq!(half.origins[0].all_hosts(), ["203.0.113.2"]);
     assert!(half.cert_pem.is_none() && half.key_pem.is_none());
+    assert!(
+        half.reality_private_key.is_none(),
+        "the dialing relay gets no REALITY key"
+    );
     let origin_config = render(a).await;
     let half = origin_config.tunnels[0].origin.as_ref().unwrap();
     assert!(half.cert_pem.is_some() && half.key_pem.is_some());
     assert!(half.all_pins().is_empty());
+    // The first profile is REALITY: the listening origin holds the private key, both
+    // halves run the same REALITY transport.
+    let reality = h.store.tunnel_reality_keys(id).await.unwrap().unwrap();
+    assert_eq!(
+        half.reality_private_key.as_ref().map(|k| k.expose()),
+        Some(reality.private_key.as_str())
+    );
+    let expected = switchyard_node::config::TunnelTransport::Reality {
+        server_name: "www.microsoft.com".into(),
+        dest: "www.microsoft.com:443".into(),
+        public_key: reality.public_key.clone(),
+        short_id: reality.short_id.clone(),
+    };
+    assert_eq!(origin_config.tunnels[0].profiles[0].transport, expected);
+    assert_eq!(relay_config.tunnels[0].profiles[0].transport, expected);
 
     // Back to reverse: the origin's port is free for an inbound, the relay's is not
     // (its inbound holds it, so the change is refused, naming the profile's port).
@@ -600,4 +702,121 @@ async fn a_direct_tunnel_through_the_api() {
         .send()
         .await
         .field_error(StatusCode::CONFLICT, "profiles[0].port");
+}
+
+/// A tunnel made before REALITY (schema v9: no REALITY keys) keeps running its TLS
+/// profiles; the first change that gives it a REALITY profile makes its keys (once),
+/// and its halves then run REALITY.
+#[tokio::test]
+async fn a_tunnel_made_before_reality_gets_its_keys_with_its_first_reality_profile() {
+    use switchyard_panel::store::Store;
+
+    let h = Harness::new().await;
+    let token = h.token().await;
+    let s = servers(&h, &token).await;
+    let (relay, a) = (s[0], s[1]);
+    let body = json!({"name": "old", "relay_server_id": relay, "origin_server_ids": [a],
+        "profiles": [{"port": 7443, "security": "tls"}]});
+    let t = h
+        .post("/api/v1/tunnels")
+        .bearer(&token)
+        .json(&body)
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    let id = t["id"].as_i64().unwrap();
+    assert_eq!(t["profiles"][0]["security"], "tls");
+    // As a tunnel made before schema v10 has it.
+    {
+        use sqlx::Connection;
+        let url = format!("sqlite://{}", h.db.display());
+        let mut conn = sqlx::sqlite::SqliteConnection::connect(&url).await.unwrap();
+        sqlx::query(
+            "UPDATE tunnels SET reality_private_key = NULL, reality_public_key = NULL, \
+             reality_short_id = NULL",
+        )
+        .execute(&mut conn)
+        .await
+        .unwrap();
+        conn.close().await.unwrap();
+    }
+    let now = switchyard_node::accounting::now_ms();
+    let relay_half = async || {
+        let snapshot = h.store.server_snapshot(relay, now).await.unwrap();
+        switchyard_panel::render::render(&snapshot, now)
+            .unwrap()
+            .tunnels
+            .remove(0)
+    };
+    let path = format!("/api/v1/tunnels/{id}");
+    let got = h.get(&path).bearer(&token).send().await.ok(StatusCode::OK);
+    assert_eq!(got["reality_public_key"], Value::Null);
+    assert_eq!(
+        relay_half().await.profiles[0].transport,
+        switchyard_node::config::TunnelTransport::Tls,
+        "its TLS profile runs without keys"
+    );
+    // A change that keeps TLS makes none; one that asks for REALITY does.
+    let same = h
+        .put(&path)
+        .bearer(&token)
+        .json(
+            &json!({"name": "old", "relay_server_id": relay, "origin_server_ids": [a],
+            "profiles": [{"port": 7443}]}),
+        )
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(
+        (
+            &same["profiles"][0]["security"],
+            &same["reality_public_key"]
+        ),
+        (&json!("tls"), &Value::Null),
+        "an omitted security keeps the port's TLS"
+    );
+    let changed = h
+        .put(&path)
+        .bearer(&token)
+        .json(&json!({"name": "old", "relay_server_id": relay, "origin_server_ids": [a],
+            "profiles": [{"port": 7443, "security": "reality", "reality_dest": "www.example.org:443"}]}))
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    no_secret_in(&changed);
+    let keys = h.store.tunnel_reality_keys(id).await.unwrap().unwrap();
+    assert_eq!(changed["reality_public_key"], keys.public_key.as_str());
+    assert_eq!(
+        changed["profiles"][0]["reality_server_name"],
+        "www.example.org"
+    );
+    let half = relay_half().await;
+    assert_eq!(
+        half.profiles[0].transport,
+        switchyard_node::config::TunnelTransport::Reality {
+            server_name: "www.example.org".into(),
+            dest: "www.example.org:443".into(),
+            public_key: keys.public_key.clone(),
+            short_id: keys.short_id.clone(),
+        }
+    );
+    assert_eq!(
+        half.relay
+            .unwrap()
+            .reality_private_key
+            .as_ref()
+            .map(|k| k.expose().to_owned()),
+        Some(keys.private_key.clone())
+    );
+    // Another change keeps them.
+    h.put(&path)
+        .bearer(&token)
+        .json(
+            &json!({"name": "old", "relay_server_id": relay, "origin_server_ids": [a],
+            "links": 2, "profiles": [{"port": 7443}]}),
+        )
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(h.store.tunnel_reality_keys(id).await.unwrap(), Some(keys));
 }

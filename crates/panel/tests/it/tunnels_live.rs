@@ -4,7 +4,10 @@
 //! client's download goes user → relay → tunnel → origin → local target, and changes
 //! made in the API (Reset, an origin removed, the tunnel disabled, deleted) reach the
 //! nodes live; the state the panel reports follows the nodes ("Connections: 4", "No
-//! connections" once the origins stop, "Relay unreachable" once the relay stops).
+//! connections" once the origins stop, "Relay unreachable" once the relay stops). The
+//! tunnel's one profile says no security, so it is REALITY (the default of a new
+//! tunnel's first profile): every link here runs over REALITY. Nothing probes the
+//! relay's tunnel port, so no node ever connects to the default target.
 
 use crate::live;
 
@@ -13,10 +16,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use switchyard_node::channel::EnrolledNode;
+use switchyard_node::config::TunnelTransport;
+use switchyard_proto::reality::{PublicKey, ShortId};
 use switchyard_testkit::{HttpTarget, SingBox, free_port};
 use switchyard_tunnel::credentials::Credential;
 use switchyard_tunnel::half::{DEFAULT_WINDOW, OriginHalf, OriginSpec, Profile};
-use switchyard_tunnel::link::transport::Transport;
+use switchyard_tunnel::link::transport::{RealityLink, Transport};
 
 const MIB: u64 = 1 << 20;
 
@@ -167,6 +172,29 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     direct
         .check("direct, after the relay's first tunnel was created")
         .await;
+    // The links run over REALITY: both halves run the same REALITY profile with the
+    // tunnel's public key, and only the listening relay holds the private key.
+    assert_eq!(tunnel["profiles"][0]["security"], "reality", "{tunnel}");
+    let relay_half = nodes[0].node().config().await.tunnels[0].clone();
+    let origin_half = nodes[1].node().config().await.tunnels[0].clone();
+    match &relay_half.profiles[0].transport {
+        TunnelTransport::Reality {
+            public_key, dest, ..
+        } => assert_eq!(
+            (public_key.as_str(), dest.as_str()),
+            (
+                tunnel["reality_public_key"].as_str().unwrap(),
+                "www.microsoft.com:443"
+            )
+        ),
+        other => panic!("the relay's profile is {other:?}"),
+    }
+    assert_eq!(
+        origin_half.profiles[0].transport,
+        relay_half.profiles[0].transport
+    );
+    assert!(relay_half.relay.unwrap().reality_private_key.is_some());
+    assert!(origin_half.origin.unwrap().reality_private_key.is_none());
     assert_eq!(
         nodes[0].node().tunnel("exit").await.unwrap()["origins"][format!("server-{a}")]["open_streams"],
         0,
@@ -385,6 +413,23 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
             })
     };
     let before = bad().await;
+    // The thief knows the REALITY profile too (it is in every origin's config), so
+    // it gets as far as the hello: a TLS hello would be spliced to the target.
+    let reality = match &nodes[1].node().config().await.tunnels[0].profiles[0].transport {
+        TunnelTransport::Reality {
+            server_name,
+            dest,
+            public_key,
+            short_id,
+        } => Transport::Reality(RealityLink {
+            server_name: server_name.clone(),
+            public_key: PublicKey::parse(public_key).unwrap(),
+            short_id: ShortId::parse(short_id).unwrap(),
+            dest: dest.clone(),
+            private_key: None,
+        }),
+        other => panic!("origin a's profile is {other:?}"),
+    };
     let thief = OriginHalf::start(
         OriginSpec {
             tunnel: "exit".into(),
@@ -393,7 +438,7 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
             pins: vec![re["certificate_pin"].as_str().unwrap().parse().unwrap()],
             profiles: vec![Profile {
                 port,
-                transport: Transport::Tls,
+                transport: reality.clone(),
                 addresses: vec![format!("127.0.0.1:{port}")],
             }],
             links: 1,

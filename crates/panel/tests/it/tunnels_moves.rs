@@ -174,7 +174,10 @@ async fn tunnel_changes_move_only_the_users_they_must() {
     let auth = live::api_token(http, &dir.path().join("panel")).await;
 
     // Tunnel "exit" to three origins, one link per profile; profile 0's links reach
-    // the relay through the fault injector.
+    // the relay through the fault injector. Both profiles say TLS (pinned
+    // certificate): this test keeps TLS links covered end to end, as tunnels_live
+    // does REALITY's; the injector's cut hellos would otherwise be a REALITY
+    // listener's to splice.
     let (port0, port1) = (free_port().unwrap(), free_port().unwrap());
     let fault = FaultProxy::start(SocketAddr::from(([127, 0, 0, 1], port0)))
         .await
@@ -183,13 +186,20 @@ async fn tunnel_changes_move_only_the_users_they_must() {
         "name": "exit", "relay_server_id": relay, "origin_server_ids": [a, b, c],
         "links": 1,
         "profiles": [
-            {"port": port0, "addresses": [fault.addr().to_string()]},
-            {"port": port1},
+            {"port": port0, "security": "tls", "addresses": [fault.addr().to_string()]},
+            {"port": port1, "security": "tls"},
         ],
         "rules": {"ports": [echo.port(), target.addr().port()]},
     });
     let (status, body) = live::http(http, "POST", "/api/v1/tunnels", &auth, Some(&exit)).await;
     assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        (
+            &body["profiles"][0]["security"],
+            &body["profiles"][1]["security"]
+        ),
+        (&json!("tls"), &json!("tls"))
+    );
     let exit_id = body["id"].as_i64().unwrap();
     let exit_pin = body["certificate_pin"].clone();
     let exit_path = format!("/api/v1/tunnels/{exit_id}");
@@ -274,6 +284,8 @@ async fn tunnel_changes_move_only_the_users_they_must() {
     });
     let (status, body) = live::http(http, "POST", "/api/v1/tunnels", &auth, Some(&side)).await;
     assert_eq!(status, 201, "{body}");
+    // It says no security: REALITY, beside exit's TLS profiles on the same relay.
+    assert_eq!(body["profiles"][0]["security"], "reality", "{body}");
     let side_path = format!("/api/v1/tunnels/{}", body["id"]);
     wait_links(&nodes[0], "side", 1, "the side tunnel's relay").await;
     assert_eq!(links(&nodes[0], "exit").await, 6, "a link of exit dropped");

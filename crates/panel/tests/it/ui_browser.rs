@@ -531,6 +531,16 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
         Vec::<String>::new(),
         "the tunnel form"
     );
+    // The first profile starts on REALITY, its target and server name shown (blank:
+    // the panel's default target and its host).
+    let security_of = "const s = document.querySelector(`dialog[open] select[name=\"profiles[${arguments[0]}].security\"]`);
+        const d = document.querySelector(`dialog[open] input[name=\"profiles[${arguments[0]}].reality_dest\"]`);
+        return [s.value, [...s.options].map((o) => o.textContent), d.closest('.field').hidden];";
+    assert_eq!(
+        b.execute(security_of, vec![json!(0)]).await.unwrap(),
+        json!(["reality", ["REALITY", "TLS (pinned certificate)"], false]),
+        "a new tunnel's first profile is REALITY"
+    );
     click(
         &b,
         &format!("dialog[open] input[name=origin][value=\"{fi}\"]"),
@@ -563,6 +573,11 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     for _ in 0..3 {
         click(&b, "dialog[open] [data-add-profile]").await;
     }
+    assert_eq!(
+        b.execute(security_of, vec![json!(1)]).await.unwrap(),
+        json!(["tls", ["REALITY", "TLS (pinned certificate)"], true]),
+        "an added profile is TLS, without REALITY's fields"
+    );
     let set_port = async |i: usize, value: u16| {
         let el = b
             .find(&format!("dialog[open] input[name=\"profiles[{i}].port\"]"))
@@ -652,6 +667,21 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     assert_eq!(
         b.find(".tunnel-name").await.unwrap().text().await.unwrap(),
         "exit"
+    );
+    // The tunnel page shows the REALITY public key the panel made (43 characters of
+    // base64url), and the profile as REALITY in front of the default target.
+    let key = b
+        .find("[data-reality-public-key]")
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(key.len(), 43, "{key}");
+    let facts = b.find("dl.facts").await.unwrap().text().await.unwrap();
+    assert!(
+        facts.contains("7443 REALITY (target www.microsoft.com:443"),
+        "{facts}"
     );
     b.screenshot(shots().join("tunnel.png")).await.unwrap();
     assert_eq!(

@@ -1,6 +1,7 @@
-// Tunnels: the list with live state badges, the form (the name locked after saving),
-// a tunnel's page with the live status of every node, Reset, Duplicate, re-issuing
-// the certificate, and the usage chart.
+// Tunnels: the list with live state badges, the form (the name locked after saving;
+// each profile's security, REALITY by default on a new tunnel's first, with its
+// target), a tunnel's page with the live status of every node, the REALITY public
+// key, Reset, Duplicate, re-issuing the certificate, and the usage chart.
 
 import { h, fill, field, dialog, showError, confirmAction, toast } from "./dom.js";
 import { get, post, put, del } from "./api.js";
@@ -78,7 +79,8 @@ export async function tunnelPage(main, id, ctx) {
       fact("Balancing", t.balancing),
       fact("Links", `${t.links} per origin per profile`),
       fact("Window", `${t.window_mib} MiB`),
-      fact("Profiles", t.profiles.map((p) => `${p.port} ${p.transport.type === "ws" ? `WebSocket ${p.transport.path}` : "TLS"}`).join(" · ")),
+      fact("Profiles", t.profiles.map(profileText).join(" · ")),
+      fact("REALITY public key", h("code", { "data-reality-public-key": "" }, t.reality_public_key || "none yet: made with the tunnel's first REALITY profile")),
       fact("Enabled", t.enabled ? "yes" : "no: no node runs it"),
       fact("Certificate pin", t.certificate_pin + (t.previous_pin ? " (the previous pin is still accepted while the new one rolls out)" : "")),
       fact("Credentials", t.credential_epoch === 0 ? "as first derived (never rotated)" : `rotated ${t.credential_epoch} time(s)`,
@@ -141,6 +143,15 @@ export async function tunnelPage(main, id, ctx) {
   ctx.every(60_000, () => usage().catch(() => {}));
 }
 
+/** A profile in words: its port, security and transport. */
+function profileText(p) {
+  if (p.security === "reality") return `${p.port} REALITY (target ${p.reality_dest}, server name ${p.reality_server_name})`;
+  return `${p.port} ${p.transport.type === "ws" ? `TLS in WebSocket ${p.transport.path}` : "TLS"}`;
+}
+
+/** The host of `host:port` (`[v6]:port` unbracketed). */
+const hostOf = (a) => a.replace(/:\d*$/, "").replace(/^\[(.*)\]$/, "$1");
+
 function fact(term, ...value) {
   return [h("dt", {}, term), h("dd", {}, ...value)];
 }
@@ -197,7 +208,7 @@ function tunnelForm(servers, t) {
     const links = h("input", { name: "links", type: "number", min: 1, max: 16, value: t ? t.links : 4 });
     const windowMib = h("input", { name: "window_mib", type: "number", min: 1, max: 64, value: t ? t.window_mib : 16 });
     const profiles = h("div", { class: "profiles" });
-    const addButton = h("button", { type: "button", "data-add-profile": "", onclick: () => addProfile({ port: 8443, transport: { type: "tcp" }, addresses: [] }) }, "Add profile");
+    const addButton = h("button", { type: "button", "data-add-profile": "", onclick: () => addProfile({ port: 8443, security: "tls", transport: { type: "tcp" }, addresses: [] }) }, "Add profile");
     // Rows are numbered by position: the API names a profile's errors `profiles[i]…`,
     // so after a removal every later row takes its new index (names, the fields the
     // errors land in, the legend), and a row added later never repeats a name.
@@ -210,18 +221,33 @@ function tunnelForm(servers, t) {
     const addProfile = (p) => {
       if (profiles.children.length >= MAX_PROFILES) return;
       const port = h("input", { type: "number", min: 1, max: 65535, value: p.port });
+      const security = h("select", {},
+        [["reality", "REALITY"], ["tls", "TLS (pinned certificate)"]].map(([v, x]) => h("option", { value: v, selected: (p.security || "tls") === v }, x)));
       const kind = h("select", {},
-        [["tcp", "TLS"], ["ws", "TLS in WebSocket"]].map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, x)));
+        [["tcp", "TCP"], ["ws", "WebSocket (TLS only)"]].map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, x)));
+      // Blank: the panel fills in its default target, and the server name from it.
+      const dest = h("input", { value: p.reality_dest || "", placeholder: "blank: the panel's default target" });
+      const serverName = h("input", { value: p.reality_server_name || "", placeholder: "blank: the target's host" });
+      let lastDest = dest.value;
+      dest.addEventListener("input", () => {
+        // A server name that was the old target's host follows the target.
+        if (serverName.value === hostOf(lastDest)) serverName.value = "";
+        lastDest = dest.value;
+      });
       const path = h("input", { value: p.transport.path || "/tunnel" });
       const host = h("input", { value: p.transport.host || "" });
       const addresses = h("input", { value: (p.addresses || []).join(", "), placeholder: "the relay's address at this port" });
-      const controls = [[port, "port", "port"], [kind, "transport", "transport"], [path, "transport.path", "WebSocket path"],
-        [host, "transport.host", "WebSocket host"], [addresses, "addresses", "link addresses"]];
+      const controls = [[port, "port", "port"], [security, "security", "security"], [kind, "transport", "transport"],
+        [dest, "reality_dest", "REALITY target"], [serverName, "reality_server_name", "REALITY server name"],
+        [path, "transport.path", "WebSocket path"], [host, "transport.host", "WebSocket host"], [addresses, "addresses", "link addresses"]];
       for (const [c, key] of controls) c.setAttribute("name", `profiles[0].${key}`);
       const legend = h("legend", {});
       const row = h("fieldset", { class: "profile" },
         legend,
-        field("Port", port), field("Transport", kind), field("WebSocket path", path), field("WebSocket host", host),
+        field("Port", port), field("Security", security), field("Transport", kind),
+        field("REALITY target (host:port)", dest, "The site a prober sees at this port: everyone but the tunnel is passed to it"),
+        field("REALITY server name", serverName),
+        field("WebSocket path", path), field("WebSocket host", host),
         field("Link addresses (host:port, comma-separated)", addresses),
         h("button", { type: "button", class: "danger-text", onclick: () => { row.remove(); renumber(); } }, "Remove profile"),
         h("small", { class: "error", role: "alert" }));
@@ -234,15 +260,28 @@ function tunnelForm(servers, t) {
           c.closest(".field").dataset.field = `profiles[${i}].${key}`;
         }
       };
+      // The target and server name belong to REALITY only.
+      const showReality = () => {
+        for (const c of [dest, serverName]) c.closest(".field").hidden = security.value !== "reality";
+      };
+      security.addEventListener("change", showReality);
       row.read = () => ({
         port: Number(port.value),
+        security: security.value,
         transport: kind.value === "ws" ? { type: "ws", path: path.value, host: host.value.trim() } : { type: "tcp" },
         addresses: addresses.value.split(",").map((a) => a.trim()).filter(Boolean),
+        // Blank fields are left out: the panel fills them in (undefined is not sent).
+        ...(security.value === "reality" ? {
+          reality_dest: dest.value.trim() || undefined,
+          reality_server_name: serverName.value.trim() || undefined,
+        } : {}),
       });
       profiles.append(row);
       renumber();
+      showReality();
     };
-    for (const p of t ? t.profiles : [{ port: 7443, transport: { type: "tcp" }, addresses: [] }]) addProfile(p);
+    // A new tunnel's first profile starts on REALITY, as the API's default.
+    for (const p of t ? t.profiles : [{ port: 7443, security: "reality", transport: { type: "tcp" }, addresses: [] }]) addProfile(p);
     const rules = t ? t.rules : { domains: [], suffixes: [], cidrs: [], ports: [] };
     const list = (n, v) => h("input", { name: `rules.${n}`, value: (v || []).join(", ") });
     const rDomains = list("domains", rules.domains);
