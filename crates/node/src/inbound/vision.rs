@@ -35,8 +35,6 @@ pub(crate) type RawTls = TlsStream<Records<Prefixed<TcpStream>>>;
 
 /// The most of one write taken into blocks at a time.
 const MAX_WRITE: usize = 64 * 1024;
-/// A TLS record's largest plaintext: what one read out of TLS can give.
-const MAX_PLAINTEXT: usize = 16 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Reading {
@@ -207,14 +205,17 @@ impl AsyncRead for Vision {
                 Reading::Raw => return this.raw().poll_read(cx, buf),
                 Reading::Tls => return Pin::new(&mut this.tls).poll_read(cx, buf),
                 Reading::Blocks => {
-                    let mut plain = [0u8; MAX_PLAINTEXT];
-                    let mut read = ReadBuf::new(&mut plain);
-                    ready!(Pin::new(&mut this.tls).poll_read(cx, &mut read))?;
-                    if read.filled().is_empty() {
+                    // Read into the caller's room, then take the blocks out of it: an
+                    // idle poll (the relay polls this side whenever the other moves)
+                    // costs nothing, and only bytes that came are copied.
+                    let start = buf.filled().len();
+                    ready!(Pin::new(&mut this.tls).poll_read(cx, buf))?;
+                    if buf.filled().len() == start {
                         return Poll::Ready(Ok(())); // the end
                     }
-                    let n = read.filled().len();
-                    this.take_blocks(&plain[..n])?;
+                    let came = buf.filled()[start..].to_vec();
+                    buf.set_filled(start);
+                    this.take_blocks(&came)?;
                 }
             }
         }

@@ -332,15 +332,30 @@ async fn mihomo_with_vision_over_reality_and_tls_carries_http_https_and_udp() {
 }
 
 #[tokio::test]
-async fn mihomo_without_vision_over_reality_carries_a_download() {
+async fn xray_and_mihomo_without_vision_over_reality_carry_tcp_and_udp() {
     let target = TargetSite::start().await;
     let (f, key) = start_node(&target, 60_000).await;
-    let client = mihomo(Security::Reality, f.addr(), &key.public_key().encode(), "").await;
-    match timeout(WAIT, f.http.download_via_socks(client.proxy_addr(), BIG)).await {
-        Ok(Ok(())) => {}
-        other => panic!("{other:?}\n{}", client.log_tail()),
+    let public_key = key.public_key().encode();
+    let (xray, xray_socks) = xray(Security::Reality, f.addr(), &public_key, "").await;
+    let mihomo = mihomo(Security::Reality, f.addr(), &public_key, "").await;
+    let xray_log = || xray.log_tail();
+    let mihomo_log = || mihomo.log_tail();
+    let clients: [(&str, SocketAddr, &dyn Fn() -> String); 2] = [
+        ("xray", xray_socks, &xray_log),
+        ("mihomo", mihomo.proxy_addr(), &mihomo_log),
+    ];
+    for (name, socks, log) in clients {
+        let both = async {
+            f.http.download_via_socks(socks, BIG).await?;
+            f.udp.check_via_socks(socks, 20, 1200).await
+        };
+        match timeout(WAIT, both).await {
+            Ok(Ok(())) => {}
+            other => panic!("{name}: {other:?}\n{}", log()),
+        }
     }
     assert_eq!(target.hellos(), 0);
+    assert_eq!(vision_counts(&f).await, (0, 0, 0), "no flow, no Vision");
 }
 
 #[tokio::test]
