@@ -353,14 +353,7 @@ impl Acceptor {
                         reason: "REALITY profile without a usable private key on this side".into(),
                     });
                 };
-                let now_ms = i64::try_from(
-                    SystemTime::now()
-                        .duration_since(UNIX_EPOCH)
-                        .unwrap_or_default()
-                        .as_millis(),
-                )
-                .unwrap_or(i64::MAX);
-                match reality::accept(tcp, settings, now_ms)
+                match reality::accept(tcp, settings, unix_now_ms())
                     .await
                     .map_err(tls_fail)?
                 {
@@ -401,14 +394,17 @@ impl Acceptor {
     }
 }
 
+/// Unix time in milliseconds, what REALITY's clock check and replay memory take.
+fn unix_now_ms() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Unix time in seconds, what a REALITY hello carries.
 fn unix_now() -> u32 {
-    u32::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs(),
-    )
-    .unwrap_or(u32::MAX)
+    u32::try_from(unix_now_ms() / 1000).unwrap_or(u32::MAX)
 }
 
 /// The listening side's REALITY settings of a profile, or `None` (logged) when it
@@ -426,13 +422,6 @@ fn reality_settings(r: &RealityLink) -> Option<ServerSettings> {
         tracing::warn!("REALITY profile: the private key is not the public key's");
         return None;
     }
-    let now_ms = i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_millis(),
-    )
-    .unwrap_or(i64::MAX);
     Some(ServerSettings {
         key,
         policy: Policy {
@@ -445,7 +434,7 @@ fn reality_settings(r: &RealityLink) -> Option<ServerSettings> {
         dest: r.dest.clone(),
         replay: Arc::new(std::sync::Mutex::new(ReplayFilter::new(
             REALITY_MAX_TIME_DIFF_MS,
-            now_ms,
+            unix_now_ms(),
         ))),
     })
 }
