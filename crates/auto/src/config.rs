@@ -105,6 +105,16 @@ impl Default for AutoConfig {
 /// replies are on their way (they are then dropped).
 pub const RESULTS_GRACE: Duration = Duration::from_secs(1);
 
+/// The longest a driver holds an app's new connection for the verdict of the check a
+/// failed connect started ([`Engine::hold_until`](crate::Engine::hold_until)). The
+/// longest such wait under the spec's limits, with the default probe timeout, is the
+/// quiet time after a check (15 s) plus the check (5 s) and its grace (1 s): 21 s;
+/// the rest is room for the driver. A check that would end later (a longer probe
+/// timeout) is not waited for: connections fail at once, as without holding. Longer
+/// keeps apps waiting on a verdict that may be "stay" (they then fail that much later);
+/// shorter fails the connections that come right after a check, the case holding is for.
+pub const HOLD_LIMIT: Duration = Duration::from_secs(25);
+
 /// History, marks and speed results of a server that is in no subscription are
 /// forgotten once it has been absent this long (strictly longer). A day keeps a server
 /// that a provider drops for one update and brings back the next (its history and marks

@@ -50,9 +50,12 @@
 //! }
 //! # Ok(()) }
 //! ```
-//! The listener bounds what strangers can cost: a TLS handshake deadline (10 s), at
-//! most 256 connections not yet a node's channel, one `/enroll` request per connection
-//! with a body of at most 16 KiB within 30 s ([`PanelOptions`]).
+//! The listener bounds what strangers can cost: a TLS handshake deadline (10 s from
+//! the accept, so a silent socket is closed then), at most 256 connections not yet a
+//! node's channel and 8 of them from one address (an IPv6 /64 counts as one), so an
+//! address holding its share cannot keep other nodes from enrolling or re-joining; an
+//! enrollment's request head within 10 s of its handshake, one `/enroll` request per
+//! connection with a body of at most 16 KiB within 30 s ([`PanelOptions`]).
 //!
 //! ## The node's side
 //! [`join`] once (or [`load_enrollment`] on later starts), then [`run_node`] (or
@@ -73,6 +76,7 @@ mod hold;
 pub mod identity;
 mod join;
 mod panel;
+mod pending;
 mod tls;
 pub mod token;
 

@@ -1,11 +1,16 @@
 //! The panel's end: the channel listener ([`serve_panel`]) and the channels it holds
 //! ([`NodeChannel`]).
 //!
-//! Every accepted connection gets a TLS handshake deadline; connections that have not
-//! yet shown a pinned node certificate (in their handshake, in enrollment, or waiting
-//! for [`Enroller::authorize`]) are bounded in number ([`PanelOptions::max_pending`]);
-//! past it new ones are closed at once. An enrollment connection carries one HTTP/1.1
-//! request with a bounded body within a deadline, then closes.
+//! Every accepted connection gets a TLS handshake deadline, counted from its accept
+//! (a silent socket is closed at it, as is one stuck in its handshake); connections
+//! that have not yet shown a pinned node certificate (in their handshake, in
+//! enrollment, or waiting for [`Enroller::authorize`]) are bounded in number, in all
+//! ([`PanelOptions::max_pending`]) and per source address
+//! ([`PanelOptions::max_pending_per_source`]), so one address holding its whole share
+//! leaves room for every other node's enrollment and re-join; past either limit a new
+//! connection is closed at once. An enrollment connection must send its request's
+//! head within [`PanelOptions::first_request_timeout`] of its handshake and carries
+//! one HTTP/1.1 request with a bounded body within a deadline, then closes.
 
 use core::future::Future;
 use std::net::SocketAddr;
@@ -19,7 +24,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{mpsc, oneshot};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -27,6 +32,7 @@ use tokio_util::task::TaskTracker;
 use crate::Pin;
 use crate::enroll::{EnrollAnswer, EnrollRefused, EnrollRequest, Enroller, MAX_ENROLL_BODY};
 use crate::identity::PanelIdentity;
+use crate::pending::{Pending, Refused, Slot};
 
 /// The panel listener's tunables; [`Default`] holds every default.
 #[derive(Debug, Clone)]
@@ -41,6 +47,14 @@ pub struct PanelOptions {
     /// authorization) at once; more are closed at once. 256: enrollments are rare and
     /// brief, so only a flood reaches it, and it bounds the memory a flood takes.
     pub max_pending: usize,
+    /// Of those, at most this many from one source (an IPv4 address, an IPv6 /64);
+    /// more from it are closed at once. 8: a node needs one connection at a time, a
+    /// few nodes behind one NAT re-joining after a panel restart fit (the rest retry
+    /// after their back-off), and it takes 32 sources to fill [`Self::max_pending`].
+    pub max_pending_per_source: usize,
+    /// An enrollment connection (TLS without a client certificate) must send its
+    /// request's head within this after its handshake. 10 s: a node sends it at once.
+    pub first_request_timeout: Duration,
     /// HTTP/2 keepalive ping interval. 5 s, with the timeout below: a dead path is
     /// noticed within 15 s.
     pub keepalive_interval: Duration,
@@ -58,6 +72,8 @@ impl Default for PanelOptions {
             handshake_timeout: Duration::from_secs(10),
             enroll_deadline: Duration::from_secs(30),
             max_pending: 256,
+            max_pending_per_source: 8,
+            first_request_timeout: Duration::from_secs(10),
             keepalive_interval: Duration::from_secs(5),
             keepalive_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(10),
@@ -280,7 +296,7 @@ pub async fn serve_panel_with(
         identity,
         enroller,
         connected,
-        pending: Arc::new(Semaphore::new(options.max_pending.max(1))),
+        pending: Pending::new(options.max_pending, options.max_pending_per_source),
         stop: CancellationToken::new(),
         options,
     });
@@ -299,9 +315,18 @@ pub async fn serve_panel_with(
                 }
             },
         };
-        let Ok(permit) = shared.pending.clone().try_acquire_owned() else {
-            tracing::debug!("channel listener: {remote} closed, too many pending connections");
-            continue;
+        let permit = match shared.pending.enter(remote.ip()) {
+            Ok(slot) => slot,
+            Err(Refused::Total) => {
+                tracing::debug!("channel listener: {remote} closed, too many pending connections");
+                continue;
+            }
+            Err(Refused::Source) => {
+                tracing::debug!(
+                    "channel listener: {remote} closed, too many pending connections from its address"
+                );
+                continue;
+            }
         };
         let shared = shared.clone();
         tasks.spawn(async move {
@@ -323,17 +348,12 @@ struct Shared {
     identity: Arc<PanelIdentity>,
     enroller: Arc<dyn Enroller>,
     connected: mpsc::Sender<NodeChannel>,
-    pending: Arc<Semaphore>,
+    pending: Pending,
     stop: CancellationToken,
     options: PanelOptions,
 }
 
-async fn handle(
-    shared: Arc<Shared>,
-    stream: TcpStream,
-    remote: SocketAddr,
-    permit: tokio::sync::OwnedSemaphorePermit,
-) {
+async fn handle(shared: Arc<Shared>, stream: TcpStream, remote: SocketAddr, permit: Slot) {
     let _ = stream.set_nodelay(true);
     let tls = match tokio::time::timeout(
         shared.options.handshake_timeout,
@@ -475,18 +495,36 @@ async fn serve_enroll<S>(shared: &Arc<Shared>, tls: S, remote: SocketAddr)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    let first_request = shared.options.first_request_timeout;
     let shared = shared.clone();
+    // The service is called once the request's head is in: until then the connection
+    // is a stranger's silence, cut at `first_request_timeout`.
+    let (head_in, head_seen) = oneshot::channel::<()>();
+    let head_in = std::sync::Mutex::new(Some(head_in));
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        if let Some(tx) = head_in.lock().ok().and_then(|mut h| h.take()) {
+            let _ = tx.send(());
+        }
         let shared = shared.clone();
         async move { Ok::<_, std::convert::Infallible>(enroll(&shared, request, remote).await) }
     });
-    let result = hyper::server::conn::http1::Builder::new()
+    let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(10))
+        .header_read_timeout(first_request)
         .max_buf_size(MAX_ENROLL_BODY)
         .keep_alive(false)
-        .serve_connection(TokioIo::new(tls), service)
-        .await;
+        .serve_connection(TokioIo::new(tls), service);
+    tokio::pin!(connection);
+    let result = tokio::select! {
+        r = &mut connection => r,
+        seen = tokio::time::timeout(first_request, head_seen) => {
+            if !matches!(seen, Ok(Ok(()))) {
+                tracing::debug!("enrollment from {remote}: no request within {first_request:?}");
+                return;
+            }
+            connection.await
+        }
+    };
     if let Err(e) = result {
         tracing::debug!("enrollment from {remote}: {e}");
     }

@@ -84,6 +84,8 @@ pub struct Outbound {
     entry: Entry,
     tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
     header: Header,
+    /// The identity by route, once [`Self::keyed_by_route`] gave it one.
+    route_identity: Option<String>,
 }
 
 impl std::fmt::Debug for Outbound {
@@ -159,7 +161,12 @@ impl Outbound {
             }
             None => None,
         };
-        Ok(Self { entry, tls, header })
+        Ok(Self {
+            entry,
+            tls,
+            header,
+            route_identity: None,
+        })
     }
 
     /// The entry.
@@ -167,10 +174,40 @@ impl Outbound {
         &self.entry
     }
 
-    /// The server's stable identity for Auto's memory: its protocol, host, port and
+    /// This server keyed by its route ([`Entry::route`]) within the subscription
+    /// fetched from `subscription` (its URL), when the entry has a route id: its
+    /// identity is then `route:` and a hash of both, the same whichever inbound the
+    /// route's balancer chose, so a rebalance keeps the server's history and marks.
+    /// The subscription is part of it so two panels' route ids never meet. Without
+    /// a route id nothing changes.
+    #[must_use]
+    pub fn keyed_by_route(mut self, subscription: &str) -> Self {
+        self.route_identity = self
+            .entry
+            .route
+            .as_deref()
+            .filter(|r| switchyard_proto::entry::is_route_id(r))
+            .map(|route| {
+                switchyard_auto::ServerId::derive(
+                    "route",
+                    "",
+                    0,
+                    &format!("{subscription}\n{route}"),
+                )
+                .as_str()
+                .to_owned()
+            });
+        self
+    }
+
+    /// The server's stable identity for Auto's memory: its route's
+    /// ([`Self::keyed_by_route`]) when it has one, else its protocol, host, port and
     /// (hashed) credential (the UUID, the Trojan password, or the Shadowsocks method
     /// and password), so a subscription update that renames it keeps its history.
     pub fn identity(&self) -> String {
+        if let Some(id) = &self.route_identity {
+            return id.clone();
+        }
         let (protocol, credential) = match &self.entry.protocol {
             EntryProtocol::Vless { uuid, .. } => ("vless", uuid.clone()),
             EntryProtocol::Trojan { password } => ("trojan", password.clone()),
@@ -329,6 +366,7 @@ mod tests {
             protocol,
             transport: EntryTransport::Tcp,
             tls: None,
+            route: None,
         }
     }
 

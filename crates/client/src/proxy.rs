@@ -1,15 +1,20 @@
-//! The local proxy: SOCKS5 (no authentication; CONNECT and UDP ASSOCIATE) and HTTP
-//! CONNECT on one port. The first byte tells them apart (5 is SOCKS5). Each
-//! connection goes to the server [`Proxy::set_server`] chose last, through its
-//! [`Outbound`]; bytes are copied both ways until either side closes. A UDP
-//! association ([`udp`]) carries datagrams through the same server for as long as
-//! its control connection lives.
+//! The local proxy: SOCKS5 (no authentication; CONNECT and UDP ASSOCIATE), HTTP
+//! CONNECT and plain HTTP proxy requests ([`http`], [`http_relay`]) on one port. The
+//! first byte tells SOCKS5 from HTTP (5 is SOCKS5). Each connection goes to the
+//! server [`Proxy::set_server`] chose last, through its [`Outbound`]; bytes are
+//! copied both ways until either side closes. A UDP association ([`udp`]) carries
+//! datagrams through the same server for as long as its control connection lives.
+//! While Auto waits for a check's verdict after a failed connect, new connections
+//! are held ([`hold`]).
 //!
 //! Bounds: a request must arrive within [`REQUEST_TIMEOUT`] and fit in
 //! [`MAX_REQUEST`] bytes; a client that sends anything else gets the protocol's
 //! error answer (a SOCKS5 reply code, an HTTP status) and is closed. UDP's bounds
 //! (queues, idle timeout) are [`udp`]'s.
 
+pub mod hold;
+pub mod http;
+pub mod http_relay;
 pub mod udp;
 
 use std::net::SocketAddr;
@@ -23,13 +28,14 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
 use crate::meter::{Meter, Metered};
-use crate::outbound::Outbound;
+use crate::outbound::{BoxStream, Outbound};
+use hold::{Gate, HOLD_LIMIT, HoldState};
 use udp::{UDP_IDLE_TIMEOUT, UdpCounters, UdpStats};
 
 /// How long a client has to send its request.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The most bytes a request (SOCKS5 greeting and request, or HTTP CONNECT head) takes.
+/// The most bytes a request (SOCKS5 greeting and request, or an HTTP request head) takes.
 pub const MAX_REQUEST: usize = 8 * 1024;
 
 /// The proxy: a listener and the server new connections go through.
@@ -40,8 +46,9 @@ pub struct Proxy {
     meter: Arc<Meter>,
     /// Bumped by a switch that closes the connections open through the old server.
     generation: Arc<watch::Sender<u64>>,
-    /// Told the name of a server a connection could not be made through.
-    failed: Option<mpsc::UnboundedSender<String>>,
+    /// Reports connections that could not be made to Auto and holds new ones while
+    /// Auto waits for a check's verdict ([`hold`]).
+    gate: Arc<Gate>,
     /// What the UDP associations saw.
     udp: Arc<UdpCounters>,
 }
@@ -65,7 +72,7 @@ impl Proxy {
             server: Arc::default(),
             meter: Arc::default(),
             generation: Arc::new(watch::channel(0).0),
-            failed,
+            gate: Arc::new(Gate::new(failed)),
             udp: Arc::default(),
         };
         let p = proxy.clone();
@@ -109,6 +116,11 @@ impl Proxy {
         }
     }
 
+    /// What Auto's driver says about holding new connections (see [`hold`]).
+    pub fn set_hold(&self, state: HoldState) {
+        self.gate.set(state);
+    }
+
     /// The traffic meter of every connection.
     pub fn meter(&self) -> &Arc<Meter> {
         &self.meter
@@ -138,27 +150,17 @@ impl Proxy {
             Asked::Associate(hint) => {
                 return udp::associate(self, client, hint, UDP_IDLE_TIMEOUT).await;
             }
+            Asked::Plain(request, rest) => {
+                return http_relay::serve(self, client, request, rest).await;
+            }
         };
-        let Some(server) = self.server() else {
-            refuse(&mut client, kind, "no server chosen").await;
-            return Err("no server chosen".into());
-        };
-        let mut closed = self.generation.subscribe();
-        let remote = match server.connect(&destination).await {
+        let (mut remote, mut closed) = match self.dial(&destination, rest.len()).await {
             Ok(r) => r,
             Err(e) => {
-                if let Some(tx) = &self.failed {
-                    let _ = tx.send(server.identity());
-                }
-                // The app tried to go out: for Auto the device is in use (its
-                // network-loss retry waits for that), and nothing came back.
-                self.meter
-                    .add_unsent(u64::try_from(rest.len()).unwrap_or(u64::MAX).max(1));
                 refuse(&mut client, kind, &e.to_string()).await;
                 return Err(e.to_string());
             }
         };
-        let mut remote = Metered::new(remote, self.meter.clone());
         match kind {
             Kind::Socks => {
                 let mut out = Vec::new();
@@ -184,6 +186,60 @@ impl Proxy {
             _ = closed.changed() => Err("closed by a switch of server".into()),
         }
     }
+
+    /// A stream to `destination` through the current server, metered, and the
+    /// receiver that says when a switch closes it. New connections wait while Auto
+    /// holds them ([`hold`]); a dial that fails is reported to Auto, waits for its
+    /// verdict and is made once more when Auto moved to another server meanwhile.
+    /// `first_len`: the bytes the app already sent with its request.
+    async fn dial(
+        &self,
+        destination: &Address,
+        first_len: usize,
+    ) -> Result<(Metered<BoxStream>, watch::Receiver<u64>), DialError> {
+        let cap = tokio::time::Instant::now() + HOLD_LIMIT;
+        self.gate.wait(cap).await;
+        let Some(server) = self.server() else {
+            return Err(DialError::NoServer);
+        };
+        let closed = self.generation.subscribe();
+        let error = match server.connect(destination).await {
+            Ok(remote) => return Ok((Metered::new(remote, self.meter.clone()), closed)),
+            Err(e) => DialError::Server(e),
+        };
+        // The app tried to go out: for Auto the device is in use (its network-loss
+        // retry waits for that), and nothing came back.
+        self.meter
+            .add_unsent(u64::try_from(first_len).unwrap_or(u64::MAX).max(1));
+        let Some(n) = self.gate.report(server.identity()) else {
+            return Err(error);
+        };
+        self.gate.verdict(n, cap).await;
+        let next = match self.server() {
+            Some(next) if !Arc::ptr_eq(&next, &server) => next,
+            // Auto stayed on it (or decided nothing in time): fail as before.
+            _ => return Err(error),
+        };
+        let closed = self.generation.subscribe();
+        match next.connect(destination).await {
+            Ok(remote) => Ok((Metered::new(remote, self.meter.clone()), closed)),
+            Err(e) => {
+                let _ = self.gate.report(next.identity());
+                Err(DialError::Server(e))
+            }
+        }
+    }
+}
+
+/// Why a connection could not be made through a server.
+#[derive(Debug, thiserror::Error)]
+enum DialError {
+    /// Auto has not chosen a server (yet).
+    #[error("no server chosen")]
+    NoServer,
+    /// The server's steps failed (the error names the server and the step).
+    #[error(transparent)]
+    Server(#[from] crate::outbound::OutboundError),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,9 +255,11 @@ enum Asked {
     Connect(Kind, Address, Vec<u8>),
     /// A SOCKS5 UDP association; the address the client says it sends from.
     Associate(Address),
+    /// A plain HTTP proxy request (`GET http://…`); the bytes that came after its head.
+    Plain(http::ProxyRequest, Vec<u8>),
 }
 
-/// Reads a SOCKS5 or HTTP CONNECT request.
+/// Reads a SOCKS5 request, an HTTP CONNECT or a plain HTTP proxy request.
 async fn read_request(client: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Asked, String> {
     fill(client, buf, 1).await?;
     if buf[0] == socks5::VERSION {
@@ -249,6 +307,18 @@ async fn read_request(client: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Asked
                 return Ok(Asked::Connect(Kind::Http, destination, std::mem::take(buf)));
             }
             Ok(None) => fill(client, buf, buf.len() + 1).await?,
+            Err(ConnectError::Method(_)) => match http::parse_request(buf) {
+                Ok(Some(request)) => {
+                    buf.drain(..request.head_len);
+                    return Ok(Asked::Plain(request, std::mem::take(buf)));
+                }
+                // Whole for CONNECT's parser means whole here too.
+                Ok(None) => return Err("an HTTP head read whole and then not".into()),
+                Err(e) => {
+                    let _ = client.write_all(e.answer().as_bytes()).await;
+                    return Err(e.to_string());
+                }
+            },
             Err(e) => {
                 let _ = client.write_all(e.answer().as_bytes()).await;
                 return Err(e.to_string());
@@ -287,7 +357,7 @@ impl ConnectError {
 /// Reads an HTTP CONNECT head at the start of `buf` (through `httparse`): the
 /// destination and the head's length, `None` while the head is not whole.
 pub fn parse_connect(buf: &[u8]) -> Result<Option<(Address, usize)>, ConnectError> {
-    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut headers = [httparse::EMPTY_HEADER; http::MAX_REQUEST_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     match req.parse(buf) {
         Ok(httparse::Status::Complete(used)) => {

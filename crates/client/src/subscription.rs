@@ -301,6 +301,7 @@ mod tests {
             protocol,
             transport,
             tls,
+            route: None,
         };
         vec![
             entry(
@@ -423,6 +424,7 @@ mod tests {
                     }),
                     ..EntryTls::default()
                 }),
+                route: None,
             },
         );
         let bodies = [

@@ -189,12 +189,9 @@ async fn get_config(State(node): State<Arc<Node>>) -> Json<crate::NodeConfig> {
 async fn put_config(State(node): State<Arc<Node>>, body: String) -> Response {
     // Validation refuses the placeholder that reads show for secrets first, naming
     // the field, before it could be refused for not being a key.
-    let mut config: crate::NodeConfig = match serde_json::from_str(&body) {
+    let mut config = match crate::NodeConfig::parse_json(&body) {
         Ok(c) => c,
-        Err(e) => {
-            let e = crate::ConfigError::Parse(e.to_string());
-            return error(StatusCode::BAD_REQUEST, e.to_string());
-        }
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.to_string()),
     };
     // The state directory and the control API are the node's own, not the writer's:
     // what a pushed config says of them is ignored.

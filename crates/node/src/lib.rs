@@ -22,6 +22,7 @@ pub mod sessions;
 pub mod state;
 mod supervise;
 pub mod tls;
+mod tunnel_site;
 mod tunnels;
 pub mod users;
 pub mod ws;

@@ -56,46 +56,9 @@ pub enum DialError {
     Tunnel(Destination, String),
 }
 
-/// Whether `ip` is anything but a globally routable unicast address: loopback,
-/// private, link-local, shared (CGNAT), unspecified, multicast, documentation,
-/// benchmarking, or IPv4-mapped forms of those.
-pub fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => private_v4(v4),
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return private_v4(v4);
-            }
-            let s = v6.segments();
-            v6.is_multicast()
-                || s[..6] == [0; 6] // ::/96: unspecified, loopback, IPv4-compatible
-                || (s[0] & 0xfe00) == 0xfc00 // unique local
-                || (s[0] & 0xffc0) == 0xfe80 // link-local
-                || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated, still routed on LANs)
-                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-                || (s[0] == 0x0064 && s[1] == 0xff9b && s[2..6] == [0; 4]) // NAT64 64:ff9b::/96
-                || (s[0] == 0x0064 && s[1] == 0xff9b && s[2] == 1) // local NAT64 64:ff9b:1::/48
-                || s[0] == 0x2002 // 6to4: embeds any IPv4, the private ones too
-                || v6 == Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0)
-        }
-    }
-}
-
-fn private_v4(v4: Ipv4Addr) -> bool {
-    let o = v4.octets();
-    v4.is_loopback()
-        || v4.is_private()
-        || v4.is_link_local()
-        || v4.is_unspecified()
-        || v4.is_broadcast()
-        || v4.is_multicast()
-        || v4.is_documentation()
-        || o[0] == 0
-        || (o[0] == 100 && (o[1] & 0xc0) == 64) // 100.64.0.0/10 shared
-        || (o[0] == 192 && o[1] == 0 && o[2] == 0) // 192.0.0.0/24 protocol assignments
-        || (o[0] == 198 && (o[1] & 0xfe) == 18) // 198.18.0.0/15 benchmarking
-        || o[0] >= 240
-}
+/// Whether `ip` is anything but a globally routable unicast address (the panel's
+/// and the node's one test, shared with a REALITY `dest`'s check).
+pub use switchyard_proto::dest::is_private;
 
 /// Where an outbound sends traffic.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -278,6 +241,24 @@ impl Dialer {
             Plan::Direct(addrs) => Ok(addrs),
             Plan::Tunnel(tag) => Err(DialError::Tunnel(dest.clone(), tag)),
         }
+    }
+
+    /// The addresses of a REALITY inbound's `dest` (`host:port`, validated), each
+    /// checked against the node's refusals: a name that resolves to any refused
+    /// address is refused whole. The route's rules do not apply: the target site is
+    /// the node's, not a user's.
+    pub async fn reality_site(&self, dest: &str) -> Result<Vec<SocketAddr>, DialError> {
+        let site = switchyard_proto::dest::check(dest, true).map_err(|e| {
+            DialError::Resolve(
+                Destination::Domain(dest.chars().take(64).collect(), 0),
+                io::Error::new(io::ErrorKind::InvalidInput, e),
+            )
+        })?;
+        let addrs = Self::lookup(&site).await?;
+        if let Some(refused) = addrs.iter().find_map(|a| self.refuse(&site, *a)) {
+            return Err(refused);
+        }
+        Ok(addrs)
     }
 
     /// Opens a TCP connection to `dest` (which must route directly).

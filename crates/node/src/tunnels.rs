@@ -65,6 +65,7 @@ fn profiles(ps: &[TunnelProfile], reality_key: Option<&crate::config::Secret>) -
                 }),
             },
             addresses: p.addresses.clone(),
+            links: p.links,
         })
         .collect()
 }
@@ -309,6 +310,7 @@ pub(crate) async fn start(
                 origins: origins(config),
                 limits: limits(r),
                 window: window(config),
+                site: crate::tunnel_site::site_dialer(shared),
             })
             .await
             .map_err(|e| e.to_string())?
@@ -321,6 +323,7 @@ pub(crate) async fn start(
     };
     let credential =
         Credential::from_hex(o.credential.expose()).ok_or("credential is not 64 hex digits")?;
+    let site = crate::tunnel_site::site_dialer(shared);
     let shared = shared.clone();
     let handler = Arc::new(move |open: Open, stream: MuxStream| {
         tokio::spawn(serve_stream(shared.clone(), open, stream));
@@ -336,6 +339,7 @@ pub(crate) async fn start(
                 listen: o.listen,
                 profiles: profiles(&config.profiles, listening_reality_key(config)),
                 window: window(config),
+                site,
             },
             handler,
         )

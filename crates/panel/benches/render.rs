@@ -43,6 +43,7 @@ fn user(id: i64) -> (User, Credentials) {
             lifetime_bytes: 0,
             online_ms: None,
             device_limit: None,
+            address_limit: None,
             subscription_path: String::new(),
             created_ms: 0,
             clusters: None,

@@ -70,6 +70,8 @@ pub struct PanelConfig {
     pub subscription: SubscriptionSettings,
     /// What new tunnels get when the operator leaves it out.
     pub tunnels: TunnelSettings,
+    /// The HTTP listeners' limits and the reverse proxies trusted to name the client.
+    pub http: HttpSettings,
 }
 
 /// Tunnels' defaults.
@@ -97,11 +99,14 @@ impl Default for TunnelSettings {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WithoutHwid {
-    /// Served as if the limit were not there (default: most apps send no `x-hwid`,
-    /// and refusing them would lock those users out).
-    #[default]
+    /// Served as if the limit were not there: the limit then binds only apps that
+    /// identify the device, and anyone with the token can pass it by sending no
+    /// `x-hwid`. An operator's explicit choice, never the default.
     Serve,
-    /// Given no servers, with an `announce` that says why.
+    /// Given no servers, with an `announce` that says why (default: a fetch that
+    /// does not say which device it is cannot be counted, so it must not pass a
+    /// limit).
+    #[default]
     Refuse,
 }
 
@@ -129,6 +134,13 @@ pub struct SubscriptionSettings {
     /// A user keeps the inbound a route gave them unless another is better by more
     /// than this many percent on the route's own metric. Default 25.
     pub hysteresis_percent: u32,
+    /// Fetches one token may make at once before it must wait (`429` with
+    /// `Retry-After`). Default 60: a household's devices starting together and a
+    /// user tapping "update" a few times stay far below it. 0 turns the limit off.
+    pub fetch_burst: u32,
+    /// Then one more fetch per this many seconds. Default 10 (360 an hour): apps
+    /// fetch every few hours, so only a script hammering a token ever waits.
+    pub fetch_refill_s: u32,
 }
 
 impl Default for SubscriptionSettings {
@@ -140,8 +152,10 @@ impl Default for SubscriptionSettings {
             web_page_url: None,
             announce: None,
             agents: Vec::new(),
-            without_hwid: WithoutHwid::Serve,
+            without_hwid: WithoutHwid::Refuse,
             hysteresis_percent: 25,
+            fetch_burst: 60,
+            fetch_refill_s: 10,
         }
     }
 }
@@ -168,11 +182,21 @@ pub struct ChannelSettings {
 pub struct AuthSettings {
     /// A session lasts this long, in seconds. 12 h: a working day.
     pub session_ttl_s: u64,
-    /// Failed logins allowed per source address before it must wait. 10.
+    /// Failed logins allowed per client address (and per login name, from the
+    /// addresses that failed it) before they must wait. 10.
     pub login_burst: u32,
     /// Then one more attempt per this many seconds. 30 s: a guesser gets 120 tries an
-    /// hour, an operator who mistyped waits half a minute.
+    /// hour, an operator who mistyped waits half a minute. The same budget applies to
+    /// each login name across addresses, but it holds back only the addresses that
+    /// failed that name (`docs/panel.md`, "Logins").
     pub login_refill_s: u64,
+    /// Password checks (argon2, about 19 MiB and tens of milliseconds each) run at
+    /// most this many at once. 4: the panel's memory for them stays under 80 MiB, and
+    /// a login still answers within a fraction of a second on two cores.
+    pub max_password_checks: u32,
+    /// A password check waits at most this many seconds for its turn, then answers
+    /// 503 with `Retry-After`. 5 s: long enough for a burst of honest logins.
+    pub password_check_wait_s: u64,
 }
 
 impl Default for PanelConfig {
@@ -188,6 +212,7 @@ impl Default for PanelConfig {
             metrics_without_token: false,
             subscription: SubscriptionSettings::default(),
             tunnels: TunnelSettings::default(),
+            http: HttpSettings::default(),
         }
     }
 }
@@ -208,6 +233,41 @@ impl Default for AuthSettings {
             session_ttl_s: 12 * 3600,
             login_burst: 10,
             login_refill_s: 30,
+            max_password_checks: 4,
+            password_check_wait_s: 5,
+        }
+    }
+}
+
+/// The HTTP listeners (the API's and the subscriptions'): how long a client may take
+/// to send a request's headers, how many connections each holds, and which reverse
+/// proxies may say who the client is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpSettings {
+    /// A connection that has not sent a whole request head (request line and
+    /// headers) this many seconds after it opened, or after its previous answer, is
+    /// closed. 15 s: ample for a phone on a bad link, short enough that a client that
+    /// trickles headers (slowloris) cannot hold connections.
+    pub header_read_timeout_s: u64,
+    /// Connections each listener holds at once; past it new ones are closed at once.
+    /// 1024: far more than the UI, scripts and apps fetching subscriptions need, a few
+    /// megabytes at most.
+    pub max_connections: u32,
+    /// Reverse proxies whose `X-Forwarded-For` is believed, as addresses or CIDR
+    /// blocks (`127.0.0.1`, `10.0.0.0/8`, `::1`). Empty (the default): the header is
+    /// ignored and the client is the connection's address. When the connection comes
+    /// from one of these, the client is the right-most address in `X-Forwarded-For`
+    /// that is not one of them.
+    pub trusted_proxies: Vec<String>,
+}
+
+impl Default for HttpSettings {
+    fn default() -> Self {
+        Self {
+            header_read_timeout_s: 15,
+            max_connections: 1024,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -292,7 +352,26 @@ impl PanelConfig {
                 "login_burst and login_refill_s must be at least 1",
             ));
         }
+        if self.auth.max_password_checks == 0 || self.auth.password_check_wait_s == 0 {
+            return Err(invalid(
+                "auth.max_password_checks",
+                "max_password_checks and password_check_wait_s must be at least 1",
+            ));
+        }
+        if self.http.header_read_timeout_s == 0 {
+            return Err(invalid("http.header_read_timeout_s", "must be at least 1"));
+        }
+        if self.http.max_connections == 0 {
+            return Err(invalid("http.max_connections", "must be at least 1"));
+        }
+        crate::api::client::TrustedProxies::parse(&self.http.trusted_proxies)
+            .map_err(|e| invalid(&e.field, e.message))?;
         crate::model::tunnel::check_address("tunnels.reality_dest", &self.tunnels.reality_dest)
+            .map_err(|e| invalid(&e.field, e.message))?;
+        // The default target of every new REALITY profile, whatever its server: a
+        // global one (a profile may still name a private target on a server that
+        // allows private destinations).
+        crate::model::check_dest("tunnels.reality_dest", &self.tunnels.reality_dest, false)
             .map_err(|e| invalid(&e.field, e.message))?;
         let host = self
             .tunnels
@@ -388,6 +467,12 @@ impl SubscriptionSettings {
             return Err(invalid(
                 "subscription.hysteresis_percent",
                 "must be 0 to 1000",
+            ));
+        }
+        if !(1..=86_400).contains(&self.fetch_refill_s) {
+            return Err(invalid(
+                "subscription.fetch_refill_s",
+                "must be 1 to 86400 seconds",
             ));
         }
         check_rules(&self.agents).map_err(|e| invalid(&e.field, e.message))

@@ -14,6 +14,7 @@ pub mod model;
 pub mod nodes;
 pub mod render;
 pub mod run;
+pub mod serve;
 pub mod service;
 pub mod store;
 pub mod subscription;

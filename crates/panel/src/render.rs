@@ -124,6 +124,11 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
                 "vless": c.vless_uuid,
                 "trojan": c.trojan_password,
             });
+            // Enforced by the node where the user connects; a tunnel's origin never
+            // counts it (the source there is the relay).
+            if let Some(limit) = u.address_limit {
+                v["address_limit"] = json!(limit);
+            }
             // One key for every Shadowsocks inbound of the server: the longest
             // method's length; shorter methods would need their own key, so a server
             // runs Shadowsocks inbounds of one key length (see `validate`).
@@ -237,6 +242,7 @@ mod tests {
                 lifetime_bytes: used,
                 online_ms: None,
                 device_limit: None,
+                address_limit: None,
                 subscription_path: String::new(),
                 created_ms: 0,
                 clusters: None,
@@ -359,6 +365,19 @@ mod tests {
         // Without a flow the node's inbound has none.
         s.inbounds[0].0.flow = None;
         assert_eq!(render(&s, NOW).unwrap().inbounds[0].flow, None);
+    }
+
+    #[test]
+    fn the_address_limit_reaches_the_node_with_the_user() {
+        let mut s = snapshot();
+        s.users[0].0.address_limit = Some(2);
+        let c = render(&s, NOW).unwrap();
+        let limits: Vec<_> = c
+            .users
+            .iter()
+            .map(|u| (u.name.as_str(), u.address_limit))
+            .collect();
+        assert_eq!(limits, [("u1", Some(2)), ("u4", None)]);
     }
 
     #[test]

@@ -96,6 +96,8 @@ pub struct Panel {
     pub store: SqlStore,
     /// The node channels this instance holds.
     pub nodes: Nodes,
+    /// The HTTP listeners' counters (connections refused past `http.max_connections`).
+    pub listener_stats: Arc<crate::serve::ListenerStats>,
     stop: CancellationToken,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -226,6 +228,14 @@ impl Panel {
         state.attach_nodes(nodes.clone());
 
         let stop = CancellationToken::new();
+        let database = state.config().database();
+        if database.starts_with("postgres") {
+            // Several instances may share the database: requests for a node held by
+            // another instance go through it.
+            nodes
+                .forward_through(&database, stop.clone())
+                .map_err(|e| StartError::Store(StoreError::Database(e)))?;
+        }
         let mut tasks = Vec::new();
         let (tx, rx) = tokio::sync::mpsc::channel(64);
         let enroller = Arc::new(StoreEnroller::new(shared.clone()));
@@ -242,26 +252,19 @@ impl Panel {
         tasks.push(tokio::spawn(nodes.clone().run(rx, stop.clone())));
         let router = api::router(state.clone());
         let s = stop.clone();
+        let http = state.config().http.clone();
+        let listener_stats = Arc::new(crate::serve::ListenerStats::default());
+        let stats = listener_stats.clone();
         tasks.push(tokio::spawn(async move {
-            let app = router.into_make_service_with_connect_info::<SocketAddr>();
-            if let Err(e) = axum::serve(api_listener, app)
-                .with_graceful_shutdown(async move { s.cancelled().await })
-                .await
-            {
-                tracing::error!("API listener: {e}");
-            }
+            crate::serve::serve(api_listener, router, &http, stats, s.cancelled_owned()).await;
         }));
         if let Some(l) = sub_listener {
             let router = api::subscription_router(state.clone());
             let s = stop.clone();
+            let http = state.config().http.clone();
+            let stats = listener_stats.clone();
             tasks.push(tokio::spawn(async move {
-                let app = router.into_make_service_with_connect_info::<SocketAddr>();
-                if let Err(e) = axum::serve(l, app)
-                    .with_graceful_shutdown(async move { s.cancelled().await })
-                    .await
-                {
-                    tracing::error!("subscription listener: {e}");
-                }
+                crate::serve::serve(l, router, &http, stats, s.cancelled_owned()).await;
             }));
         }
         let s = stop.clone();
@@ -292,13 +295,15 @@ impl Panel {
             state,
             store,
             nodes,
+            listener_stats,
             stop,
             tasks,
         })
     }
 
     /// A join token for `server_id`'s node (single use, expiring after
-    /// `channel.join_token_ttl_s`).
+    /// `channel.join_token_ttl_s`); the server's older tokens stop working. A server
+    /// whose node has joined is refused: see [`Self::replace_token`].
     pub async fn join_token(&self, server_id: i64) -> Result<String, crate::service::ServiceError> {
         let now = switchyard_node::accounting::now_ms();
         let ttl = self.state.config().channel.join_token_ttl_s as i64 * 1000;
@@ -307,6 +312,23 @@ impl Panel {
             .service()
             .new_join_secret(server_id, ttl, now)
             .await?;
+        Ok(self.state.join_token(&secret))
+    }
+
+    /// A join token for a node that takes the place of `server_id`'s joined node: the
+    /// panel forgets the old node's certificate (see `POST /api/v1/servers/{id}/replace`).
+    pub async fn replace_token(
+        &self,
+        server_id: i64,
+    ) -> Result<String, crate::service::ServiceError> {
+        let now = switchyard_node::accounting::now_ms();
+        let ttl = self.state.config().channel.join_token_ttl_s as i64 * 1000;
+        let secret = self
+            .state
+            .service()
+            .replace_node(server_id, ttl, now)
+            .await?;
+        self.nodes.disconnect(server_id);
         Ok(self.state.join_token(&secret))
     }
 

@@ -17,6 +17,9 @@ use crate::model::{
 };
 use crate::store::{InboundInput, ServerInput, Store, StoreError, UserInput};
 
+mod private_dest;
+mod tunnel_dest;
+
 /// What an operation refused or failed with.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -139,6 +142,7 @@ fn validate_user(input: &UserInput) -> Result<(), FieldError> {
     if input.note.chars().count() > 1000 {
         return Err(FieldError::new("note", "must be at most 1000 characters"));
     }
+    model::names::check_note("note", &input.note)?;
     if input.traffic_limit.is_some_and(|l| l > i64::MAX as u64) {
         return Err(FieldError::new("traffic_limit", "is too large"));
     }
@@ -147,6 +151,9 @@ fn validate_user(input: &UserInput) -> Result<(), FieldError> {
     }
     if input.device_limit.is_some_and(|d| d == 0 || d > 1000) {
         return Err(FieldError::new("device_limit", "must be 1 to 1000"));
+    }
+    if input.address_limit.is_some_and(|a| a == 0 || a > 1000) {
+        return Err(FieldError::new("address_limit", "must be 1 to 1000"));
     }
     if input.expires_ms.is_some_and(|e| e < 0) {
         return Err(FieldError::new("expires_ms", "must not be negative"));
@@ -178,6 +185,8 @@ impl Service {
     /// Changes a server.
     pub async fn update_server(&self, id: Id, input: &ServerInput) -> Result<Server, ServiceError> {
         validate_server(input)?;
+        self.check_server_dests(id, input).await?;
+        self.check_server_tunnel_dests(id, input).await?;
         Ok(self.store.update_server(id, input).await?)
     }
 
@@ -193,6 +202,22 @@ impl Service {
         let secret = random_token(24);
         self.store
             .create_join_token(server_id, &hash_token(&secret), now_ms + ttl_ms, now_ms)
+            .await?;
+        Ok(secret)
+    }
+
+    /// Replaces the server's node: forgets its pin (its channel is refused from now
+    /// on), revokes its unused join tokens and returns a fresh token's secret, valid
+    /// for `ttl_ms`.
+    pub async fn replace_node(
+        &self,
+        server_id: Id,
+        ttl_ms: i64,
+        now_ms: i64,
+    ) -> Result<String, ServiceError> {
+        let secret = random_token(24);
+        self.store
+            .replace_node(server_id, &hash_token(&secret), now_ms + ttl_ms, now_ms)
             .await?;
         Ok(secret)
     }
@@ -273,6 +298,7 @@ impl Service {
         now_ms: i64,
     ) -> Result<Inbound, ServiceError> {
         Self::validate_inbound(input)?;
+        self.check_inbound_dest(input).await?;
         let input = with_short_id(input, None);
         let secrets = self.secrets_for(&input).await?;
         Ok(self.store.create_inbound(&input, &secrets, now_ms).await?)
@@ -288,6 +314,7 @@ impl Service {
         input: &InboundInput,
     ) -> Result<Inbound, ServiceError> {
         Self::validate_inbound(input)?;
+        self.check_inbound_dest(input).await?;
         let current = self.store.inbound(id).await?;
         let input = &with_short_id(input, Some(&current.security));
         let both_reality = matches!(current.security, InboundSecurity::Reality { .. })

@@ -48,6 +48,7 @@ const ASSETS: &[Asset] = assets![
     "js/inbound_form.js" => JS,
     "js/users.js" => JS,
     "js/tunnels.js" => JS,
+    "js/account.js" => JS,
 ];
 
 /// The policy every UI answer carries.

@@ -20,6 +20,8 @@
 //! skipped (`skip-cert-verify` is only written for [`EntryTls::insecure`]).
 //! [`EntryTls::fingerprint`] is `client-fingerprint` (uTLS), and REALITY is
 //! `reality-opts` (`public-key`, `short-id`) beside `tls: true` and `servername`.
+//! An entry's route id is the proxy's `switchyard-route` ([`ROUTE_KEY`]), a key
+//! mihomo ignores.
 //!
 //! [`entries`] and [`read`] are the reverse: the entries of a Clash config, ours or
 //! another panel's (`clash_read.rs`).
@@ -38,6 +40,9 @@ use serde_json::{Map, Value, json};
 use crate::entry::{Entry, EntryProtocol, EntryTls, EntryTransport};
 use crate::singbox::{split_early_data, unique_names};
 use crate::yaml;
+
+/// The key of a proxy that holds its entry's route id ([`Entry::route`]).
+pub const ROUTE_KEY: &str = "switchyard-route";
 
 /// The names mihomo gives its built-in proxies and groups; no entry may take one.
 const BUILT_IN: [&str; 6] = [
@@ -145,6 +150,15 @@ pub fn proxy(entry: &Entry, name: &str) -> Value {
     put("server", json!(entry.server));
     put("port", json!(entry.port));
     put("udp", json!(true));
+    if let Some(route) = entry
+        .route
+        .as_deref()
+        .filter(|r| crate::entry::is_route_id(r))
+    {
+        // mihomo ignores keys it does not know; Switchyard's client keys the
+        // server's identity on it.
+        put(ROUTE_KEY, json!(route));
+    }
     match &entry.protocol {
         EntryProtocol::Vless { uuid, flow } => {
             put("type", json!("vless"));

@@ -251,6 +251,11 @@ fn proxy(map: &Hash, at: &At<'_>) -> Result<Result<Entry, String>, ReadError> {
             )
         }
     };
+    // A route id that is not one is ignored, as an unknown key is.
+    let route = text(map, super::ROUTE_KEY)
+        .ok()
+        .flatten()
+        .filter(|r| crate::entry::is_route_id(r));
     Ok(Ok(Entry {
         name,
         server,
@@ -258,6 +263,7 @@ fn proxy(map: &Hash, at: &At<'_>) -> Result<Result<Entry, String>, ReadError> {
         protocol,
         transport,
         tls,
+        route,
     }))
 }
 

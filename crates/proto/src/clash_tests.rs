@@ -277,3 +277,26 @@ fn reality_with_the_fingerprint_and_the_flow() {
     assert_eq!(parsed(&yaml)["proxies"][0], proxy(&e, "r"));
     assert_eq!(read(&yaml).map(|p| p.entries), Ok(vec![e]));
 }
+
+/// A route id is the proxy's `switchyard-route` key, read back (mihomo ignores it:
+/// `mihomo -t` in `tests/sing_box_check.rs` runs configs that carry it).
+#[test]
+fn route_ids_are_a_key_of_the_proxy() {
+    let mut e = entry("t", vless(), EntryTransport::Tcp, None);
+    e.route = Some("7".into());
+    assert_eq!(proxy(&e, "t")["switchyard-route"], json!("7"));
+    let yaml = client_config(std::slice::from_ref(&e), &ClashOptions::default());
+    assert!(yaml.contains("\"switchyard-route\": \"7\""), "{yaml}");
+    assert_eq!(read(&yaml).map(|p| p.entries), Ok(vec![e.clone()]));
+    // Another writer's number reads as the id; something that is no id is ignored.
+    let number = yaml.replace("\"switchyard-route\": \"7\"", "\"switchyard-route\": 7");
+    assert_eq!(
+        read(&number).unwrap().entries[0].route.as_deref(),
+        Some("7")
+    );
+    let odd = yaml.replace(
+        "\"switchyard-route\": \"7\"",
+        "\"switchyard-route\": \"a b\"",
+    );
+    assert_eq!(read(&odd).unwrap().entries[0].route, None);
+}

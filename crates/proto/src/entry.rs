@@ -33,6 +33,24 @@ pub struct Entry {
     pub transport: EntryTransport,
     /// TLS around the transport; `None` for none.
     pub tls: Option<EntryTls>,
+    /// The route this entry stands for, when the panel says ([`is_route_id`]): the
+    /// same on every fetch whichever inbound the route's balancer chose, so a client
+    /// keys the server's identity on it and a rebalance is an address change. Other
+    /// apps never see it as anything but an ignored parameter or key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+}
+
+/// The longest route id carried, in bytes (a DNS label's length, so it fits the
+/// sing-box carrier, a domain name).
+pub const MAX_ROUTE_ID: usize = 63;
+
+/// Whether `id` may be carried as an entry's route: 1 to [`MAX_ROUTE_ID`] ASCII
+/// letters, digits and `-` (a DNS label). Writers leave out anything else, readers
+/// ignore it: a route id is a hint for a client's memory, never where to connect.
+pub fn is_route_id(id: &str) -> bool {
+    (1..=MAX_ROUTE_ID).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
 /// The proxy protocol of an [`Entry`], with the user's credentials.
@@ -199,6 +217,7 @@ mod tests {
                 protocol,
                 transport: EntryTransport::Tcp,
                 tls: None,
+                route: None,
             };
             let text = format!("{entry:?}");
             assert!(text.contains(REDACTED), "{text}");
@@ -226,6 +245,7 @@ mod tests {
                 server_name: Some("node.example.com".into()),
                 ..EntryTls::default()
             }),
+            route: Some("7".into()),
         };
         let text = serde_json::to_string(&entry).unwrap();
         assert_eq!(serde_json::from_str::<Entry>(&text).unwrap(), entry);

@@ -18,6 +18,8 @@
 //!   with the early-data forms of sing-box and Xray;
 //! - [`client_hello`]: the TLS ClientHello, reassembled from its records, with the
 //!   fields REALITY reads;
+//! - [`dest`]: a REALITY inbound's `dest` checked (the panel and the node share it),
+//!   and which addresses are not global;
 //! - [`reality`]: REALITY's authentication (keys, the auth key, the sealed session id,
 //!   who is accepted, replays, the certificate's signature), as Xray's client does it;
 //! - [`vision`]: XTLS Vision's blocks (the VLESS flow `xtls-rprx-vision`): padding,
@@ -63,6 +65,7 @@ pub mod address;
 mod base64;
 pub mod clash;
 pub mod client_hello;
+pub mod dest;
 pub mod entry;
 pub mod reality;
 pub mod shadowsocks;

@@ -10,7 +10,8 @@
 //!            urltest `urltest_name` -> [entry 1, entry 2, ...] (url, interval)
 //!            one outbound per entry, tagged with its name (made unique)
 //!            direct
-//! route:     final = the selector; names resolved with the local resolver
+//! route:     final = the selector; names resolved with the local resolver;
+//!            one inert rule per entry with a route id, carrying it (ROUTE_DOMAIN)
 //! ```
 //!
 //! With no entries there is nothing to select: the config has only `direct`, and a
@@ -34,6 +35,13 @@ pub const DIRECT_TAG: &str = "direct";
 pub const DNS_TAG: &str = "local";
 /// What an entry with an empty name is tagged.
 const UNNAMED: &str = "server";
+/// The domain under which a config carries its entries' route ids
+/// ([`Entry::route`]): sing-box refuses unknown fields, so each id travels as a
+/// route rule `{"domain": ["ID.route.switchyard.invalid"], "action": "route",
+/// "outbound": TAG}`. `.invalid` is reserved (RFC 2606) and never resolves, so no
+/// connection ever matches it: the rule is inert in every sing-box app, and
+/// Switchyard's client reads the id from it ([`entries`]).
+pub const ROUTE_DOMAIN: &str = "route.switchyard.invalid";
 
 /// Choices of a rendered config. `Default` gives the documented defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,10 +130,7 @@ impl Serialize for ClientConfig<'_> {
             route: Route {
                 default_domain_resolver: DNS_TAG,
                 r#final: if empty { DIRECT_TAG } else { &o.group_name },
-                rules: empty.then_some([RejectRule {
-                    inbound: [MIXED_TAG],
-                    action: "reject",
-                }]),
+                rules: Rules(self),
             },
         }
         .serialize(serializer)
@@ -172,14 +177,63 @@ struct Mixed {
 struct Route<'a> {
     default_domain_resolver: &'static str,
     r#final: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rules: Option<[RejectRule; 1]>,
+    #[serde(skip_serializing_if = "Rules::is_empty")]
+    rules: Rules<'a>,
+}
+
+/// The route rules: with no entries, the one that rejects everything from the proxy
+/// inbound; else one per entry with a route id, which carries it (see
+/// [`ROUTE_DOMAIN`]).
+struct Rules<'a>(&'a ClientConfig<'a>);
+
+impl Rules<'_> {
+    fn carried(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0
+            .entries
+            .iter()
+            .zip(&self.0.tags)
+            .filter_map(|(e, tag)| {
+                let route = e
+                    .route
+                    .as_deref()
+                    .filter(|r| crate::entry::is_route_id(r))?;
+                Some((route, tag.as_str()))
+            })
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.0.entries.is_empty() && self.carried().next().is_none()
+    }
+}
+
+impl Serialize for Rules<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0.entries.is_empty() {
+            return serializer.collect_seq([Rule::Reject {
+                inbound: [MIXED_TAG],
+                action: "reject",
+            }]);
+        }
+        serializer.collect_seq(self.carried().map(|(route, tag)| Rule::Route {
+            domain: [format!("{route}.{ROUTE_DOMAIN}")],
+            action: "route",
+            outbound: tag,
+        }))
+    }
 }
 
 #[derive(Serialize)]
-struct RejectRule {
-    inbound: [&'static str; 1],
-    action: &'static str,
+#[serde(untagged)]
+enum Rule<'a> {
+    Reject {
+        inbound: [&'static str; 1],
+        action: &'static str,
+    },
+    Route {
+        domain: [String; 1],
+        action: &'static str,
+        outbound: &'a str,
+    },
 }
 
 /// The outbounds: the selector and the urltest group (when there are entries), one

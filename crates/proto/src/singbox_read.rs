@@ -3,7 +3,8 @@
 //! outbounds (selectors, `urltest`, `direct`) are skipped. TLS's `utls` and
 //! `reality` are read into [`EntryTls::fingerprint`] and [`EntryTls::reality`]. The reverse of
 //! [`client_config`](super::client_config) for what entries hold: a config written
-//! from entries reads back as the same entries (early data, `/ws?ed=N`, included).
+//! from entries reads back as the same entries (early data, `/ws?ed=N`, included),
+//! route ids too (read from the route rules that carry them).
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -152,6 +153,7 @@ pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
                 protocol: EntryProtocol::Vless { uuid, flow },
                 transport: transport_of(transport).map_err(problem)?,
                 tls: tls_of(tls),
+                route: None,
             },
             Out::Trojan {
                 tag,
@@ -167,6 +169,7 @@ pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
                 protocol: EntryProtocol::Trojan { password },
                 transport: transport_of(transport).map_err(problem)?,
                 tls: tls_of(tls),
+                route: None,
             },
             Out::Shadowsocks {
                 tag,
@@ -181,6 +184,7 @@ pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
                 protocol: EntryProtocol::Shadowsocks { method, password },
                 transport: EntryTransport::Tcp,
                 tls: None,
+                route: None,
             },
         };
         if entry.port == 0 {
@@ -188,7 +192,40 @@ pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
         }
         out.push(entry);
     }
+    let routes = routes(config);
+    if !routes.is_empty() {
+        for entry in &mut out {
+            entry.route = routes.get(entry.name.as_str()).map(|r| (*r).to_owned());
+        }
+    }
     Ok(out)
+}
+
+/// The route ids the config's route rules carry, by outbound tag: a rule
+/// `{"domain": ["ID.route.switchyard.invalid"], "outbound": TAG}` says the outbound
+/// TAG stands for route ID ([`super::ROUTE_DOMAIN`]). Anything else is no route.
+fn routes(config: &Value) -> std::collections::HashMap<&str, &str> {
+    let mut out = std::collections::HashMap::new();
+    let Some(rules) = config["route"]["rules"].as_array() else {
+        return out;
+    };
+    for rule in rules {
+        let (Some([domain]), Some(tag)) = (
+            rule["domain"].as_array().map(Vec::as_slice),
+            rule["outbound"].as_str(),
+        ) else {
+            continue;
+        };
+        if let Some(id) = domain
+            .as_str()
+            .and_then(|d| d.strip_suffix(super::ROUTE_DOMAIN))
+            .and_then(|d| d.strip_suffix('.'))
+            .filter(|id| crate::entry::is_route_id(id))
+        {
+            out.entry(tag).or_insert(id);
+        }
+    }
+    out
 }
 
 fn tls_of(tls: Option<Tls>) -> Option<EntryTls> {

@@ -243,3 +243,51 @@ fn reality_with_utls_and_the_flow() {
     assert_eq!(tls.fingerprint.as_deref(), Some("chrome"));
     assert_eq!(tls.reality, None);
 }
+
+/// Route ids travel as inert route rules (sing-box refuses unknown fields), one per
+/// entry that has one, pointing at its tag (made unique); the reader takes them back.
+/// A malformed id is not written, and a rule that is not one of ours is no route.
+#[test]
+fn route_ids_travel_as_inert_rules_and_read_back() {
+    let mut a = entry("Frankfurt", vless(), EntryTransport::Tcp, None);
+    a.route = Some("7".into());
+    let mut b = entry("Frankfurt", trojan(), EntryTransport::Tcp, tls());
+    b.route = Some("route-12".into());
+    let c = entry("Plain", vless(), EntryTransport::Tcp, None);
+    let mut bad = entry("Bad", vless(), EntryTransport::Tcp, None);
+    bad.route = Some("not a label".into());
+    let entries = vec![a, b, c, bad];
+    let config = client_config(&entries, &SingBoxOptions::default());
+    assert_eq!(
+        config["route"]["rules"],
+        json!([
+            { "domain": ["7.route.switchyard.invalid"], "action": "route", "outbound": "Frankfurt" },
+            { "domain": ["route-12.route.switchyard.invalid"], "action": "route", "outbound": "Frankfurt 2" },
+        ])
+    );
+    let read = entries_of(&config).unwrap();
+    assert_eq!(
+        read.iter().map(|e| e.route.as_deref()).collect::<Vec<_>>(),
+        [Some("7"), Some("route-12"), None, None]
+    );
+    // Without route ids there is no rule at all, as before.
+    let plain = vec![entry("t", vless(), EntryTransport::Tcp, None)];
+    assert!(
+        client_config(&plain, &SingBoxOptions::default())["route"]
+            .get("rules")
+            .is_none()
+    );
+    // Other rules (another panel's) are no route ids.
+    let mut other = config.clone();
+    other["route"]["rules"] = json!([
+        { "domain": ["example.com"], "outbound": "Frankfurt" },
+        { "domain": ["x y.route.switchyard.invalid"], "outbound": "Plain" },
+        { "domain_suffix": ["9.route.switchyard.invalid"], "outbound": "Plain" },
+    ]);
+    assert!(
+        entries_of(&other)
+            .unwrap()
+            .iter()
+            .all(|e| e.route.is_none())
+    );
+}

@@ -69,6 +69,7 @@ pub(crate) mod entries {
             protocol,
             transport,
             tls,
+            route: None,
         }
     }
 

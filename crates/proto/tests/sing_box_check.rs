@@ -59,6 +59,9 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
                     protocol: protocol.clone(),
                     transport: transport.clone(),
                     tls: tls.clone(),
+                    // Route ids ride along (a rule in sing-box, a key in Clash, a
+                    // parameter in links): every reader must still take the config.
+                    route: Some(format!("{}", entries.len() + 1)),
                 });
             }
         }
@@ -73,6 +76,7 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
         },
         transport: EntryTransport::Tcp,
         tls: None,
+        route: Some("route-ss".into()),
     });
     entries.push(Entry {
         name: "VLESS Vision".into(),
@@ -84,6 +88,7 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
         },
         transport: EntryTransport::Tcp,
         tls: Some(EntryTls::default()),
+        route: None,
     });
     entries
 }
@@ -101,6 +106,7 @@ fn reality() -> Vec<Entry> {
                 flow: flow.map(str::to_owned),
             },
             transport: EntryTransport::Tcp,
+            route: None,
             tls: Some(EntryTls {
                 server_name: Some("www.example.com".into()),
                 fingerprint: Some("chrome".into()),

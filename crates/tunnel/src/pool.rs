@@ -72,6 +72,9 @@ pub struct OriginStatus {
     pub links_per_profile: BTreeMap<usize, usize>,
     /// Streams open over all its links.
     pub open_streams: usize,
+    /// Streams open per profile index (profiles with links up only): with
+    /// `distribute`, each profile's share follows its links.
+    pub streams_per_profile: BTreeMap<usize, usize>,
 }
 
 /// The pool.
@@ -245,8 +248,10 @@ impl Pool {
             .map(|(o, links)| {
                 let mut st = OriginStatus::default();
                 for e in links.iter().filter(|e| !e.handle.is_closed()) {
+                    let streams = e.handle.open_streams();
                     *st.links_per_profile.entry(e.profile).or_default() += 1;
-                    st.open_streams += e.handle.open_streams();
+                    *st.streams_per_profile.entry(e.profile).or_default() += streams;
+                    st.open_streams += streams;
                 }
                 (o.clone(), st)
             })

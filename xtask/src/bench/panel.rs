@@ -241,8 +241,15 @@ fn start_panel(root: &Path, work: &Path, users: usize) -> Result<Panel> {
     let tokens = seed_users(&switchyard, &data, users)?;
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()?));
     let channel = SocketAddr::from(([127, 0, 0, 1], free_port()?));
+    // The bench fetches every token about once a second, far above the per-token
+    // limit apps never reach: it measures rendering, so the limit is off.
+    let config = work.join("panel.toml");
+    fs::write(&config, "[subscription]\nfetch_burst = 0\n")
+        .with_context(|| format!("writing {}", config.display()))?;
     let mut process = Cmd::new(&switchyard)
-        .args(["panel", "--data"])
+        .args(["panel", "--config"])
+        .args([&config])
+        .args(["--data"])
         .args([&data])
         .args(["--listen", &addr.to_string()])
         .args(["--channel-listen", &channel.to_string()])
@@ -255,8 +262,9 @@ fn start_panel(root: &Path, work: &Path, users: usize) -> Result<Panel> {
         data: data.clone(),
         switchyard,
         how: format!(
-            "`switchyard panel --data DIR --listen 127.0.0.1:PORT --channel-listen \
-             127.0.0.1:PORT2`, SQLite (the default), seeded by `switchyard panel seed \
+            "`switchyard panel --config FILE --data DIR --listen 127.0.0.1:PORT \
+             --channel-listen 127.0.0.1:PORT2` (the per-token fetch limit off: \
+             `subscription.fetch_burst = 0`), SQLite (the default), seeded by `switchyard panel seed \
              --users {users} --tokens FILE --with-inbound PORT3 --routes {ROUTES} --pool \
              {POOL} --data DIR`: {ROUTES} routes × {POOL} inbounds plus the seed route, so \
              every subscription has {} entries, each chosen by the balancer",

@@ -201,6 +201,7 @@ impl Engine {
     /// Drops the running check; its replies will be ignored (see `on_replies`).
     fn cancel_check(&mut self) {
         self.running = None;
+        self.end_hold();
     }
 }
 

@@ -112,6 +112,10 @@ impl Engine {
         {
             self.launch(trigger, kind, servers);
         }
+        if self.running.is_none() {
+            // Nothing to probe: no verdict is coming for held connections.
+            self.end_hold();
+        }
     }
 
     /// Ends the running check if its results are overdue: nothing came back by the

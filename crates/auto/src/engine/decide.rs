@@ -91,6 +91,10 @@ impl Engine {
             Kind::Wide { neighbours } => self.decide_wide(now, &check, &neighbours, &delays),
             Kind::OwnSubscription => self.decide_own_subscription(now, &check, &delays),
         }
+        if self.running.is_none() {
+            // The round is over (no follow-up check): connections held for it go.
+            self.end_hold();
+        }
     }
 
     fn decide_own(&mut self, now: Timestamp, check: &Ended, delays: &Delays) {

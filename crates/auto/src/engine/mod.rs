@@ -4,15 +4,17 @@
 //! [`Output`]s it returns, and call [`Policy::handle_timeout`] at the time
 //! [`Policy::poll_timeout`] names. The modules split the work:
 //! `clock` (the driver's times, made monotonic), `traffic` (triggers from counters),
-//! `limits` (switch limit, cool-downs), `checks` (when a check starts, what it probes,
-//! when it is overdue), `decide` (what a check's replies mean), `switch` (moving to
-//! another server, reports), `actions` (user actions and subscription changes), `prune`
-//! (forgetting servers gone for a day), `state` (durable memory).
+//! `limits` (switch limit, cool-downs), `hold` (holding new connections for the
+//! verdict of a check a failed connect started), `checks` (when a check starts, what
+//! it probes, when it is overdue), `decide` (what a check's replies mean), `switch`
+//! (moving to another server, reports), `actions` (user actions and subscription
+//! changes), `prune` (forgetting servers gone for a day), `state` (durable memory).
 
 mod actions;
 mod checks;
 mod clock;
 mod decide;
+mod hold;
 mod limits;
 mod prune;
 mod state;
@@ -74,6 +76,10 @@ pub struct Engine {
     return_answers: u32,
     /// A switch was held back by the switch limit: check again at this time.
     switch_retry_at: Option<Timestamp>,
+    /// A failed connect to the current server waits for a check's verdict: new
+    /// connections are held meanwhile ([`Engine::hold_until`]). Set by the failure,
+    /// cleared when the check round that follows ends (switch or stay) or is dropped.
+    holding: bool,
 }
 
 /// Auto's network-loss back-off, as [`Engine::network_pause`] reports it.
@@ -167,6 +173,7 @@ impl Engine {
             neighbour: None,
             return_answers: 0,
             switch_retry_at: None,
+            holding: false,
         };
         engine.schedule_prune();
         engine
@@ -259,6 +266,7 @@ impl Engine {
                 }
                 if self.state.current.as_ref() == Some(&server) {
                     self.connect_failed_at.get_or_insert(now);
+                    self.holding = true;
                 }
                 Ok(())
             }

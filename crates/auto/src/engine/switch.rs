@@ -72,6 +72,7 @@ impl Engine {
         self.wide_due = None;
         self.switch_retry_at = None;
         self.connect_failed_at = None;
+        self.end_hold();
         self.limits.record_switch(now);
         self.traffic.restart_windows();
         if let Some(from) = from.filter(|f| *f != to) {

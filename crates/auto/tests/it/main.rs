@@ -5,6 +5,7 @@ mod common;
 
 mod decisions;
 mod examples;
+mod hold;
 mod limits_and_marks;
 mod neighbours;
 mod overdue_and_empty;

@@ -383,6 +383,12 @@ pub(crate) fn render(run: &Run, binary: &Path, work: &Path) -> Result<String> {
         met(loss_switches == 0),
         met(ours_clean)
     )?;
+    let ours_refusing = get(Kind::Ours, Phase::Refusing).failed_seconds;
+    writeln!(
+        md,
+        "- current refusing: ours {ours_refusing} failed-request s (goal 0): {}",
+        met(ours_refusing == 0)
+    )?;
 
     writeln!(
         md,

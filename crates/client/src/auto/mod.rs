@@ -143,6 +143,8 @@ struct Driver {
     /// The last network state reported.
     network_up: bool,
     saved: String,
+    /// Failed connects taken in from the proxy (see `crate::proxy::hold`).
+    failures_seen: u64,
 }
 
 /// Runs Auto over `subs` (on in the subscription Auto's memory names, else the first)
@@ -184,6 +186,7 @@ pub async fn run(
         results,
         network_up: true,
         saved: String::new(),
+        failures_seen: 0,
     };
     for s in &subs {
         d.track(s);
@@ -198,6 +201,7 @@ pub async fn run(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         d.flush();
+        d.publish_hold();
         let wake = d.engine.poll_timeout().map(|t| {
             let wait = t.0.saturating_sub(d.now().0).max(0);
             tokio::time::Instant::now() + Duration::from_millis(u64::try_from(wait).unwrap_or(0))
@@ -217,6 +221,7 @@ pub async fn run(
                 d.engine.handle_timeout(now);
             }
             Some(identity) = failed.recv() => {
+                d.failures_seen = d.failures_seen.saturating_add(1);
                 d.feed(Event::ConnectFailed { server: ServerId::new(identity) });
             }
             Some((check, replies)) = results_rx.recv() => {
@@ -304,12 +309,52 @@ impl Driver {
         }
     }
 
+    /// Tells the proxy whether to hold new connections, and until when: while a
+    /// failed connect waits for a check's verdict (`Engine::hold_until`). Called after
+    /// the outputs are acted on, so a switch is in place before the hold ends.
+    fn publish_hold(&self) {
+        let until = self.engine.hold_until().map(|t| {
+            let wait = u64::try_from(t.0.saturating_sub(self.now().0)).unwrap_or(0);
+            tokio::time::Instant::now() + Duration::from_millis(wait)
+        });
+        self.proxy.set_hold(crate::proxy::hold::HoldState {
+            until,
+            failures_seen: self.failures_seen,
+        });
+    }
+
     fn updated(&mut self, update: &SubscriptionServers) {
         let sub = update.auto(&mut self.by_id);
         if let Some(k) = self.known.iter_mut().find(|k| k.name == sub.name) {
             *k = sub.clone();
         }
+        self.follow_current();
         self.feed(Event::SubscriptionUpdated(sub));
+    }
+
+    /// When the current server is still there but its entry changed (a route whose
+    /// balancer moved the user: same identity, another address), new connections go
+    /// to the new address at once; the open ones stay (the old inbound still serves
+    /// them). Auto sees the same server: nothing is removed, no check is needed.
+    fn follow_current(&mut self) {
+        let Some(current) = self.engine.state().current.clone() else {
+            return;
+        };
+        let (Some(new), Some(old)) = (self.by_id.get(&current), self.proxy.server()) else {
+            return;
+        };
+        if old.identity() == current.as_str() && old.entry() != new.entry() {
+            let (from, to) = (old.entry(), new.entry());
+            self.note(format!(
+                "{} moved from {}:{} to {}:{}",
+                to.name, from.server, from.port, to.server, to.port
+            ));
+            self.proxy.switch(new.clone(), false);
+            self.status
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .current = Some(to.name.clone());
+        }
     }
 
     /// A subscription added by the user: it joins the end of the list (a neighbour of

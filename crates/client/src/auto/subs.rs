@@ -25,11 +25,24 @@ pub struct SubscriptionServers {
 
 impl SubscriptionServers {
     /// The usable servers of a fetched subscription, the others logged and left out.
+    /// A server whose route id is its own in this subscription is keyed by it
+    /// ([`Outbound::keyed_by_route`]); a route id that several entries share keys
+    /// none of them (they keep their address identity).
     pub fn from_fetched(url: &str, sub: crate::subscription::Subscription) -> Self {
+        let mut routes: HashMap<String, usize> = HashMap::new();
+        for route in sub.entries.iter().filter_map(|e| e.route.clone()) {
+            let n = routes.entry(route).or_default();
+            *n = n.saturating_add(1);
+        }
         let mut servers = Vec::new();
         for entry in sub.entries {
             let name = entry.name.clone();
+            let own_route = entry
+                .route
+                .as_ref()
+                .is_some_and(|r| routes.get(r) == Some(&1));
             match Outbound::new(entry) {
+                Ok(o) if own_route => servers.push(Arc::new(o.keyed_by_route(url))),
                 Ok(o) => servers.push(Arc::new(o)),
                 Err(e) => tracing::warn!(server = %name, "left out: {e}"),
             }
@@ -81,5 +94,67 @@ pub(super) async fn refresh(
             }
             Err(e) => tracing::warn!("refreshing the subscription: {e}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use switchyard_proto::entry::{Entry, EntryProtocol, EntryTransport};
+
+    use super::*;
+
+    fn entry(port: u16, route: Option<&str>) -> Entry {
+        Entry {
+            name: format!("s{port}"),
+            server: "203.0.113.1".into(),
+            port,
+            protocol: EntryProtocol::Vless {
+                uuid: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+                flow: None,
+            },
+            transport: EntryTransport::Tcp,
+            tls: None,
+            route: route.map(str::to_owned),
+        }
+    }
+
+    fn identities(url: &str, entries: Vec<Entry>) -> Vec<String> {
+        let sub = crate::subscription::Subscription {
+            entries,
+            update_interval_hours: None,
+        };
+        SubscriptionServers::from_fetched(url, sub)
+            .servers
+            .iter()
+            .map(|o| o.identity())
+            .collect()
+    }
+
+    /// A route id keys the server whatever its address; one shared by two entries,
+    /// or none, leaves the address identity; another subscription's same id is
+    /// another server.
+    #[test]
+    fn servers_are_keyed_by_their_own_route() {
+        let url = "https://panel.example.com/sub/abc";
+        let first = identities(
+            url,
+            vec![
+                entry(443, Some("1")),
+                entry(444, Some("2")),
+                entry(445, Some("2")),
+                entry(446, None),
+            ],
+        );
+        assert!(first[0].starts_with("route:"), "{first:?}");
+        for (i, id) in first.iter().enumerate().skip(1) {
+            assert!(id.starts_with("vless:"), "{i}: {first:?}");
+        }
+        let moved = identities(url, vec![entry(8443, Some("1"))]);
+        assert_eq!(moved[0], first[0]);
+        let elsewhere = identities(
+            "https://other.example.com/sub/x",
+            vec![entry(443, Some("1"))],
+        );
+        assert_ne!(elsewhere[0], first[0]);
     }
 }

@@ -235,7 +235,7 @@ pub(crate) async fn associate(
                         Carry {
                             meter: proxy.meter.clone(),
                             counters: counters.clone(),
-                            failed: proxy.failed.clone(),
+                            gate: proxy.gate.clone(),
                         },
                     ))));
                     tx
@@ -271,7 +271,8 @@ pub(crate) async fn associate(
 struct Carry {
     meter: Arc<Meter>,
     counters: Arc<UdpCounters>,
-    failed: Option<mpsc::UnboundedSender<String>>,
+    /// Where a way that cannot be opened is reported (not held: see `super::hold`).
+    gate: Arc<super::hold::Gate>,
 }
 
 /// Opens the way through `server` and carries datagrams both ways until either
@@ -287,9 +288,7 @@ async fn carry(
     let (mut sender, mut receiver) = match server.udp(&first).await {
         Ok(pair) => pair,
         Err(e) => {
-            if let Some(tx) = &report.failed {
-                let _ = tx.send(server.identity());
-            }
+            let _ = report.gate.report(server.identity());
             // The app tried to go out and nothing came back (see TCP's refusals).
             report
                 .meter

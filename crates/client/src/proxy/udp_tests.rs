@@ -85,6 +85,7 @@ fn trojan_entry(addr: SocketAddr) -> Arc<Outbound> {
             },
             transport: EntryTransport::Tcp,
             tls: None,
+            route: None,
         })
         .unwrap(),
     )

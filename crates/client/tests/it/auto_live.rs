@@ -22,7 +22,7 @@ use switchyard_testkit::{HttpTarget, free_port};
 const UUID: &str = "b831381d-6324-4d53-ad4f-8cda48b30811";
 
 /// A node with one plain VLESS inbound on a free port of 127.0.0.1.
-async fn node(dir: &std::path::Path) -> (Arc<Node>, u16) {
+pub(crate) async fn node(dir: &std::path::Path) -> (Arc<Node>, u16) {
     let port = free_port().unwrap();
     let text = format!(
         r#"
@@ -51,7 +51,7 @@ vless = "{UUID}"
     (Node::start(config).await.unwrap(), port)
 }
 
-fn entry(name: &str, addr: SocketAddr) -> Entry {
+pub(crate) fn entry(name: &str, addr: SocketAddr) -> Entry {
     Entry {
         name: name.into(),
         server: addr.ip().to_string(),
@@ -62,6 +62,7 @@ fn entry(name: &str, addr: SocketAddr) -> Entry {
         },
         transport: EntryTransport::Tcp,
         tls: None,
+        route: None,
     }
 }
 

@@ -96,6 +96,7 @@ fn entries(ports: [u16; 3], cert: &TestCert) -> Vec<Entry> {
         protocol,
         transport,
         tls,
+        route: None,
     };
     vec![
         entry("Plain", ports[0], vless(), EntryTransport::Tcp, None),

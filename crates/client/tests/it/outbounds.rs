@@ -77,6 +77,7 @@ fn entry(
         protocol,
         transport,
         tls,
+        route: None,
     }
 }
 

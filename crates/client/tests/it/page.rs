@@ -30,6 +30,7 @@ fn entry(name: &str, port: u16) -> Entry {
         },
         transport: EntryTransport::Tcp,
         tls: None,
+        route: None,
     }
 }
 

@@ -3,6 +3,7 @@
 //!
 //! Every default lives here, with the trade-off it makes.
 
+mod parse;
 mod secret;
 mod tunnel;
 mod validate;
@@ -411,38 +412,25 @@ pub struct RouteConfig {
     pub rules: Vec<crate::route::Rule>,
 }
 
-/// A TOML error by line and column, without the line itself: the line may hold a
-/// secret, and the error goes to logs and API answers.
-fn parse_error(text: &str, e: &toml::de::Error) -> ConfigError {
-    let message = e.message().trim_end();
-    let Some(at) = e.span().map(|s| s.start.min(text.len())) else {
-        return ConfigError::Parse(message.to_owned());
-    };
-    let before = &text.as_bytes()[..at];
-    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-    let column = at
-        - before
-            .iter()
-            .rposition(|&b| b == b'\n')
-            .map_or(0, |i| i + 1)
-        + 1;
-    ConfigError::Parse(format!("line {line}, column {column}: {message}"))
-}
-
 impl NodeConfig {
     /// Parses TOML (a config file) and validates it.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        let config: Self = toml::from_str(text).map_err(|e| parse_error(text, &e))?;
+        let config: Self = parse::toml(text)?;
         config.validate()?;
         Ok(config)
     }
 
     /// Parses JSON (from the panel or the control API) and validates it.
     pub fn from_json(text: &str) -> Result<Self, ConfigError> {
-        let config: Self =
-            serde_json::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let config: Self = parse::json(text)?;
         config.validate()?;
         Ok(config)
+    }
+
+    /// Parses JSON without validating it (the control API fills in the node's own
+    /// fields first); errors name the field as [`Self::from_json`]'s do.
+    pub(crate) fn parse_json(text: &str) -> Result<Self, ConfigError> {
+        parse::json(text)
     }
 
     /// The state directory a config file names, read leniently (for finding the last

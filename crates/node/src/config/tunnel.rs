@@ -23,7 +23,8 @@ pub struct TunnelConfig {
     #[serde(default)]
     pub balancing: Balancing,
     /// Links each origin keeps per profile, spread over the profile's addresses (at
-    /// least one on each). Default 4 (`switchyard_tunnel::half::LINKS_PER_PROFILE`).
+    /// least one on each), for every profile that names no `links` of its own. Default
+    /// 4 (`switchyard_tunnel::half::LINKS_PER_PROFILE`).
     #[serde(default = "four")]
     pub links: usize,
     /// The largest receive window a stream grows to, in MiB, on both halves (1 to
@@ -72,6 +73,11 @@ pub struct TunnelProfile {
     /// `host:port` addresses the dialing side connects to, all at once.
     #[serde(default)]
     pub addresses: Vec<String>,
+    /// Links each origin keeps on this profile (1 to 64), spread over its addresses;
+    /// unset: the tunnel's `links`. A profile's links are its weight: one with six
+    /// takes three times the streams of one with two.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links: Option<usize>,
 }
 
 /// A profile's transport.

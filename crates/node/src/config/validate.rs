@@ -67,10 +67,12 @@ pub fn ss_key(text: &str, method: SsMethod) -> Result<Vec<u8>, String> {
     Ok(key)
 }
 
-/// A REALITY inbound's fields; `f` names a field of the inbound.
+/// A REALITY inbound's fields; `f` names a field of the inbound; `allow_private` is
+/// `node.allow_private_destinations`.
 fn validate_reality(
     ib: &super::InboundConfig,
     f: &dyn Fn(&str) -> String,
+    allow_private: bool,
 ) -> Result<(), ConfigError> {
     use switchyard_proto::reality::{ClientVersion, PrivateKey, ShortId};
     let Security::Reality {
@@ -91,12 +93,9 @@ fn validate_reality(
             "REALITY is served for VLESS over plain TCP (transport tcp) only",
         ));
     }
-    if !dest_ok(dest) {
-        return Err(invalid(
-            f("security.dest"),
-            "must be host:port (a name or an address, [v6]:port), port 1-65535",
-        ));
-    }
+    // The panel checks with the same function (switchyard_proto::dest).
+    switchyard_proto::dest::check(dest, allow_private)
+        .map_err(|e| invalid(f("security.dest"), e.to_string()))?;
     if server_names.is_empty() {
         return Err(invalid(
             f("security.server_names"),
@@ -145,24 +144,6 @@ fn validate_reality(
         ));
     }
     Ok(())
-}
-
-/// Whether `dest` is `host:port`: a name, an IPv4 address or `[v6]`, and a port.
-fn dest_ok(dest: &str) -> bool {
-    let Some((host, port)) = dest.rsplit_once(':') else {
-        return false;
-    };
-    if !port.parse::<u16>().is_ok_and(|p| p != 0) {
-        return false;
-    }
-    if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        return v6.parse::<std::net::Ipv6Addr>().is_ok();
-    }
-    !host.is_empty()
-        && host.len() <= 253
-        && host
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
 }
 
 fn tag_ok(tag: &str) -> bool {
@@ -314,7 +295,7 @@ impl NodeConfig {
                 }
             }
             if let Security::Reality { .. } = &ib.security {
-                validate_reality(ib, &f)?;
+                validate_reality(ib, &f, self.node.allow_private_destinations)?;
             }
             match ib.protocol {
                 Protocol::Shadowsocks => {
@@ -477,6 +458,14 @@ impl NodeConfig {
             if !(1..=64).contains(&t.links) {
                 return Err(invalid(f("links"), "must be 1 to 64"));
             }
+            for (j, p) in t.profiles.iter().enumerate() {
+                if p.links.is_some_and(|n| !(1..=64).contains(&n)) {
+                    return Err(invalid(
+                        f(&format!("profiles[{j}].links")),
+                        "must be 1 to 64",
+                    ));
+                }
+            }
             if !(1..=64).contains(&t.window_mib) {
                 return Err(invalid(f("window_mib"), "must be 1 to 64 (MiB)"));
             }
@@ -548,11 +537,12 @@ impl NodeConfig {
                 if server_name.is_empty() || server_name.len() > 253 {
                     return Err(invalid(at("server_name"), "one of the target site's names"));
                 }
-                if dest.rsplit_once(':').is_none_or(|(h, port)| {
-                    h.is_empty() || port.parse::<u16>().map_or(true, |p| p == 0)
-                }) {
-                    return Err(invalid(at("dest"), "the target site as host:port"));
-                }
+                // The listening half splices probers to `dest`: the rule of a REALITY
+                // inbound's (switchyard_proto::dest, the panel's too). The dialing
+                // half never dials it: the form alone.
+                let allow = !listening || self.node.allow_private_destinations;
+                switchyard_proto::dest::check(dest, allow)
+                    .map_err(|e| invalid(at("dest"), e.to_string()))?;
                 let public = switchyard_proto::reality::PublicKey::parse(public_key)
                     .map_err(|e| invalid(at("public_key"), e.to_string()))?;
                 switchyard_proto::reality::ShortId::parse(short_id)

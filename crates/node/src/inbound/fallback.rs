@@ -47,9 +47,42 @@ pub(crate) async fn splice(
     stream: BoxIo,
     read: Vec<u8>,
     conn: &Conn,
-    addr: impl ToSocketAddrs + std::fmt::Display,
+    addr: std::net::SocketAddr,
 ) {
-    let mut site = match timeout(FALLBACK_CONNECT_TIMEOUT, TcpStream::connect(&addr)).await {
+    splice_to(ctx, rt, stream, read, conn, addr, &addr).await;
+}
+
+/// Like [`splice`] for a REALITY inbound's `dest`: the addresses its name resolves to
+/// must pass the node's refusals (private, loopback and the node's own addresses
+/// unless `allow_private_destinations`, the control API always), or the connection is
+/// held: a name that resolves to the node's own network never reaches it.
+pub(crate) async fn splice_reality(
+    ctx: &Ctx,
+    rt: &Runtime,
+    stream: BoxIo,
+    read: Vec<u8>,
+    conn: &Conn,
+    dest: &str,
+) {
+    match rt.dialer.reality_site(dest).await {
+        Ok(addrs) => splice_to(ctx, rt, stream, read, conn, &addrs[..], &dest).await,
+        Err(e) => {
+            tracing::warn!(inbound = %ctx.config.tag, "REALITY dest refused: {e}");
+            hold(ctx, rt, stream, conn).await;
+        }
+    }
+}
+
+async fn splice_to(
+    ctx: &Ctx,
+    rt: &Runtime,
+    stream: BoxIo,
+    read: Vec<u8>,
+    conn: &Conn,
+    to: impl ToSocketAddrs,
+    addr: &(dyn std::fmt::Display + Sync),
+) {
+    let mut site = match timeout(FALLBACK_CONNECT_TIMEOUT, TcpStream::connect(to)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             tracing::warn!(inbound = %ctx.config.tag, %addr, "fallback unreachable: {e}");

@@ -287,8 +287,9 @@ impl Journal {
             if let Some(second) = pairs.next() {
                 for (name, b) in second.users {
                     let e = first.users.entry(name).or_default();
-                    e.up += b.up;
-                    e.down += b.down;
+                    // Saturating: a journal edited on disk may hold any value.
+                    e.up = e.up.saturating_add(b.up);
+                    e.down = e.down.saturating_add(b.down);
                 }
                 first.seq = second.seq;
                 first.at_ms = second.at_ms;

@@ -246,3 +246,26 @@ fn a_reader_that_never_acknowledges_gets_half_the_cap_and_the_journal_stays_boun
     assert_eq!(total, 200);
     assert_eq!(j.pending(), 0);
 }
+
+#[test]
+fn merging_records_edited_to_huge_values_saturates_instead_of_overflowing() {
+    // A journal edited on disk (or written by a broken build) may carry any number;
+    // merging unread records must neither panic nor wrap around.
+    let disk = MemStore::default();
+    let max = u64::MAX;
+    let lines: String = (1..=4)
+        .map(|seq| {
+            format!("{{\"seq\":{seq},\"at_ms\":{seq},\"users\":{{\"a\":{{\"up\":{max},\"down\":{max}}}}}}}\n")
+        })
+        .collect();
+    disk.bytes
+        .lock()
+        .unwrap()
+        .extend_from_slice(lines.as_bytes());
+    let mut j = Journal::with_store(Box::new(disk), 4).unwrap();
+    assert_eq!(j.pending(), 4, "the edited lines are read back");
+    j.flush(&totals(&[("a", 1, 1)]), 5).unwrap();
+    let (recs, _) = j.read(0, 100);
+    assert!(recs.len() < 5, "the records were merged: {}", recs.len());
+    assert!(up_of(&recs).contains(&u64::MAX), "{:?}", up_of(&recs));
+}

@@ -110,6 +110,7 @@ fn entries(node: &Node, cert: &TestCert) -> Vec<Entry> {
         protocol,
         transport,
         tls,
+        route: None,
     };
     vec![
         entry(

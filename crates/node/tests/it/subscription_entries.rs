@@ -35,6 +35,7 @@ fn entry(f: &Fixture, protocol: EntryProtocol, transport: EntryTransport, tls: b
             alpn: vec!["http/1.1".into()],
             ..EntryTls::default()
         }),
+        route: None,
     }
 }
 

@@ -153,3 +153,26 @@ fn the_listening_side_takes_files_or_inline_pem() {
     let e = err(&direct_origin("cert_pem = \"C\"\n"));
     assert!(e.starts_with("tunnels[0].origin.cert:"), "{e}");
 }
+
+/// A profile's own `links` beside the tunnel's (the default of profiles that name
+/// none), bounded and named by its profile.
+#[test]
+fn a_profile_names_its_own_links_or_takes_the_tunnels() {
+    let p = format!("pin = \"{}\"\n", pin("aa"));
+    let two = |links: &str| {
+        reverse_origin(&p).replace(
+            "addresses = [\"r:7443\"]\n",
+            &format!(
+                "addresses = [\"r:7443\"]\nlinks = 6\n[[tunnels.profiles]]\nport = 8443\naddresses = [\"r:8443\"]\n{links}"
+            ),
+        )
+    };
+    let c = NodeConfig::from_toml(&two("")).unwrap();
+    let t = &c.tunnels[0];
+    let links: Vec<Option<usize>> = t.profiles.iter().map(|p| p.links).collect();
+    assert_eq!((t.links, links), (4, vec![Some(6), None]));
+    for bad in ["links = 0\n", "links = 65\n"] {
+        let e = err(&two(bad));
+        assert!(e.starts_with("tunnels[0].profiles[1].links:"), "{e:?}");
+    }
+}

@@ -157,7 +157,8 @@ fn a_reality_profile_without_its_private_key_or_with_another_is_refused() {
     let credential = origin_credential(&SECRET, "eu", "fi").to_hex();
     let text = |key_line: &str| {
         format!(
-            "[[tunnels]]\nname = \"eu\"\n[[tunnels.profiles]]\nport = 7443\ntransport = {{ type = \"reality\", server_name = \"target.test\", dest = \"127.0.0.1:443\", public_key = \"{}\", short_id = \"\" }}\n[tunnels.relay]\ncert_pem = \"\"\"\n{}\"\"\"\nkey_pem = \"\"\"\n{}\"\"\"\n{key_line}[[tunnels.relay.origins]]\nname = \"fi\"\ncredential = \"{credential}\"\n",
+            // The target is local: private destinations allowed, explicitly.
+            "[node]\nallow_private_destinations = true\n[[tunnels]]\nname = \"eu\"\n[[tunnels.profiles]]\nport = 7443\ntransport = {{ type = \"reality\", server_name = \"target.test\", dest = \"127.0.0.1:443\", public_key = \"{}\", short_id = \"\" }}\n[tunnels.relay]\ncert_pem = \"\"\"\n{}\"\"\"\nkey_pem = \"\"\"\n{}\"\"\"\n{key_line}[[tunnels.relay.origins]]\nname = \"fi\"\ncredential = \"{credential}\"\n",
             keys.public_key, cert.cert_pem, cert.key_pem
         )
     };

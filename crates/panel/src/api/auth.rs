@@ -7,17 +7,15 @@
 //! - A write authenticated by the cookie must carry the session's CSRF token in
 //!   `X-CSRF-Token` (returned by the login and by `GET /api/v1/session`): a page on
 //!   another site can make the browser send the cookie, never read the token.
-//! - Failed logins are limited per source address (a token bucket; see
-//!   [`AuthSettings`](crate::config::AuthSettings)).
-
-use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
+//! - Failed logins are limited per client address and per login name, and password
+//!   checks are bounded in number at once ([`super::login_limit`]).
+//! - An API token may expire and may be read-only ([`TokenScope`]): a read-only token's
+//!   write is answered 403 naming the scope.
 
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use axum::Json;
-use axum::extract::{ConnectInfo, FromRequestParts, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -25,10 +23,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::AppState;
+pub use super::client::ClientIp;
 use super::problem::{ApiError, Body, Id};
 use crate::model::Admin;
 use crate::service::{hash_token, random_token};
-use crate::store::ApiToken;
+use crate::store::{ApiToken, NewSession, TokenScope};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "switchyard_session";
@@ -54,55 +53,6 @@ pub fn verify_password(password: &str, hash: &str) -> bool {
     })
 }
 
-/// Failed logins per source address, as token buckets kept in milliseconds of
-/// credit: a failure costs `refill` ms, credit grows with time up to `burst × refill`.
-#[derive(Debug)]
-pub struct LoginLimiter {
-    refill_ms: i64,
-    cap_ms: i64,
-    buckets: Mutex<HashMap<IpAddr, (i64, i64)>>,
-}
-
-/// Source addresses tracked at most; past it the full buckets are forgotten.
-const MAX_TRACKED: usize = 10_000;
-
-impl LoginLimiter {
-    /// `burst` failures, then one per `refill_s` seconds.
-    pub fn new(burst: u32, refill_s: u64) -> Self {
-        let refill_ms = i64::try_from(refill_s.saturating_mul(1000)).unwrap_or(i64::MAX / 4);
-        Self {
-            refill_ms,
-            cap_ms: refill_ms.saturating_mul(i64::from(burst)),
-            buckets: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn credit(&self, entry: Option<&(i64, i64)>, now_ms: i64) -> i64 {
-        entry.map_or(self.cap_ms, |(credit, at)| {
-            credit.saturating_add((now_ms - at).max(0)).min(self.cap_ms)
-        })
-    }
-
-    /// Seconds to wait before `ip` may try again (0: it may try now).
-    pub fn wait_s(&self, ip: IpAddr, now_ms: i64) -> u64 {
-        let buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let credit = self.credit(buckets.get(&ip), now_ms);
-        let short = (self.refill_ms - credit).max(0);
-        u64::try_from((short + 999) / 1000).unwrap_or(0)
-    }
-
-    /// Counts a failed login from `ip`.
-    pub fn failed(&self, ip: IpAddr, now_ms: i64) {
-        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        if buckets.len() >= MAX_TRACKED && !buckets.contains_key(&ip) {
-            let cap = self.cap_ms;
-            buckets.retain(|_, (c, at)| c.saturating_add((now_ms - *at).max(0)) < cap);
-        }
-        let credit = self.credit(buckets.get(&ip), now_ms);
-        buckets.insert(ip, ((credit - self.refill_ms).max(0), now_ms));
-    }
-}
-
 /// How the request was authenticated.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Via {
@@ -112,6 +62,9 @@ pub enum Via {
     Token,
 }
 
+/// Bytes of a `User-Agent` kept with a session.
+const USER_AGENT_BYTES: usize = 200;
+
 /// The admin behind a request; rejects with 401 (no or bad credentials) or 403 (a
 /// cookie-authenticated write without the CSRF token).
 #[derive(Clone, Debug)]
@@ -120,6 +73,10 @@ pub struct Authed {
     pub admin: Admin,
     /// How.
     pub via: Via,
+    /// What it may do (a session: everything).
+    pub scope: TokenScope,
+    /// The session's public id and its id's hash, when authenticated by a session.
+    pub session: Option<(String, String)>,
 }
 
 fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -148,22 +105,32 @@ impl FromRequestParts<AppState> for Authed {
                 .ok()
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .ok_or_else(ApiError::unauthorized)?;
-            let admin = state
+            let (admin, scope) = state
                 .store()
-                .api_token_admin(&hash_token(token.trim()), now)
+                .token_auth(&hash_token(token.trim()), now)
                 .await?
                 .ok_or_else(ApiError::unauthorized)?;
+            if scope == TokenScope::Read && !matches!(parts.method, Method::GET | Method::HEAD) {
+                return Err(ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "this API token has the read scope: it may only read (GET, HEAD)",
+                ));
+            }
             return Ok(Self {
                 admin,
                 via: Via::Token,
+                scope,
+                session: None,
             });
         }
         let id = cookie(&parts.headers, COOKIE).ok_or_else(ApiError::unauthorized)?;
-        let (admin, csrf) = state
+        let id_hash = hash_token(&id);
+        let live = state
             .store()
-            .session(&hash_token(&id), now)
+            .live_session(&id_hash, now)
             .await?
             .ok_or_else(ApiError::unauthorized)?;
+        let csrf = live.csrf;
         let safe = matches!(parts.method, Method::GET | Method::HEAD | Method::OPTIONS);
         if !safe {
             let sent = parts
@@ -178,27 +145,18 @@ impl FromRequestParts<AppState> for Authed {
                 ));
             }
         }
+        if live
+            .last_seen_ms
+            .is_none_or(|seen| now.saturating_sub(seen) >= crate::store::SEEN_EVERY_MS)
+        {
+            state.store().session_seen(&id_hash, now).await?;
+        }
         Ok(Self {
-            admin,
+            admin: live.admin,
             via: Via::Session,
+            scope: TokenScope::Full,
+            session: Some((live.public_id, id_hash)),
         })
-    }
-}
-
-/// The client's address (unspecified when served without one, as in tests).
-#[derive(Clone, Copy, Debug)]
-pub struct ClientIp(pub IpAddr);
-
-impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
-        Ok(Self(
-            parts
-                .extensions
-                .get::<ConnectInfo<SocketAddr>>()
-                .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip()),
-        ))
     }
 }
 
@@ -228,7 +186,8 @@ pub struct SessionInfo {
     responses(
         (status = 200, description = "Logged in; the cookie is set", body = SessionInfo),
         (status = 401, description = "Wrong name or password", body = super::problem::Problem),
-        (status = 429, description = "Too many failed logins from this address", body = super::problem::Problem),
+        (status = 429, description = "Too many failed logins from this address, or for this name from this address", body = super::problem::Problem),
+        (status = 503, description = "Too many password checks at once; try again after Retry-After", body = super::problem::Problem),
         (status = 400, description = "Not JSON", body = super::problem::Problem),
         (status = 415, description = "Not JSON", body = super::problem::Problem),
         (status = 422, description = "A field is missing or wrong", body = super::problem::Problem),
@@ -236,36 +195,61 @@ pub struct SessionInfo {
 pub async fn login(
     State(state): State<AppState>,
     ClientIp(ip): ClientIp,
+    headers: HeaderMap,
     Body(login): Body<Login>,
 ) -> Result<Response, ApiError> {
     let now = state.now();
-    let wait = state.limiter().wait_s(ip, now);
-    if wait > 0 {
-        return Err(ApiError::too_many(wait));
-    }
-    let found = state.store().admin_by_username(&login.username).await?;
+    // The slot is taken before anything is hashed: attempts in flight count.
+    let slot = state.limiter().begin(ip, &login.username, now)?;
+    let found = match state.store().admin_by_username(&login.username).await {
+        Ok(found) => found,
+        Err(e) => {
+            slot.unchecked();
+            return Err(e.into());
+        }
+    };
     // An unknown name costs the same hashing as a wrong password.
     let hash = found
         .as_ref()
         .map(|(_, h)| h.clone())
         .unwrap_or_else(|| state.dummy_hash().to_owned());
-    let password = login.password.clone();
-    let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+    let ok = match state
+        .password_checks()
+        .verify(login.password.clone(), hash)
         .await
-        .unwrap_or(false);
+    {
+        Ok(ok) => ok,
+        Err(busy) => {
+            slot.unchecked();
+            return Err(busy.into());
+        }
+    };
     let Some((admin, _)) = found.filter(|_| ok) else {
-        state.limiter().failed(ip, now);
+        drop(slot);
         return Err(ApiError::new(
             StatusCode::UNAUTHORIZED,
             "wrong name or password",
         ));
     };
+    slot.succeeded();
     let id = random_token(32);
     let csrf = random_token(24);
-    let ttl_ms = state.config().auth.session_ttl_s as i64 * 1000;
+    let public_id = random_token(16);
+    let ttl_ms = i64::try_from(state.config().auth.session_ttl_s.saturating_mul(1000))
+        .unwrap_or(i64::MAX / 2);
+    let user_agent = user_agent(&headers);
     state
         .store()
-        .create_session(&hash_token(&id), admin.id, &csrf, now, now + ttl_ms)
+        .open_session(&NewSession {
+            id_hash: &hash_token(&id),
+            public_id: &public_id,
+            admin_id: admin.id,
+            csrf: &csrf,
+            now_ms: now,
+            expires_ms: now.saturating_add(ttl_ms),
+            address: &ip.to_string(),
+            user_agent: &user_agent,
+        })
         .await?;
     let secure = if state.config().secure_cookies() {
         "; Secure"
@@ -285,6 +269,22 @@ pub async fn login(
         response.headers_mut().insert(header::SET_COOKIE, v);
     }
     Ok(response)
+}
+
+/// The request's `User-Agent`, without control characters, cut to a bounded length.
+fn user_agent(headers: &HeaderMap) -> String {
+    let text = headers
+        .get(header::USER_AGENT)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let mut out = String::new();
+    for c in text.chars().filter(|c| !c.is_control()) {
+        if out.len() + c.len_utf8() > USER_AGENT_BYTES {
+            break;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Who is logged in (and the CSRF token of a session).
@@ -318,9 +318,10 @@ pub async fn session(
 /// What the login page tells an operator who has not logged in yet.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct Setup {
-    /// Where the panel wrote the first admin's generated password (on the panel's
-    /// machine), while that file exists; delete it once the password is kept
-    /// elsewhere and the hint goes.
+    /// The name of the file in the panel's data directory where the panel wrote the
+    /// first admin's generated password, while that file exists; delete it once the
+    /// password is kept elsewhere and the hint goes. Only the name: this answer is
+    /// public, and the panel's paths are not the world's business.
     pub password_file: Option<String>,
     /// Whether this request carries a live session cookie (so the page can skip the
     /// login form without a failing call).
@@ -344,7 +345,7 @@ pub async fn setup(
         None => false,
     };
     Ok(Json(Setup {
-        password_file: file.exists().then(|| file.display().to_string()),
+        password_file: file.exists().then(|| crate::run::PASSWORD_FILE.to_owned()),
         logged_in,
     }))
 }
@@ -374,10 +375,16 @@ pub async fn logout(
     Ok(response)
 }
 
-/// A new API token's name.
+/// A new API token: its name, and optionally when it expires and what it may do.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewToken {
+    /// When it stops working (Unix ms, in the future); never when absent.
+    #[serde(default)]
+    pub expires_ms: Option<i64>,
+    /// `full` (the default) or `read` (only `GET` and `HEAD`).
+    #[serde(default)]
+    pub scope: TokenScope,
     /// What it is for (`ci`, `backup script`).
     #[schema(
         min_length = 1,
@@ -426,14 +433,23 @@ pub async fn create_token(
     Body(input): Body<NewToken>,
 ) -> Result<(StatusCode, Json<CreatedToken>), ApiError> {
     crate::model::check_name("name", &input.name).map_err(ApiError::field)?;
+    let now = state.now();
+    if input.expires_ms.is_some_and(|e| e <= now) {
+        return Err(ApiError::field(crate::model::FieldError::new(
+            "expires_ms",
+            "must be in the future",
+        )));
+    }
     let secret = format!("{TOKEN_PREFIX}{}", random_token(32));
     let token = state
         .store()
-        .create_api_token(
+        .create_scoped_token(
             authed.admin.id,
             &input.name,
             &hash_token(&secret),
-            state.now(),
+            now,
+            input.expires_ms,
+            input.scope,
         )
         .await?;
     Ok((StatusCode::CREATED, Json(CreatedToken { token, secret })))
@@ -461,20 +477,6 @@ pub async fn delete_token(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_limiter_lets_a_burst_through_then_one_per_refill() {
-        let l = LoginLimiter::new(3, 30);
-        let ip = IpAddr::from([10, 0, 0, 1]);
-        for _ in 0..3 {
-            assert_eq!(l.wait_s(ip, 0), 0);
-            l.failed(ip, 0);
-        }
-        assert_eq!(l.wait_s(ip, 0), 30);
-        assert_eq!(l.wait_s(ip, 20_000), 10);
-        assert_eq!(l.wait_s(ip, 30_000), 0);
-        assert_eq!(l.wait_s(IpAddr::from([10, 0, 0, 2]), 0), 0);
-    }
 
     #[test]
     fn passwords_verify_against_their_hash_only() {

@@ -1,5 +1,5 @@
 //! Prometheus `/metrics`: nodes by state, users online, subscription requests, config
-//! push latency and outcomes.
+//! push latency and outcomes, refused entries of nodes' traffic records.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,6 +28,30 @@ pub struct Metrics {
     push_micros: AtomicU64,
     push_refused: AtomicU64,
     push_failed: AtomicU64,
+    /// Per [`StatsRefusal::ALL`].
+    stats_refused: [AtomicU64; 2],
+}
+
+/// Why the panel refused an entry of a node's stats record (`nodes::stats`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatsRefusal {
+    /// For a user the server does not serve (another cluster's, or no user at all).
+    NotThisServer,
+    /// More than the server's allowance has left (more than it can have carried).
+    OverAllowance,
+}
+
+impl StatsRefusal {
+    /// Every reason, in the metric's order.
+    pub const ALL: [Self; 2] = [Self::NotThisServer, Self::OverAllowance];
+
+    /// The metric's label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotThisServer => "not_this_server",
+            Self::OverAllowance => "over_allowance",
+        }
+    }
 }
 
 /// How a push ended.
@@ -46,6 +70,15 @@ impl Metrics {
     pub fn subscription(&self, format: Option<Format>) {
         let i = format.map_or(4, |f| Format::ALL.iter().position(|x| *x == f).unwrap_or(3));
         self.subscriptions[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts `n` refused stats entries.
+    pub fn stats_refused(&self, reason: StatsRefusal, n: u64) {
+        let i = StatsRefusal::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .unwrap_or(0);
+        self.stats_refused[i].fetch_add(n, Ordering::Relaxed);
     }
 
     /// Records a config push that took `took`.
@@ -148,6 +181,19 @@ fn render(m: &Metrics, states: [(ServerState, u64); 3], online: u64) -> String {
         "switchyard_panel_pushes_failed_total{{reason=\"unreachable\"}} {}",
         g(&m.push_failed)
     );
+    let _ = writeln!(
+        o,
+        "# HELP switchyard_panel_stats_refused_total Entries of nodes' traffic records the panel refused."
+    );
+    let _ = writeln!(o, "# TYPE switchyard_panel_stats_refused_total counter");
+    for (i, reason) in StatsRefusal::ALL.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "switchyard_panel_stats_refused_total{{reason=\"{}\"}} {}",
+            reason.as_str(),
+            g(&m.stats_refused[i])
+        );
+    }
     o
 }
 
@@ -178,7 +224,9 @@ pub async fn metrics(
             online += s.users_online;
         }
     }
-    let mut r = render(state.metrics(), states, online).into_response();
+    let mut text = render(state.metrics(), states, online);
+    text.push_str(&super::login_limit::render_metrics(state.password_checks()));
+    let mut r = text.into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; version=0.0.4"),

@@ -7,7 +7,10 @@
 //! - `/metrics`: Prometheus. `/healthz`: liveness.
 //! - `/` and `/ui/…`: the web UI ([`crate::ui`]), which uses only the API above.
 
+pub mod account;
 pub mod auth;
+pub mod client;
+pub mod login_limit;
 pub mod metrics;
 pub mod problem;
 pub mod resources;
@@ -30,7 +33,7 @@ use crate::config::PanelConfig;
 use crate::model::HealthSettings;
 use crate::service::Service;
 use crate::store::{Changes, Store};
-pub use metrics::{Metrics, PushOutcome};
+pub use metrics::{Metrics, PushOutcome, StatsRefusal};
 use topology::Topology;
 
 /// Turns a join secret into the token a node is given (the panel's channel address and
@@ -40,12 +43,16 @@ pub type JoinEncoder = Arc<dyn Fn(&str) -> String + Send + Sync>;
 struct Inner {
     service: Service,
     config: PanelConfig,
-    limiter: auth::LoginLimiter,
+    limiter: login_limit::LoginLimiter,
+    password_checks: login_limit::PasswordChecks,
+    trusted_proxies: client::TrustedProxies,
     dummy_hash: String,
     join: JoinEncoder,
     metrics: Arc<Metrics>,
     health: HealthSettings,
     topology: Topology,
+    /// Subscription fetches per token.
+    fetches: crate::subscription::limit::FetchLimiter,
     /// The node channels of this instance, once it holds any (absent in tests of the
     /// API alone: then every node is unreachable from here).
     nodes: std::sync::OnceLock<crate::nodes::Nodes>,
@@ -71,10 +78,24 @@ impl AppState {
         metrics: Arc<Metrics>,
     ) -> Self {
         let topology = Topology::new(store.clone(), changes);
-        let limiter = auth::LoginLimiter::new(config.auth.login_burst, config.auth.login_refill_s);
+        let limiter =
+            login_limit::LoginLimiter::new(config.auth.login_burst, config.auth.login_refill_s);
+        let password_checks = login_limit::PasswordChecks::new(
+            config.auth.max_password_checks,
+            std::time::Duration::from_secs(config.auth.password_check_wait_s),
+        );
+        // Validated with the config; a bad entry here trusts nobody.
+        let trusted_proxies =
+            client::TrustedProxies::parse(&config.http.trusted_proxies).unwrap_or_default();
         Self(Arc::new(Inner {
             service: Service::new(store),
+            fetches: crate::subscription::limit::FetchLimiter::new(
+                config.subscription.fetch_burst,
+                config.subscription.fetch_refill_s,
+            ),
             limiter,
+            password_checks,
+            trusted_proxies,
             // Verified against when the name is unknown, so both cost the same.
             dummy_hash: auth::hash_password("no such admin").unwrap_or_default(),
             config,
@@ -117,8 +138,18 @@ impl AppState {
     }
 
     /// Failed logins.
-    pub fn limiter(&self) -> &auth::LoginLimiter {
+    pub fn limiter(&self) -> &login_limit::LoginLimiter {
         &self.0.limiter
+    }
+
+    /// Password checks (argon2), bounded in number at once.
+    pub fn password_checks(&self) -> &login_limit::PasswordChecks {
+        &self.0.password_checks
+    }
+
+    /// The reverse proxies whose `X-Forwarded-For` is believed.
+    pub fn trusted_proxies(&self) -> &client::TrustedProxies {
+        &self.0.trusted_proxies
     }
 
     fn dummy_hash(&self) -> &str {
@@ -133,6 +164,11 @@ impl AppState {
     /// Counters.
     pub fn metrics(&self) -> &Metrics {
         &self.0.metrics
+    }
+
+    /// Subscription fetches per token.
+    pub fn fetches(&self) -> &crate::subscription::limit::FetchLimiter {
+        &self.0.fetches
     }
 
     /// Health timings.
@@ -153,12 +189,13 @@ impl AppState {
     paths(
         auth::login, auth::session, auth::logout, auth::setup, auth::tokens, auth::create_token,
         auth::delete_token,
+        account::change_password, account::sessions, account::revoke_session,
         resources::clusters, resources::create_cluster, resources::cluster, resources::update_cluster,
         resources::delete_cluster, resources::routes,
         routes::create_route, routes::route, routes::update_route, routes::delete_route,
         routes::move_route, routes::order_routes, routes::attach_inbound,
         resources::servers, resources::create_server, resources::server, resources::update_server,
-        resources::delete_server, resources::join, resources::server_history,
+        resources::delete_server, resources::join, resources::replace_node, resources::server_history,
         resources::inbounds, resources::create_inbound, resources::inbound, resources::update_inbound,
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
@@ -264,6 +301,12 @@ pub fn router(state: AppState) -> Router {
         .route("/setup", get(auth::setup))
         .route("/tokens", get(auth::tokens).post(auth::create_token))
         .route("/tokens/{id}", axum::routing::delete(auth::delete_token))
+        .route("/account/password", put(account::change_password))
+        .route("/sessions", get(account::sessions))
+        .route(
+            "/sessions/{id}",
+            axum::routing::delete(account::revoke_session),
+        )
         .route("/clusters", get(r::clusters).post(r::create_cluster))
         .route(
             "/clusters/{id}",
@@ -315,6 +358,7 @@ pub fn router(state: AppState) -> Router {
                 .delete(r::delete_server),
         )
         .route("/servers/{id}/join", post(r::join))
+        .route("/servers/{id}/replace", post(r::replace_node))
         .route("/servers/{id}/history", get(r::server_history))
         .route("/inbounds", get(r::inbounds).post(r::create_inbound))
         .route(

@@ -81,6 +81,13 @@ impl ApiError {
         }
     }
 
+    /// The same answer with `Retry-After: seconds`.
+    #[must_use]
+    pub fn retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
     /// 500, logging the cause.
     pub fn internal(cause: &dyn std::fmt::Display) -> Self {
         tracing::error!("internal error: {cause}");

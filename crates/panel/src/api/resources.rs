@@ -257,10 +257,12 @@ pub struct JoinCommand {
     pub expires_ms: i64,
 }
 
-/// A fresh join command for the server's node (single use, expiring).
+/// A fresh join command for the server's node (single use, expiring). The server's
+/// older unused join commands stop working. A server whose node has joined answers
+/// 409: replacing its node is `POST /api/v1/servers/{id}/replace`.
 #[utoipa::path(post, path = "/api/v1/servers/{id}/join", tag = "servers", params(("id" = i64, Path)),
     responses((status = 201, body = JoinCommand), (status = 400, body = Problem), (status = 401, body = Problem),
-        (status = 403, body = Problem), (status = 404, body = Problem)))]
+        (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn join(
     State(s): State<AppState>,
     _a: Authed,
@@ -269,14 +271,44 @@ pub async fn join(
     let now = s.now();
     let ttl = s.config().channel.join_token_ttl_s as i64 * 1000;
     let secret = s.service().new_join_secret(id, ttl, now).await?;
-    let token = s.join_token(&secret);
     Ok((
         StatusCode::CREATED,
-        Json(JoinCommand {
-            command: format!("switchyard node join {token}"),
-            token,
-            expires_ms: now + ttl,
-        }),
+        Json(join_command(&s, &secret, now + ttl)),
+    ))
+}
+
+fn join_command(s: &AppState, secret: &str, expires_ms: i64) -> JoinCommand {
+    let token = s.join_token(secret);
+    JoinCommand {
+        command: format!("switchyard node join {token}"),
+        token,
+        expires_ms,
+    }
+}
+
+/// Replaces the server's node: the panel forgets the joined node's certificate (its
+/// channel is closed and refused from now on), revokes the server's unused join
+/// commands, and answers a fresh one for the node that takes its place. Its inbounds,
+/// users and routes stay; the new node gets them when it joins.
+#[utoipa::path(post, path = "/api/v1/servers/{id}/replace", tag = "servers", params(("id" = i64, Path)),
+    responses((status = 201, body = JoinCommand), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn replace_node(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(id): Id<i64>,
+) -> Result<(StatusCode, Json<JoinCommand>), ApiError> {
+    let now = s.now();
+    let ttl = s.config().channel.join_token_ttl_s as i64 * 1000;
+    let secret = s.service().replace_node(id, ttl, now).await?;
+    // Other instances close it when they hear the change; this one at once.
+    if let Some(nodes) = s.nodes() {
+        nodes.disconnect(id);
+    }
+    tracing::info!(server = id, "the server's node is being replaced");
+    Ok((
+        StatusCode::CREATED,
+        Json(join_command(&s, &secret, now + ttl)),
     ))
 }
 

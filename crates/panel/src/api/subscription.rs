@@ -1,18 +1,28 @@
 //! `GET /sub/{token}`: a user's subscription, public (the token is the credential).
 //!
 //! One entry per non-empty route of every cluster the user sees, cluster by cluster,
-//! in route order, named after the inbound the route's balancer chose for this user
-//! ([`crate::subscription::choice`]); the choice is remembered per (user, route), so
-//! the next fetch keeps it while conditions are similar.
+//! in route order: the inbound the route's balancer chose for this user
+//! ([`crate::subscription::choice`]), named after the route (its flag first, made
+//! unique in the subscription: [`crate::subscription::names`]) and carrying the
+//! route's id, so a client keeps the entry's identity when the balancer moves the
+//! user; the choice is remembered per (user, route), so the next fetch keeps it while
+//! conditions are similar.
+//!
+//! Each token may fetch `subscription.fetch_burst` times at once, then once per
+//! `fetch_refill_s` ([`crate::subscription::limit`]); past it, `429` with
+//! `Retry-After`. The browser page is shown inline with its CSP, `nosniff` and
+//! framing headers; every other answer is an attachment, as apps expect.
 //!
 //! The format: `?format=` wins; else a browser (`Accept: text/html`) gets the HTML
 //! page; else the User-Agent decides ([`crate::subscription::agents`], operator rules
 //! first). The headers apps read are [`crate::subscription::headers`]'.
 //!
 //! A user who may not connect (disabled, over the limit, expired), or whose device is
-//! one too many, gets a valid subscription with no servers whose title says why, so
-//! the app shows the reason instead of an error. An unknown token is a plain 404; the
-//! token is looked up by its hash and compared in constant time (see the store).
+//! one too many, or who has a device limit and whose app sends no `x-hwid` (unless
+//! `subscription.without_hwid = "serve"`), gets a valid subscription with no servers
+//! whose title says why, so the app shows the reason instead of an error. An unknown
+//! token is a plain 404; the token is looked up by its hash and compared in constant
+//! time (see the store).
 //!
 //! Everything but the user and their sticky choices comes from [`super::topology`]'s
 //! cache, so a request costs one read (the user with their sticky choices, by the
@@ -41,6 +51,7 @@ use crate::subscription::agents::{Format, format_for};
 use crate::subscription::choice::{Pool, pick, previous};
 use crate::subscription::headers::SubscriptionHeaders;
 use crate::subscription::page::{Page, PageLink, render};
+use crate::subscription::{limit, names};
 
 /// The longest `x-hwid` (and device os/model) taken, in bytes.
 const MAX_DEVICE_TEXT: usize = 256;
@@ -172,6 +183,7 @@ pub fn entry(
         protocol,
         transport,
         tls,
+        route: None,
     })
 }
 
@@ -213,11 +225,15 @@ async fn entries(
             if last != Some(p.inbound.id) {
                 changed.push((route.id, p.inbound.id));
             }
-            if let Some(e) = entry(p.inbound, p.secrets, p.server, credentials, format) {
+            if let Some(mut e) = entry(p.inbound, p.secrets, p.server, credentials, format) {
+                // The entry is the route, whichever inbound stands for it today.
+                e.name = names::label(&route.name, route.flag.as_deref());
+                e.route = Some(route.id.to_string());
                 out.push(e);
             }
         }
     }
+    names::make_unique(&mut out);
     if let Err(e) = state.store().put_sticky(user.id, &changed, now).await {
         // The answer is right without it; the next fetch chooses again.
         tracing::warn!(user = user.id, "remembering route choices: {e}");
@@ -320,6 +336,15 @@ async fn refusal(
     })
 }
 
+/// `429` with `Retry-After` for a token that fetched too often.
+fn too_many_fetches(seconds: u64) -> ApiError {
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("this subscription was fetched too often; try again in {seconds} s"),
+    )
+    .retry_after(seconds)
+}
+
 /// A user's subscription.
 #[utoipa::path(get, path = "/sub/{token}", tag = "subscriptions",
     // Public: the token in the path is the credential.
@@ -331,6 +356,7 @@ async fn refusal(
         (status = 400, description = "A bad query or device header", body = Problem),
         (status = 404, description = "No such subscription", body = Problem),
         (status = 422, description = "Unknown format", body = Problem),
+        (status = 429, description = "This token fetched too often; `Retry-After` says when to come back", body = Problem),
     ))]
 pub async fn subscription(
     State(state): State<AppState>,
@@ -345,6 +371,12 @@ pub async fn subscription(
         Wanted::Page => None,
     });
     let now = state.now();
+    // A token out of fetches waits without costing a read; unknown tokens never get
+    // a bucket (it is taken from once the token is found).
+    let key = limit::key(&token);
+    if let Some(wait) = state.fetches().waiting(&key, now) {
+        return Err(too_many_fetches(wait));
+    }
     let Some(Subscriber {
         user,
         credentials,
@@ -353,6 +385,7 @@ pub async fn subscription(
     else {
         return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription"));
     };
+    state.fetches().take(&key, now).map_err(too_many_fetches)?;
     let refused = refusal(&state, &user, &headers).await?;
     let format = match wanted {
         Wanted::Format(f) => f,
@@ -453,9 +486,28 @@ pub async fn subscription(
     }
     .pairs();
     for (name, value) in pairs {
+        // The page is shown, not downloaded: no `attachment` for it.
+        if wanted == Wanted::Page && name == "content-disposition" {
+            continue;
+        }
         if let Ok(v) = HeaderValue::from_str(&value) {
             h.insert(HeaderName::from_static(name), v);
         }
+    }
+    if wanted == Wanted::Page {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(crate::subscription::page::policy()),
+        );
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        h.insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        );
     }
     Ok(response)
 }

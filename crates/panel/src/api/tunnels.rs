@@ -22,7 +22,7 @@ use super::problem::{ApiError, Body, Id, Problem, Query};
 use crate::model::FieldError;
 use crate::model::Id as RowId;
 use crate::model::tunnel::{
-    LinkSecurity, Tunnel, TunnelInput, UsagePoint, UsageStep, check_tunnel_name,
+    LinkSecurity, OriginAddresses, Tunnel, TunnelInput, UsagePoint, UsageStep, check_tunnel_name,
 };
 use crate::store::{TunnelCertificate, TunnelRealityKeys};
 
@@ -78,6 +78,7 @@ pub async fn create_tunnel(
 ) -> Result<(StatusCode, Json<Tunnel>), ApiError> {
     input.fill_defaults(None, &s.config().tunnels.reality_dest);
     input.check().map_err(ApiError::field)?;
+    s.service().check_tunnel_dests(&input).await?;
     let certificate = issue(&input.name)?;
     let reality = reality_keys(&input.name)?;
     Ok((
@@ -116,6 +117,7 @@ pub async fn update_tunnel(
     let current = s.store().tunnel(id).await?;
     input.fill_defaults(Some(&current.profiles), &s.config().tunnels.reality_dest);
     input.check().map_err(ApiError::field)?;
+    s.service().check_tunnel_dests(&input).await?;
     let uses_reality = input
         .profiles
         .iter()
@@ -151,8 +153,8 @@ pub struct DuplicateInput {
     pub relay_server_id: RowId,
 }
 
-/// Copies a tunnel for another relay: the same origins, mode, balancing, links,
-/// profiles (REALITY targets included) and rules, a new name, a new certificate and
+/// Copies a tunnel for another relay: the same origins (with their direct-mode
+/// addresses), mode, balancing, links, profiles (REALITY targets included) and rules, a new name, a new certificate and
 /// new REALITY keys and therefore new credentials: nothing of one relay's opens the
 /// other. The profiles' link addresses
 /// are not copied (they name the first relay): the copy's are the new relay's.
@@ -177,10 +179,20 @@ pub async fn duplicate_tunnel(
             "that server is an origin of the tunnel: it cannot be its relay too",
         )));
     }
+    let origin_addresses = from
+        .origins
+        .iter()
+        .filter(|o| !o.addresses.is_empty())
+        .map(|o| OriginAddresses {
+            server_id: o.server_id,
+            addresses: o.addresses.clone(),
+        })
+        .collect();
     let input = TunnelInput {
         name: copy.name,
         relay_server_id: copy.relay_server_id,
         origin_server_ids: from.origins.iter().map(|o| o.server_id).collect(),
+        origin_addresses,
         mode: from.mode,
         balancing: from.balancing,
         links: from.links,
@@ -198,6 +210,8 @@ pub async fn duplicate_tunnel(
         enabled: from.enabled,
     };
     input.check().map_err(ApiError::field)?;
+    // The new relay listens: a private REALITY target needs its allowance.
+    s.service().check_tunnel_dests(&input).await?;
     let certificate = issue(&input.name)?;
     let reality = reality_keys(&input.name)?;
     Ok((
@@ -257,20 +271,19 @@ enum Half {
     Running(Value),
 }
 
+/// Asks `server`'s node through the channel this instance holds, or through the
+/// instance holding it (several instances on PostgreSQL).
 async fn ask(s: &AppState, server: RowId, path: &str, method: Method) -> Half {
     let Some(nodes) = s.nodes() else {
         return Half::Unreachable("this panel instance holds no node channels".into());
     };
-    match nodes.request(server, method, path, ASK_WITHIN).await {
-        None => Half::Unreachable(format!(
-            "server {server} is not connected to this panel instance"
-        )),
-        Some(Err(e)) => Half::Unreachable(e),
-        Some(Ok((StatusCode::NOT_FOUND, _))) => Half::Absent,
-        Some(Ok((status, body))) if status.is_success() => {
+    match nodes.ask(server, method, path, ASK_WITHIN).await {
+        Err(e) => Half::Unreachable(e.to_string()),
+        Ok((StatusCode::NOT_FOUND, _)) => Half::Absent,
+        Ok((status, body)) if status.is_success() => {
             Half::Running(serde_json::from_slice(&body).unwrap_or(Value::Null))
         }
-        Some(Ok((status, _))) => Half::Unreachable(format!("the node answered {status}")),
+        Ok((status, _)) => Half::Unreachable(format!("the node answered {status}")),
     }
 }
 
@@ -353,7 +366,8 @@ fn status_path(name: &str) -> String {
     format!("/v1/tunnels/{name}")
 }
 
-/// The live status of a tunnel: every node of it asked now, at once.
+/// The live status of a tunnel: every node of it asked now, at once (through the
+/// instance holding its channel when that is another).
 #[utoipa::path(get, path = "/api/v1/tunnels/{id}/status", tag = "tunnels", params(("id" = i64, Path)),
     responses((status = 200, body = TunnelStatus), (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
 pub async fn status(
@@ -435,6 +449,7 @@ pub struct ResetOutcome {
 /// Reset: every node of the tunnel rebuilds its half from its config (the one the
 /// panel pushed from the database): links drop and the dialing side starts over at
 /// once, without back-off. Traffic through this tunnel stops until it reconnects.
+/// Nodes held by another panel instance are reset through it.
 #[utoipa::path(post, path = "/api/v1/tunnels/{id}/reset", tag = "tunnels", params(("id" = i64, Path)),
     responses((status = 200, body = [ResetOutcome]), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn reset(

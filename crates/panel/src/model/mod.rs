@@ -7,6 +7,7 @@
 //! routes and tunnels (the spec's "cluster page").
 
 pub mod health;
+pub mod names;
 pub mod tunnel;
 pub mod user;
 
@@ -447,6 +448,9 @@ pub struct User {
     pub created_ms: i64,
     /// At most this many devices (apps sending `x-hwid`) get servers; none is no limit.
     pub device_limit: Option<u32>,
+    /// At most this many source addresses (IP addresses) with connections open at once,
+    /// on each server; none is no limit.
+    pub address_limit: Option<u32>,
     /// The clusters whose routes the user sees; all when unset.
     pub clusters: Option<Vec<Id>>,
 }
@@ -494,7 +498,8 @@ pub struct Admin {
     pub created_ms: i64,
 }
 
-/// Checks a display name: 1–64 characters, no control characters.
+/// Checks a display name: 1–64 characters, no control or format characters
+/// ([`names`]).
 pub fn check_name(field: &str, name: &str) -> Result<(), FieldError> {
     let n = name.chars().count();
     if name.trim().is_empty() {
@@ -503,13 +508,7 @@ pub fn check_name(field: &str, name: &str) -> Result<(), FieldError> {
     if n > 64 {
         return Err(FieldError::new(field, "must be at most 64 characters"));
     }
-    if name.chars().any(char::is_control) {
-        return Err(FieldError::new(
-            field,
-            "must not contain control characters",
-        ));
-    }
-    Ok(())
+    names::check_visible(field, name)
 }
 
 /// Checks a user name: 1–64 of letters, digits, `_ . @ -`.
@@ -682,7 +681,7 @@ pub fn check_reality_and_flow(
             "a REALITY inbound's clients use its first server name: leave sni unset",
         ));
     }
-    check_dest("security.dest", dest)?;
+    check_dest("security.dest", dest, true)?;
     if server_names.is_empty() {
         return Err(FieldError::new(
             "security.server_names",
@@ -731,28 +730,13 @@ pub fn check_reality_and_flow(
     Ok(())
 }
 
-/// Checks a `host:port` (a name, an IPv4 address or `[v6]`, a port 1-65535).
-fn check_dest(field: &str, dest: &str) -> Result<(), FieldError> {
-    let bad = || {
-        FieldError::new(
-            field,
-            "must be host:port (a name, an address or [v6]), port 1 to 65535",
-        )
-    };
-    let (host, port) = dest.rsplit_once(':').ok_or_else(bad)?;
-    if !port.parse::<u16>().is_ok_and(|p| p != 0) || !port.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    if let Some(v6) = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
-        return v6
-            .parse::<std::net::Ipv6Addr>()
-            .map(|_| ())
-            .map_err(|_| bad());
-    }
-    if host.contains(':') {
-        return Err(bad());
-    }
-    check_host(field, host).map_err(|_| bad())
+/// Checks a REALITY `dest` (`host:port`) with the node's own function
+/// ([`switchyard_proto::dest::check`]); `allow_private` is its server's
+/// `allow_private_destinations` (true to check the form alone).
+pub fn check_dest(field: &str, dest: &str, allow_private: bool) -> Result<(), FieldError> {
+    switchyard_proto::dest::check(dest, allow_private)
+        .map(|_| ())
+        .map_err(|e| FieldError::new(field, e.to_string()))
 }
 
 #[cfg(test)]

@@ -17,6 +17,10 @@ use super::{FieldError, Id, check_host};
 pub const MAX_PROFILES: usize = 8;
 /// Most links an origin keeps per profile.
 pub const MAX_LINKS: usize = 16;
+/// Links an origin keeps on a profile that names none (and the tunnel none either).
+pub const DEFAULT_LINKS: usize = 4;
+/// Most addresses one origin of a direct-mode tunnel is dialed at.
+pub const MAX_ORIGIN_ADDRESSES: usize = 8;
 /// Most entries of each kind of routing rule.
 pub const MAX_RULES: usize = 256;
 /// The port of a new tunnel's profile when none is given.
@@ -116,6 +120,12 @@ pub struct TunnelProfile {
     /// profile when the target is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reality_server_name: Option<String>,
+    /// Links each origin keeps on this profile (1–16), spread over its addresses:
+    /// the profile's weight in the pool (one with six takes three times the streams of
+    /// one with two). Always set in answers; omitted: the tunnel's `links`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 1, maximum = 16)]
+    pub links: Option<usize>,
 }
 
 impl Default for TunnelProfile {
@@ -127,6 +137,7 @@ impl Default for TunnelProfile {
             addresses: Vec::new(),
             reality_dest: None,
             reality_server_name: None,
+            links: None,
         }
     }
 }
@@ -186,7 +197,9 @@ pub struct TunnelInput {
     /// How several profiles are used (default `distribute`).
     #[serde(default)]
     pub balancing: TunnelBalancing,
-    /// Links each origin keeps per profile (1–16, default 4).
+    /// The links of every profile that names none of its own (1–16, default 4). A
+    /// profile's own `links` is its weight; this is kept for clients that set one
+    /// value for the whole tunnel.
     #[serde(default = "default_links")]
     #[schema(minimum = 1, maximum = 16)]
     pub links: usize,
@@ -205,10 +218,26 @@ pub struct TunnelInput {
     /// Off: the tunnel is kept but no node runs it.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// Direct mode: the addresses the relay dials an origin at (each a host name or
+    /// IP address, at every profile's port, all at once: hot standby). An origin not
+    /// listed is dialed at its server's address. Kept, and unused, in reverse mode.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub origin_addresses: Vec<OriginAddresses>,
+}
+
+/// The addresses the relay dials one origin at, in direct mode.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OriginAddresses {
+    /// The origin's server (one of `origin_server_ids`).
+    pub server_id: Id,
+    /// 1–8 host names or IP addresses (no port: each profile's port is dialed at
+    /// every one of them). They replace the server's address for this tunnel.
+    pub addresses: Vec<String>,
 }
 
 fn default_links() -> usize {
-    4
+    DEFAULT_LINKS
 }
 
 fn default_window() -> u32 {
@@ -231,6 +260,10 @@ pub struct TunnelOrigin {
     /// Its name in the tunnel, `server-<id>` (what users are pinned by and the
     /// credential is derived from).
     pub name: String,
+    /// Direct mode: the addresses the relay dials it at; absent (empty): its server's
+    /// address.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<String>,
 }
 
 /// A tunnel as the API shows it: no key, no credential.
@@ -266,7 +299,7 @@ pub struct Tunnel {
     pub mode: TunnelMode,
     /// How several profiles are used.
     pub balancing: TunnelBalancing,
-    /// Links per origin per profile.
+    /// The links of a profile that names none (each profile's `links` says its own).
     pub links: usize,
     /// The largest receive window of a stream, MiB.
     pub window_mib: u32,
@@ -362,8 +395,12 @@ impl TunnelInput {
     /// panel's default target. A new tunnel's first profile is REALITY unless it says
     /// otherwise, its other profiles TLS; a changed tunnel's profile keeps the
     /// security (and REALITY target) of its profile on the same port. A REALITY
-    /// profile's server name defaults to its target's host.
+    /// profile's server name defaults to its target's host. A profile without
+    /// `links` gets the tunnel's.
     pub fn fill_defaults(&mut self, current: Option<&[TunnelProfile]>, reality_dest: &str) {
+        for p in &mut self.profiles {
+            p.links = Some(p.links.unwrap_or(self.links));
+        }
         for (i, p) in self.profiles.iter_mut().enumerate() {
             let before = current
                 .and_then(|c| c.iter().find(|q| q.port == p.port))
@@ -424,6 +461,7 @@ impl TunnelInput {
         if !(1..=MAX_LINKS).contains(&self.links) {
             return Err(FieldError::new("links", "must be 1 to 16"));
         }
+        self.check_origin_addresses()?;
         if !(1..=64).contains(&self.window_mib) {
             return Err(FieldError::new("window_mib", "must be 1 to 64 (MiB)"));
         }
@@ -441,6 +479,57 @@ impl TunnelInput {
         }
         check_rules(&self.rules)
     }
+
+    /// `origin_addresses`: origins of this tunnel, each once, with 1–8 hosts.
+    fn check_origin_addresses(&self) -> Result<(), FieldError> {
+        if self.origin_addresses.len() > self.origin_server_ids.len() {
+            return Err(FieldError::new(
+                "origin_addresses",
+                "at most one entry per origin",
+            ));
+        }
+        for (i, o) in self.origin_addresses.iter().enumerate() {
+            let field = format!("origin_addresses[{i}]");
+            if !self.origin_server_ids.contains(&o.server_id) {
+                return Err(FieldError::new(
+                    format!("{field}.server_id"),
+                    format!("server {} is not an origin of this tunnel", o.server_id),
+                ));
+            }
+            if self.origin_addresses[..i]
+                .iter()
+                .any(|q| q.server_id == o.server_id)
+            {
+                return Err(FieldError::new(
+                    format!("{field}.server_id"),
+                    format!("server {} is listed twice", o.server_id),
+                ));
+            }
+            if o.addresses.is_empty() || o.addresses.len() > MAX_ORIGIN_ADDRESSES {
+                return Err(FieldError::new(
+                    format!("{field}.addresses"),
+                    "1 to 8 host names or IP addresses (leave the origin out for its server's address)",
+                ));
+            }
+            for (j, a) in o.addresses.iter().enumerate() {
+                let at = format!("{field}.addresses[{j}]");
+                check_host(&at, a)?;
+                if o.addresses[..j].contains(a) {
+                    return Err(FieldError::new(at, format!("{a:?} is listed twice")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The addresses the relay dials origin `server` at, as the input says (empty:
+    /// its server's address).
+    pub fn addresses_of(&self, server: Id) -> &[String] {
+        self.origin_addresses
+            .iter()
+            .find(|o| o.server_id == server)
+            .map_or(&[], |o| o.addresses.as_slice())
+    }
 }
 
 fn check_profile(field: &str, p: &TunnelProfile) -> Result<(), FieldError> {
@@ -449,6 +538,9 @@ fn check_profile(field: &str, p: &TunnelProfile) -> Result<(), FieldError> {
             format!("{field}.port"),
             "must be 1 to 65535",
         ));
+    }
+    if p.links.is_some_and(|n| !(1..=MAX_LINKS).contains(&n)) {
+        return Err(FieldError::new(format!("{field}.links"), "must be 1 to 16"));
     }
     if p.link_security() == LinkSecurity::Reality {
         check_reality(field, p)?;
@@ -505,6 +597,10 @@ fn check_reality(field: &str, p: &TunnelProfile) -> Result<(), FieldError> {
         ));
     };
     check_address(&dest_field, dest)?;
+    // The node's form too (it refuses what a resolver reads as an address, `127.1`);
+    // whether a private target is allowed depends on the listening server
+    // (`Service::check_tunnel_dests`).
+    super::check_dest(&dest_field, dest, true)?;
     let name_field = format!("{field}.reality_server_name");
     let name = p.reality_server_name.as_deref().unwrap_or_default();
     if name.parse::<std::net::IpAddr>().is_ok() || name.is_empty() {

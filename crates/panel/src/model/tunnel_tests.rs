@@ -31,6 +31,7 @@ fn defaults_are_the_spec_s() {
             addresses: vec![],
             reality_dest: None,
             reality_server_name: None,
+            links: None,
         }]
     );
     assert!(t.rules.is_empty());
@@ -48,6 +49,7 @@ fn defaults_are_the_spec_s() {
             addresses: vec![],
             reality_dest: Some("www.microsoft.com:443".into()),
             reality_server_name: Some("www.microsoft.com".into()),
+            links: Some(4),
         }]
     );
     assert_eq!(t.check(), Ok(()));
@@ -213,6 +215,7 @@ fn reality(dest: &str) -> TunnelProfile {
         security: Some(LinkSecurity::Reality),
         reality_dest: Some(dest.into()),
         reality_server_name: Some(dest.rsplit_once(':').map_or(dest, |(h, _)| h).into()),
+        links: Some(DEFAULT_LINKS),
         ..TunnelProfile::default()
     }
 }
@@ -263,6 +266,7 @@ fn defaults_fill_reality_on_the_first_profile_of_a_new_tunnel_and_keep_a_change_
         tls.profiles[0],
         TunnelProfile {
             security: Some(LinkSecurity::Tls),
+            links: Some(DEFAULT_LINKS),
             ..TunnelProfile::default()
         }
     );
@@ -284,10 +288,10 @@ fn defaults_fill_reality_on_the_first_profile_of_a_new_tunnel_and_keep_a_change_
     moved.profiles[0].reality_dest = Some("www.example.com:443".into());
     moved.fill_defaults(Some(&current), DEFAULT_REALITY_DEST);
     assert_eq!(moved.profiles[0], reality("www.example.com:443"));
-    // The JSON of a TLS profile is what it was before REALITY.
+    // The JSON of a TLS profile is what it was before REALITY, with its links.
     assert_eq!(
         serde_json::to_value(&change.profiles[1]).unwrap(),
-        serde_json::json!({"port": 8443, "security": "tls", "transport": {"type": "tcp"}, "addresses": []})
+        serde_json::json!({"port": 8443, "security": "tls", "transport": {"type": "tcp"}, "addresses": [], "links": 4})
     );
 }
 
@@ -326,4 +330,78 @@ fn unknown_fields_are_refused() {
         "name": "t", "relay_server_id": 1, "origin_server_ids": [2], "secret": "x",
     }));
     assert!(r.unwrap_err().to_string().contains("secret"));
+}
+
+#[test]
+fn links_are_per_profile_and_origin_addresses_are_checked() {
+    // A profile without links takes the tunnel's (what clients that set one value
+    // send); one with its own keeps it.
+    let mut t = input();
+    t.links = 3;
+    t.profiles.push(TunnelProfile {
+        port: 8443,
+        links: Some(6),
+        ..TunnelProfile::default()
+    });
+    t.fill_defaults(None, DEFAULT_REALITY_DEST);
+    let links: Vec<Option<usize>> = t.profiles.iter().map(|p| p.links).collect();
+    assert_eq!(links, [Some(3), Some(6)]);
+    assert_eq!(t.check(), Ok(()));
+
+    let addresses = |server_id: i64, list: &[&str]| OriginAddresses {
+        server_id,
+        addresses: list.iter().map(|a| (*a).to_owned()).collect(),
+    };
+    let cases: Vec<(Change, &str)> = vec![
+        (
+            Box::new(|t| t.profiles[1].links = Some(0)),
+            "profiles[1].links",
+        ),
+        (
+            Box::new(|t| t.profiles[1].links = Some(17)),
+            "profiles[1].links",
+        ),
+        (
+            Box::new(move |t| t.origin_addresses = vec![addresses(9, &["10.0.0.9"])]),
+            "origin_addresses[0].server_id",
+        ),
+        (
+            Box::new(move |t| {
+                t.origin_addresses = vec![addresses(2, &["a.example"]), addresses(2, &["b"])]
+            }),
+            "origin_addresses[1].server_id",
+        ),
+        (
+            Box::new(move |t| t.origin_addresses = vec![addresses(3, &[])]),
+            "origin_addresses[0].addresses",
+        ),
+        (
+            Box::new(move |t| {
+                let many: Vec<String> = (1..=9).map(|i| format!("10.0.0.{i}")).collect();
+                let many: Vec<&str> = many.iter().map(String::as_str).collect();
+                t.origin_addresses = vec![addresses(3, &many)];
+            }),
+            "origin_addresses[0].addresses",
+        ),
+        (
+            Box::new(move |t| {
+                t.origin_addresses = vec![addresses(3, &["10.0.0.3", "fi.example:7443"])]
+            }),
+            "origin_addresses[0].addresses[1]",
+        ),
+        (
+            Box::new(move |t| t.origin_addresses = vec![addresses(3, &["::1", "::1"])]),
+            "origin_addresses[0].addresses[1]",
+        ),
+    ];
+    for (change, field) in cases {
+        let mut bad = t.clone();
+        change(&mut bad);
+        assert_eq!(field_of(&bad).as_deref(), Some(field));
+    }
+    let mut good = t.clone();
+    good.origin_addresses = vec![addresses(3, &["2001:db8::3", "127.0.0.2", "fi.example"])];
+    assert_eq!(good.check(), Ok(()));
+    assert_eq!(good.addresses_of(3).len(), 3);
+    assert!(good.addresses_of(2).is_empty());
 }

@@ -1,6 +1,8 @@
 //! Enrollment against the store: join tokens are single-use and expiring (the
-//! store's conditional update decides), and a node certificate is accepted only when
-//! its pin is the one stored for a server.
+//! store's conditional update decides), a server has one valid token at a time, a
+//! server whose node has joined takes no other until an operator replaces the node,
+//! and a node certificate is accepted only when its pin is the one stored for a
+//! server.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,7 +11,7 @@ use switchyard_channel::enroll::{EnrollRefused, EnrollRequest, Enroller};
 use switchyard_tunnel::link::pin::Pin;
 
 use crate::service::hash_token;
-use crate::store::{JoinRefusal, Store};
+use crate::store::{JoinRefusal, Store, StoreError};
 
 /// The panel's [`Enroller`].
 pub struct StoreEnroller {
@@ -61,6 +63,10 @@ impl Enroller for StoreEnroller {
             }
             Err(JoinRefusal::Used) => Err(EnrollRefused::AlreadyUsed),
             Err(JoinRefusal::Expired) => Err(EnrollRefused::Expired),
+            Err(r @ (JoinRefusal::Revoked | JoinRefusal::Enrolled)) => {
+                tracing::info!(hostname = %request.hostname, remote = %request.remote, "enrollment refused: {r}");
+                Err(EnrollRefused::Other(r.to_string()))
+            }
             Err(_) => Err(EnrollRefused::Unknown),
         }
     }
@@ -75,10 +81,23 @@ impl Enroller for StoreEnroller {
             .unwrap_or_else(|p| p.into_inner())
             .remove(server_id)
             .unwrap_or_default();
-        self.store
+        match self
+            .store
             .pin_server(id, &certificate.to_string(), &hostname, &version)
             .await
-            .map_err(unavailable)
+        {
+            Ok(()) => Ok(()),
+            // Another node of this server was pinned since its token was taken: the
+            // pin stays, this node is refused.
+            Err(StoreError::Conflict(_)) => {
+                tracing::warn!(
+                    server = id,
+                    "enrollment refused: the server's node has already joined"
+                );
+                Err(EnrollRefused::Other(JoinRefusal::Enrolled.to_string()))
+            }
+            Err(e) => Err(unavailable(e)),
+        }
     }
 
     async fn authorize(&self, node_certificate_der: &[u8]) -> Option<String> {

@@ -6,10 +6,11 @@
 //! 2. renders the server's desired config and, when the node runs another version,
 //!    pushes it (`PUT /v1/config`); on every change announced by the store (this
 //!    instance's writes, or another's through PostgreSQL's NOTIFY) it does so at once;
-//! 3. pulls stats by journal cursor (`GET /v1/stats?cursor=C`), adds them to users'
-//!    usage in the same transaction that moves the stored cursor, and only then
-//!    acknowledges (`POST /v1/stats/ack`): a crash between the two re-reads records the
-//!    store then skips, so traffic is never lost or counted twice;
+//! 3. pulls stats by journal cursor (`GET /v1/stats?cursor=C`), checks them (only the
+//!    server's own users, within what a server can carry: `stats.rs`), adds them to
+//!    users' usage in batches, each in the transaction that moves the stored cursor,
+//!    and only then acknowledges (`POST /v1/stats/ack`): a crash between the two
+//!    re-reads records the store then skips, so traffic is never lost or counted twice;
 //! 4. stores health, load and the node's config version for the API and other
 //!    instances.
 //!
@@ -17,7 +18,9 @@
 //! returns, step 2 catches it up.
 
 mod enroller;
+pub mod forward;
 mod recent;
+mod stats;
 mod usage;
 
 use std::collections::HashMap;
@@ -35,8 +38,8 @@ pub use recent::{RecentUsers, WINDOW_MS};
 
 use crate::api::{Metrics, PushOutcome};
 use crate::model::{Health, HealthSettings, Id, Observation};
-use crate::render::{panel_user, render};
-use crate::store::{Changes, ServerReport, ServerSnapshot, Store, TrafficBatch};
+use crate::render::render;
+use crate::store::{Changes, ServerReport, ServerSnapshot, Store, StoreError};
 
 /// The capacity estimator's settings (half-life 24 h, floor 1 Mbit/s for a minute).
 const ESTIMATOR: EstimatorSettings = EstimatorSettings {
@@ -45,9 +48,6 @@ const ESTIMATOR: EstimatorSettings = EstimatorSettings {
     warmup_ms: EstimatorSettings::DEFAULT_WARMUP_MS,
     max_step_ms: EstimatorSettings::DEFAULT_MAX_STEP_MS,
 };
-
-/// Records asked for per stats read (the node's maximum).
-const STATS_PAGE: usize = 1000;
 
 /// The channels this instance holds, one task each.
 #[derive(Clone)]
@@ -58,6 +58,10 @@ pub struct Nodes {
     settings: HealthSettings,
     held: Arc<Mutex<HashMap<Id, (NodeChannel, CancellationToken)>>>,
     health: Arc<Mutex<HashMap<Id, Health>>>,
+    /// Refused stats records not yet logged.
+    refusals: Arc<stats::RefusalLog>,
+    /// Several instances on PostgreSQL: where requests for nodes held elsewhere go.
+    forward: Arc<std::sync::OnceLock<Arc<forward::Forwarder>>>,
 }
 
 impl std::fmt::Debug for Nodes {
@@ -88,31 +92,6 @@ struct Throughput {
     down_bytes_per_s: u64,
 }
 
-#[derive(Deserialize)]
-struct Stats {
-    records: Vec<Record>,
-    next_cursor: u64,
-    #[serde(default)]
-    users: HashMap<String, Live>,
-}
-
-#[derive(Deserialize)]
-struct Record {
-    users: HashMap<String, Bytes>,
-}
-
-#[derive(Deserialize)]
-struct Bytes {
-    up: u64,
-    down: u64,
-}
-
-#[derive(Deserialize)]
-struct Live {
-    #[serde(default)]
-    open_connections: u64,
-}
-
 impl Nodes {
     /// Nodes over `store`, hearing changes on `changes`.
     pub fn new(store: Arc<dyn Store>, changes: Changes, metrics: Arc<Metrics>) -> Self {
@@ -123,6 +102,45 @@ impl Nodes {
             settings: HealthSettings::default(),
             held: Arc::default(),
             health: Arc::default(),
+            refusals: Arc::default(),
+            forward: Arc::default(),
+        }
+    }
+
+    /// Several instances on the PostgreSQL database at `url`: requests for nodes
+    /// whose channel another instance holds go through it ([`forward`]), and this
+    /// instance answers theirs for the nodes it holds, until `stop`.
+    pub fn forward_through(&self, url: &str, stop: CancellationToken) -> Result<(), sqlx::Error> {
+        let f = forward::Forwarder::start(url, self.clone(), stop)?;
+        let _ = self.forward.set(f);
+        Ok(())
+    }
+
+    /// Whether this instance holds `server`'s channel now.
+    pub fn holds(&self, server: Id) -> bool {
+        self.held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&server)
+            .is_some_and(|(c, _)| !c.is_closed())
+    }
+
+    /// A request to `server`'s node control API within `deadline`: over the channel
+    /// this instance holds, or else through the instance that holds it (several
+    /// instances on PostgreSQL; only the node's tunnel API is forwarded).
+    pub async fn ask(
+        &self,
+        server: Id,
+        method: Method,
+        path: &str,
+        deadline: Duration,
+    ) -> Result<forward::Answer, forward::AskError> {
+        if let Some(local) = self.request(server, method.clone(), path, deadline).await {
+            return local.map_err(|reason| forward::AskError::Node { server, reason });
+        }
+        match self.forward.get() {
+            Some(f) => f.ask(server, method, path, deadline).await,
+            None => Err(forward::AskError::NotConnected { server }),
         }
     }
 
@@ -254,6 +272,8 @@ impl Nodes {
                 Capacity::default()
             }
         };
+        // The pin this channel's node was authorized with, once read.
+        let mut pin = None;
         loop {
             tokio::select! {
                 _ = beat.tick() => {}
@@ -263,12 +283,18 @@ impl Nodes {
                 () = channel.closed() => break,
                 () = stop.cancelled() => return,
             }
+            if self.replaced(id, &mut pin).await {
+                tracing::info!(server = id, remote = %channel.remote(), "the server's node was replaced (or the server deleted): its channel is closed");
+                channel.close();
+                return;
+            }
             match self.round(id, &channel).await {
                 Ok(mut report) => {
                     let now = now_ms();
                     recent.seen(&report.online, now);
                     if let Some(counters) = &report.tunnel_bytes {
                         for (tunnel, bytes) in meter.deltas(counters) {
+                            let bytes = bytes.min(stats::MAX_TUNNEL_DELTA);
                             if let Err(e) = self.store.record_tunnel_usage(tunnel, bytes, now).await
                             {
                                 tracing::warn!(
@@ -333,6 +359,27 @@ impl Nodes {
         }
     }
 
+    /// Whether the node holding this channel is no longer the server's: its pin was
+    /// forgotten (the node is being replaced) or is another node's, or the server is
+    /// gone. `pin` is the channel's, read at the first call. A failing database is no
+    /// reason to cut a node.
+    async fn replaced(&self, id: Id, pin: &mut Option<String>) -> bool {
+        match self.store.server_pin(id).await {
+            Ok(Some(now)) => match pin {
+                Some(held) => *held != now,
+                None => {
+                    *pin = Some(now);
+                    false
+                }
+            },
+            Ok(None) | Err(StoreError::NotFound(_)) => true,
+            Err(e) => {
+                tracing::warn!(server = id, "reading the server's pin: {e}");
+                false
+            }
+        }
+    }
+
     /// One heartbeat: status, push when behind, stats. An error is the heartbeat's
     /// failure reason.
     async fn round(&self, id: Id, channel: &NodeChannel) -> Result<ReportParts, String> {
@@ -381,7 +428,12 @@ impl Nodes {
             self.confirm_pins(id, &snapshot).await;
             self.confirm_credentials(id, &snapshot).await;
         }
-        parts.online = self.collect(id, channel, now).await?;
+        // What a node says is bounded by what a server can be: no more users online
+        // than its config has, no more throughput than the line rate (stats.rs).
+        parts.users_online = parts.users_online.min(snapshot.users.len() as u64);
+        let rate = stats::LINE_RATE_BYTES_PER_MS.saturating_mul(1000);
+        parts.throughput = (parts.throughput.0.min(rate), parts.throughput.1.min(rate));
+        parts.online = self.collect(id, channel, &snapshot, now).await?;
         parts.tunnel_bytes = relayed_bytes(id, channel, &snapshot).await;
         Ok(parts)
     }
@@ -436,72 +488,6 @@ impl Nodes {
             }
             Err(e) => tracing::warn!(server = id, "recording the tunnel credentials it runs: {e}"),
         }
-    }
-
-    /// Pulls stats after the stored cursor until the node has no more; returns the
-    /// users seen online (an open connection or traffic).
-    async fn collect(&self, id: Id, channel: &NodeChannel, now: i64) -> Result<Vec<Id>, String> {
-        let mut seen = Vec::new();
-        for _ in 0..100 {
-            let cursor = self
-                .store
-                .journal_cursor(id)
-                .await
-                .map_err(|e| format!("reading the journal cursor: {e}"))?;
-            let stats: Stats = call(
-                channel,
-                Method::GET,
-                &format!("/v1/stats?cursor={cursor}&limit={STATS_PAGE}"),
-                None,
-            )
-            .await?;
-            let mut totals: HashMap<Id, (u64, u64)> = HashMap::new();
-            for r in &stats.records {
-                for (name, b) in &r.users {
-                    if let Some(user) = panel_user(name) {
-                        let t = totals.entry(user).or_default();
-                        t.0 = t.0.saturating_add(b.up);
-                        t.1 = t.1.saturating_add(b.down);
-                    }
-                }
-            }
-            let mut online: Vec<Id> = stats
-                .users
-                .iter()
-                .filter(|(_, l)| l.open_connections > 0)
-                .filter_map(|(n, _)| panel_user(n))
-                .collect();
-            online.extend(totals.keys().copied());
-            online.sort_unstable();
-            online.dedup();
-            seen.extend_from_slice(&online);
-            let batch = TrafficBatch {
-                cursor: stats.next_cursor,
-                users: totals
-                    .into_iter()
-                    .map(|(u, (up, down))| (u, up, down))
-                    .collect(),
-            };
-            self.store
-                .record_traffic(id, &batch, &online, now)
-                .await
-                .map_err(|e| format!("storing traffic: {e}"))?;
-            if stats.next_cursor > cursor {
-                let ack = serde_json::to_vec(&serde_json::json!({ "cursor": stats.next_cursor }))
-                    .unwrap_or_default();
-                let (s, _) = channel
-                    .request(Method::POST, "/v1/stats/ack", Some(ack))
-                    .await
-                    .map_err(|e| format!("acknowledging stats: {e}"))?;
-                if !s.is_success() {
-                    return Err(format!("acknowledging stats: the node answered {s}"));
-                }
-            }
-            if stats.records.len() < STATS_PAGE {
-                return Ok(seen);
-            }
-        }
-        Ok(seen)
     }
 }
 

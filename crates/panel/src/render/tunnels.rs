@@ -2,11 +2,12 @@
 //! it is the relay or an origin of. Pure, like the rest of the render.
 //!
 //! - Every enabled tunnel of the server gives one `[[tunnels]]` entry with its name,
-//!   mode, balancing, links, window and profiles.
+//!   mode, balancing, links, window and profiles, each profile with its own links.
 //! - The relay half lists every origin (`server-<id>`) with its credential, derived
 //!   here from the panel's secret, the tunnel's name and the origin's name; in reverse
 //!   mode it listens with the tunnel's certificate (inline PEM); in direct mode it
-//!   dials each origin server's address and pins the certificate.
+//!   dials each origin at its listed addresses (`hosts`, all at once) or else its
+//!   server's address (`host`), and pins the certificate.
 //! - An origin half has only its own name and credential, and the pins (reverse
 //!   mode: it dials the relay's link addresses, by default the relay server's address
 //!   at each profile's port) or the certificate (direct mode: it listens).
@@ -59,7 +60,12 @@ fn address(host: &str, port: u16) -> String {
     }
 }
 
-fn profile(p: &TunnelProfile, dialed: Option<&str>, reality: &TunnelRealityKeys) -> Value {
+fn profile(
+    p: &TunnelProfile,
+    links: usize,
+    dialed: Option<&str>,
+    reality: &TunnelRealityKeys,
+) -> Value {
     let transport = match (p.link_security(), &p.transport) {
         (LinkSecurity::Reality, _) => json!({
             "type": "reality",
@@ -78,7 +84,12 @@ fn profile(p: &TunnelProfile, dialed: Option<&str>, reality: &TunnelRealityKeys)
         Some(host) => vec![address(host, p.port)],
         None => Vec::new(),
     };
-    json!({ "port": p.port, "transport": transport, "addresses": addresses })
+    json!({
+        "port": p.port,
+        "transport": transport,
+        "addresses": addresses,
+        "links": p.links.unwrap_or(links),
+    })
 }
 
 fn pins(c: &SnapshotTunnel) -> Vec<&str> {
@@ -143,8 +154,16 @@ pub(super) fn halves(
                 .map(|o| {
                     let mut v =
                         json!({ "name": origin_name(o.id), "credential": credential(o.id) });
-                    if direct {
+                    let listed = t
+                        .origins
+                        .iter()
+                        .find(|to| to.server_id == o.id)
+                        .map(|to| to.addresses.as_slice())
+                        .unwrap_or_default();
+                    if direct && listed.is_empty() {
                         v["host"] = json!(o.address);
+                    } else if direct {
+                        v["hosts"] = json!(listed);
                     } else if let Some(p) = previous(o.id) {
                         v["previous_credential"] = json!(p);
                     }
@@ -165,7 +184,7 @@ pub(super) fn halves(
             let mut v = head(
                 t.profiles
                     .iter()
-                    .map(|p| profile(p, None, reality))
+                    .map(|p| profile(p, t.links, None, reality))
                     .collect(),
             );
             v["relay"] = relay;
@@ -191,7 +210,7 @@ pub(super) fn halves(
             let mut v = head(
                 t.profiles
                     .iter()
-                    .map(|p| profile(p, dialed, reality))
+                    .map(|p| profile(p, t.links, dialed, reality))
                     .collect(),
             );
             v["origin"] = origin;

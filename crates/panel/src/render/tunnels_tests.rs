@@ -47,6 +47,7 @@ fn tunnel(id: i64, name: &str, input: impl FnOnce(&mut TunnelInput)) -> Snapshot
                 .map(|s| TunnelOrigin {
                     server_id: *s,
                     name: origin_name(*s),
+                    addresses: i.addresses_of(*s).to_vec(),
                 })
                 .collect(),
             mode: i.mode,
@@ -112,6 +113,7 @@ fn a_reverse_tunnel_gives_each_side_only_its_half() {
             addresses: vec!["cdn.example.com:443".into()],
             reality_dest: None,
             reality_server_name: None,
+            links: None,
         });
     });
     let relay = config_of(1, vec![t.clone()]);
@@ -451,4 +453,44 @@ fn a_reality_tunnel_without_keys_is_left_out_and_a_tls_one_needs_none() {
     let names: Vec<&str> = relay.tunnels.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["tls"]);
     assert_eq!(relay.tunnels[0].profiles[0].transport, TunnelTransport::Tls);
+}
+
+#[test]
+fn profiles_carry_their_own_links_and_a_direct_origin_its_listed_addresses() {
+    use crate::model::tunnel::{OriginAddresses, TunnelMode};
+    let t = tunnel(1, "weights", |i| {
+        i.mode = TunnelMode::Direct;
+        i.links = 3;
+        i.profiles[0].links = Some(6);
+        i.profiles.push(TunnelProfile {
+            port: 8443,
+            security: Some(LinkSecurity::Tls),
+            links: Some(2),
+            ..TunnelProfile::default()
+        });
+        i.profiles.push(TunnelProfile {
+            port: 9443,
+            security: Some(LinkSecurity::Tls),
+            ..TunnelProfile::default()
+        });
+        i.origin_addresses = vec![OriginAddresses {
+            server_id: 3,
+            addresses: vec!["198.51.100.30".into(), "origin-3.example.org".into()],
+        }];
+    });
+    for id in [1, 2, 3] {
+        let config = config_of(id, vec![t.clone()]);
+        let links: Vec<Option<usize>> =
+            config.tunnels[0].profiles.iter().map(|p| p.links).collect();
+        // Each profile its own; one that names none, the tunnel's.
+        assert_eq!(links, [Some(6), Some(2), Some(3)], "server {id}");
+    }
+    let relay = config_of(1, vec![t]);
+    let r = relay.tunnels[0].relay.as_ref().unwrap();
+    // An origin not listed: its server's address; a listed one: its addresses alone.
+    assert_eq!(r.origins[0].all_hosts(), ["198.51.100.2"]);
+    assert_eq!(
+        r.origins[1].all_hosts(),
+        ["198.51.100.30", "origin-3.example.org"]
+    );
 }

@@ -10,12 +10,19 @@
 //! PostgreSQL's `NOTIFY switchyard` for PostgreSQL, so every panel instance on the
 //! database hears every change and pushes it to the nodes it holds.
 
+mod account;
 mod changes;
 mod routes;
 mod rows;
 mod sql;
+mod sql_join;
 mod sql_routes;
+mod sql_traffic;
 mod sql_tunnels;
+mod sqlite_file;
+#[cfg(test)]
+mod strict_tests;
+mod traffic;
 mod tunnels;
 
 use async_trait::async_trait;
@@ -23,9 +30,13 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use utoipa::ToSchema;
 
+pub use account::{AccountStore, AdminSession, LiveSession, NewSession, SEEN_EVERY_MS, TokenScope};
 pub use changes::Changes;
-pub use routes::{Device, DeviceOutcome, DeviceSeen, RouteInput, RouteStore, Subscriber};
+pub use routes::{
+    Device, DeviceOutcome, DeviceSeen, MAX_DEVICES, RouteInput, RouteStore, Subscriber,
+};
 pub use sql::SqlStore;
+pub use traffic::{BATCH_USERS, StatsBatch, StatsState, TrafficStore};
 pub use tunnels::{TunnelCertificate, TunnelRealityKeys, TunnelStore};
 
 use crate::model::{
@@ -53,6 +64,14 @@ pub enum StoreError {
     /// Migrations failed.
     #[error("database migration: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The SQLite file (or its `-wal`/`-shm`) could not be created or made private.
+    #[error("database file {path}: {source}")]
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
 }
 
 /// Why a join token was refused.
@@ -68,6 +87,15 @@ pub enum JoinRefusal {
     /// Past its expiry.
     #[error("the join token expired")]
     Expired,
+    /// Revoked before use: a newer token for its server, the server's enrollment or a
+    /// replacement of its node.
+    #[error(
+        "the join token was revoked: a newer one was issued for its server, or the server's node joined"
+    )]
+    Revoked,
+    /// Its server's node has joined; only replacing the node lets another join.
+    #[error("the server's node has already joined; replace the node in the panel to join another")]
+    Enrolled,
 }
 
 /// A new or changed server.
@@ -184,6 +212,11 @@ pub struct UserInput {
     #[serde(default)]
     #[schema(minimum = 1, maximum = 1000)]
     pub device_limit: Option<u32>,
+    /// At most this many source addresses online at once, on each server; unset is no
+    /// limit.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 1000)]
+    pub address_limit: Option<u32>,
     /// The clusters whose routes the user sees; all when unset.
     #[serde(default)]
     pub clusters: Option<Vec<Id>>,
@@ -266,7 +299,9 @@ pub struct ServerPoint {
 /// The panel's storage. One implementation ([`SqlStore`]) serves both backends; the
 /// trait is what the rest of the panel sees, and what the storage story tests.
 #[async_trait]
-pub trait Store: RouteStore + TunnelStore + Send + Sync + 'static {
+pub trait Store:
+    RouteStore + TunnelStore + AccountStore + TrafficStore + Send + Sync + 'static
+{
     /// The value of a setting, inserting `init` first when there is none (atomic, so
     /// two instances starting at once agree on one value).
     async fn setting_or_init(&self, key: &str, init: String) -> Result<String, StoreError>;
@@ -296,7 +331,8 @@ pub trait Store: RouteStore + TunnelStore + Send + Sync + 'static {
     async fn delete_server(&self, id: Id) -> Result<(), StoreError>;
     /// The server whose node certificate has this fingerprint (hex SHA-256 of DER).
     async fn server_by_fingerprint(&self, fingerprint: &str) -> Result<Option<Id>, StoreError>;
-    /// Pins the node's certificate after it joined.
+    /// Pins the node's certificate after it joined. A pin is never overwritten: a
+    /// server that has one answers `Conflict` (only [`Self::replace_node`] forgets it).
     async fn pin_server(
         &self,
         id: Id,
@@ -324,7 +360,19 @@ pub trait Store: RouteStore + TunnelStore + Send + Sync + 'static {
     /// The journal cursor stored for a server.
     async fn journal_cursor(&self, id: Id) -> Result<u64, StoreError>;
 
-    /// Stores a join token (its hash) for a server.
+    /// The pin of the server's node certificate, none before its node joins.
+    async fn server_pin(&self, id: Id) -> Result<Option<String>, StoreError>;
+    /// Forgets the server's pinned node (its channel is refused from now on), revokes
+    /// its unused join tokens and stores a fresh one, in one step.
+    async fn replace_node(
+        &self,
+        server_id: Id,
+        secret_hash: &str,
+        expires_ms: i64,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+    /// Stores a join token (its hash) for a server, revoking its other unused ones; a
+    /// server whose node has joined answers `Conflict` (replace the node instead).
     async fn create_join_token(
         &self,
         server_id: Id,
@@ -332,7 +380,8 @@ pub trait Store: RouteStore + TunnelStore + Send + Sync + 'static {
         expires_ms: i64,
         now_ms: i64,
     ) -> Result<(), StoreError>;
-    /// Uses a join token once: the server it is for, or why not.
+    /// Uses a join token once: the server it is for, or why not. The server's other
+    /// unused tokens are revoked; a server whose node has joined is refused.
     async fn consume_join_token(
         &self,
         secret_hash: &str,
@@ -487,4 +536,10 @@ pub struct ApiToken {
     pub created_ms: i64,
     /// Last use (Unix ms).
     pub last_used_ms: Option<i64>,
+    /// When it stops working (Unix ms); never when absent.
+    #[serde(default)]
+    pub expires_ms: Option<i64>,
+    /// What it may do.
+    #[serde(default)]
+    pub scope: TokenScope,
 }

@@ -20,15 +20,16 @@ use crate::model::{Algorithm, FieldError, Id, Inbound, Route, check_name};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteInput {
-    /// How clients see it (`🇺🇸 USA`); the entry itself is named after the chosen
-    /// inbound.
+    /// How clients see it (`🇺🇸 USA`): the name of the route's entry in every
+    /// format, after the flag (made unique in a subscription with ` 2`, ` 3`, ...).
     #[schema(
         min_length = 1,
         max_length = 64,
         pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
     )]
     pub name: String,
-    /// A flag (an emoji or a country code), shown beside the name.
+    /// A flag (an emoji or a country code), shown before the name in apps (a
+    /// two-letter country code as its flag emoji).
     #[serde(default)]
     #[schema(max_length = 16)]
     pub flag: Option<String>,
@@ -50,12 +51,7 @@ impl RouteInput {
             if flag.chars().count() > 16 {
                 return Err(FieldError::new("flag", "must be at most 16 characters"));
             }
-            if flag.chars().any(char::is_control) {
-                return Err(FieldError::new(
-                    "flag",
-                    "must not contain control characters",
-                ));
-            }
+            crate::model::names::check_flag("flag", flag)?;
         }
         if let Some(ids) = &self.inbound_ids {
             let mut seen = std::collections::HashSet::new();
@@ -103,6 +99,11 @@ pub struct DeviceSeen {
     /// `User-Agent`.
     pub user_agent: Option<String>,
 }
+
+/// The most devices kept per user without a device limit: a new one beyond them
+/// takes the place of the one seen least recently, so the list stays bounded and
+/// nobody is refused for it. (With a limit, the limit bounds the list.)
+pub const MAX_DEVICES: u32 = 64;
 
 /// Whether a device may have the user's servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,7 +171,9 @@ pub trait RouteStore: Send + Sync {
     /// A user's devices, most recently seen first.
     async fn devices(&self, user: Id) -> Result<Vec<Device>, StoreError>;
     /// Registers a fetch by `device`: a known one is refreshed; a new one is added
-    /// unless the user has `limit` devices already (atomically).
+    /// unless the user has `limit` devices already (atomically). Without a limit the
+    /// user keeps at most [`MAX_DEVICES`]: a new one beyond them replaces the one seen
+    /// least recently.
     async fn register_device(
         &self,
         user: Id,

@@ -25,7 +25,7 @@ pub(super) const INBOUND_FROM: &str =
 pub(super) const USER: &str = "id, username, enabled, note, traffic_limit, reset_strategy, \
     expires_ms, on_hold_days, first_connected_ms, used_up, used_down, period_started_ms, \
     lifetime_bytes, online_ms, subscription_token, all_clusters, created_ms, \
-    vless_uuid, trojan_password, ss_seed, device_limit";
+    vless_uuid, trojan_password, ss_seed, device_limit, address_limit";
 
 pub(super) fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
@@ -171,6 +171,9 @@ pub(super) fn user(r: &AnyRow, now_ms: i64) -> Result<(User, Credentials), sqlx:
         device_limit: r
             .try_get::<Option<i64>, _>("device_limit")?
             .map(|d| u32::try_from(d).unwrap_or(u32::MAX)),
+        address_limit: r
+            .try_get::<Option<i64>, _>("address_limit")?
+            .map(|a| u32::try_from(a).unwrap_or(u32::MAX)),
         clusters: if r.try_get::<i64, _>("all_clusters")? != 0 {
             None
         } else {

@@ -117,7 +117,7 @@ fn sqlite_pool(url: &str, max: u32, read_only: bool) -> AnyPoolOptions {
 /// second build of the drivers) into every build for one directory listing. The
 /// checksums are sqlx's own (SHA-384 of the text), so databases migrated either way
 /// agree.
-fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
+pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
     use sqlx::migrate::{Migration, MigrationType, Migrator};
     use std::borrow::Cow;
     let files = match backend {
@@ -132,6 +132,11 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0008_reality.sql"),
             include_str!("../../migrations/sqlite/0009_tunnel_credential_epoch.sql"),
             include_str!("../../migrations/sqlite/0010_tunnel_reality.sql"),
+            include_str!("../../migrations/sqlite/0011_strict.sql"),
+            include_str!("../../migrations/sqlite/0012_account.sql"),
+            include_str!("../../migrations/sqlite/0013_tunnel_origin_addresses.sql"),
+            include_str!("../../migrations/sqlite/0014_address_limit_join_tokens.sql"),
+            include_str!("../../migrations/sqlite/0015_default_route_name.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -144,6 +149,11 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0008_reality.sql"),
             include_str!("../../migrations/postgres/0009_tunnel_credential_epoch.sql"),
             include_str!("../../migrations/postgres/0010_tunnel_reality.sql"),
+            include_str!("../../migrations/postgres/0011_strict.sql"),
+            include_str!("../../migrations/postgres/0012_account.sql"),
+            include_str!("../../migrations/postgres/0013_tunnel_origin_addresses.sql"),
+            include_str!("../../migrations/postgres/0014_address_limit_join_tokens.sql"),
+            include_str!("../../migrations/postgres/0015_default_route_name.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -159,6 +169,11 @@ fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (8, "reality"),
         (9, "tunnel_credential_epoch"),
         (10, "tunnel_reality"),
+        (11, "strict"),
+        (12, "account"),
+        (13, "tunnel_origin_addresses"),
+        (14, "address_limit_join_tokens"),
+        (15, "default_route_name"),
     ];
     let migrations = files
         .iter()
@@ -218,9 +233,10 @@ impl SqlStore {
             } else {
                 format!("{url}?mode=rwc")
             };
+            super::sqlite_file::restrict(&url)?;
             let write = sqlite_pool(&url, 1, false).connect(&url).await?;
             // Migrate before readers open, so they see the schema.
-            migrator(Backend::Sqlite).run(&write).await?;
+            super::sqlite_file::migrate(&write, &migrator(Backend::Sqlite)).await?;
             let read = sqlite_pool(&url, 4, true).connect(&url).await?;
             let store = Self {
                 write,
@@ -613,21 +629,11 @@ impl Store for SqlStore {
         hostname: &str,
         version: &str,
     ) -> Result<(), StoreError> {
-        let mut tx = self.begin().await?;
-        let done = sqlx::query(
-            "UPDATE servers SET fingerprint = $1, hostname = $2, node_version = $3, \
-             journal_cursor = 0 WHERE id = $4",
-        )
-        .bind(fingerprint)
-        .bind(hostname)
-        .bind(version)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("server"));
-        }
-        self.commit(tx).await
+        self.pin_server_tx(id, fingerprint, hostname, version).await
+    }
+
+    async fn server_pin(&self, id: Id) -> Result<Option<String>, StoreError> {
+        self.server_pin_of(id).await
     }
 
     async fn report_server(
@@ -717,20 +723,19 @@ impl Store for SqlStore {
         expires_ms: i64,
         now_ms: i64,
     ) -> Result<(), StoreError> {
-        let mut tx = self.begin().await?;
-        sqlx::query(
-            "INSERT INTO join_tokens (secret_hash, server_id, expires_ms, created_ms) \
-             VALUES ($1, $2, $3, $4)",
-        )
-        .bind(secret_hash)
-        .bind(server_id)
-        .bind(expires_ms)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| conflict(e, "server_id", "no such server"))?;
-        tx.commit().await?;
-        Ok(())
+        self.create_join_token_tx(server_id, secret_hash, expires_ms, now_ms)
+            .await
+    }
+
+    async fn replace_node(
+        &self,
+        server_id: Id,
+        secret_hash: &str,
+        expires_ms: i64,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.replace_node_tx(server_id, secret_hash, expires_ms, now_ms)
+            .await
     }
 
     async fn consume_join_token(
@@ -738,37 +743,7 @@ impl Store for SqlStore {
         secret_hash: &str,
         now_ms: i64,
     ) -> Result<Result<Id, JoinRefusal>, StoreError> {
-        let mut tx = self.begin().await?;
-        // The conditional update is the single use: of two nodes racing with one
-        // token, exactly one changes the row.
-        let done = sqlx::query(
-            "UPDATE join_tokens SET used_ms = $1 \
-             WHERE secret_hash = $2 AND used_ms IS NULL AND expires_ms > $3",
-        )
-        .bind(now_ms)
-        .bind(secret_hash)
-        .bind(now_ms)
-        .execute(&mut *tx)
-        .await?;
-        let row = sqlx::query(
-            "SELECT server_id, used_ms, expires_ms FROM join_tokens WHERE secret_hash = $1",
-        )
-        .bind(secret_hash)
-        .fetch_optional(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        let Some(row) = row else {
-            return Ok(Err(JoinRefusal::Unknown));
-        };
-        if done.rows_affected() == 1 {
-            return Ok(Ok(row.try_get(0)?));
-        }
-        let used: Option<i64> = row.try_get(1)?;
-        Ok(Err(if used.is_some() {
-            JoinRefusal::Used
-        } else {
-            JoinRefusal::Expired
-        }))
+        self.consume_join_token_tx(secret_hash, now_ms).await
     }
 
     async fn inbounds(
@@ -887,11 +862,14 @@ impl Store for SqlStore {
                     if any == 0 {
                         let r = sqlx::query(
                             "INSERT INTO routes (cluster_id, name, algorithm, position, \
-                             is_default, created_ms) VALUES ($1, 'Default', 'least_loaded', \
+                             is_default, created_ms) VALUES ($1, $3, 'least_loaded', \
                              0, 1, $2) RETURNING id",
                         )
                         .bind(cluster)
                         .bind(now_ms)
+                        // Named after the inbound: users see what they saw before
+                        // any route was set up; the operator renames it at will.
+                        .bind(&input.name)
                         .fetch_one(&mut *tx)
                         .await?;
                         Some(rows::id(&r)?)
@@ -1093,8 +1071,8 @@ impl Store for SqlStore {
         let row = sqlx::query(
             "INSERT INTO users (username, enabled, note, traffic_limit, reset_strategy, \
              expires_ms, on_hold_days, period_started_ms, subscription_token, vless_uuid, \
-             trojan_password, ss_seed, created_ms, token_hash, device_limit) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+             trojan_password, ss_seed, created_ms, token_hash, device_limit, address_limit) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
              RETURNING id",
         )
         .bind(&input.username)
@@ -1112,6 +1090,7 @@ impl Store for SqlStore {
         .bind(now_ms)
         .bind(hash_token(token))
         .bind(input.device_limit.map(i64::from))
+        .bind(input.address_limit.map(i64::from))
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, "username", "a user with this name exists"))?;
@@ -1130,8 +1109,8 @@ impl Store for SqlStore {
         let mut tx = self.begin().await?;
         let done = sqlx::query(
             "UPDATE users SET username = $1, enabled = $2, note = $3, traffic_limit = $4, \
-             reset_strategy = $5, expires_ms = $6, on_hold_days = $7, device_limit = $8 \
-             WHERE id = $9",
+             reset_strategy = $5, expires_ms = $6, on_hold_days = $7, device_limit = $8, \
+             address_limit = $9 WHERE id = $10",
         )
         .bind(&input.username)
         .bind(i64::from(input.enabled))
@@ -1141,6 +1120,7 @@ impl Store for SqlStore {
         .bind(input.expires_ms)
         .bind(input.on_hold_days.map(i64::from))
         .bind(input.device_limit.map(i64::from))
+        .bind(input.address_limit.map(i64::from))
         .bind(id)
         .execute(&mut *tx)
         .await
@@ -1259,16 +1239,13 @@ impl Store for SqlStore {
             == 1;
         if moved {
             for (user, up, down) in &batch.users {
-                sqlx::query(
-                    "UPDATE users SET used_up = used_up + $1, used_down = used_down + $2, \
-                     lifetime_bytes = lifetime_bytes + $3 WHERE id = $4",
-                )
-                .bind(to_i64(*up))
-                .bind(to_i64(*down))
-                .bind(to_i64(up.saturating_add(*down)))
-                .bind(*user)
-                .execute(&mut *tx)
-                .await?;
+                sqlx::query(super::sql_traffic::ADD_USAGE)
+                    .bind(to_i64(*up))
+                    .bind(to_i64(*down))
+                    .bind(to_i64(up.saturating_add(*down)))
+                    .bind(*user)
+                    .execute(&mut *tx)
+                    .await?;
             }
         }
         let mut started = 0;
@@ -1462,14 +1439,18 @@ impl Store for SqlStore {
             name: name.into(),
             created_ms: now_ms,
             last_used_ms: None,
+            expires_ms: None,
+            scope: super::TokenScope::Full,
         })
     }
 
     async fn api_tokens(&self) -> Result<Vec<ApiToken>, StoreError> {
-        let rows =
-            sqlx::query("SELECT id, name, created_ms, last_used_ms FROM api_tokens ORDER BY id")
-                .fetch_all(&self.read)
-                .await?;
+        let rows = sqlx::query(
+            "SELECT id, name, created_ms, last_used_ms, expires_ms, scope FROM api_tokens \
+             ORDER BY id",
+        )
+        .fetch_all(&self.read)
+        .await?;
         Ok(rows
             .iter()
             .map(|r| -> Result<_, sqlx::Error> {
@@ -1478,6 +1459,8 @@ impl Store for SqlStore {
                     name: r.try_get(1)?,
                     created_ms: r.try_get(2)?,
                     last_used_ms: r.try_get(3)?,
+                    expires_ms: r.try_get(4)?,
+                    scope: super::account::scope(r.try_get(5)?),
                 })
             })
             .collect::<Result<_, _>>()?)
@@ -1490,9 +1473,11 @@ impl Store for SqlStore {
     ) -> Result<Option<Admin>, StoreError> {
         let row = sqlx::query(
             "SELECT a.id, a.username, a.created_ms, t.id FROM api_tokens t \
-             JOIN admins a ON a.id = t.admin_id WHERE t.token_hash = $1",
+             JOIN admins a ON a.id = t.admin_id WHERE t.token_hash = $1 \
+             AND (t.expires_ms IS NULL OR t.expires_ms > $2)",
         )
         .bind(token_hash)
+        .bind(now_ms)
         .fetch_optional(&self.read)
         .await?;
         let Some(r) = row else { return Ok(None) };

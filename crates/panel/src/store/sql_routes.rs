@@ -5,7 +5,9 @@ use sqlx::{Any, Row, Transaction};
 
 use subtle::ConstantTimeEq;
 
-use super::routes::{Device, DeviceOutcome, DeviceSeen, RouteInput, RouteStore, Subscriber};
+use super::routes::{
+    Device, DeviceOutcome, DeviceSeen, MAX_DEVICES, RouteInput, RouteStore, Subscriber,
+};
 use super::rows::{self, USER};
 use super::sql::{Backend, conflict};
 use super::{SqlStore, Store, StoreError};
@@ -409,23 +411,35 @@ impl RouteStore for SqlStore {
             tx.commit().await?;
             return Ok(DeviceOutcome::Known);
         }
-        if let Some(limit) = limit {
-            if self.backend() == Backend::Postgres {
-                // Two new devices at once must not both pass the count (SQLite has
-                // one writer, so its transactions are serial already).
-                sqlx::query("SELECT id FROM users WHERE id = $1 FOR UPDATE")
-                    .bind(user)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            let count: i64 = sqlx::query("SELECT COUNT(*) FROM devices WHERE user_id = $1")
+        if self.backend() == Backend::Postgres {
+            // Two new devices at once must not both pass the count (SQLite has one
+            // writer, so its transactions are serial already).
+            sqlx::query("SELECT id FROM users WHERE id = $1 FOR UPDATE")
                 .bind(user)
-                .fetch_one(&mut *tx)
-                .await?
-                .try_get(0)?;
-            if count >= i64::from(limit) {
-                return Ok(DeviceOutcome::OverLimit);
+                .execute(&mut *tx)
+                .await?;
+        }
+        let count: i64 = sqlx::query("SELECT COUNT(*) FROM devices WHERE user_id = $1")
+            .bind(user)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
+        match limit {
+            Some(limit) if count >= i64::from(limit) => return Ok(DeviceOutcome::OverLimit),
+            Some(_) => {}
+            None if count >= i64::from(MAX_DEVICES) => {
+                // No limit, but a bounded list: the device seen least recently makes
+                // room (an app reinstalled long ago, or a made-up id).
+                sqlx::query(
+                    "DELETE FROM devices WHERE id IN (SELECT id FROM devices \
+                     WHERE user_id = $1 ORDER BY last_seen_ms, id LIMIT $2)",
+                )
+                .bind(user)
+                .bind(count - i64::from(MAX_DEVICES) + 1)
+                .execute(&mut *tx)
+                .await?;
             }
+            None => {}
         }
         // Two first fetches of one device at once: one inserts, the other does nothing.
         sqlx::query(

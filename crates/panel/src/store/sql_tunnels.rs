@@ -10,8 +10,8 @@ use super::sql::conflict;
 use super::tunnels::{TunnelCertificate, TunnelRealityKeys, TunnelStore};
 use super::{SqlStore, Store, StoreError};
 use crate::model::tunnel::{
-    Tunnel, TunnelBalancing, TunnelInput, TunnelMode, TunnelOrigin, UsagePoint, UsageStep,
-    origin_name,
+    DEFAULT_LINKS, Tunnel, TunnelBalancing, TunnelInput, TunnelMode, TunnelOrigin, TunnelProfile,
+    UsagePoint, UsageStep, origin_name,
 };
 use crate::model::{FieldError, Id};
 use crate::render::tunnels::SnapshotTunnel;
@@ -52,6 +52,13 @@ fn tunnel(r: &AnyRow) -> Result<Tunnel, sqlx::Error> {
     let name: String = r.try_get("name")?;
     let mode: String = r.try_get("mode")?;
     let balancing: String = r.try_get("balancing")?;
+    let links = usize::try_from(r.try_get::<i64, _>("links")?).unwrap_or(DEFAULT_LINKS);
+    let mut profiles: Vec<TunnelProfile> =
+        decode("profiles", &r.try_get::<String, _>("profiles")?)?;
+    // Profiles stored before links were per profile have the tunnel's.
+    for p in &mut profiles {
+        p.links.get_or_insert(links);
+    }
     Ok(Tunnel {
         id: r.try_get("id")?,
         tag: tunnel_tag(&name),
@@ -74,9 +81,9 @@ fn tunnel(r: &AnyRow) -> Result<Tunnel, sqlx::Error> {
         } else {
             TunnelBalancing::Distribute
         },
-        links: usize::try_from(r.try_get::<i64, _>("links")?).unwrap_or(4),
+        links,
         window_mib: u32::try_from(r.try_get::<i64, _>("window_mib")?).unwrap_or(16),
-        profiles: decode("profiles", &r.try_get::<String, _>("profiles")?)?,
+        profiles,
         rules: decode("rules", &r.try_get::<String, _>("rules")?)?,
         enabled: r.try_get::<i64, _>("enabled")? != 0,
         created_ms: r.try_get("created_ms")?,
@@ -160,18 +167,20 @@ async fn members_run(tx: &mut Tx, tunnel: Id, relay: Id, epoch: i64) -> Result<b
     Ok(members.iter().all(|m| running.contains(m)))
 }
 
-async fn set_origins(tx: &mut Tx, tunnel: Id, origins: &[Id]) -> Result<(), StoreError> {
+async fn set_origins(tx: &mut Tx, tunnel: Id, input: &TunnelInput) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM tunnel_origins WHERE tunnel_id = $1")
         .bind(tunnel)
         .execute(&mut **tx)
         .await?;
-    for (position, server) in (0i64..).zip(origins) {
+    for (position, server) in (0i64..).zip(&input.origin_server_ids) {
         sqlx::query(
-            "INSERT INTO tunnel_origins (tunnel_id, server_id, position) VALUES ($1, $2, $3)",
+            "INSERT INTO tunnel_origins (tunnel_id, server_id, position, addresses) \
+             VALUES ($1, $2, $3, $4)",
         )
         .bind(tunnel)
         .bind(*server)
         .bind(position)
+        .bind(json(&input.addresses_of(*server)))
         .execute(&mut **tx)
         .await?;
     }
@@ -181,7 +190,8 @@ async fn set_origins(tx: &mut Tx, tunnel: Id, origins: &[Id]) -> Result<(), Stor
 impl SqlStore {
     async fn fill_origins(&self, tunnels: &mut [Tunnel]) -> Result<(), StoreError> {
         let rows = sqlx::query(
-            "SELECT tunnel_id, server_id FROM tunnel_origins ORDER BY tunnel_id, position",
+            "SELECT tunnel_id, server_id, addresses FROM tunnel_origins \
+             ORDER BY tunnel_id, position",
         )
         .fetch_all(&self.read)
         .await?;
@@ -191,6 +201,7 @@ impl SqlStore {
                 t.origins.push(TunnelOrigin {
                     server_id: server,
                     name: origin_name(server),
+                    addresses: decode("addresses", &r.try_get::<String, _>(2)?)?,
                 });
             }
         }
@@ -379,7 +390,7 @@ impl TunnelStore for SqlStore {
         .await
         .map_err(|e| conflict(e, "name", "a tunnel with this name exists"))?;
         let id = rows::id(&row)?;
-        set_origins(&mut tx, id, &input.origin_server_ids).await?;
+        set_origins(&mut tx, id, input).await?;
         self.commit(tx).await?;
         self.tunnel(id).await
     }
@@ -461,7 +472,7 @@ impl TunnelStore for SqlStore {
         .bind(id)
         .execute(&mut *tx)
         .await?;
-        set_origins(&mut tx, id, &input.origin_server_ids).await?;
+        set_origins(&mut tx, id, input).await?;
         self.commit(tx).await?;
         self.tunnel(id).await
     }

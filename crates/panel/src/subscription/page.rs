@@ -10,8 +10,10 @@
 //!
 //! - **Everything the page needs is in it.** Styles and the copy script are
 //!   inline, QR codes are inline SVG; no CDN, font, image or script by URL. A
-//!   `Content-Security-Policy` meta element (`default-src 'none'`, the script
-//!   allowed by its hash) makes a browser refuse anything else.
+//!   `Content-Security-Policy` (`default-src 'none'`, the script allowed by its
+//!   hash) makes a browser refuse anything else: the handler sends it as a header
+//!   ([`policy`], with `frame-ancestors 'none'`), and the page repeats it in a meta
+//!   element for a copy saved to disk.
 //! - **Every supplied string is HTML-escaped** (`& < > " '`), in text and in
 //!   attributes alike, so names may hold `<script>`, quotes or emoji. Share links
 //!   appear once each, as text; copy buttons name the element to copy by id.
@@ -111,6 +113,14 @@ static CSP: LazyLock<String> = LazyLock::new(|| {
          base-uri 'none'; form-action 'none'"
     )
 });
+
+/// The `Content-Security-Policy` header the page is served with: the meta element's
+/// policy plus `frame-ancestors 'none'` (which only a header can carry), so no other
+/// site may frame the page.
+pub fn policy() -> &'static str {
+    static HEADER: LazyLock<String> = LazyLock::new(|| format!("{}; frame-ancestors 'none'", *CSP));
+    &HEADER
+}
 
 /// Renders the page: a complete HTML5 document.
 pub fn render(page: &Page<'_>) -> String {

@@ -1184,11 +1184,14 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 34] = [
+const ROUTES: [(&str, &[&str]); 38] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
     ("/api/v1/tokens/{id}", &["delete"]),
+    ("/api/v1/account/password", &["put"]),
+    ("/api/v1/sessions", &["get"]),
+    ("/api/v1/sessions/{id}", &["delete"]),
     ("/api/v1/clusters", &["get", "post"]),
     ("/api/v1/clusters/{id}", &["delete", "get", "put"]),
     ("/api/v1/clusters/{id}/routes", &["get", "post"]),
@@ -1201,6 +1204,7 @@ const ROUTES: [(&str, &[&str]); 34] = [
     ("/api/v1/servers", &["get", "post"]),
     ("/api/v1/servers/{id}", &["delete", "get", "put"]),
     ("/api/v1/servers/{id}/join", &["post"]),
+    ("/api/v1/servers/{id}/replace", &["post"]),
     ("/api/v1/servers/{id}/history", &["get"]),
     ("/api/v1/inbounds", &["get", "post"]),
     ("/api/v1/inbounds/{id}", &["delete", "get", "put"]),

@@ -226,7 +226,8 @@ async fn world() -> World {
                 .create_route(
                     cluster.id,
                     &RouteInput {
-                        name: format!("Route {i}"),
+                        // The route's name is what the apps show.
+                        name: name.into(),
                         flag: None,
                         algorithm: Algorithm::LeastLoaded,
                         inbound_ids: Some(vec![inbound.id]),
@@ -289,7 +290,7 @@ async fn sing_box_runs_the_subscription_through_every_route() {
             .map(|o| o["tag"].as_str().unwrap().to_owned())
             .collect()
     };
-    // One entry per route, in route order, named after the chosen inbound.
+    // One entry per route, in route order, named after the route (here, its inbound's name).
     assert_eq!(tags(&config), ENTRIES);
     // The pinned sing-box is built without uTLS, which its REALITY client needs
     // (docs/subscriptions.md, "REALITY"; proto's sing_box_check tests the refusal):

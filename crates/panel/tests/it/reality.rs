@@ -100,7 +100,7 @@ async fn the_panel_makes_the_keys_and_a_short_id_and_keeps_them() {
         .bearer(&t)
         .json(
             &json!({"server_id": sid, "name": "R", "protocol": "vless", "port": 8443,
-            "host": "fra.example.net", "security": {"type": "reality", "dest": "[2001:db8::1]:443",
+            "host": "fra.example.net", "security": {"type": "reality", "dest": "[2606:4700:4700::1111]:443",
             "server_names": ["cdn.example.org"], "max_time_diff_ms": 0, "fingerprint": "firefox"}}),
         )
         .send()
@@ -281,6 +281,22 @@ async fn the_subscription_carries_reality_in_every_format() {
         async move { h.get(&url).send().await.text() }
     };
 
+    // The entry is the cluster's default route (named after this inbound), its id
+    // carried last.
+    let cluster = h
+        .get(&format!("/api/v1/servers/{sid}"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK)["cluster_id"]
+        .clone();
+    let route = h
+        .get(&format!("/api/v1/clusters/{cluster}/routes"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK)["routes"][0]["id"]
+        .clone();
     let links = base64::engine::general_purpose::STANDARD
         .decode(get("links").await.trim())
         .unwrap();
@@ -289,7 +305,7 @@ async fn the_subscription_carries_reality_in_every_format() {
         format!(
             "vless://{uuid}@203.0.113.9:443?type=tcp&security=reality&sni=www.example.com\
              &fp=safari&pbk={pbk}&sid=6ba85179e30d4fc2&encryption=none&flow=xtls-rprx-vision\
-             #%F0%9F%87%A9%F0%9F%87%AA%20Frankfurt%20R"
+             &route={route}#%F0%9F%87%A9%F0%9F%87%AA%20Frankfurt%20R"
         )
     );
 

@@ -73,36 +73,33 @@ async fn user(h: &Harness, token: &str, name: &str) -> String {
         .to_owned()
 }
 
-/// The entry names of a subscription, in order.
+/// The inbounds a subscription's entries stand for, in order, by name: which one
+/// each route's balancer chose (found by the entry's address and port; entries are
+/// named after their routes).
 async fn names(h: &Harness, path: &str) -> Vec<String> {
     let body = h.get(&format!("{path}?format=links")).send().await.text();
     let text = base64::engine::general_purpose::STANDARD
         .decode(body.trim())
         .unwrap();
+    let servers = h.store.servers(None).await.unwrap();
+    let inbounds = h.store.inbounds(None, None).await.unwrap();
     String::from_utf8(text)
         .unwrap()
         .lines()
         .map(|l| {
-            let name = l.rsplit('#').next().unwrap();
-            percent_decode(name)
+            let e = switchyard_proto::share::parse_link(l).unwrap();
+            let server = servers
+                .iter()
+                .find(|s| s.address == e.server)
+                .unwrap_or_else(|| panic!("no server at {}", e.server));
+            inbounds
+                .iter()
+                .find(|i| i.server_id == server.id && i.port == e.port)
+                .unwrap_or_else(|| panic!("no inbound at {}:{}", e.server, e.port))
+                .name
+                .clone()
         })
         .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() + 1 {
-            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).unwrap()
 }
 
 fn ids(v: &Value) -> Vec<i64> {

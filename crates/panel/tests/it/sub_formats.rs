@@ -337,8 +337,8 @@ async fn a_device_limit_counts_hwids_and_operators_can_free_a_place() {
         "This subscription is already used on 2 device(s), its limit; ask for a device to be removed."
     );
     assert_eq!(fetch(&h, &p, &dev("phone")).await.2, ("links", 1));
-    // Apps without x-hwid are served by default.
-    assert_eq!(fetch(&h, &p, &[]).await.2, ("links", 1));
+    // Apps without x-hwid cannot pass the limit (sub_hardening has the rest).
+    assert_eq!(fetch(&h, &p, &[]).await.2, ("links", 0));
 
     let devices = h
         .get(&format!("/api/v1/users/{id}/devices"))
@@ -389,6 +389,7 @@ async fn a_device_limit_counts_hwids_and_operators_can_free_a_place() {
 
 #[tokio::test]
 async fn apps_without_hwid_can_be_refused_for_users_with_a_device_limit() {
+    // The default since apps without x-hwid could pass the limit; said explicitly.
     let mut config = PanelConfig::default();
     config.subscription.without_hwid = switchyard_panel::config::WithoutHwid::Refuse;
     let h = Harness::with(config).await;

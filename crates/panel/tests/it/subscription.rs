@@ -85,6 +85,7 @@ async fn writes_show_in_the_next_subscription() {
                 expires_ms: None,
                 on_hold_days: None,
                 device_limit: None,
+                address_limit: None,
                 clusters: None,
             },
             now,
@@ -123,7 +124,8 @@ async fn writes_show_in_the_next_subscription() {
         .unwrap();
     let l = links(&router, &user.subscription_path).await;
     assert_eq!(l.len(), 1, "{l:?}");
-    assert!(l[0].ends_with("#Second") && l[0].contains(":9443"), "{l:?}");
+    // The entry is the default route, named after the inbound it was made for.
+    assert!(l[0].ends_with("#First") && l[0].contains(":9443"), "{l:?}");
 
     // A user limited to no cluster sees none of it; an unknown token is a 404.
     let mut limited = UserInput {
@@ -135,6 +137,7 @@ async fn writes_show_in_the_next_subscription() {
         expires_ms: None,
         on_hold_days: None,
         device_limit: None,
+        address_limit: None,
         clusters: Some(Vec::new()),
     };
     let bob = service.create_user(&limited, now).await.unwrap();

@@ -88,7 +88,7 @@ async fn a_tunnel_from_create_to_delete() {
     assert_eq!(
         t["profiles"],
         json!([{"port": 7443, "security": "reality", "transport": {"type": "tcp"}, "addresses": [],
-            "reality_dest": "www.microsoft.com:443", "reality_server_name": "www.microsoft.com"}])
+            "reality_dest": "www.microsoft.com:443", "reality_server_name": "www.microsoft.com", "links": 4}])
     );
     // The panel made the tunnel's REALITY keys: the public key is shown, the private
     // key (and the short id) never.
@@ -168,7 +168,7 @@ async fn a_tunnel_from_create_to_delete() {
         json!({"type": "ws", "path": "/t", "host": "cdn.example.com"})
     );
     // A profile that says no security keeps its port's (and its target); a new port
-    // is TLS, and a TLS profile's JSON is what it always was.
+    // is TLS, and a TLS profile's JSON is what it always was, with its links.
     assert_eq!(
         (
             &changed["profiles"][0]["security"],
@@ -178,7 +178,7 @@ async fn a_tunnel_from_create_to_delete() {
     );
     assert_eq!(
         changed["profiles"][1],
-        json!({"port": 8443, "security": "tls", "addresses": [],
+        json!({"port": 8443, "security": "tls", "addresses": [], "links": 6,
             "transport": {"type": "ws", "path": "/t", "host": "cdn.example.com"}})
     );
     assert_eq!(changed["reality_public_key"], t["reality_public_key"]);

@@ -440,6 +440,7 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
                 port,
                 transport: reality.clone(),
                 addresses: vec![format!("127.0.0.1:{port}")],
+                links: None,
             }],
             links: 1,
             window: DEFAULT_WINDOW,

@@ -475,6 +475,7 @@ async fn tunnel_changes_move_only_the_users_they_must() {
                 port: copy_port,
                 transport: Transport::Tls,
                 addresses: vec![format!("127.0.0.1:{copy_port}")],
+                links: None,
             }],
             links: 1,
             window: DEFAULT_WINDOW,

@@ -337,7 +337,7 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
         "no longer dashed",
     )
     .await;
-    wait_entries(http, &sub, &["Frankfurt", "Helsinki"], "after the drag").await;
+    wait_entries(http, &sub, &["Frankfurt", "🇫🇮 Nordics"], "after the drag").await;
     b.screenshot(shots().join("cluster.png")).await.unwrap();
 
     // Drop it on "Not attached": the warning counts it, the subscription drops it.
@@ -390,14 +390,14 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     wait_entries(
         http,
         &sub,
-        &["Frankfurt", "Helsinki"],
+        &["Frankfurt", "🇫🇮 Nordics"],
         "after the keyboard move",
     )
     .await;
 
     // Reorder: the arrow, then the drag handle back; the subscription follows.
     click(&b, &format!("{route_box} [aria-label=\"Move Nordics up\"]")).await;
-    wait_entries(http, &sub, &["Helsinki", "Frankfurt"], "Nordics moved up").await;
+    wait_entries(http, &sub, &["🇫🇮 Nordics", "Frankfurt"], "Nordics moved up").await;
     wait_js(
         &b,
         &format!(
@@ -415,7 +415,7 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     wait_entries(
         http,
         &sub,
-        &["Frankfurt", "Helsinki"],
+        &["Frankfurt", "🇫🇮 Nordics"],
         "Default dragged back up",
     )
     .await;
@@ -495,7 +495,7 @@ async fn the_operator_s_everyday_flow_in_a_real_browser() {
     type_into(
         &b,
         "dialog[open] input[name='security.dest']",
-        "127.0.0.1:9443",
+        "www.example.com:443",
     )
     .await;
     type_into(

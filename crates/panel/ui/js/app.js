@@ -7,6 +7,7 @@ import { loginPage } from "./login.js";
 import { clusterPage, clustersPage } from "./cluster.js";
 import { usersPage } from "./users.js";
 import { tunnelsPage, tunnelPage } from "./tunnels.js";
+import { accountPage } from "./account.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -36,6 +37,7 @@ const PAGES = [
   [/^#\/tunnels$/, (_m, c) => tunnelsPage(main, c)],
   [/^#\/tunnels\/(\d+)$/, (m, c) => tunnelPage(main, Number(m[1]), c)],
   [/^#\/clusters$/, (_m, c) => clustersPage(main, c)],
+  [/^#\/account$/, () => accountPage(main)],
 ];
 
 async function show() {
@@ -75,6 +77,7 @@ function drawNav() {
     h("a", { href: "#/clusters" }, "Clusters"),
     h("a", { href: "#/users" }, "Users"),
     h("a", { href: "#/tunnels" }, "Tunnels"),
+    h("a", { href: "#/account" }, "Account"),
     h("button", { type: "button", class: "link", onclick: logout }, "Log out"));
 }
 

@@ -112,7 +112,8 @@ function drawServers(box, servers, clusterId, reload) {
   const name = h("input", { name: "name", required: true, maxlength: 64, placeholder: "de-1" });
   const address = h("input", { name: "address", required: true, maxlength: 253, placeholder: "de1.example.com" });
   const privateOk = h("input", { type: "checkbox", name: "allow_private_destinations" });
-  const joinOut = h("div", { class: "join-out" });
+  // Kept across redraws: a join command just issued stays on screen.
+  const joinOut = box.querySelector(".join-out") || h("div", { class: "join-out" });
   const form = h("form", { class: "inline", "aria-label": "Add a server" },
     field("Name", name), field("Address clients dial", address),
     h("label", { class: "check" }, privateOk, " Users may reach private addresses"),
@@ -137,7 +138,9 @@ function drawServers(box, servers, clusterId, reload) {
     h("td", {}, s.node_version ? `${s.node_version}` : "—", h("br"), h("small", { class: "muted" }, s.refreshed_ms ? `seen ${when(s.refreshed_ms)}` : "never seen")),
     h("td", {},
       h("button", { type: "button", "data-history": s.id, onclick: () => history(s) }, "History"),
-      h("button", { type: "button", onclick: () => showJoin(joinOut, s) }, s.joined ? "New join command" : "Join command"),
+      s.joined
+        ? h("button", { type: "button", "data-replace-node": s.id, onclick: () => replaceNode(joinOut, s, reload) }, "Replace node…")
+        : h("button", { type: "button", onclick: () => showJoin(joinOut, s) }, "Join command"),
       h("button", { type: "button", class: "danger-text", onclick: () => removeServer(s, reload) }, "Delete"))));
   fill(box,
     h("h2", { id: "servers-h" }, "Servers"),
@@ -181,14 +184,25 @@ function history(server) {
   });
 }
 
-async function showJoin(out, server) {
+async function showJoin(out, server, replacing) {
   try {
-    const j = await post(`/servers/${server.id}/join`);
+    const j = await post(`/servers/${server.id}/${replacing ? "replace" : "join"}`);
     const code = h("code", { class: "command", "data-join-command": "" }, j.command);
     fill(out, h("div", { class: "notice" },
-      h("p", {}, `Run this on ${server.name} to join it (single use, expires ${when(j.expires_ms)}):`),
+      h("p", {}, `${replacing ? `Run this on the node that takes ${server.name}'s place` : `Run this on ${server.name} to join it`} (single use, expires ${when(j.expires_ms)}; older join commands no longer work):`),
       h("div", { class: "copy-row" }, code, h("button", { type: "button", onclick: () => copy(j.command, "Join command copied") }, "Copy"))));
   } catch (err) { toast(err.message, "bad"); }
+}
+
+/** Puts another node in the server's place: the joined one is cut off at once. */
+async function replaceNode(out, s, reload) {
+  const ok = await confirmAction(`Replace the node of ${s.name}?`,
+    "The panel forgets the node that joined: it is cut off at once and cannot connect again. " +
+    "You get a new join command for the node that takes its place; until it joins, users on this server get no service. " +
+    "The server's inbounds and users stay.", "Replace node");
+  if (!ok) return;
+  await showJoin(out, s, true);
+  reload(true);
 }
 
 async function removeServer(s, reload) {

@@ -76,7 +76,7 @@ export function inboundForm(servers, inbound) {
     for (const c of [transport, security, protocol]) c.addEventListener("change", sync);
     sync();
     const form = h("form", {},
-      field("Server", server), field("Display name", name, "What users see in their app"),
+      field("Server", server), field("Display name", name, "Shown in the panel; users see the name of the route it is in"),
       field("Protocol", protocol), ss, field("Port", port),
       field("Transport", transport), ws, field("Security", security), files, reality, flowBox,
       field("Client address", host, "The address clients dial; the server's when empty"),

@@ -9,9 +9,9 @@ export async function loginPage(main, done) {
     const setup = await get("/setup");
     if (setup && setup.password_file) {
       hint = h("p", { class: "notice", "data-first-run": "" },
-        "First start: the panel wrote the admin's user name and password to ",
+        "First start: the panel wrote the admin's user name and password to the file ",
         h("code", {}, setup.password_file),
-        " on its machine (and printed them when it started). Log in with them.");
+        " in its data directory, on its machine (and printed them when it started). Log in with them.");
     }
   } catch { /* the hint is optional */ }
   const user = h("input", { name: "username", autocomplete: "username", required: true, autofocus: true });

@@ -33,7 +33,7 @@ export function routeForm(clusterId, route, inbounds, routes) {
       h("small", { class: "error", role: "alert" }));
     const form = h("form", { class: "wizard" },
       h("section", {}, h("h3", {}, "1. How clients see this route"),
-        field("Name", name, "What users see in their app"), field("Flag", flag, "An emoji or a country code, shown beside the name")),
+        field("Name", name, "What users see in their app"), field("Flag", flag, "An emoji or a country code, shown before the name in apps")),
       h("section", {}, h("h3", {}, "2. Load balancing"), algorithm),
       h("section", {}, h("h3", {}, "3. Inbounds"), pool),
       h("p", { class: "form-error", role: "alert" }),

@@ -1,6 +1,6 @@
 // Tunnels: the list with live state badges, the form (the name locked after saving;
 // each profile's security, REALITY by default on a new tunnel's first, with its
-// target), a tunnel's page with the live status of every node, the REALITY public
+// target, and its links; in direct mode, each origin's addresses), a tunnel's page with the live status of every node, the REALITY public
 // key, Reset, Duplicate, re-issuing the certificate, and the usage chart.
 
 import { h, fill, field, dialog, showError, confirmAction, toast } from "./dom.js";
@@ -74,10 +74,9 @@ export async function tunnelPage(main, id, ctx) {
         h("button", { type: "button", class: "danger-text", onclick: remove }, "Delete"))),
     h("dl", { class: "facts" },
       fact("Relay", name(t.relay_server_id)),
-      fact("Origins", t.origins.map((o) => `${name(o.server_id)} (${o.name})`).join(", ")),
+      fact("Origins", t.origins.map((o) => `${name(o.server_id)} (${o.name}${t.mode === "direct" && o.addresses && o.addresses.length ? `, dialed at ${o.addresses.join(", ")}` : ""})`).join(", ")),
       fact("Mode", t.mode === "direct" ? "Direct: the relay dials the origins" : "Reverse: the origins dial the relay"),
       fact("Balancing", t.balancing),
-      fact("Links", `${t.links} per origin per profile`),
       fact("Window", `${t.window_mib} MiB`),
       fact("Profiles", t.profiles.map(profileText).join(" · ")),
       fact("REALITY public key", h("code", { "data-reality-public-key": "" }, t.reality_public_key || "none yet: made with the tunnel's first REALITY profile")),
@@ -143,10 +142,11 @@ export async function tunnelPage(main, id, ctx) {
   ctx.every(60_000, () => usage().catch(() => {}));
 }
 
-/** A profile in words: its port, security and transport. */
+/** A profile in words: its port, security, transport and links. */
 function profileText(p) {
-  if (p.security === "reality") return `${p.port} REALITY (target ${p.reality_dest}, server name ${p.reality_server_name})`;
-  return `${p.port} ${p.transport.type === "ws" ? `TLS in WebSocket ${p.transport.path}` : "TLS"}`;
+  const links = `, ${p.links} link(s) per origin`;
+  if (p.security === "reality") return `${p.port} REALITY (target ${p.reality_dest}, server name ${p.reality_server_name})${links}`;
+  return `${p.port} ${p.transport.type === "ws" ? `TLS in WebSocket ${p.transport.path}` : "TLS"}${links}`;
 }
 
 /** The host of `host:port` (`[v6]:port` unbracketed). */
@@ -163,7 +163,8 @@ function statusView(s, name) {
   for (const o of s.origins) {
     const key = `server-${o.server_id}`;
     const seen = relay && relay.origins ? relay.origins[key] : null;
-    const perProfile = seen ? Object.entries(seen.links_per_profile || {}).map(([p, n]) => `profile ${p}: ${n}`).join(", ") : "—";
+    const streams = (seen && seen.streams_per_profile) || {};
+    const perProfile = seen ? Object.entries(seen.links_per_profile || {}).map(([p, n]) => `profile ${p}: ${n} link(s), ${streams[p] || 0} stream(s)`).join(", ") : "—";
     const dialing = (o.half && o.half.addresses) || (relay && relay.dialing && relay.dialing[key]) || [];
     rows.push(h("tr", {},
       h("th", { scope: "row" }, name(o.server_id), h("small", { class: "muted block" }, key)),
@@ -196,19 +197,31 @@ function tunnelForm(servers, t) {
   return dialog(editing ? `Edit tunnel ${t.name}` : "New tunnel", (close) => {
     const nameIn = h("input", { name: "name", required: true, maxlength: 64, pattern: "[A-Za-z0-9_.\\-]+", value: t ? t.name : "", readonly: editing, autofocus: !editing });
     const relay = serverSelect("relay_server_id", servers, t ? t.relay_server_id : servers[0] && servers[0].id);
+    const split = (el) => el.value.split(",").map((x) => x.trim()).filter(Boolean);
+    // Direct mode: each origin may be dialed at several addresses (blank: its server's).
+    const dialedAt = new Map(servers.map((s) => {
+      const o = t && t.origins.find((x) => x.server_id === s.id);
+      return [s.id, h("input", { name: `origin_addresses.${s.id}`, "aria-label": `${s.name}: addresses the relay dials (direct mode)`,
+        value: o && o.addresses ? o.addresses.join(", ") : "", placeholder: `blank: ${s.address}` })];
+    }));
     const origins = h("fieldset", { class: "field", "data-field": "origin_server_ids" },
       h("legend", {}, "Origins (where the traffic leaves)"),
       servers.map((s) => h("label", { class: "check" },
         h("input", { type: "checkbox", name: "origin", value: s.id, checked: Boolean(t && t.origins.some((o) => o.server_id === s.id)) }), ` ${s.name}`)),
       h("small", { class: "error", role: "alert" }));
+    const originAddresses = h("div", { class: "field", "data-field": "origin_addresses" },
+      h("label", {}, "Direct mode: the addresses the relay dials each origin at (host names or IPs, comma-separated; all at once, hot standby)"),
+      servers.map((s) => h("label", { class: "block" }, `${s.name} `, dialedAt.get(s.id))),
+      h("small", { class: "error", role: "alert" }));
     const mode = h("select", { name: "mode" }, [["reverse", "Reverse: the origins dial the relay (no open port on origins)"], ["direct", "Direct: the relay dials the origins"]]
       .map(([v, x]) => h("option", { value: v, selected: (t ? t.mode : "reverse") === v }, x)));
     const balancing = h("select", { name: "balancing" }, [["distribute", "Distribute over every profile"], ["priority", "Priority: the first profile that is up"]]
       .map(([v, x]) => h("option", { value: v, selected: (t ? t.balancing : "distribute") === v }, x)));
-    const links = h("input", { name: "links", type: "number", min: 1, max: 16, value: t ? t.links : 4 });
+    const showDialed = () => { originAddresses.hidden = mode.value !== "direct"; };
+    mode.addEventListener("change", showDialed);
     const windowMib = h("input", { name: "window_mib", type: "number", min: 1, max: 64, value: t ? t.window_mib : 16 });
     const profiles = h("div", { class: "profiles" });
-    const addButton = h("button", { type: "button", "data-add-profile": "", onclick: () => addProfile({ port: 8443, security: "tls", transport: { type: "tcp" }, addresses: [] }) }, "Add profile");
+    const addButton = h("button", { type: "button", "data-add-profile": "", onclick: () => addProfile({ port: 8443, security: "tls", transport: { type: "tcp" }, addresses: [], links: 4 }) }, "Add profile");
     // Rows are numbered by position: the API names a profile's errors `profiles[i]…`,
     // so after a removal every later row takes its new index (names, the fields the
     // errors land in, the legend), and a row added later never repeats a name.
@@ -237,7 +250,9 @@ function tunnelForm(servers, t) {
       const path = h("input", { value: p.transport.path || "/tunnel" });
       const host = h("input", { value: p.transport.host || "" });
       const addresses = h("input", { value: (p.addresses || []).join(", "), placeholder: "the relay's address at this port" });
-      const controls = [[port, "port", "port"], [security, "security", "security"], [kind, "transport", "transport"],
+      // A profile's links are its weight: six take three times the streams of two.
+      const links = h("input", { type: "number", min: 1, max: 16, value: p.links || 4 });
+      const controls = [[port, "port", "port"], [security, "security", "security"], [kind, "transport", "transport"], [links, "links", "links"],
         [dest, "reality_dest", "REALITY target"], [serverName, "reality_server_name", "REALITY server name"],
         [path, "transport.path", "WebSocket path"], [host, "transport.host", "WebSocket host"], [addresses, "addresses", "link addresses"]];
       for (const [c, key] of controls) c.setAttribute("name", `profiles[0].${key}`);
@@ -245,6 +260,7 @@ function tunnelForm(servers, t) {
       const row = h("fieldset", { class: "profile" },
         legend,
         field("Port", port), field("Security", security), field("Transport", kind),
+        field("Links per origin", links, "This profile's weight: a profile with six links takes three times the streams of one with two"),
         field("REALITY target (host:port)", dest, "The site a prober sees at this port: everyone but the tunnel is passed to it"),
         field("REALITY server name", serverName),
         field("WebSocket path", path), field("WebSocket host", host),
@@ -270,6 +286,7 @@ function tunnelForm(servers, t) {
         security: security.value,
         transport: kind.value === "ws" ? { type: "ws", path: path.value, host: host.value.trim() } : { type: "tcp" },
         addresses: addresses.value.split(",").map((a) => a.trim()).filter(Boolean),
+        links: Number(links.value),
         // Blank fields are left out: the panel fills them in (undefined is not sent).
         ...(security.value === "reality" ? {
           reality_dest: dest.value.trim() || undefined,
@@ -281,7 +298,7 @@ function tunnelForm(servers, t) {
       showReality();
     };
     // A new tunnel's first profile starts on REALITY, as the API's default.
-    for (const p of t ? t.profiles : [{ port: 7443, security: "reality", transport: { type: "tcp" }, addresses: [] }]) addProfile(p);
+    for (const p of t ? t.profiles : [{ port: 7443, security: "reality", transport: { type: "tcp" }, addresses: [], links: 4 }]) addProfile(p);
     const rules = t ? t.rules : { domains: [], suffixes: [], cidrs: [], ports: [] };
     const list = (n, v) => h("input", { name: `rules.${n}`, value: (v || []).join(", ") });
     const rDomains = list("domains", rules.domains);
@@ -292,8 +309,8 @@ function tunnelForm(servers, t) {
     const form = h("form", {},
       field("Name", nameIn, editing ? "Fixed after saving (its keys derive from it): duplicate the tunnel for another name" : "Letters, digits, _ . - ; it cannot change later"),
       field("Relay (where users connect)", relay), origins,
-      field("Mode", mode), field("Balancing between profiles", balancing),
-      field("Links per origin per profile", links), field("Stream window (MiB)", windowMib),
+      field("Mode", mode), originAddresses, field("Balancing between profiles", balancing),
+      field("Stream window (MiB)", windowMib),
       h("h3", {}, "Profiles"), profiles,
       addButton,
       h("details", {}, h("summary", {}, "Routing rules (when the relay carries several tunnels)"),
@@ -303,14 +320,16 @@ function tunnelForm(servers, t) {
       h("div", { class: "actions" },
         h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
         h("button", { type: "submit", class: "primary" }, editing ? "Save" : "Create tunnel")));
-    const split = (el) => el.value.split(",").map((x) => x.trim()).filter(Boolean);
+    showDialed();
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       showError(form, null);
+      const originIds = [...origins.querySelectorAll("input:checked")].map((c) => Number(c.value));
       const body = {
         name: nameIn.value.trim(), relay_server_id: Number(relay.value),
-        origin_server_ids: [...origins.querySelectorAll("input:checked")].map((c) => Number(c.value)),
-        mode: mode.value, balancing: balancing.value, links: Number(links.value), window_mib: Number(windowMib.value),
+        origin_server_ids: originIds,
+        origin_addresses: originIds.map((id) => ({ server_id: id, addresses: split(dialedAt.get(id)) })).filter((o) => o.addresses.length),
+        mode: mode.value, balancing: balancing.value, window_mib: Number(windowMib.value),
         profiles: [...profiles.children].map((r) => r.read()),
         rules: { domains: split(rDomains), suffixes: split(rSuffixes), cidrs: split(rCidrs), ports: split(rPorts).map(Number) },
         enabled: enabled.checked,

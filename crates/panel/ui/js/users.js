@@ -31,7 +31,7 @@ export async function usersPage(main, ctx) {
     return h("div", { class: "table-wrap" }, h("table", { class: "users" },
       h("thead", {}, h("tr", {}, ["User", "Status", "Usage", "Expires", "Online", ""].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, users.map((u) => h("tr", { "data-user": u.id },
-        h("th", { scope: "row" }, h("span", { class: "username" }, u.username), u.note ? h("small", { class: "muted block" }, u.note) : null),
+        h("th", { scope: "row" }, h("span", { class: "username" }, u.username), u.note ? h("small", { class: "muted block" }, u.note) : null, limits(u)),
         h("td", {}, h("span", { class: `badge status-${u.status}` }, STATUS[u.status] || u.status)),
         h("td", {}, usage(u)),
         h("td", {}, u.expires_ms ? when(u.expires_ms) : u.on_hold_days ? `${u.on_hold_days} days after first use` : "never"),
@@ -61,6 +61,14 @@ export async function usersPage(main, ctx) {
   ctx.every(5000, () => load(false).catch(() => {}));
 }
 
+/** The user's device and address limits, when set, as one line under the name. */
+function limits(u) {
+  const parts = [];
+  if (u.device_limit) parts.push(`${u.device_limit} ${u.device_limit === 1 ? "device" : "devices"}`);
+  if (u.address_limit) parts.push(`${u.address_limit} ${u.address_limit === 1 ? "address" : "addresses"} at once per server`);
+  return parts.length ? h("small", { class: "muted block", "data-user-limits": "" }, `Limits: ${parts.join(", ")}`) : null;
+}
+
 function usage(u) {
   const used = u.used_up + u.used_down;
   if (!u.traffic_limit) return h("span", {}, `${bytes(used)} of unlimited`);
@@ -83,6 +91,7 @@ function userForm(u) {
     const expires = h("input", { name: "expires_ms", type: "datetime-local", value: u && u.expires_ms ? local(u.expires_ms) : "" });
     const hold = h("input", { name: "on_hold_days", type: "number", min: 1, value: u && u.on_hold_days ? u.on_hold_days : "", placeholder: "off" });
     const devices = h("input", { name: "device_limit", type: "number", min: 1, value: u && u.device_limit ? u.device_limit : "", placeholder: "no limit" });
+    const addresses = h("input", { name: "address_limit", type: "number", min: 1, max: 1000, value: u && u.address_limit ? u.address_limit : "", placeholder: "no limit" });
     const note = h("textarea", { name: "note", rows: 2, maxlength: 1000 }, u ? u.note : "");
     const form = h("form", {},
       field("User name", username),
@@ -92,6 +101,7 @@ function userForm(u) {
       field("Expires", expires, "Empty: never"),
       field("On hold: expires this many days after the first connection", hold),
       field("Devices", devices, "Apps that send a device id; empty: no limit"),
+      field("Addresses at once", addresses, "Source IP addresses with connections open at the same time, on each server; one more is refused. Empty: no limit"),
       field("Note", note),
       h("p", { class: "form-error", role: "alert" }),
       h("div", { class: "actions" },
@@ -107,6 +117,7 @@ function userForm(u) {
         expires_ms: expires.value ? new Date(expires.value).getTime() : null,
         on_hold_days: hold.value ? Number(hold.value) : null,
         device_limit: devices.value ? Number(devices.value) : null,
+        address_limit: addresses.value ? Number(addresses.value) : null,
         clusters: u ? u.clusters : null,
       };
       try {

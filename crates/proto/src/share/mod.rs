@@ -14,6 +14,9 @@
 //! ss://BASE64URL(method:password)@HOST:PORT#NAME                         (SIP002, other methods)
 //! ```
 //!
+//! An entry's route id ([`Entry::route`]) is the last parameter, `route=ID` (on a
+//! Shadowsocks link, its only one): other apps ignore parameters they do not know.
+//!
 //! Every value is percent-encoded (only `A-Z a-z 0-9 - . _ ~` stay as they are); an
 //! IPv6 server is written in brackets. `security` is always written: a Trojan link
 //! without it means TLS to most readers, so an entry without TLS says
@@ -40,6 +43,7 @@
 //!     protocol: EntryProtocol::Trojan { password: "secret".into() },
 //!     transport: EntryTransport::Ws { path: "/t".into(), host: None },
 //!     tls: Some(EntryTls { server_name: Some("node.example.com".into()), ..EntryTls::default() }),
+//!     route: None,
 //! };
 //! let link = to_link(&entry);
 //! assert_eq!(
@@ -216,6 +220,7 @@ fn push_host(out: &mut String, server: &str) {
 fn query(entry: &Entry) -> Vec<(&'static str, String)> {
     let mut params = Vec::new();
     if matches!(entry.protocol, EntryProtocol::Shadowsocks { .. }) {
+        push_route(&mut params, entry);
         return params;
     }
     match &entry.transport {
@@ -263,7 +268,19 @@ fn query(entry: &Entry) -> Vec<(&'static str, String)> {
             params.push(("flow", flow.clone()));
         }
     }
+    push_route(&mut params, entry);
     params
+}
+
+/// `route=ID` last, when the entry has a route id that may be carried.
+fn push_route(params: &mut Vec<(&'static str, String)>, entry: &Entry) {
+    if let Some(route) = entry
+        .route
+        .as_deref()
+        .filter(|r| crate::entry::is_route_id(r))
+    {
+        params.push(("route", route.to_owned()));
+    }
 }
 
 /// The links of `entries`, one a line (`\n` between them, none after the last).

@@ -104,6 +104,7 @@ pub fn parse_link(link: &str) -> Result<Entry, LinkError> {
                 protocol: EntryProtocol::Shadowsocks { method, password },
                 transport: EntryTransport::Tcp,
                 tls: None,
+                route: route(&params),
             });
         }
     };
@@ -114,7 +115,17 @@ pub fn parse_link(link: &str) -> Result<Entry, LinkError> {
         protocol,
         transport: transport(&params)?,
         tls: tls(&params, scheme)?,
+        route: route(&params),
     })
+}
+
+/// The `route` parameter, when it is a route id ([`crate::entry::is_route_id`]);
+/// anything else is ignored, as an unknown parameter is.
+fn route(params: &Params) -> Option<String> {
+    params
+        .get("route")
+        .filter(|r| crate::entry::is_route_id(r))
+        .map(str::to_owned)
 }
 
 /// `method:password`, percent-encoded (the SIP002 form for 2022 methods, which

@@ -13,6 +13,7 @@ fn entry(protocol: EntryProtocol, transport: EntryTransport, tls: Option<EntryTl
         protocol,
         transport,
         tls,
+        route: None,
     }
 }
 
@@ -480,8 +481,9 @@ pub(crate) fn linkable_entry() -> impl Strategy<Value = Entry> {
         )
             .prop_map(|(method, password)| EntryProtocol::Shadowsocks { method, password }),
     ];
-    (text, server, 1..=u16::MAX, protocol, transport, tls).prop_map(
-        |(name, server, port, protocol, transport, tls)| {
+    let route = proptest::option::of("[A-Za-z0-9-]{1,63}");
+    (text, server, 1..=u16::MAX, protocol, transport, tls, route).prop_map(
+        |(name, server, port, protocol, transport, tls, route)| {
             let ss = matches!(protocol, EntryProtocol::Shadowsocks { .. });
             Entry {
                 name,
@@ -490,6 +492,7 @@ pub(crate) fn linkable_entry() -> impl Strategy<Value = Entry> {
                 protocol,
                 transport: if ss { EntryTransport::Tcp } else { transport },
                 tls: if ss { None } else { tls },
+                route,
             }
         },
     )
@@ -634,6 +637,10 @@ fn every_served_shape_round_trips_into_the_same_client_configs() {
     }
     served.push(e::entry("ss", shadowsocks(), EntryTransport::Tcp, None));
     served.push(e::vision_over_reality());
+    // Route ids travel in every format; one entry has none.
+    for (i, entry) in served.iter_mut().enumerate().skip(1) {
+        entry.route = Some(format!("r-{i}"));
+    }
     let limited: Vec<Entry> = served.iter().map(link_limited).collect();
     for (entry, expected) in served.iter().zip(&limited) {
         assert_eq!(
@@ -654,4 +661,34 @@ fn every_served_shape_round_trips_into_the_same_client_configs() {
         clash::client_config(&read_back, &clash_options),
         clash::client_config(&limited, &clash_options)
     );
+}
+
+/// A route id is the link's last parameter (a Shadowsocks link's only one) and reads
+/// back; a malformed one is neither written nor read.
+#[test]
+fn route_ids_are_the_last_parameter() {
+    let mut e = entry(vless(None), EntryTransport::Tcp, None);
+    e.route = Some("7".into());
+    let link = to_link(&e);
+    assert!(
+        link.ends_with("&encryption=none&route=7#Tokyo%20%F0%9F%87%AF%F0%9F%87%B5%20%231"),
+        "{link}"
+    );
+    assert_eq!(parse_link(&link), Ok(e.clone()));
+    let mut ss = entry(
+        EntryProtocol::Shadowsocks {
+            method: "2022-blake3-aes-128-gcm".into(),
+            password: "a:b".into(),
+        },
+        EntryTransport::Tcp,
+        None,
+    );
+    ss.route = Some("route-3".into());
+    let link = to_link(&ss);
+    assert!(link.contains(":443?route=route-3#"), "{link}");
+    assert_eq!(parse_link(&link), Ok(ss));
+    e.route = Some("a b".into());
+    assert!(!to_link(&e).contains("route="));
+    let odd = link.replace("route=route-3", "route=a%20b");
+    assert_eq!(parse_link(&odd).unwrap().route, None);
 }

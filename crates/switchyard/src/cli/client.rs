@@ -1,5 +1,5 @@
 //! `switchyard client`: the end user's program. `run` fetches the subscriptions,
-//! serves the local proxy (SOCKS5 and HTTP CONNECT on one port) and runs Auto on the
+//! serves the local proxy (SOCKS5 and HTTP, CONNECT and plain, on one port) and runs Auto on the
 //! first subscription: the server it connects to, checks on real traffic, switches.
 
 use std::net::SocketAddr;
@@ -112,7 +112,7 @@ pub(crate) struct RunArgs {
     /// follow them.
     #[arg(long = "subscription")]
     subscriptions: Vec<String>,
-    /// The local proxy's address (SOCKS5 and HTTP CONNECT).
+    /// The local proxy's address (SOCKS5 and HTTP, CONNECT and plain requests).
     #[arg(long, default_value = "127.0.0.1:2080")]
     listen: SocketAddr,
     /// `desktop` (a stall is 5 s of data out with nothing back) or `mobile` (2 s).
@@ -324,7 +324,7 @@ impl RunArgs {
         let proxy = Proxy::start_with(self.listen, Some(failed_tx))
             .await
             .with_context(|| format!("listening on {}", self.listen))?;
-        println!("proxy: {} (SOCKS5 and HTTP CONNECT)", proxy.addr());
+        println!("proxy: {} (SOCKS5 and HTTP)", proxy.addr());
         println!("servers: {usable} usable in {} subscription(s)", subs.len());
         std::fs::create_dir_all(&self.data.data)
             .with_context(|| format!("creating {}", self.data.data.display()))?;

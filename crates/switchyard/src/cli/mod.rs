@@ -3,6 +3,7 @@
 mod auto;
 mod client;
 mod client_status;
+mod logs;
 mod node;
 mod panel;
 mod tunnel;
@@ -26,7 +27,7 @@ enum Command {
     /// Auto, the client's server selection: simulate and compare policies.
     #[command(subcommand)]
     Auto(auto::AutoCommand),
-    /// The client: subscriptions and the local proxy (SOCKS5 and HTTP CONNECT).
+    /// The client: subscriptions and the local proxy (SOCKS5 and HTTP).
     #[command(subcommand)]
     Client(client::ClientCommand),
     /// Run a node (the data plane): inbounds, accounting, control API.

@@ -52,11 +52,13 @@ enum NodeCommand {
 const WATCH_EVERY: Duration = Duration::from_secs(2);
 
 /// An invalid config file at start with no last good config to fall back to.
+/// Its message holds the config's error whole (not as a `source`, which `{:#}` would
+/// print a second time).
 #[derive(Debug, thiserror::Error)]
-#[error("{path}: {source}")]
+#[error("{path}: {problem}")]
 pub(crate) struct BadConfig {
     path: PathBuf,
-    source: ConfigError,
+    problem: ConfigError,
 }
 
 /// Reads and validates the file; a relative `node.state_dir` is taken relative to the
@@ -69,9 +71,9 @@ fn read(path: &Path) -> anyhow::Result<Result<NodeConfig, BadConfig>> {
             c.node.state_dir = NodeConfig::default_state_dir_of(path);
             c
         })
-        .map_err(|source| BadConfig {
+        .map_err(|problem| BadConfig {
             path: path.to_owned(),
-            source,
+            problem,
         }))
 }
 
@@ -111,14 +113,9 @@ impl NodeArgs {
     }
 }
 
-/// Logs to stderr, `RUST_LOG` or `info`.
+/// Starts the logs ([`super::logs`]).
 pub(crate) fn init_logs() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+    super::logs::init();
 }
 
 /// Warns when others may read the config file: it holds every user's credentials.

@@ -204,6 +204,7 @@ async fn seed(
             expires_ms: None,
             on_hold_days: None,
             device_limit: None,
+            address_limit: None,
             clusters: None,
         };
         let user = service.create_user(&input, now).await?;

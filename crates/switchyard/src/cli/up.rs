@@ -91,6 +91,10 @@ impl UpArgs {
         let enrolled = node_dir.join(switchyard_channel::ENROLLMENT_FILE).exists() && server.joined;
         let token = if enrolled {
             None
+        } else if server.joined {
+            // The node's state is gone but the panel has its pin: this node takes its
+            // place, explicitly.
+            Some(JoinToken::parse(&panel.replace_token(server.id).await?)?)
         } else {
             // The real join flow: a single-use token, dialed over the channel.
             Some(JoinToken::parse(&panel.join_token(server.id).await?)?)
@@ -158,6 +162,7 @@ impl UpArgs {
                             expires_ms: None,
                             on_hold_days: None,
                             device_limit: None,
+                            address_limit: None,
                             clusters: None,
                         },
                         now,

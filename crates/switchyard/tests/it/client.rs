@@ -3,7 +3,8 @@
 //! the demo user's subscription URL (sing-box JSON for this client, the inbound's
 //! self-signed certificate pinned). A download through the client's SOCKS5 port and
 //! one through its HTTP CONNECT port (the same port) cross the node to a local target,
-//! every byte checked; a plain HTTP request gets 405; a subscription URL that answers
+//! every byte checked, and a plain HTTP proxy request too (one not in absolute form
+//! gets 400); a subscription URL that answers
 //! 404 is a clear error.
 
 use std::process::Stdio;
@@ -104,14 +105,32 @@ async fn the_client_carries_socks5_and_http_connect_through_the_subscription_s_s
     assert_eq!(get_bytes(s, MIB).await.unwrap(), MIB);
     assert!(target.bytes_out() >= 3 * MIB);
 
-    // Not CONNECT: 405, and the connection closes.
+    // A plain HTTP proxy request on the same port: 1 MiB, every byte checked; then
+    // one that is not in absolute form: 400, and the connection closes.
     let mut s = TcpStream::connect(proxy).await.unwrap();
-    s.write_all(b"GET http://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+    s.write_all(
+        format!("GET http://{t}/bytes/{MIB} HTTP/1.1\r\nHost: {t}\r\nConnection: close\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).await.unwrap();
+    let end = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&answer[..end]).into_owned();
+    assert!(head.starts_with("HTTP/1.1 200 "), "{head}");
+    assert_eq!(answer.len() - end, MIB as usize);
+    assert_eq!(
+        switchyard_testkit::pattern::first_mismatch(0, &answer[end..]),
+        None
+    );
+    let mut s = TcpStream::connect(proxy).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: example.com\r\n\r\n")
         .await
         .unwrap();
     let mut answer = String::new();
     s.read_to_string(&mut answer).await.unwrap();
-    assert!(answer.starts_with("HTTP/1.1 405 "), "{answer}");
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
 
     // The control socket: status, marks refused as they must be, an update.
     let control = async |args: &[&str]| {

@@ -70,6 +70,7 @@ impl Tunnel {
             port,
             transport: Transport::Tls,
             addresses: vec![format!("127.0.0.1:{port}")],
+            links: None,
         };
         let spec = RelaySpec {
             tunnel: TUNNEL.into(),
@@ -86,6 +87,8 @@ impl Tunnel {
                 udp: usize::MAX,
             },
             window: switchyard_tunnel::half::DEFAULT_WINDOW,
+            // No REALITY profile here: private targets stay refused.
+            site: switchyard_tunnel::reality::SiteDialer::checked(false),
         };
         let relay = relay_rt
             .spawn(RelayHalf::start(spec))
@@ -94,6 +97,7 @@ impl Tunnel {
         let relay = Arc::new(relay);
         let dialed = Profile {
             addresses: vec![dialed.to_string()],
+            links: None,
             ..profile
         };
         let origin = {

@@ -15,9 +15,10 @@ use super::{
 use crate::credentials::{Credential, certificate_name, tunnel_tag};
 use crate::frame::Hello;
 use crate::link::cert::swappable_server_config;
-use crate::link::transport::Target;
+use crate::link::transport::{Acceptor, Target};
 use crate::link::{AddressStatus, Admitted, Dialer, DialerConfig, Pin};
 use crate::pool::{Balancing, Pool};
+use crate::reality::SiteDialer;
 use crate::user_limits::UserLimits;
 
 /// An origin as the relay dials it.
@@ -41,7 +42,8 @@ pub struct RelayDialSpec {
     pub profiles: Vec<Profile>,
     /// Balancing between profiles.
     pub balancing: Balancing,
-    /// Links per origin per profile.
+    /// Links per origin per profile, for profiles that name none of their own
+    /// ([`Profile::links`]).
     pub links: usize,
     /// The pins of the tunnel certificate the origins present (any one will do).
     pub pins: Vec<Pin>,
@@ -149,7 +151,7 @@ impl RelayHalf {
         let pins = lock(&d.pins).clone();
         let (mut targets, mut wanted, mut profile_of) = (Vec::new(), Vec::new(), Vec::new());
         for (i, p) in d.profiles.iter().enumerate() {
-            wanted.extend(spread(d.links, o.hosts.len()));
+            wanted.extend(spread(p.links_or(d.links), o.hosts.len()));
             for h in &o.hosts {
                 targets.push(Target {
                     addr: host_port(h, p.port),
@@ -245,6 +247,9 @@ pub struct OriginListenSpec {
     pub profiles: Vec<Profile>,
     /// The largest receive window of a stream, bytes ([`super::DEFAULT_WINDOW`]).
     pub window: u32,
+    /// How REALITY profiles reach their target site to splice probers to it
+    /// ([`crate::reality::site`]).
+    pub site: SiteDialer,
 }
 
 impl OriginHalf {
@@ -263,7 +268,7 @@ impl OriginHalf {
             &spec.tunnel,
             spec.listen,
             &spec.profiles,
-            &tls,
+            &|t| Acceptor::new(tls.clone(), t.clone()).with_site(spec.site.clone()),
             &admitted,
             &half.stop,
             &half.tasks,

@@ -9,8 +9,9 @@
 //!   once (hot standby) and keeps the wanted links up with back-off; in direct mode it
 //!   listens.
 //!
-//! An origin keeps `links` links **per profile** ([`LINKS_PER_PROFILE`] by default),
-//! spread over the profile's addresses ([`spread`]). Both halves track every task they
+//! An origin keeps `links` links **per profile** ([`LINKS_PER_PROFILE`] by default, or
+//! the profile's own [`Profile::links`]), spread over the profile's addresses
+//! ([`spread`]). Both halves track every task they
 //! start, so [`RelayHalf::stop`] and [`OriginHalf::stop`] return only once the ports
 //! are free, and [`RelayHalf::reset`] / [`OriginHalf::reset`] rebuild the half from its
 //! spec: links drop and the dialing side starts over at once, with no back-off.
@@ -20,7 +21,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use rustls::ServerConfig;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -72,6 +72,18 @@ pub struct Profile {
     /// Reverse mode: where origins reach the relay (`host:port`; several for hot
     /// standby). Direct mode: unused (each origin's hosts are dialed at `port`).
     pub addresses: Vec<String>,
+    /// Links each origin keeps on this profile, spread over its addresses ([`spread`]);
+    /// `None`: the half's own `links`. Links set a profile's weight in the pool: a
+    /// profile with six takes three times the streams of one with two.
+    pub links: Option<usize>,
+}
+
+impl Profile {
+    /// The links wanted on this profile, `default` (the half's `links`) when it names
+    /// none; at least one.
+    pub fn links_or(&self, default: usize) -> usize {
+        self.links.unwrap_or(default).max(1)
+    }
 }
 
 /// Why a half could not start or change.
@@ -152,7 +164,7 @@ impl Listening {
         tunnel: &str,
         listen: IpAddr,
         profiles: &[Profile],
-        tls: &Arc<ServerConfig>,
+        acceptor: &(dyn Fn(&Transport) -> Acceptor + Sync),
         admitted: &Admitted,
         stop: &Cancel,
         tasks: &Tasks,
@@ -175,7 +187,7 @@ impl Listening {
         for (i, (p, l)) in profiles.iter().zip(bound).enumerate() {
             let gate = Gate::new(&tag, admitted.clone());
             gates.push(gate.clone());
-            let listener = Listener::new(Acceptor::new(tls.clone(), p.transport.clone()), gate);
+            let listener = Listener::new(acceptor(&p.transport), gate);
             let (tx, mut rx) = mpsc::channel(64);
             let stop = stop.clone();
             let all = all_tx.clone();

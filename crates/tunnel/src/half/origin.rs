@@ -29,7 +29,8 @@ pub struct OriginSpec {
     pub pins: Vec<Pin>,
     /// The relay's profiles (ports, transports, addresses).
     pub profiles: Vec<Profile>,
-    /// Links wanted per profile, spread over its addresses.
+    /// Links wanted per profile, spread over its addresses, for profiles that name
+    /// none of their own ([`Profile::links`]).
     pub links: usize,
     /// The largest receive window of a stream, bytes ([`super::DEFAULT_WINDOW`]).
     pub window: u32,
@@ -77,7 +78,7 @@ fn targets(spec: &OriginSpec) -> (Vec<Target>, Vec<usize>) {
     let mut targets = Vec::new();
     let mut wanted = Vec::new();
     for p in &spec.profiles {
-        wanted.extend(spread(spec.links.max(1), p.addresses.len()));
+        wanted.extend(spread(p.links_or(spec.links), p.addresses.len()));
         targets.extend(p.addresses.iter().map(|a| Target {
             addr: a.clone(),
             name: name.clone(),
@@ -259,5 +260,41 @@ async fn serve_links(
             count.clone(),
             mux.clone(),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::link::transport::Transport;
+
+    #[test]
+    fn each_profile_wants_its_own_links_or_the_halfs() {
+        let profile = |port: u16, addresses: usize, links: Option<usize>| Profile {
+            port,
+            transport: Transport::Tls,
+            addresses: (0..addresses)
+                .map(|i| format!("10.0.0.{i}:{port}"))
+                .collect(),
+            links,
+        };
+        let spec = OriginSpec {
+            tunnel: "eu".into(),
+            origin: "fi".into(),
+            credential: Credential([1; 32]),
+            pins: Vec::new(),
+            profiles: vec![
+                profile(7443, 1, Some(6)),
+                profile(8443, 1, Some(2)),
+                profile(9443, 2, None),
+                profile(9444, 1, Some(0)),
+            ],
+            links: 3,
+            window: super::super::DEFAULT_WINDOW,
+        };
+        let (targets, wanted) = targets(&spec);
+        assert_eq!(targets.len(), 5);
+        // 6 and 2 of their own, the half's 3 over two addresses, and never none.
+        assert_eq!(wanted, [6, 2, 2, 1, 1]);
     }
 }

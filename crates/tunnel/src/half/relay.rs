@@ -13,9 +13,11 @@ use crate::frame::Open;
 use crate::link::Admitted;
 use crate::link::Refusals;
 use crate::link::cert::{CertSwap, swappable_server_config};
+use crate::link::transport::Acceptor;
 use crate::mux::MuxConfig;
 use crate::mux::MuxStream;
 use crate::pool::{Balancing, OriginStatus, Pool, PoolError};
+use crate::reality::SiteDialer;
 use crate::user_limits::UserLimits;
 
 /// What a relay half needs (reverse mode).
@@ -39,6 +41,9 @@ pub struct RelaySpec {
     pub limits: UserLimits,
     /// The largest receive window of a stream, bytes ([`super::DEFAULT_WINDOW`]).
     pub window: u32,
+    /// How REALITY profiles reach their target site to splice probers to it
+    /// ([`crate::reality::site`]).
+    pub site: SiteDialer,
 }
 
 /// A running relay half.
@@ -101,7 +106,7 @@ impl RelayHalf {
             &spec.tunnel,
             spec.listen,
             &spec.profiles,
-            &tls,
+            &|t| Acceptor::new(tls.clone(), t.clone()).with_site(spec.site.clone()),
             &half.admitted,
             &half.stop,
             &half.tasks,

@@ -27,7 +27,7 @@ use switchyard_proto::reality::{Policy, PrivateKey, PublicKey, ReplayFilter, Sho
 
 use super::cert::client_config;
 use super::pin::{Pin, PinError, pin_error_in};
-use crate::reality::{self, Accepted, ClientSettings, ServerSettings};
+use crate::reality::{self, Accepted, ClientSettings, ServerSettings, SiteDialer};
 use crate::ws::{WsStream, config as ws_config};
 
 /// Anything a link can run over.
@@ -292,10 +292,12 @@ pub struct Acceptor {
 impl Acceptor {
     /// An acceptor serving `tls` (see [`super::cert::server_config`]) over `transport`;
     /// a REALITY transport serves its own certificates and needs its private key
-    /// (an error names what is wrong with it).
+    /// (an error names what is wrong with it). A REALITY target is dialed with
+    /// [`SiteDialer::checked`] refusing private destinations; [`Self::with_site`]
+    /// sets another dialer.
     pub fn new(tls: Arc<ServerConfig>, transport: Transport) -> Self {
         let reality = match &transport {
-            Transport::Reality(r) => reality_settings(r).map(Arc::new),
+            Transport::Reality(r) => reality_settings(r, SiteDialer::checked(false)).map(Arc::new),
             _ => None,
         };
         Self {
@@ -303,6 +305,14 @@ impl Acceptor {
             transport,
             reality,
         }
+    }
+
+    /// The same acceptor splicing REALITY probers through `site` to the target.
+    pub fn with_site(mut self, site: SiteDialer) -> Self {
+        if let Transport::Reality(r) = &self.transport {
+            self.reality = reality_settings(r, site).map(Arc::new);
+        }
+        self
     }
 
     /// Accepts one TCP connection and completes its handshake within `deadline`.
@@ -409,7 +419,7 @@ fn unix_now() -> u32 {
 
 /// The listening side's REALITY settings of a profile, or `None` (logged) when it
 /// has no private key or one that does not match the profile's public key.
-fn reality_settings(r: &RealityLink) -> Option<ServerSettings> {
+fn reality_settings(r: &RealityLink, site: SiteDialer) -> Option<ServerSettings> {
     let key = match r.private_key.as_deref().map(PrivateKey::parse) {
         Some(Ok(k)) => k,
         Some(Err(e)) => {
@@ -432,6 +442,7 @@ fn reality_settings(r: &RealityLink) -> Option<ServerSettings> {
             max_client_version: None,
         },
         dest: r.dest.clone(),
+        site,
         replay: Arc::new(std::sync::Mutex::new(ReplayFilter::new(
             REALITY_MAX_TIME_DIFF_MS,
             unix_now_ms(),

@@ -20,10 +20,15 @@
 //!   public key is the pin.
 //! - [`server`]: the tunnel's listening side: reads the hello, checks the seal,
 //!   refuses replays, splices everyone else to the target.
+//! - [`site`]: how the listening side dials the target: through a [`SiteDialer`] it
+//!   is given (the node's guarded dialer), never straight, so a target on the
+//!   machine's own addresses or networks is refused unless allowed.
 
 pub mod cert;
 pub mod client;
 pub mod server;
+pub mod site;
 
 pub use client::{ClientSettings, connect};
 pub use server::{Accepted, ServerSettings, accept};
+pub use site::{SiteDial, SiteDialer, SiteError};

@@ -21,6 +21,7 @@ use switchyard_proto::reality::{
 };
 
 use super::cert::certified_key;
+use super::site::SiteDialer;
 
 /// How long the target may take to accept a spliced connection.
 const TARGET_CONNECT: Duration = Duration::from_secs(5);
@@ -35,6 +36,9 @@ pub struct ServerSettings {
     pub policy: Policy,
     /// The target site, `host:port`.
     pub dest: String,
+    /// How the target is dialed: a guarded path that refuses private and own
+    /// addresses unless allowed ([`super::site`]).
+    pub site: SiteDialer,
     /// Hellos accepted lately (kept by the caller across rebuilds).
     pub replay: Arc<Mutex<ReplayFilter>>,
 }
@@ -129,7 +133,12 @@ pub async fn accept(
     let auth_key = match verdict {
         Ok(k) => k,
         Err(why) => {
-            tokio::spawn(splice(tcp, buf, settings.dest.clone()));
+            tokio::spawn(splice(
+                tcp,
+                buf,
+                settings.dest.clone(),
+                settings.site.clone(),
+            ));
             return Ok(Accepted::Spliced(why));
         }
     };
@@ -149,13 +158,24 @@ pub async fn accept(
     Ok(Accepted::Tls(Box::new(tls)))
 }
 
-/// Hands a refused connection to the target: what was read, then both ways until
-/// either side is done or idle for [`SPLICE_IDLE`].
-async fn splice(mut tcp: TcpStream, read: Vec<u8>, dest: String) {
-    let Ok(Ok(mut site)) = tokio::time::timeout(TARGET_CONNECT, TcpStream::connect(&dest)).await
-    else {
-        tracing::debug!(%dest, "REALITY target unreachable: a refused connection is closed");
-        return;
+/// Hands a refused connection to the target, dialed through `site` (a target it
+/// refuses is never dialed): what was read, then both ways until either side is done
+/// or idle for [`SPLICE_IDLE`].
+async fn splice(mut tcp: TcpStream, read: Vec<u8>, dest: String, site: SiteDialer) {
+    let mut site = match tokio::time::timeout(TARGET_CONNECT, site.dial(&dest)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e @ super::site::SiteError::Refused { .. })) => {
+            tracing::warn!("{e}: a refused connection is closed");
+            return;
+        }
+        Ok(Err(e)) => {
+            tracing::debug!("{e}: a refused connection is closed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%dest, "REALITY target did not answer: a refused connection is closed");
+            return;
+        }
     };
     let _ = site.set_nodelay(true);
     if site.write_all(&read).await.is_err() {

@@ -112,6 +112,8 @@ pub async fn relay(
             .collect(),
         limits: Default::default(),
         window: switchyard_tunnel::half::DEFAULT_WINDOW,
+        // No REALITY profile here: private targets stay refused.
+        site: switchyard_tunnel::reality::SiteDialer::checked(false),
     })
     .await
     .unwrap()
@@ -124,6 +126,7 @@ pub fn tls_profile() -> Profile {
         port,
         transport: switchyard_tunnel::link::Transport::Tls,
         addresses: vec![format!("127.0.0.1:{port}")],
+        links: None,
     }
 }
 
@@ -205,5 +208,7 @@ pub fn listen_spec(
         listen: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
         profiles: profiles.to_vec(),
         window: switchyard_tunnel::half::DEFAULT_WINDOW,
+        // No REALITY profile here: private targets stay refused.
+        site: switchyard_tunnel::reality::SiteDialer::checked(false),
     }
 }

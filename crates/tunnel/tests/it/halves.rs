@@ -26,6 +26,7 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
             port: free_port(),
             transport: Transport::Tls,
             addresses: vec![],
+            links: None,
         },
         Profile {
             port: free_port(),
@@ -34,6 +35,7 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
                 host: "cdn.test".into(),
             },
             addresses: vec![],
+            links: None,
         },
     ];
     let profiles: Vec<Profile> = profiles
@@ -56,6 +58,8 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
             .collect(),
         limits: Default::default(),
         window: switchyard_tunnel::half::DEFAULT_WINDOW,
+        // No REALITY profile here: private targets stay refused.
+        site: switchyard_tunnel::reality::SiteDialer::checked(false),
     })
     .await
     .unwrap();
@@ -169,6 +173,7 @@ async fn direct_mode_the_relay_dials_listening_origins() {
                 port: free_port(),
                 transport: Transport::Tls,
                 addresses: vec![],
+                links: None,
             },
             Profile {
                 port: free_port(),
@@ -177,6 +182,7 @@ async fn direct_mode_the_relay_dials_listening_origins() {
                     host: "x".into(),
                 },
                 addresses: vec![],
+                links: None,
             },
         ];
         let half = OriginHalf::listen(
@@ -262,6 +268,7 @@ async fn a_reissued_certificate_applies_live_and_key_pins_keep_working() {
         port,
         transport: Transport::Tls,
         addresses: vec![format!("127.0.0.1:{port}")],
+        links: None,
     }];
     let relay = RelayHalf::start(RelaySpec {
         tunnel: "eu".into(),
@@ -273,6 +280,8 @@ async fn a_reissued_certificate_applies_live_and_key_pins_keep_working() {
         origins: vec![("fi".into(), origin_credential(&SECRET, "eu", "fi"))],
         limits: Default::default(),
         window: switchyard_tunnel::half::DEFAULT_WINDOW,
+        // No REALITY profile here: private targets stay refused.
+        site: switchyard_tunnel::reality::SiteDialer::checked(false),
     })
     .await
     .unwrap();

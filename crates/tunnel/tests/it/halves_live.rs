@@ -113,6 +113,7 @@ async fn direct_pair(
 ) -> (OriginHalf, RelayHalf) {
     let profile = Profile {
         addresses: vec![],
+        links: None,
         ..tls_profile()
     };
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -131,6 +132,7 @@ async fn a_direct_origin_dialed_at_every_host_and_its_ports_free_once_stopped() 
     let cert = issue("eu").unwrap();
     let profile = Profile {
         addresses: vec![],
+        links: None,
         ..tls_profile()
     };
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -246,6 +248,7 @@ async fn a_rotated_credential_rolls_out_with_the_previous_one_accepted_and_drops
         port,
         transport: switchyard_tunnel::link::Transport::Tls,
         addresses: vec![addr],
+        links: None,
     };
     let mut spec = origin_spec("fi", &[relay_profile], vec![cert.pin], 1);
     spec.credential = old;
@@ -272,6 +275,7 @@ async fn a_rotated_credential_rolls_out_with_the_previous_one_accepted_and_drops
     let profile = Profile {
         port: at.rsplit(':').next().unwrap().parse().unwrap(),
         addresses: vec![],
+        links: None,
         ..tls_profile()
     };
     let dialed = |credential| DirectOrigin {

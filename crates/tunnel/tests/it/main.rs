@@ -17,3 +17,4 @@ mod mux_hostile;
 mod mux_raw;
 mod pool;
 mod reality;
+mod reality_site;

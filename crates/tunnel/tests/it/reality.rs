@@ -73,6 +73,8 @@ async fn server(key: &PrivateKey, dest: SocketAddr) -> (SocketAddr, mpsc::Receiv
             max_client_version: None,
         },
         dest: dest.to_string(),
+        // The test's site is on 127.0.0.1: allowed here, explicitly.
+        site: switchyard_tunnel::reality::SiteDialer::checked(true),
         replay: Arc::new(Mutex::new(ReplayFilter::new(60_000, now().1))),
     });
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

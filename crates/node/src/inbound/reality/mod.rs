@@ -175,7 +175,7 @@ impl Reality {
             Ok(k) => k,
             Err(why) => {
                 tracing::debug!(%peer, inbound = %ctx.config.tag, "REALITY refused ({why}): spliced to the target");
-                fallback::splice(ctx, rt, Box::new(tcp), buf, conn, &self.dest).await;
+                fallback::splice_reality(ctx, rt, Box::new(tcp), buf, conn, &self.dest).await;
                 return None;
             }
         };

@@ -53,6 +53,7 @@ pub fn user(name: &str) -> UserInput {
         expires_ms: None,
         on_hold_days: None,
         device_limit: None,
+        address_limit: None,
         clusters: None,
     }
 }
