@@ -84,8 +84,10 @@ pub enum InputError {
     },
 }
 
-/// Refuses cumulative traffic counters that went backwards.
-pub(crate) fn counters_forward(before: (u64, u64), after: (u64, u64)) -> Result<(), InputError> {
+/// Refuses cumulative traffic counters that went backwards: the check every policy
+/// (the engine, and the simulator's models of peers' policies) makes on
+/// [`Event::Traffic`](crate::Event::Traffic). `before` and `after` are `(sent, received)`.
+pub fn counters_forward(before: (u64, u64), after: (u64, u64)) -> Result<(), InputError> {
     for (field, b, a) in [("sent", before.0, after.0), ("received", before.1, after.1)] {
         if a < b {
             return Err(InputError::CountersWentBack {

@@ -9,14 +9,16 @@
 //!   servers, connect to that one, and reports of what it decided), plus the next
 //!   deadline from [`Policy::poll_timeout`];
 //! - the **score** and **queue** ([`score`], [`queue`]) computed from each server's
-//!   [`Measurement`] history;
-//! - the **simulator** ([`sim`]): replays a scenario in virtual time against Auto or a
-//!   model of a peer's policy (sing-box `urltest`, mihomo `fallback`).
+//!   [`Measurement`] history.
 //!
-//! It never does I/O, never reads a clock and draws no randomness: time comes in as
-//! [`Timestamp`]s with every call, from a monotonic clock of the driver's ([`time`]
-//! states the contract and what happens when a clock breaks it), so each rule is
-//! testable with exact times. The client's async driver turns sockets and timers into
+//! The virtual-time simulator, which replays a scenario against Auto or a model of a
+//! peer's policy, is a crate of its own (`switchyard-auto-sim`), so that the C ABI
+//! (`switchyard-auto-ffi`) ships only the engine.
+//!
+//! The crate never does I/O, never reads a clock and draws no randomness: time comes
+//! in as [`Timestamp`]s with every call, from a monotonic clock of the driver's
+//! ([`time`] states the contract and what happens when a clock breaks it), so each rule
+//! is testable with exact times. The client's async driver turns sockets and timers into
 //! these calls and decides nothing.
 //!
 //! The engine's durable memory (history, marks, speed results, the server to return
@@ -36,7 +38,6 @@ pub mod policy;
 pub mod queue;
 pub mod score;
 pub mod server;
-pub mod sim;
 pub mod time;
 
 pub use config::{AutoConfig, ConfigError, Platform};

@@ -1,6 +1,6 @@
 //! Criterion benchmarks for the balancer: `cargo bench -p switchyard-balance`.
 //!
-//! Convention (as in `crates/auto/benches/auto.rs`): in each criterion group the
+//! Convention (as in `crates/auto-sim/benches/auto.rs`): in each criterion group the
 //! function id `reference` is the floor we compare against, the others are ours; the
 //! report gives ours / reference. Inputs are deterministic (fixed spreads, pinned
 //! times), so every run measures the same work.

@@ -58,7 +58,7 @@ pub enum OutboundError {
         /// The entry's name.
         server: String,
         /// What is missing.
-        problem: String,
+        problem: UnsupportedEntry,
     },
     /// A step failed.
     #[error("server {server:?}: {step}: {reason}")]
@@ -68,13 +68,80 @@ pub enum OutboundError {
         /// `tcp`, `tls`, `websocket`, `request` or `udp`.
         step: &'static str,
         /// Why.
-        reason: String,
+        reason: StepError,
     },
     /// Every step together took longer than [`CONNECT_TIMEOUT`].
     #[error("server {server:?}: no answer within {0:?}", CONNECT_TIMEOUT)]
     Timeout {
         /// The entry's name.
         server: String,
+    },
+}
+
+/// What makes an entry unusable by this client.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnsupportedEntry {
+    /// A VLESS flow (Vision).
+    #[error("VLESS flows (xtls-rprx-vision) are not supported")]
+    VlessFlow,
+    /// The VLESS UUID is not a UUID.
+    #[error("the VLESS UUID is malformed")]
+    VlessUuid,
+    /// A Shadowsocks method other than the 2022 ones.
+    #[error("Shadowsocks method {0:?} is not supported (only the 2022 methods)")]
+    ShadowsocksMethod(String),
+    /// Shadowsocks over TLS or WebSocket.
+    #[error("Shadowsocks runs over plain TCP and UDP only (no TLS, no WebSocket)")]
+    ShadowsocksTransport,
+    /// The Shadowsocks password is not the method's key(s).
+    #[error("Shadowsocks: {0}")]
+    ShadowsocksKey(#[source] switchyard_proto::shadowsocks::keys::KeyError),
+    /// REALITY.
+    #[error(
+        "REALITY is not supported by this client (use Xray, mihomo or another app that speaks it)"
+    )]
+    Reality,
+    /// The TLS server name is not a DNS name or an IP address.
+    #[error("{0:?} is not a TLS server name")]
+    ServerName(String),
+    /// rustls refused the TLS settings.
+    #[error(transparent)]
+    TlsSettings(#[from] rustls::Error),
+    /// The pinned certificate is not PEM.
+    #[error("the pinned certificate is not PEM")]
+    PinNotPem,
+}
+
+/// Why a step towards a server failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StepError {
+    /// A socket operation failed: connecting, the TLS handshake, sending the request.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The WebSocket upgrade failed.
+    #[error(transparent)]
+    WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
+    /// The Shadowsocks request could not be sealed.
+    #[error(transparent)]
+    Shadowsocks(#[from] switchyard_proto::shadowsocks::tcp::TcpError),
+    /// The Shadowsocks UDP session could not be set up.
+    #[error(transparent)]
+    ShadowsocksUdp(#[from] switchyard_proto::shadowsocks::PacketError),
+    /// The server's name resolves to no address.
+    #[error("{host} has no address")]
+    NoAddress {
+        /// The server's name.
+        host: String,
+    },
+    /// The UDP socket can't be connected to the server's address.
+    #[error("{address}: {source}")]
+    Connect {
+        /// The server's address.
+        address: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
     },
 }
 
@@ -107,45 +174,37 @@ enum Header {
 impl Outbound {
     /// Checks `entry` and prepares its TLS settings.
     pub fn new(entry: Entry) -> Result<Self, OutboundError> {
-        let unsupported = |problem: &str| OutboundError::Unsupported {
+        let unsupported = |problem| OutboundError::Unsupported {
             server: entry.name.clone(),
-            problem: problem.to_owned(),
+            problem,
         };
         let header = match &entry.protocol {
             EntryProtocol::Vless { uuid, flow } => {
                 if flow.as_deref().is_some_and(|f| !f.is_empty()) {
-                    return Err(unsupported(
-                        "VLESS flows (xtls-rprx-vision) are not supported",
-                    ));
+                    return Err(unsupported(UnsupportedEntry::VlessFlow));
                 }
                 Header::Vless(
                     vless_proto::parse_uuid(uuid)
-                        .ok_or_else(|| unsupported("the VLESS UUID is malformed"))?,
+                        .ok_or_else(|| unsupported(UnsupportedEntry::VlessUuid))?,
                 )
             }
             EntryProtocol::Trojan { password } => Header::Trojan(trojan::password_hash(password)),
             EntryProtocol::Shadowsocks { method, password } => {
                 let method = Method::from_name(method).ok_or_else(|| {
-                    unsupported(&format!(
-                        "Shadowsocks method {method:?} is not supported (only the 2022 methods)"
-                    ))
+                    unsupported(UnsupportedEntry::ShadowsocksMethod(method.clone()))
                 })?;
                 if entry.transport != EntryTransport::Tcp || entry.tls.is_some() {
-                    return Err(unsupported(
-                        "Shadowsocks runs over plain TCP and UDP only (no TLS, no WebSocket)",
-                    ));
+                    return Err(unsupported(UnsupportedEntry::ShadowsocksTransport));
                 }
                 Header::Shadowsocks(
                     ClientKeys::parse(method, password)
-                        .map_err(|e| unsupported(&format!("Shadowsocks: {e}")))?,
+                        .map_err(|e| unsupported(UnsupportedEntry::ShadowsocksKey(e)))?,
                 )
             }
         };
         let tls = match &entry.tls {
             Some(t) if t.reality.is_some() => {
-                return Err(unsupported(
-                    "REALITY is not supported by this client (use Xray, mihomo or another app that speaks it)",
-                ));
+                return Err(unsupported(UnsupportedEntry::Reality));
             }
             Some(t) => {
                 let name = t
@@ -153,11 +212,8 @@ impl Outbound {
                     .clone()
                     .unwrap_or_else(|| entry.server.clone());
                 let server_name = ServerName::try_from(name.clone())
-                    .map_err(|_| unsupported(&format!("{name:?} is not a TLS server name")))?;
-                Some((
-                    tls::tls_config(t, &name).map_err(|e| unsupported(&e))?,
-                    server_name,
-                ))
+                    .map_err(|_| unsupported(UnsupportedEntry::ServerName(name.clone())))?;
+                Some((tls::tls_config(t, &name).map_err(unsupported)?, server_name))
             }
             None => None,
         };
@@ -247,7 +303,7 @@ impl Outbound {
     }
 
     /// The error of `step`, naming this server.
-    fn fail(&self, step: &'static str) -> impl Fn(String) -> OutboundError + '_ {
+    fn fail(&self, step: &'static str) -> impl Fn(StepError) -> OutboundError + '_ {
         move |reason| OutboundError::Failed {
             server: self.entry.name.clone(),
             step,
@@ -270,7 +326,7 @@ impl Outbound {
                 stream
                     .write_all(&head)
                     .await
-                    .map_err(|e| request(e.to_string()))?;
+                    .map_err(|e| request(e.into()))?;
                 Ok(Box::new(VlessResponse::new(stream)))
             }
             Header::Trojan(hash) => {
@@ -283,7 +339,7 @@ impl Outbound {
                 stream
                     .write_all(&head)
                     .await
-                    .map_err(|e| request(e.to_string()))?;
+                    .map_err(|e| request(e.into()))?;
                 Ok(stream)
             }
             Header::Shadowsocks(keys) => ss::connect(keys, stream, destination)
@@ -298,14 +354,14 @@ impl Outbound {
     async fn stream(&self) -> Result<BoxStream, OutboundError> {
         let tcp = TcpStream::connect((self.entry.server.as_str(), self.entry.port))
             .await
-            .map_err(|e| self.fail("tcp")(e.to_string()))?;
+            .map_err(|e| self.fail("tcp")(e.into()))?;
         let _ = tcp.set_nodelay(true);
         let mut stream: BoxStream = match &self.tls {
             Some((config, name)) => Box::new(
                 tokio_rustls::TlsConnector::from(config.clone())
                     .connect(name.clone(), tcp)
                     .await
-                    .map_err(|e| self.fail("tls")(e.to_string()))?,
+                    .map_err(|e| self.fail("tls")(e.into()))?,
             ),
             None => Box::new(tcp),
         };
@@ -317,14 +373,14 @@ impl Outbound {
                 .unwrap_or_else(|| self.entry.server.clone());
             let request = format!("ws://{host}{path}")
                 .into_client_request()
-                .map_err(|e| websocket(e.to_string()))?;
+                .map_err(|e| websocket(e.into()))?;
             let (ws, _) = tokio_tungstenite::client_async_with_config(
                 request,
                 stream,
                 Some(switchyard_tunnel::ws::config()),
             )
             .await
-            .map_err(|e| websocket(e.to_string()))?;
+            .map_err(|e| websocket(e.into()))?;
             stream = Box::new(switchyard_tunnel::ws::WsStream::new(ws));
         }
         Ok(stream)

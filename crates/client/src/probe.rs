@@ -34,30 +34,66 @@ pub struct ProbeUrl {
     pub path: String,
 }
 
+/// What is wrong with a probe URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProbeUrlError {
+    /// It does not start with `http://`.
+    #[error("the probe URL must be http://")]
+    Scheme,
+    /// The port is not a number from 0 to 65535.
+    #[error("bad port in the probe URL")]
+    Port,
+    /// The host is empty.
+    #[error("no host in the probe URL")]
+    NoHost,
+    /// The host is not a name or an address.
+    #[error(transparent)]
+    Host(#[from] switchyard_proto::AddressError),
+}
+
+/// Why a URL probe got no answer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlProbeError {
+    /// The server could not be used or reached.
+    #[error(transparent)]
+    Connect(#[from] crate::outbound::OutboundError),
+    /// Sending the request or reading the answer failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// The answer closed, or ran past 4 KiB, before its status line.
+    #[error("no status line")]
+    NoStatusLine,
+    /// The first line is not an HTTP status line.
+    #[error("not an HTTP status line: {0:?}")]
+    NotHttp(Option<String>),
+    /// Another status than 2xx or 3xx.
+    #[error("HTTP {0}")]
+    Status(u16),
+}
+
 impl ProbeUrl {
     /// Reads `http://host[:port]/path`.
-    pub fn parse(url: &str) -> Result<Self, String> {
-        let rest = url
-            .strip_prefix("http://")
-            .ok_or("the probe URL must be http://")?;
+    pub fn parse(url: &str) -> Result<Self, ProbeUrlError> {
+        let rest = url.strip_prefix("http://").ok_or(ProbeUrlError::Scheme)?;
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
             None => (rest, "/"),
         };
         let (host, port) = match authority.rsplit_once(':') {
-            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => (
-                h,
-                p.parse::<u16>().map_err(|_| "bad port in the probe URL")?,
-            ),
+            Some((h, p)) if !h.ends_with(']') || h.starts_with('[') => {
+                (h, p.parse::<u16>().map_err(|_| ProbeUrlError::Port)?)
+            }
             _ => (authority, 80),
         };
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         if bare.is_empty() {
-            return Err("no host in the probe URL".into());
+            return Err(ProbeUrlError::NoHost);
         }
         let destination = match bare.parse::<std::net::IpAddr>() {
             Ok(ip) => Address::Ip(std::net::SocketAddr::new(ip, port)),
-            Err(_) => Address::domain(bare, port).map_err(|e| e.to_string())?,
+            Err(_) => Address::domain(bare, port)?,
         };
         Ok(Self {
             destination,
@@ -116,26 +152,21 @@ pub async fn probe(
 }
 
 /// A GET through `server`; the time the connection took and the status.
-async fn url_probe(server: &Outbound, url: &ProbeUrl) -> Result<(Duration, u16), String> {
+async fn url_probe(server: &Outbound, url: &ProbeUrl) -> Result<(Duration, u16), UrlProbeError> {
     let started = Instant::now();
-    let mut s = server
-        .connect(&url.destination)
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut s = server.connect(&url.destination).await?;
     let set_up = started.elapsed();
     let request = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: switchyard-client\r\nConnection: close\r\n\r\n",
         url.path, url.host
     );
-    s.write_all(request.as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
+    s.write_all(request.as_bytes()).await?;
     let mut head = Vec::with_capacity(256);
     let mut chunk = [0u8; 256];
     while !head.windows(2).any(|w| w == b"\r\n") {
-        let n = s.read(&mut chunk).await.map_err(|e| e.to_string())?;
+        let n = s.read(&mut chunk).await?;
         if n == 0 || head.len() > 4096 {
-            return Err("no status line".into());
+            return Err(UrlProbeError::NoStatusLine);
         }
         head.extend_from_slice(&chunk[..n]);
     }
@@ -144,9 +175,9 @@ async fn url_probe(server: &Outbound, url: &ProbeUrl) -> Result<(Duration, u16),
         .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("not an HTTP status line: {:?}", line.lines().next()))?;
+        .ok_or_else(|| UrlProbeError::NotHttp(line.lines().next().map(str::to_owned)))?;
     if !(200..400).contains(&status) {
-        return Err(format!("HTTP {status}"));
+        return Err(UrlProbeError::Status(status));
     }
     Ok((set_up, status))
 }
@@ -172,7 +203,7 @@ mod tests {
             Address::Ip("127.0.0.1:8080".parse().unwrap())
         );
         assert_eq!(u.path, "/");
-        assert!(ProbeUrl::parse("https://x/").is_err());
+        assert_eq!(ProbeUrl::parse("https://x/"), Err(ProbeUrlError::Scheme));
         assert!(ProbeUrl::parse("http:///").is_err());
     }
 }

@@ -12,6 +12,7 @@
 //! error answer (a SOCKS5 reply code, an HTTP status) and is closed. UDP's bounds
 //! (queues, idle timeout) are [`udp`]'s.
 
+mod error;
 pub mod hold;
 pub mod http;
 pub mod http_relay;
@@ -29,6 +30,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::meter::{Meter, Metered};
 use crate::outbound::{BoxStream, Outbound};
+pub(crate) use error::ServeError;
 use hold::{Gate, HOLD_LIMIT, HoldState};
 use udp::{UDP_IDLE_TIMEOUT, UdpCounters, UdpStats};
 
@@ -139,12 +141,12 @@ impl Proxy {
             .clone()
     }
 
-    async fn serve(&self, mut client: TcpStream) -> Result<(), String> {
+    async fn serve(&self, mut client: TcpStream) -> Result<(), ServeError> {
         let _ = client.set_nodelay(true);
         let mut buf = Vec::with_capacity(512);
         let request = tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut client, &mut buf))
             .await
-            .map_err(|_| "no request in time".to_owned())??;
+            .map_err(|_| ServeError::RequestTimeout)??;
         let (kind, destination, rest) = match request {
             Asked::Connect(kind, destination, rest) => (kind, destination, rest),
             Asked::Associate(hint) => {
@@ -158,7 +160,7 @@ impl Proxy {
             Ok(r) => r,
             Err(e) => {
                 refuse(&mut client, kind, &e.to_string()).await;
-                return Err(e.to_string());
+                return Err(e.into());
             }
         };
         match kind {
@@ -169,21 +171,22 @@ impl Proxy {
                     bound: Address::Ip(SocketAddr::from(([0, 0, 0, 0], 0))),
                 }
                 .encode(&mut out);
-                client.write_all(&out).await.map_err(|e| e.to_string())?;
+                client.write_all(&out).await?;
             }
-            Kind::Http => client
-                .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                .await
-                .map_err(|e| e.to_string())?,
+            Kind::Http => {
+                client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await?;
+            }
         }
         if !rest.is_empty() {
-            remote.write_all(&rest).await.map_err(|e| e.to_string())?;
+            remote.write_all(&rest).await?;
         }
         tokio::select! {
             r = tokio::io::copy_bidirectional(&mut client, &mut remote) => {
-                r.map(drop).map_err(|e| e.to_string())
+                Ok(r.map(drop)?)
             }
-            _ = closed.changed() => Err("closed by a switch of server".into()),
+            _ = closed.changed() => Err(ServeError::Switched),
         }
     }
 
@@ -233,7 +236,7 @@ impl Proxy {
 
 /// Why a connection could not be made through a server.
 #[derive(Debug, thiserror::Error)]
-enum DialError {
+pub(crate) enum DialError {
     /// Auto has not chosen a server (yet).
     #[error("no server chosen")]
     NoServer,
@@ -260,11 +263,11 @@ enum Asked {
 }
 
 /// Reads a SOCKS5 request, an HTTP CONNECT or a plain HTTP proxy request.
-async fn read_request(client: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Asked, String> {
+async fn read_request(client: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Asked, ServeError> {
     fill(client, buf, 1).await?;
     if buf[0] == socks5::VERSION {
         let greeting = loop {
-            match Greeting::parse(buf).map_err(|e| e.to_string())? {
+            match Greeting::parse(buf)? {
                 Some((g, used)) => {
                     buf.drain(..used);
                     break g;
@@ -275,9 +278,9 @@ async fn read_request(client: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Asked
         let method = greeting.select(false);
         let mut out = Vec::new();
         MethodSelection(method).encode(&mut out);
-        client.write_all(&out).await.map_err(|e| e.to_string())?;
+        client.write_all(&out).await?;
         if method != socks5::METHOD_NO_AUTH {
-            return Err("the SOCKS5 client offers no method without authentication".into());
+            return Err(ServeError::NoAuthMethod);
         }
         loop {
             match Request::parse(buf) {
@@ -295,7 +298,7 @@ async fn read_request(client: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Asked
                     if let Some(code) = e.reply_code() {
                         socks_reply(client, code).await;
                     }
-                    return Err(e.to_string());
+                    return Err(e.into());
                 }
             }
         }
@@ -313,15 +316,15 @@ async fn read_request(client: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Asked
                     return Ok(Asked::Plain(request, std::mem::take(buf)));
                 }
                 // Whole for CONNECT's parser means whole here too.
-                Ok(None) => return Err("an HTTP head read whole and then not".into()),
+                Ok(None) => return Err(ServeError::HeadVanished),
                 Err(e) => {
                     let _ = client.write_all(e.answer().as_bytes()).await;
-                    return Err(e.to_string());
+                    return Err(e.into());
                 }
             },
             Err(e) => {
                 let _ = client.write_all(e.answer().as_bytes()).await;
-                return Err(e.to_string());
+                return Err(e.into());
             }
         }
     }
@@ -387,19 +390,16 @@ fn authority(target: &str) -> Option<Address> {
 }
 
 /// Reads until `buf` holds at least `want` bytes (at most [`MAX_REQUEST`]).
-async fn fill(client: &mut TcpStream, buf: &mut Vec<u8>, want: usize) -> Result<(), String> {
+async fn fill(client: &mut TcpStream, buf: &mut Vec<u8>, want: usize) -> Result<(), ServeError> {
     while buf.len() < want {
         if buf.len() >= MAX_REQUEST {
-            return Err(format!("a request longer than {MAX_REQUEST} bytes"));
+            return Err(ServeError::TooLong);
         }
         let mut chunk = [0u8; 1024];
         let room = (MAX_REQUEST - buf.len()).min(chunk.len());
-        let n = client
-            .read(&mut chunk[..room])
-            .await
-            .map_err(|e| e.to_string())?;
+        let n = client.read(&mut chunk[..room]).await?;
         if n == 0 {
-            return Err("the client closed before its request was whole".into());
+            return Err(ServeError::ClosedEarly);
         }
         buf.extend_from_slice(&chunk[..n]);
     }

@@ -37,7 +37,7 @@ pub enum SubscriptionError {
         /// The URL.
         url: String,
         /// What is wrong.
-        problem: String,
+        problem: UrlError,
     },
     /// The fetch failed.
     #[error("fetching {url}: {reason}")]
@@ -45,7 +45,7 @@ pub enum SubscriptionError {
         /// The URL.
         url: String,
         /// Why.
-        reason: String,
+        reason: FetchError,
     },
     /// The body is not a subscription.
     #[error("{url}: the body is not a subscription: {reason}")]
@@ -53,8 +53,111 @@ pub enum SubscriptionError {
         /// The URL.
         url: String,
         /// Why.
+        reason: BodyError,
+    },
+}
+
+/// What is wrong with a subscription URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlError {
+    /// It starts with neither `http://` nor `https://`.
+    #[error("must start with http:// or https://")]
+    Scheme,
+    /// An IPv6 host's `[` is not closed.
+    #[error("unclosed [ in the host")]
+    UnclosedBracket,
+    /// The port is not a number from 0 to 65535.
+    #[error("bad port")]
+    Port,
+    /// The host is empty.
+    #[error("no host")]
+    NoHost,
+}
+
+/// Why a fetch failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// The whole fetch took longer than [`FETCH_TIMEOUT`].
+    #[error("no answer within {FETCH_TIMEOUT:?}")]
+    Timeout,
+    /// The server could not be reached.
+    #[error("connecting: {0}")]
+    Connect(#[source] std::io::Error),
+    /// rustls refused the client's TLS settings.
+    #[error(transparent)]
+    TlsSettings(#[from] rustls::Error),
+    /// The host is not a name TLS can check a certificate against.
+    #[error("{host:?} is not a TLS server name")]
+    ServerName {
+        /// The host.
+        host: String,
+    },
+    /// The TLS handshake failed (a certificate the web's roots do not vouch for...).
+    #[error("TLS: {0}")]
+    Tls(#[source] std::io::Error),
+    /// Sending the request or reading the answer failed.
+    #[error(transparent)]
+    Io(std::io::Error),
+    /// The answer is not a whole `200`.
+    #[error(transparent)]
+    Answer(#[from] AnswerError),
+}
+
+/// Why an HTTP answer was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnswerError {
+    /// The head is not HTTP/1.1.
+    #[error(transparent)]
+    Malformed(#[from] httparse::Error),
+    /// The head ends before its blank line.
+    #[error("the answer's head is cut short")]
+    CutShort,
+    /// Another status than `200`.
+    #[error("HTTP {code} {reason}")]
+    Status {
+        /// The status code.
+        code: u16,
+        /// The reason phrase.
         reason: String,
     },
+    /// A chunked body (not read yet).
+    #[error("chunked answers are not read yet")]
+    Chunked,
+    /// The body is not as long as its `Content-Length`.
+    #[error("{got} of {expected} bytes of body")]
+    Length {
+        /// Bytes received.
+        got: usize,
+        /// `Content-Length`.
+        expected: usize,
+    },
+    /// The body is longer than [`MAX_BODY`].
+    #[error("a body over {MAX_BODY} bytes")]
+    TooLarge,
+}
+
+/// Why a body is not a subscription.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BodyError {
+    /// The body is not UTF-8 text.
+    #[error("not UTF-8")]
+    NotUtf8,
+    /// It starts like JSON but is not JSON.
+    #[error("not JSON: {0}")]
+    Json(#[source] serde_json::Error),
+    /// A JSON body that is not a sing-box config with servers.
+    #[error(transparent)]
+    SingBox(#[from] switchyard_proto::singbox::ReadError),
+    /// A Clash config that can't be read.
+    #[error(transparent)]
+    Clash(#[from] switchyard_proto::clash::ReadError),
+    /// Neither: share links (plain or base64) that can't be read.
+    #[error(transparent)]
+    Links(#[from] switchyard_proto::share::LinkError),
 }
 
 struct Target {
@@ -64,13 +167,13 @@ struct Target {
     path: String,
 }
 
-fn target(url: &str) -> Result<Target, String> {
+fn target(url: &str) -> Result<Target, UrlError> {
     let (tls, rest) = if let Some(r) = url.strip_prefix("https://") {
         (true, r)
     } else if let Some(r) = url.strip_prefix("http://") {
         (false, r)
     } else {
-        return Err("must start with http:// or https://".into());
+        return Err(UrlError::Scheme);
     };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -78,20 +181,20 @@ fn target(url: &str) -> Result<Target, String> {
     };
     let default = if tls { 443 } else { 80 };
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6.split_once(']').ok_or("unclosed [ in the host")?;
+        let (h, after) = v6.split_once(']').ok_or(UrlError::UnclosedBracket)?;
         let port = match after.strip_prefix(':') {
-            Some(p) => p.parse().map_err(|_| "bad port")?,
+            Some(p) => p.parse().map_err(|_| UrlError::Port)?,
             None => default,
         };
         (h.to_owned(), port)
     } else {
         match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_owned(), p.parse().map_err(|_| "bad port")?),
+            Some((h, p)) => (h.to_owned(), p.parse().map_err(|_| UrlError::Port)?),
             None => (authority.to_owned(), default),
         }
     };
     if host.is_empty() {
-        return Err("no host".into());
+        return Err(UrlError::NoHost);
     }
     Ok(Target {
         tls,
@@ -118,17 +221,17 @@ pub async fn fetch(url: &str) -> Result<Subscription, SubscriptionError> {
         url: url.to_owned(),
         problem,
     })?;
-    let fail = |reason: String| SubscriptionError::Fetch {
+    let fail = |reason: FetchError| SubscriptionError::Fetch {
         url: url.to_owned(),
         reason,
     };
     let (head, body) = tokio::time::timeout(FETCH_TIMEOUT, get(&t))
         .await
-        .map_err(|_| fail(format!("no answer within {FETCH_TIMEOUT:?}")))?
+        .map_err(|_| fail(FetchError::Timeout))?
         .map_err(fail)?;
     let text = String::from_utf8(body).map_err(|_| SubscriptionError::Body {
         url: url.to_owned(),
-        reason: "not UTF-8".into(),
+        reason: BodyError::NotUtf8,
     })?;
     let entries = parse_body(&text).map_err(|reason| SubscriptionError::Body {
         url: url.to_owned(),
@@ -151,20 +254,19 @@ pub async fn fetch(url: &str) -> Result<Subscription, SubscriptionError> {
 /// transport, ECH...) is left out with a warning, as servers the client cannot
 /// use are. REALITY servers are read in every format, and left out by
 /// [`Outbound::new`](crate::Outbound::new) (this client cannot speak REALITY).
-pub fn parse_body(text: &str) -> Result<Vec<Entry>, String> {
+pub fn parse_body(text: &str) -> Result<Vec<Entry>, BodyError> {
     if text.trim_start().starts_with('{') {
-        let config: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        return switchyard_proto::singbox::entries(&config).map_err(|e| e.to_string());
+        let config: serde_json::Value = serde_json::from_str(text).map_err(BodyError::Json)?;
+        return Ok(switchyard_proto::singbox::entries(&config)?);
     }
     if is_clash(text) {
-        let read = switchyard_proto::clash::read(text).map_err(|e| e.to_string())?;
+        let read = switchyard_proto::clash::read(text)?;
         for skipped in &read.skipped {
             tracing::warn!(server = %skipped.name, "left out: {skipped}");
         }
         return Ok(read.entries);
     }
-    parse_subscription(text).map_err(|e| e.to_string())
+    Ok(parse_subscription(text)?)
 }
 
 /// Whether a body that is not JSON is a Clash config: a line that opens its
@@ -182,25 +284,27 @@ fn is_clash(text: &str) -> bool {
 /// An answer's headers, in order.
 pub type Head = Vec<(String, String)>;
 
-async fn get(t: &Target) -> Result<(Head, Vec<u8>), String> {
+async fn get(t: &Target) -> Result<(Head, Vec<u8>), FetchError> {
     let tcp = TcpStream::connect((t.host.as_str(), t.port))
         .await
-        .map_err(|e| format!("connecting: {e}"))?;
+        .map_err(FetchError::Connect)?;
     if t.tls {
         let roots =
             rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         let config =
             rustls::ClientConfig::builder_with_provider(switchyard_tunnel::link::pin::provider())
-                .with_safe_default_protocol_versions()
-                .map_err(|e| e.to_string())?
+                .with_safe_default_protocol_versions()?
                 .with_root_certificates(roots)
                 .with_no_client_auth();
-        let name = rustls::pki_types::ServerName::try_from(t.host.clone())
-            .map_err(|_| format!("{:?} is not a TLS server name", t.host))?;
+        let name = rustls::pki_types::ServerName::try_from(t.host.clone()).map_err(|_| {
+            FetchError::ServerName {
+                host: t.host.clone(),
+            }
+        })?;
         let s = tokio_rustls::TlsConnector::from(Arc::new(config))
             .connect(name, tcp)
             .await
-            .map_err(|e| format!("TLS: {e}"))?;
+            .map_err(FetchError::Tls)?;
         exchange(s, t).await
     } else {
         exchange(tcp, t).await
@@ -210,7 +314,7 @@ async fn get(t: &Target) -> Result<(Head, Vec<u8>), String> {
 async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     mut s: S,
     t: &Target,
-) -> Result<(Head, Vec<u8>), String> {
+) -> Result<(Head, Vec<u8>), FetchError> {
     let host = if t.host.contains(':') {
         format!("[{}]", t.host)
     } else {
@@ -223,7 +327,7 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     );
     s.write_all(request.as_bytes())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(FetchError::Io)?;
     let mut raw = Vec::new();
     let mut limited = (&mut s).take((MAX_BODY + 64 * 1024) as u64);
     // A TLS peer that closes without close_notify still gave us the whole body when
@@ -231,7 +335,7 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
     if let Err(e) = limited.read_to_end(&mut raw).await
         && raw.is_empty()
     {
-        return Err(e.to_string());
+        return Err(FetchError::Io(e));
     }
     let (head, body) = parse_response(&raw)?;
     Ok((head, body.to_vec()))
@@ -239,19 +343,19 @@ async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// Reads a whole HTTP/1.1 answer (through `httparse`): a `200` with its headers and a
 /// body that is exactly its `Content-Length` (when given) and at most [`MAX_BODY`].
-pub fn parse_response(raw: &[u8]) -> Result<(Head, &[u8]), String> {
+pub fn parse_response(raw: &[u8]) -> Result<(Head, &[u8]), AnswerError> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut response = httparse::Response::new(&mut headers);
-    let used = match response.parse(raw).map_err(|e| e.to_string())? {
+    let used = match response.parse(raw)? {
         httparse::Status::Complete(n) => n,
-        httparse::Status::Partial => return Err("the answer's head is cut short".into()),
+        httparse::Status::Partial => return Err(AnswerError::CutShort),
     };
     let code = response.code.unwrap_or(0);
     if code != 200 {
-        return Err(format!(
-            "HTTP {code} {}",
-            response.reason.unwrap_or_default()
-        ));
+        return Err(AnswerError::Status {
+            code,
+            reason: response.reason.unwrap_or_default().to_owned(),
+        });
     }
     let head: Head = response
         .headers
@@ -268,7 +372,7 @@ pub fn parse_response(raw: &[u8]) -> Result<(Head, &[u8]), String> {
         .iter()
         .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"))
     {
-        return Err("chunked answers are not read yet".into());
+        return Err(AnswerError::Chunked);
     }
     if let Some(len) = head
         .iter()
@@ -276,10 +380,13 @@ pub fn parse_response(raw: &[u8]) -> Result<(Head, &[u8]), String> {
         .and_then(|(_, v)| v.trim().parse::<usize>().ok())
         && len != body.len()
     {
-        return Err(format!("{} of {len} bytes of body", body.len()));
+        return Err(AnswerError::Length {
+            got: body.len(),
+            expected: len,
+        });
     }
     if body.len() > MAX_BODY {
-        return Err(format!("a body over {MAX_BODY} bytes"));
+        return Err(AnswerError::TooLarge);
     }
     Ok((head, body))
 }
@@ -382,17 +489,19 @@ mod tests {
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0].name, "T");
         assert_eq!(
-            parse_body("proxies:\n  - {name: x, type: vless, server: h, port: 443}\n").unwrap_err(),
+            parse_body("proxies:\n  - {name: x, type: vless, server: h, port: 443}\n")
+                .unwrap_err()
+                .to_string(),
             "proxies[0] (\"x\"): `uuid` is missing"
         );
         assert_eq!(
-            parse_body("proxies: 3\n").unwrap_err(),
+            parse_body("proxies: 3\n").unwrap_err().to_string(),
             "a Clash config is a mapping with a `proxies` list; this has none"
         );
         // Share links and base64 of them go the way they went.
         let links = share::links(&served());
         assert_eq!(
-            parse_body(&links),
+            parse_body(&links).map_err(|e| e.to_string()),
             share::parse_subscription(&links).map_err(|e| e.to_string())
         );
         let base64 = share::subscription_base64(&served());
@@ -459,15 +568,21 @@ mod tests {
         assert_eq!(body, b"hello");
         assert_eq!(head[1], ("profile-update-interval".into(), "12".into()));
         assert_eq!(
-            parse_response(b"HTTP/1.1 404 Not Found\r\n\r\n").unwrap_err(),
+            parse_response(b"HTTP/1.1 404 Not Found\r\n\r\n")
+                .unwrap_err()
+                .to_string(),
             "HTTP 404 Not Found"
         );
         assert_eq!(
-            parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nhello").unwrap_err(),
+            parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nhello")
+                .unwrap_err()
+                .to_string(),
             "5 of 9 bytes of body"
         );
         assert_eq!(
-            parse_response(b"HTTP/1.1 200 OK\r\nContent-").unwrap_err(),
+            parse_response(b"HTTP/1.1 200 OK\r\nContent-")
+                .unwrap_err()
+                .to_string(),
             "the answer's head is cut short"
         );
         assert!(parse_response(b"\x16\x03\x01 binary").is_err());
@@ -488,10 +603,15 @@ mod tests {
         let t = target("http://127.0.0.1:8080").unwrap();
         assert_eq!((t.port, t.path.as_str()), (8080, "/"));
         assert_eq!(
-            target("ftp://x/").err().unwrap(),
+            target("ftp://x/").err().unwrap().to_string(),
             "must start with http:// or https://"
         );
-        assert_eq!(target("http://:80/").err().unwrap(), "no host");
-        assert_eq!(target("http://h:99999/").err().unwrap(), "bad port");
+        assert_eq!(target("http://:80/").err(), Some(UrlError::NoHost));
+        assert_eq!(target("http://:80/").err().unwrap().to_string(), "no host");
+        assert_eq!(target("http://h:99999/").err(), Some(UrlError::Port));
+        assert_eq!(
+            target("http://h:99999/").err().unwrap().to_string(),
+            "bad port"
+        );
     }
 }

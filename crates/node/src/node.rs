@@ -7,24 +7,21 @@ mod tasks;
 pub use apply::SaveStatus;
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 
-use crate::accounting::{Accounting, now_ms};
+use crate::accounting::now_ms;
 use crate::config::{InboundConfig, NodeConfig, Secret};
 use crate::inbound;
 use crate::journal::{Journal, JournalError, Record, Summary};
-use crate::outbound::Dialer;
-use crate::sessions::Sessions;
+use crate::runtime::{Runtime, Shared};
 use crate::state::{self, StateError};
 use crate::tunnels;
-use crate::users::Users;
 
 /// How often the journal takes a record. 1 s: a kill -9 or a power cut loses at most
 /// this much counting; each record costs one small synced append (and only when some
@@ -44,7 +41,7 @@ pub enum ApplyError {
         /// The inbound's tag.
         tag: String,
         /// What went wrong.
-        problem: String,
+        problem: Box<crate::inbound::InboundError>,
     },
     /// A tunnel half could not start (port in use, unreadable certificate...).
     #[error("tunnel {name:?}: {problem}")]
@@ -52,7 +49,7 @@ pub enum ApplyError {
         /// The tunnel's name.
         name: String,
         /// What went wrong.
-        problem: String,
+        problem: Box<crate::tunnels::TunnelError>,
     },
     /// The state directory or a file in it can't be written.
     #[error(transparent)]
@@ -60,73 +57,6 @@ pub enum ApplyError {
     /// The journal can't be opened.
     #[error(transparent)]
     Journal(#[from] JournalError),
-}
-
-/// What the data path reads on every connection; swapped whole on a config change.
-#[derive(Debug)]
-pub struct Runtime {
-    /// Enabled users by credential.
-    pub users: Users,
-    /// How users' traffic leaves.
-    pub dialer: Dialer,
-    /// Handshake deadline.
-    pub handshake_timeout: Duration,
-    /// Idle timeout of proxied connections.
-    pub idle_timeout: Duration,
-    /// How long a failed authentication without fallback is held.
-    pub unauthenticated_hold: Duration,
-    /// Connections of an inbound in their handshake at once, in total and per source.
-    pub max_unauthenticated: (usize, usize),
-    /// Relay halves by tunnel tag: where routes into tunnels open their streams.
-    pub relays: HashMap<String, Arc<switchyard_tunnel::half::RelayHalf>>,
-    /// The control API's address (`control.listen`): no user's connection may reach
-    /// it, whatever `allow_private_destinations` says.
-    pub control: SocketAddr,
-}
-
-impl Runtime {
-    fn from_config(
-        c: &NodeConfig,
-        relays: HashMap<String, Arc<switchyard_tunnel::half::RelayHalf>>,
-    ) -> Self {
-        Self {
-            relays,
-            users: Users::build(c),
-            dialer: Dialer::from_config(c),
-            handshake_timeout: Duration::from_secs(c.node.handshake_timeout_s),
-            idle_timeout: Duration::from_secs(c.node.idle_timeout_s),
-            unauthenticated_hold: Duration::from_secs(c.node.unauthenticated_hold_s),
-            max_unauthenticated: (
-                c.node.max_unauthenticated,
-                c.node.max_unauthenticated_per_source,
-            ),
-            control: c.control.listen,
-        }
-    }
-}
-
-/// State shared by the data path, the control API and the background tasks.
-#[derive(Debug)]
-pub struct Shared {
-    /// Counters.
-    pub accounting: Arc<Accounting>,
-    /// Live connections.
-    pub sessions: Arc<Sessions>,
-    runtime: RwLock<Arc<Runtime>>,
-    /// Bytes per second over the last second, up and down.
-    pub throughput: (AtomicU64, AtomicU64),
-    /// What each inbound tag keeps across its rebuilds (limits, replay state).
-    pub(crate) inbound_states: Arc<crate::inbound::state::InboundStates>,
-}
-
-impl Shared {
-    /// The runtime in force now.
-    pub fn runtime(&self) -> Arc<Runtime> {
-        self.runtime
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
 }
 
 struct Running {
@@ -190,13 +120,7 @@ impl Node {
             path: state_dir.clone(),
             source,
         })??;
-        let shared = Arc::new(Shared {
-            accounting: Arc::new(Accounting::default()),
-            sessions: Arc::new(Sessions::default()),
-            runtime: RwLock::new(Arc::new(Runtime::from_config(&config, HashMap::new()))),
-            throughput: (AtomicU64::new(0), AtomicU64::new(0)),
-            inbound_states: Arc::default(),
-        });
+        let shared = Arc::new(Shared::new(Runtime::from_config(&config, HashMap::new())));
         let node = Arc::new(Self {
             shared,
             running: tokio::sync::Mutex::new(Running {

@@ -60,16 +60,7 @@ pub enum DialError {
 /// and the node's one test, shared with a REALITY `dest`'s check).
 pub use switchyard_proto::dest::is_private;
 
-/// Where an outbound sends traffic.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Via {
-    /// Out from this node.
-    Direct,
-    /// Nowhere.
-    Block,
-    /// Into the tunnel with this tag (this node is its relay).
-    Tunnel(String),
-}
+pub use switchyard_config::Via;
 
 /// Dials destinations for users, through the outbound the route picks.
 #[derive(Clone, Debug)]

@@ -7,7 +7,7 @@
 //! keep the session they have. Reading the files blocks: callers run [`load`] on the
 //! blocking pool.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use rustls::ServerConfig;
@@ -23,10 +23,71 @@ pub struct Loaded {
     pem: Arc<(Vec<u8>, Vec<u8>)>,
 }
 
+/// Why a certificate chain and key could not be loaded: the file (for inline PEM, the
+/// config field) at fault and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CertificateError {
+    /// The inbound names neither PEM files nor inline PEM.
+    #[error("security: neither PEM files nor inline PEM")]
+    NoSource,
+    /// A file could not be read.
+    #[error("{}: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why (`NotFound`, `PermissionDenied`...).
+        source: std::io::Error,
+    },
+    /// The certificate is not PEM.
+    #[error("{}: not a PEM certificate chain: {source}", .path.display())]
+    CertificatePem {
+        /// The file or field.
+        path: PathBuf,
+        /// What the PEM reader said.
+        source: std::io::Error,
+    },
+    /// The certificate PEM holds no certificate.
+    #[error("{}: holds no certificate", .path.display())]
+    NoCertificate {
+        /// The file or field.
+        path: PathBuf,
+    },
+    /// The key is not PEM.
+    #[error("{}: not a PEM private key: {source}", .path.display())]
+    KeyPem {
+        /// The file or field.
+        path: PathBuf,
+        /// What the PEM reader said.
+        source: std::io::Error,
+    },
+    /// The key PEM holds no private key.
+    #[error("{}: holds no private key", .path.display())]
+    NoKey {
+        /// The file or field.
+        path: PathBuf,
+    },
+    /// The key does not fit the certificate, or rustls can't use the pair.
+    #[error("{} and {} don't make a usable pair: {source}", .cert.display(), .key.display())]
+    Pair {
+        /// The certificate's file or field.
+        cert: PathBuf,
+        /// The key's file or field.
+        key: PathBuf,
+        /// What rustls said.
+        source: rustls::Error,
+    },
+}
+
 /// Reads a chain and key from PEM files; the error says which file and what is wrong.
 /// Inline PEM is [`load_inline`]; a change of either is a renewal ([`Certificate::set`]).
-pub fn load(cert: &Path, key: &Path) -> Result<Loaded, String> {
-    let read = |p: &Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+pub fn load(cert: &Path, key: &Path) -> Result<Loaded, CertificateError> {
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|source| CertificateError::Read {
+            path: p.to_owned(),
+            source,
+        })
+    };
     let (cert_pem, key_pem) = (read(cert)?, read(key)?);
     let certified = parse(&cert_pem, &key_pem, cert, key)?;
     Ok(Loaded {
@@ -37,10 +98,10 @@ pub fn load(cert: &Path, key: &Path) -> Result<Loaded, String> {
 
 /// Checks a chain and key given inline (PEM text in the inbound `tag`'s config);
 /// errors name the fields.
-pub fn load_inline(cert_pem: &str, key_pem: &str, tag: &str) -> Result<Loaded, String> {
+pub fn load_inline(cert_pem: &str, key_pem: &str, tag: &str) -> Result<Loaded, CertificateError> {
     let (cert_field, key_field) = (
-        std::path::PathBuf::from(format!("inbound {tag}: security.cert_pem")),
-        std::path::PathBuf::from(format!("inbound {tag}: security.key_pem")),
+        PathBuf::from(format!("inbound {tag}: security.cert_pem")),
+        PathBuf::from(format!("inbound {tag}: security.key_pem")),
     );
     let certified = parse(
         cert_pem.as_bytes(),
@@ -61,23 +122,31 @@ pub fn parse(
     key_pem: &[u8],
     cert: &Path,
     key: &Path,
-) -> Result<CertifiedKey, String> {
+) -> Result<CertifiedKey, CertificateError> {
     let certs = rustls_pemfile::certs(&mut &cert_pem[..])
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{}: not a PEM certificate chain: {e}", cert.display()))?;
+        .map_err(|source| CertificateError::CertificatePem {
+            path: cert.to_owned(),
+            source,
+        })?;
     if certs.is_empty() {
-        return Err(format!("{}: holds no certificate", cert.display()));
+        return Err(CertificateError::NoCertificate {
+            path: cert.to_owned(),
+        });
     }
     let key_der = rustls_pemfile::private_key(&mut &key_pem[..])
-        .map_err(|e| format!("{}: not a PEM private key: {e}", key.display()))?
-        .ok_or_else(|| format!("{}: holds no private key", key.display()))?;
+        .map_err(|source| CertificateError::KeyPem {
+            path: key.to_owned(),
+            source,
+        })?
+        .ok_or_else(|| CertificateError::NoKey {
+            path: key.to_owned(),
+        })?;
     let provider = rustls::crypto::ring::default_provider();
-    CertifiedKey::from_der(certs, key_der, &provider).map_err(|e| {
-        format!(
-            "{} and {} don't make a usable pair: {e}",
-            cert.display(),
-            key.display()
-        )
+    CertifiedKey::from_der(certs, key_der, &provider).map_err(|source| CertificateError::Pair {
+        cert: cert.to_owned(),
+        key: key.to_owned(),
+        source,
     })
 }
 
@@ -106,12 +175,12 @@ impl Certificate {
         changed
     }
 
-    /// An acceptor that serves whatever this holds at each handshake.
-    pub fn acceptor(self: &Arc<Self>) -> Result<TlsAcceptor, String> {
+    /// An acceptor that serves whatever this holds at each handshake; the error is
+    /// rustls refusing its settings.
+    pub fn acceptor(self: &Arc<Self>) -> Result<TlsAcceptor, rustls::Error> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let config = ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| e.to_string())?
+            .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_cert_resolver(self.clone());
         // No ALPN: clients of these protocols offer varied lists (h2, http/1.1 or none)
@@ -157,8 +226,17 @@ mod tests {
         assert!(c.set(load(&cert, &key).unwrap()), "renewed in place");
         std::fs::write(&key, "nope").unwrap();
         let e = load(&cert, &key).unwrap_err();
-        assert_eq!(e, format!("{}: holds no private key", key.display()));
+        assert!(matches!(e, CertificateError::NoKey { .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            format!("{}: holds no private key", key.display())
+        );
         let e = load(&dir.path().join("missing"), &key).unwrap_err();
+        assert!(
+            matches!(&e, CertificateError::Read { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(e.starts_with(&format!("{}: ", dir.path().join("missing").display())));
     }
 }

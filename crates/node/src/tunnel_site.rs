@@ -14,8 +14,8 @@ use switchyard_tunnel::reality::site::connect_any;
 use switchyard_tunnel::reality::{SiteDial, SiteDialer, SiteError};
 use tokio::net::TcpStream;
 
-use crate::node::Shared;
 use crate::outbound::DialError;
+use crate::runtime::Shared;
 
 /// The node's [`SiteDial`].
 struct NodeSite(Arc<Shared>);

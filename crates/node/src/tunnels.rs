@@ -9,21 +9,61 @@ use switchyard_proto::reality::{PublicKey, ShortId};
 use switchyard_tunnel::credentials::{Credential, tunnel_tag};
 use switchyard_tunnel::frame::{Network as TunnelNetwork, Open, ResetReason};
 use switchyard_tunnel::half::{
-    DirectOrigin, OriginHalf, OriginListenSpec, OriginSpec, Profile, RelayDialSpec, RelayHalf,
-    RelaySpec,
+    DirectOrigin, HalfError, OriginHalf, OriginListenSpec, OriginSpec, Profile, RelayDialSpec,
+    RelayHalf, RelaySpec,
 };
 use switchyard_tunnel::link::Pin;
+use switchyard_tunnel::link::pin::PinError;
 use switchyard_tunnel::link::transport::{RealityLink, Transport};
 use switchyard_tunnel::mux::MuxStream;
+use switchyard_tunnel::pump::relay;
 use switchyard_tunnel::user_limits::UserLimits;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{TunnelConfig, TunnelMode, TunnelProfile, TunnelTransport};
 use crate::inbound::udp::Outlet;
-use crate::node::{Runtime, Shared};
-use crate::relay::relay;
+use crate::runtime::{Runtime, Shared};
 use switchyard_proto::Address;
 use tokio::time::Instant;
+
+/// Why a tunnel half could not be prepared, started or changed; the node goes on with
+/// the halves it had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TunnelError {
+    /// The config gives this node neither the relay nor an origin half.
+    #[error("neither relay nor origin")]
+    NoHalf,
+    /// The origin's credential is not 64 hex digits.
+    #[error("credential is not 64 hex digits")]
+    Credential,
+    /// A field the half needs is not set.
+    #[error("{field} is not set")]
+    Unset {
+        /// The field (`relay.cert`, `origin.key`...).
+        field: String,
+    },
+    /// The certificate or key can't be read or used.
+    #[error(transparent)]
+    Certificate(#[from] crate::tls::CertificateError),
+    /// The dialing side has no pin to check the listening side's certificate with.
+    #[error("{field}: no pin is set")]
+    NoPin {
+        /// `relay.pins` or `origin.pins`.
+        field: &'static str,
+    },
+    /// A pin is malformed.
+    #[error("{field}: {source}")]
+    Pin {
+        /// `relay.pins` or `origin.pins`.
+        field: &'static str,
+        /// What is wrong with it.
+        source: PinError,
+    },
+    /// The half could not start or change (a port in use, a certificate refused).
+    #[error(transparent)]
+    Half(#[from] HalfError),
+}
 
 /// A running half.
 pub(crate) enum Half {
@@ -164,7 +204,7 @@ pub(crate) fn refresh_certificate(
     r: &Running,
     new: &TunnelConfig,
     files: &Prepared,
-) -> Result<(), String> {
+) -> Result<(), TunnelError> {
     // The pins come from the new config (`r.config` is still the old one here).
     let direct = new.mode == TunnelMode::Direct;
     match (&r.half, &new.relay, &new.origin) {
@@ -172,12 +212,10 @@ pub(crate) fn refresh_certificate(
             h.set_direct_pins(pins(&relay.all_pins(), "relay.pins")?);
         }
         (Half::Relay(h), Some(_), _) => {
-            h.set_certificate(&files.cert_pem, &files.key_pem)
-                .map_err(|e| e.to_string())?;
+            h.set_certificate(&files.cert_pem, &files.key_pem)?;
         }
         (Half::Origin(h), _, Some(_)) if direct => {
-            h.set_certificate(&files.cert_pem, &files.key_pem)
-                .map_err(|e| e.to_string())?;
+            h.set_certificate(&files.cert_pem, &files.key_pem)?;
         }
         (Half::Origin(h), _, Some(origin)) => {
             h.set_pins(pins(&origin.all_pins(), "origin.pins")?);
@@ -196,7 +234,7 @@ pub(crate) struct Prepared {
 }
 
 /// Reads and checks what [`start`] needs, all but the ports. Blocks (file reads).
-pub(crate) fn prepare(config: &TunnelConfig) -> Result<Prepared, String> {
+pub(crate) fn prepare(config: &TunnelConfig) -> Result<Prepared, TunnelError> {
     let direct = config.mode == TunnelMode::Direct;
     let (cert, key, inline, what) = match (&config.relay, &config.origin) {
         (Some(r), _) if direct => {
@@ -209,7 +247,7 @@ pub(crate) fn prepare(config: &TunnelConfig) -> Result<Prepared, String> {
             "relay",
         ),
         (None, Some(o)) => {
-            Credential::from_hex(o.credential.expose()).ok_or("credential is not 64 hex digits")?;
+            Credential::from_hex(o.credential.expose()).ok_or(TunnelError::Credential)?;
             if !direct {
                 return pins(&o.all_pins(), "origin.pins").map(|_| Prepared::default());
             }
@@ -220,7 +258,7 @@ pub(crate) fn prepare(config: &TunnelConfig) -> Result<Prepared, String> {
                 "origin",
             )
         }
-        (None, None) => return Err("neither relay nor origin".into()),
+        (None, None) => return Err(TunnelError::NoHalf),
     };
     let (cert_pem, key_pem) = match inline {
         Some((c, k)) => (c.clone(), k.expose().to_owned()),
@@ -239,19 +277,29 @@ pub(crate) fn prepare(config: &TunnelConfig) -> Result<Prepared, String> {
     Ok(Prepared { cert_pem, key_pem })
 }
 
-fn read(p: Option<&std::path::Path>, what: &str) -> Result<String, String> {
-    let p = p.ok_or_else(|| format!("{what} is not set"))?;
-    std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+fn read(p: Option<&std::path::Path>, what: &str) -> Result<String, TunnelError> {
+    let p = p.ok_or_else(|| TunnelError::Unset {
+        field: what.to_owned(),
+    })?;
+    std::fs::read_to_string(p).map_err(|source| {
+        TunnelError::Certificate(crate::tls::CertificateError::Read {
+            path: p.to_owned(),
+            source,
+        })
+    })
 }
 
 /// Every pin of `texts` (`pin` and `pins` together); at least one.
-fn pins(texts: &[String], field: &str) -> Result<Vec<Pin>, String> {
+fn pins(texts: &[String], field: &'static str) -> Result<Vec<Pin>, TunnelError> {
     if texts.is_empty() {
-        return Err(format!("{field}: no pin is set"));
+        return Err(TunnelError::NoPin { field });
     }
     texts
         .iter()
-        .map(|t| t.parse().map_err(|e| format!("{field}: {e}")))
+        .map(|t| {
+            t.parse()
+                .map_err(|source| TunnelError::Pin { field, source })
+        })
         .collect()
 }
 
@@ -285,7 +333,7 @@ pub(crate) async fn start(
     config: &TunnelConfig,
     files: Prepared,
     shared: &Arc<Shared>,
-) -> Result<Half, String> {
+) -> Result<Half, TunnelError> {
     let direct = config.mode == TunnelMode::Direct;
     if let Some(r) = &config.relay {
         let half = if direct {
@@ -312,17 +360,15 @@ pub(crate) async fn start(
                 window: window(config),
                 site: crate::tunnel_site::site_dialer(shared),
             })
-            .await
-            .map_err(|e| e.to_string())?
+            .await?
         };
         half.set_previous_credentials(previous_credentials(config));
         return Ok(Half::Relay(Arc::new(half)));
     }
     let Some(o) = &config.origin else {
-        return Err("neither relay nor origin".into());
+        return Err(TunnelError::NoHalf);
     };
-    let credential =
-        Credential::from_hex(o.credential.expose()).ok_or("credential is not 64 hex digits")?;
+    let credential = Credential::from_hex(o.credential.expose()).ok_or(TunnelError::Credential)?;
     let site = crate::tunnel_site::site_dialer(shared);
     let shared = shared.clone();
     let handler = Arc::new(move |open: Open, stream: MuxStream| {
@@ -343,8 +389,7 @@ pub(crate) async fn start(
             },
             handler,
         )
-        .await
-        .map_err(|e| e.to_string())?
+        .await?
     } else {
         let spec = OriginSpec {
             tunnel: config.name.clone(),

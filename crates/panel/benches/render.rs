@@ -13,12 +13,12 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use switchyard_panel::model::snapshot::ServerSnapshot;
 use switchyard_panel::model::{
     Credentials, Inbound, InboundSecrets, InboundSecurity, InboundTransport, Protocol,
     ResetStrategy, Server, ServerState, TlsCertificate, User, UserStatus,
 };
 use switchyard_panel::render::render;
-use switchyard_panel::store::ServerSnapshot;
 
 /// A pinned "now": 2026-12-01 00:00:00 UTC in Unix milliseconds.
 const NOW: i64 = 1_796_083_200_000;

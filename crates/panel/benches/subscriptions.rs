@@ -16,13 +16,13 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use switchyard_balance::{Previous, Reason, Settings};
-use switchyard_panel::api::subscription::entry;
 use switchyard_panel::model::{
     Algorithm, Credentials, HealthSettings, Inbound, InboundSecrets, InboundSecurity,
     InboundTransport, Protocol, Route, Server, ServerState, TlsCertificate,
 };
 use switchyard_panel::subscription::agents::Format;
 use switchyard_panel::subscription::choice::{Pool, pick};
+use switchyard_panel::subscription::entries::entry;
 use switchyard_proto::entry::Entry;
 
 const USERS: usize = 10_000;

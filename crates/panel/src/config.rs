@@ -15,6 +15,9 @@ use thiserror::Error;
 
 use crate::subscription::agents::{AgentRule, check_rules};
 
+/// Where the first admin's generated password is written (in the data directory).
+pub const PASSWORD_FILE: &str = "admin-password.txt";
+
 /// A config that can't be used; names the field.
 #[derive(Debug, Error, PartialEq, Eq)]
 #[non_exhaustive]
@@ -364,7 +367,7 @@ impl PanelConfig {
         if self.http.max_connections == 0 {
             return Err(invalid("http.max_connections", "must be at least 1"));
         }
-        crate::api::client::TrustedProxies::parse(&self.http.trusted_proxies)
+        crate::proxies::TrustedProxies::parse(&self.http.trusted_proxies)
             .map_err(|e| invalid(&e.field, e.message))?;
         crate::model::tunnel::check_address("tunnels.reality_dest", &self.tunnels.reality_dest)
             .map_err(|e| invalid(&e.field, e.message))?;
@@ -545,5 +548,22 @@ mod tests {
         assert_eq!(c.public_base(), "https://panel.example.com");
         c.channel.address = Some("nodes.example.com:443".into());
         assert_eq!(c.channel_address(bound), "nodes.example.com:443");
+    }
+
+    /// The subscription fetch limit's defaults never hold back apps: five devices on
+    /// one token, each fetching every minute (the shortest interval apps offer; they
+    /// default to hours), for a day.
+    #[test]
+    fn apps_on_their_intervals_never_wait() {
+        use crate::subscription::limit::{FetchLimiter, key};
+        let defaults = SubscriptionSettings::default();
+        let l = FetchLimiter::new(defaults.fetch_burst, defaults.fetch_refill_s);
+        let k = key("household");
+        for minute in 0..24 * 60 {
+            for device in 0..5 {
+                let now = minute * 60_000 + device * 700;
+                assert_eq!(l.take(&k, now), Ok(()), "minute {minute}, device {device}");
+            }
+        }
     }
 }

@@ -9,9 +9,12 @@
 //! the async shell ([`store`], [`nodes`], [`api`]) loads, stores, serves and pushes.
 
 pub mod api;
+pub mod clock;
 pub mod config;
+pub mod metrics;
 pub mod model;
 pub mod nodes;
+pub mod proxies;
 pub mod render;
 pub mod run;
 pub mod serve;

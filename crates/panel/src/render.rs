@@ -20,12 +20,11 @@
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use switchyard_node::NodeConfig;
-use switchyard_node::config::ConfigError;
+use switchyard_config::{ConfigError, NodeConfig};
 
+use crate::model::snapshot::ServerSnapshot;
 use crate::model::{InboundSecurity, InboundTransport, Protocol, TlsCertificate};
 use crate::service::ss_user_key;
-use crate::store::ServerSnapshot;
 
 pub mod tunnels;
 
@@ -322,8 +321,8 @@ mod tests {
 
     #[test]
     fn a_reality_inbound_gets_its_private_key_and_the_flow() {
-        use switchyard_node::config::{Flow as NodeFlow, Security};
-        let keys = switchyard_node::reality::generate().unwrap();
+        use switchyard_config::{Flow as NodeFlow, Security};
+        let keys = switchyard_config::reality::generate().unwrap();
         let mut s = snapshot();
         let (inbound, secrets) = &mut s.inbounds[0];
         inbound.security = InboundSecurity::Reality {

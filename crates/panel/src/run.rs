@@ -12,16 +12,15 @@ use thiserror::Error;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{self, AppState, JoinEncoder, Metrics};
+use crate::api::{self, AppState, JoinEncoder};
+pub use crate::config::PASSWORD_FILE;
 use crate::config::PanelConfig;
+use crate::metrics::Metrics;
 use crate::nodes::{Nodes, StoreEnroller};
-use crate::store::{Changes, SqlStore, Store, StoreError};
+use crate::store::{AccountStore, Changes, SqlStore, Store, StoreError};
 
 /// The name of the first admin.
 pub const FIRST_ADMIN: &str = "admin";
-
-/// Where the first admin's generated password is written (in the data directory).
-pub const PASSWORD_FILE: &str = "admin-password.txt";
 
 /// The settings key of the panel's identity.
 const IDENTITY_KEY: &str = "panel_identity";
@@ -135,7 +134,7 @@ async fn first_admin(
         .map_err(|e| StartError::Identity(e.to_string()))?
         .map_err(StartError::Identity)?;
     match store
-        .create_admin(FIRST_ADMIN, &hash, switchyard_node::accounting::now_ms())
+        .create_admin(FIRST_ADMIN, &hash, crate::clock::now_ms())
         .await
     {
         Ok(_) => {}
@@ -276,10 +275,7 @@ impl Panel {
                     _ = every.tick() => {}
                     () = s.cancelled() => return,
                 }
-                match resets
-                    .reset_due(switchyard_node::accounting::now_ms())
-                    .await
-                {
+                match resets.reset_due(crate::clock::now_ms()).await {
                     Ok(0) => {}
                     Ok(n) => tracing::info!("{n} user(s) started a new traffic period"),
                     Err(e) => tracing::warn!("resetting traffic periods: {e}"),
@@ -305,7 +301,7 @@ impl Panel {
     /// `channel.join_token_ttl_s`); the server's older tokens stop working. A server
     /// whose node has joined is refused: see [`Self::replace_token`].
     pub async fn join_token(&self, server_id: i64) -> Result<String, crate::service::ServiceError> {
-        let now = switchyard_node::accounting::now_ms();
+        let now = crate::clock::now_ms();
         let ttl = self.state.config().channel.join_token_ttl_s as i64 * 1000;
         let secret = self
             .state
@@ -321,7 +317,7 @@ impl Panel {
         &self,
         server_id: i64,
     ) -> Result<String, crate::service::ServiceError> {
-        let now = switchyard_node::accounting::now_ms();
+        let now = crate::clock::now_ms();
         let ttl = self.state.config().channel.join_token_ttl_s as i64 * 1000;
         let secret = self
             .state

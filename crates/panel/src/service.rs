@@ -8,17 +8,18 @@ use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use rand::RngCore;
 use rand::rngs::OsRng;
-use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use crate::model::{
     self, Credentials, FieldError, Id, Inbound, InboundSecrets, InboundSecurity, Protocol, Server,
     TlsCertificate, User,
 };
+use crate::store::token_hash::hash_token;
 use crate::store::{InboundInput, ServerInput, Store, StoreError, UserInput};
 
 mod private_dest;
 mod tunnel_dest;
+mod tunnels;
 
 /// What an operation refused or failed with.
 #[derive(Debug, Error)]
@@ -36,6 +37,14 @@ pub enum ServiceError {
     /// Generating a REALITY key pair failed.
     #[error("generating a REALITY key pair: {0}")]
     Keys(String),
+    /// Issuing the certificate of the tunnel named here failed (the cause is logged
+    /// where it failed).
+    #[error("tunnel {0}: its certificate could not be issued")]
+    TunnelCertificate(String),
+    /// Making the REALITY keys of the tunnel named here failed (the cause is logged
+    /// where it failed).
+    #[error("tunnel {0}: its REALITY keys could not be made")]
+    TunnelKeys(String),
 }
 
 impl From<FieldError> for ServiceError {
@@ -54,11 +63,6 @@ pub fn random_bytes(n: usize) -> Vec<u8> {
 /// A random URL-safe token of `bytes` random bytes.
 pub fn random_token(bytes: usize) -> String {
     URL_SAFE_NO_PAD.encode(random_bytes(bytes))
-}
-
-/// Hex SHA-256, how tokens are kept: the database never holds a usable token.
-pub fn hash_token(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes()))
 }
 
 /// Lower-case hex.
@@ -253,7 +257,8 @@ impl Service {
     async fn secrets_for(&self, input: &InboundInput) -> Result<InboundSecrets, ServiceError> {
         let mut secrets = InboundSecrets::default();
         if let InboundSecurity::Reality { .. } = input.security {
-            let keys = switchyard_node::reality::generate().map_err(ServiceError::Keys)?;
+            let keys = switchyard_config::reality::generate()
+                .map_err(|e| ServiceError::Keys(e.to_string()))?;
             secrets.reality_private_key = Some(keys.private_key);
             secrets.reality_public_key = Some(keys.public_key);
         }
@@ -395,6 +400,5 @@ mod tests {
             32
         );
         assert_eq!(ss_user_key(&c, "aes-128-gcm"), None);
-        assert_eq!(hash_token("abc").len(), 64);
     }
 }

@@ -521,7 +521,7 @@ fn go_duration(d: Duration) -> String {
 
 #[path = "singbox_read.rs"]
 mod read;
-pub use read::{ReadError, entries};
+pub use read::{OutboundProblem, ReadError, entries};
 
 #[cfg(test)]
 #[path = "singbox_tests.rs"]

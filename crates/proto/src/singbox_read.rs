@@ -24,8 +24,23 @@ pub enum ReadError {
         /// Its place in `outbounds`.
         index: usize,
         /// What is wrong.
-        problem: String,
+        problem: OutboundProblem,
     },
+}
+
+/// What is wrong with one outbound of a sing-box config.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutboundProblem {
+    /// Its fields are not those of its type (what the JSON reader said).
+    #[error("{0}")]
+    Fields(String),
+    /// A transport other than WebSocket.
+    #[error("transport {0:?} is not read (only ws)")]
+    Transport(String),
+    /// `server_port` is 0.
+    #[error("server_port 0")]
+    PortZero,
 }
 
 #[derive(Deserialize)]
@@ -135,8 +150,9 @@ pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
         if !READ.contains(&o["type"].as_str().unwrap_or_default()) {
             continue;
         }
-        let problem = |p: String| ReadError::Outbound { index, problem: p };
-        let parsed: Out = serde_json::from_value(o.clone()).map_err(|e| problem(e.to_string()))?;
+        let problem = |p: OutboundProblem| ReadError::Outbound { index, problem: p };
+        let parsed: Out = serde_json::from_value(o.clone())
+            .map_err(|e| problem(OutboundProblem::Fields(e.to_string())))?;
         let entry = match parsed {
             Out::Vless {
                 tag,
@@ -188,7 +204,7 @@ pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
             },
         };
         if entry.port == 0 {
-            return Err(problem("server_port 0".into()));
+            return Err(problem(OutboundProblem::PortZero));
         }
         out.push(entry);
     }
@@ -252,7 +268,7 @@ fn tls_of(tls: Option<Tls>) -> Option<EntryTls> {
     })
 }
 
-fn transport_of(t: Option<Transport>) -> Result<EntryTransport, String> {
+fn transport_of(t: Option<Transport>) -> Result<EntryTransport, OutboundProblem> {
     let Some(t) = t else {
         return Ok(EntryTransport::Tcp);
     };
@@ -268,6 +284,6 @@ fn transport_of(t: Option<Transport>) -> Result<EntryTransport, String> {
                 host: t.headers.and_then(|h| h.host),
             })
         }
-        other => Err(format!("transport {other:?} is not read (only ws)")),
+        other => Err(OutboundProblem::Transport(other.to_owned())),
     }
 }

@@ -12,20 +12,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Result, bail};
+use switchyard_peers::MIHOMO;
 
 use crate::peer::{self, Pinned, Process};
 
-/// The pinned mihomo release (`xtask/src/peers/clients.rs` installs the same one).
-pub const VERSION: &str = "1.19.2";
+/// The pinned mihomo release (pinned in `switchyard-peers`, which `cargo xtask peers`
+/// installs).
+pub const VERSION: &str = MIHOMO.version;
 
 /// The variable holding the absolute path of the mihomo binary.
-pub const ENV: &str = "SWITCHYARD_MIHOMO";
+pub const ENV: &str = MIHOMO.env;
 
-pub(crate) const PINNED: Pinned = Pinned {
-    what: "mihomo 1.19.2",
-    env: ENV,
-    relative: "peers/mihomo-1.19.2/mihomo",
-};
+pub(crate) const PINNED: Pinned = Pinned(MIHOMO);
 
 /// The mihomo binary: [`ENV`] when set, else the default path under the target
 /// directory; fails, saying to run `cargo xtask peers`, when neither is there.

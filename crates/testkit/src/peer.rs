@@ -1,6 +1,6 @@
-//! What the runners of the client peers (mihomo, Xray) share: finding the pinned
-//! binary that `cargo xtask peers` installs, and a process with its log in a
-//! temporary directory, waited for until it listens, killed on drop.
+//! What the runners of the peers share: finding the pinned binary that `cargo xtask
+//! peers` installs (sing-box, mihomo, Xray, schemathesis's `st`), and a process with
+//! its log in a temporary directory, waited for until it listens, killed on drop.
 
 use std::fs::{self, File};
 use std::net::SocketAddr;
@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
+use switchyard_peers::Pin;
 use tempfile::TempDir;
 use tokio::time::{Instant, sleep};
 
@@ -23,22 +24,16 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How much of a log errors include: its last lines.
 const LOG_TAIL_LINES: usize = 40;
 
-/// A pinned peer binary's identity, for finding it and for messages.
-pub(crate) struct Pinned {
-    /// "mihomo 1.19.2".
-    pub(crate) what: &'static str,
-    /// The variable holding its absolute path.
-    pub(crate) env: &'static str,
-    /// Its path under the target directory (`peers/mihomo-1.19.2/mihomo`).
-    pub(crate) relative: &'static str,
-}
+/// A pinned peer binary (its release, variable and place come from
+/// `switchyard-peers`, which `cargo xtask peers` installs from), for finding it.
+pub(crate) struct Pinned(pub(crate) Pin);
 
 impl Pinned {
     /// The binary: the variable's path when set, else the default places under the
     /// target directory; an error saying to run `cargo xtask peers` when missing.
     pub(crate) fn binary(&self) -> Result<PathBuf> {
         self.locate(
-            std::env::var_os(self.env).map(PathBuf::from),
+            std::env::var_os(self.0.env).map(PathBuf::from),
             &self.defaults(),
         )
     }
@@ -48,7 +43,7 @@ impl Pinned {
         from_env: Option<PathBuf>,
         defaults: &[PathBuf],
     ) -> Result<PathBuf> {
-        let Self { what, env, .. } = self;
+        let (what, env) = (self.0.what(), self.0.env);
         if let Some(path) = from_env {
             if path.is_file() {
                 return Ok(path);
@@ -79,10 +74,10 @@ impl Pinned {
             .ok()
             .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
         {
-            paths.push(target.join(self.relative));
+            paths.push(target.join(self.0.relative()));
         }
         if let Some(workspace) = Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2) {
-            paths.push(workspace.join("target").join(self.relative));
+            paths.push(workspace.join("target").join(self.0.relative()));
         }
         paths.dedup();
         paths
@@ -289,14 +284,14 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(
-                err.contains("cargo xtask peers") && err.contains(pinned.env),
+                err.contains("cargo xtask peers") && err.contains(pinned.0.env),
                 "{err}"
             );
             let err = pinned.locate(None, &[nowhere]).unwrap_err().to_string();
             assert!(
                 err.contains("cargo xtask peers")
                     && err.contains("/nonexistent/peer")
-                    && err.contains(pinned.what),
+                    && err.contains(&pinned.0.what()),
                 "{err}"
             );
         }

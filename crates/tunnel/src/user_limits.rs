@@ -13,14 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::frame::Network;
 
-/// Default most streams (TCP and UDP together) per user in one tunnel. 1024: a
-/// browser with many tabs holds a few hundred connections; a quarter of one link's
-/// 4096 slots.
-pub const STREAMS_PER_USER: usize = 1024;
-/// Default most UDP associations per user in one tunnel. 256: each is a stream with
-/// its own reply task on the relay and a socket on the origin; QUIC and DNS need a
-/// handful per application.
-pub const UDP_PER_USER: usize = 256;
+/// The defaults, in the config contract: most streams, and most UDP associations, per
+/// user in one tunnel.
+pub use switchyard_config::tunnel::{STREAMS_PER_USER, UDP_PER_USER};
 
 /// The per-user bounds. Every default is here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

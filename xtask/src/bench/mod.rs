@@ -125,7 +125,7 @@ fn criterion(root: &Path, name: Option<&str>) -> Result<()> {
     let mut bench = Cmd::cargo(root).args([
         "bench",
         "-p",
-        "switchyard-auto",
+        "switchyard-auto-sim",
         "--bench",
         "auto",
         "-p",

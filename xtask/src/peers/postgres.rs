@@ -3,26 +3,20 @@
 //!
 //! The tests never use the machine's own cluster: `crates/testkit/src/postgres.rs`
 //! runs a private one from these binaries in a temporary directory. So all this
-//! needs is the binaries, in the same place testkit looks: the highest version under
+//! needs is the binaries, in the same place testkit looks, found by the same function
+//! (`switchyard_peers::postgres::find_bin_dir`): the highest version under
 //! `/usr/lib/postgresql/*/bin`, or the directory `initdb` on `PATH` resolves to.
 //! The package also creates the `postgres` system user that testkit runs the server
 //! as when the tests run as root. The version is Debian's (15 on bookworm): the panel
 //! needs no newer feature, and a distribution's server is what users run.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use switchyard_peers::postgres::{BIN_ENV as PG_BIN_ENV, PROGRAMS, find_bin_dir, has_programs};
 
-use super::{apt, which};
+use super::apt;
 use crate::cmd::Cmd;
-
-/// The variable that tells the tests where the PostgreSQL binaries are (testkit's
-/// `postgres::BIN_ENV`).
-pub(crate) const PG_BIN_ENV: &str = "SWITCHYARD_PG_BIN";
-
-/// The programs testkit runs, all from one directory (testkit's `PROGRAMS`).
-const PROGRAMS: [&str; 5] = ["initdb", "postgres", "pg_ctl", "pg_isready", "psql"];
 
 /// The directory holding the PostgreSQL binaries, installing Debian's `postgresql`
 /// with apt when there is none. [`PG_BIN_ENV`], when set, is taken as it is.
@@ -38,7 +32,7 @@ pub(crate) fn postgresql() -> Result<PathBuf> {
         println!("postgresql: {} (from {PG_BIN_ENV})", dir.display());
         return Ok(dir);
     }
-    let dir = match find() {
+    let dir = match find_bin_dir() {
         Some(dir) => dir,
         None => {
             println!("postgresql: not found, installing Debian's package with apt-get");
@@ -47,7 +41,7 @@ pub(crate) fn postgresql() -> Result<PathBuf> {
                  hand (or set SWITCHYARD_PG_BIN to a directory holding initdb, postgres, \
                  pg_ctl, pg_isready and psql)",
             )?;
-            find().with_context(|| {
+            find_bin_dir().with_context(|| {
                 format!(
                     "apt-get installed postgresql but {} are not in /usr/lib/postgresql/*/bin \
                      nor on PATH",
@@ -65,41 +59,4 @@ pub(crate) fn postgresql() -> Result<PathBuf> {
         String::from_utf8_lossy(&out).trim()
     );
     Ok(dir)
-}
-
-/// Where testkit would find the binaries.
-fn find() -> Option<PathBuf> {
-    debian_bin_dirs(Path::new("/usr/lib/postgresql"))
-        .into_iter()
-        .chain(
-            which("initdb")
-                .and_then(|p| fs::canonicalize(p).ok())
-                .and_then(|p| p.parent().map(Path::to_path_buf)),
-        )
-        .find(|d| has_programs(d))
-}
-
-/// `root/<version>/bin` for every version directory, highest version first.
-fn debian_bin_dirs(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(root) else {
-        return Vec::new();
-    };
-    let mut versions: Vec<(Vec<u64>, PathBuf)> = entries
-        .filter_map(|e| {
-            let path = e.ok()?.path();
-            let name = path.file_name()?.to_str()?;
-            let version = name
-                .split('.')
-                .map(str::parse)
-                .collect::<Result<Vec<u64>, _>>()
-                .ok()?;
-            Some((version, path.join("bin")))
-        })
-        .collect();
-    versions.sort_by(|a, b| b.0.cmp(&a.0));
-    versions.into_iter().map(|(_, dir)| dir).collect()
-}
-
-fn has_programs(dir: &Path) -> bool {
-    PROGRAMS.iter().all(|p| dir.join(p).is_file())
 }

@@ -5,26 +5,26 @@
 //! dependencies and a console script (`st`), and a venv gives that script its own
 //! interpreter with exactly those packages, whatever else the machine's Python has.
 //! The tests run `target/peers/schemathesis/bin/st` (its path is
-//! [`SCHEMATHESIS_ENV`]); `bin/schemathesis` is the same program.
+//! `SWITCHYARD_SCHEMATHESIS`); `bin/schemathesis` is the same program. The release,
+//! the venv's place and the variable are pinned in `switchyard-peers`
+//! ([`SCHEMATHESIS`]), which testkit reads too.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use switchyard_peers::SCHEMATHESIS;
 
 use crate::cmd::Cmd;
 
-/// The pinned schemathesis release (testkit's `schemathesis::VERSION`).
-pub(crate) const SCHEMATHESIS_VERSION: &str = "4.32.5";
-
-/// The variable that tells the tests where the `st` command is.
-pub(crate) const SCHEMATHESIS_ENV: &str = "SWITCHYARD_SCHEMATHESIS";
+/// The pinned schemathesis release.
+const SCHEMATHESIS_VERSION: &str = SCHEMATHESIS.version;
 
 /// `st` of schemathesis [`SCHEMATHESIS_VERSION`] in `peers_dir/schemathesis`,
 /// creating the venv and installing into it when missing or another version.
 pub(crate) fn schemathesis(peers_dir: &Path) -> Result<PathBuf> {
-    let venv = peers_dir.join("schemathesis");
-    let st = venv.join("bin/st");
+    let venv = SCHEMATHESIS.dir_in(peers_dir);
+    let st = SCHEMATHESIS.binary_in(peers_dir);
     if !is_pinned(&st) {
         install(&venv).with_context(|| {
             format!(

@@ -4,7 +4,6 @@
 mod common;
 
 mod decisions;
-mod examples;
 mod hold;
 mod limits_and_marks;
 mod neighbours;
@@ -12,7 +11,5 @@ mod overdue_and_empty;
 mod properties;
 mod pruning;
 mod restore_and_clock;
-mod sim_runner;
-mod sim_scenario;
 mod state_and_input;
 mod triggers;

@@ -9,6 +9,26 @@ use tokio::sync::oneshot;
 use super::{Driver, SubscriptionServers};
 use crate::control::Request;
 
+/// Why a control request names nothing this client knows (answered as its `error`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum NamingError {
+    /// No server of any subscription has this name.
+    #[error("no server named {0:?}")]
+    UnknownServer(String),
+    /// No subscription has this URL or number.
+    #[error("no subscription {which:?}: name its URL or its number (1 to {known})")]
+    UnknownSubscription {
+        /// What the request named.
+        which: String,
+        /// How many subscriptions there are.
+        known: usize,
+    },
+    /// A speed test that names no server while none is current.
+    #[error("no current server: name one")]
+    NoCurrent,
+}
+
 impl Driver {
     /// Answers `request`: at once (the answer and where it goes), or later for one
     /// that waits on the network (`add`), which answers through `reply` itself.
@@ -21,16 +41,16 @@ impl Driver {
             Request::Status => self.status(),
             Request::Mark { servers } => match self.ids(&servers) {
                 Ok(ids) => self.feed_answer(Event::Mark(ids)),
-                Err(e) => json!({"ok": false, "error": e}),
+                Err(e) => json!({"ok": false, "error": e.to_string()}),
             },
             Request::Unmark { servers } => match self.ids(&servers) {
                 Ok(ids) => self.feed_answer(Event::Unmark(ids)),
-                Err(e) => json!({"ok": false, "error": e}),
+                Err(e) => json!({"ok": false, "error": e.to_string()}),
             },
             Request::Done => self.feed_answer(Event::MarksDone),
             Request::AutoOn { subscription } => match self.subscription_named(&subscription) {
                 Ok(name) => self.feed_answer(Event::AutoOn { subscription: name }),
-                Err(e) => json!({"ok": false, "error": e}),
+                Err(e) => json!({"ok": false, "error": e.to_string()}),
             },
             Request::Update => {
                 let urls: Vec<String> = self.urls.iter().flatten().cloned().collect();
@@ -57,7 +77,7 @@ impl Driver {
                         .state()
                         .current
                         .clone()
-                        .ok_or_else(|| "no current server: name one".to_owned()),
+                        .ok_or(NamingError::NoCurrent),
                 };
                 match found.map(|id| (self.by_id.get(&id).cloned(), id)) {
                     Ok((Some(outbound), id)) => {
@@ -79,7 +99,7 @@ impl Driver {
                     Ok((None, id)) => {
                         json!({"ok": false, "error": format!("server {} is in no subscription", id.as_str())})
                     }
-                    Err(e) => json!({"ok": false, "error": e}),
+                    Err(e) => json!({"ok": false, "error": e.to_string()}),
                 }
             }
             Request::Add { url } => {
@@ -114,7 +134,7 @@ impl Driver {
     }
 
     /// The identities of servers named `names`.
-    fn ids(&self, names: &[String]) -> Result<Vec<ServerId>, String> {
+    fn ids(&self, names: &[String]) -> Result<Vec<ServerId>, NamingError> {
         names
             .iter()
             .map(|n| {
@@ -123,23 +143,23 @@ impl Driver {
                     .flat_map(|s| &s.servers)
                     .find(|s| &s.name == n)
                     .map(|s| s.id.clone())
-                    .ok_or_else(|| format!("no server named {n:?}"))
+                    .ok_or_else(|| NamingError::UnknownServer(n.clone()))
             })
             .collect()
     }
 
     /// The subscription `which` names: its URL or its place in the list (1 is the
     /// first).
-    fn subscription_named(&self, which: &str) -> Result<String, String> {
+    fn subscription_named(&self, which: &str) -> Result<String, NamingError> {
         if let Some(s) = self.known.iter().find(|s| s.name == which) {
             return Ok(s.name.clone());
         }
         match which.parse::<usize>() {
             Ok(n) if (1..=self.known.len()).contains(&n) => Ok(self.known[n - 1].name.clone()),
-            _ => Err(format!(
-                "no subscription {which:?}: name its URL or its number (1 to {})",
-                self.known.len()
-            )),
+            _ => Err(NamingError::UnknownSubscription {
+                which: which.to_owned(),
+                known: self.known.len(),
+            }),
         }
     }
 

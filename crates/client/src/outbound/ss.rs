@@ -16,7 +16,7 @@ use switchyard_proto::shadowsocks::keys::ClientKeys;
 use switchyard_proto::shadowsocks::tcp::{self, MAX_CHUNK, MAX_PADDING, Opener, Sealer};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 
-use super::{fill_random, unix_now};
+use super::{StepError, fill_random, unix_now};
 
 /// Bytes read from the server at a time.
 const READ_CHUNK: usize = 16 * 1024;
@@ -26,7 +26,7 @@ pub(super) async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
     keys: &ClientKeys,
     mut stream: S,
     destination: &Address,
-) -> Result<SsStream<S>, String> {
+) -> Result<SsStream<S>, StepError> {
     let mut salt = vec![0u8; keys.method().key_len()];
     fill_random(&mut salt);
     let mut r = [0u8; 2];
@@ -43,9 +43,8 @@ pub(super) async fn connect<S: AsyncRead + AsyncWrite + Unpin>(
             now: unix_now(),
         },
         &mut head,
-    )
-    .map_err(|e| e.to_string())?;
-    stream.write_all(&head).await.map_err(|e| e.to_string())?;
+    )?;
+    stream.write_all(&head).await?;
     Ok(SsStream::new(stream, sealer, opener))
 }
 

@@ -10,12 +10,13 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use switchyard_proto::entry::EntryTls;
 use switchyard_tunnel::link::pin as cert_pin;
 
+use super::UnsupportedEntry;
+
 /// The TLS settings an entry asks for.
-pub(super) fn tls_config(t: &EntryTls, name: &str) -> Result<Arc<ClientConfig>, String> {
+pub(super) fn tls_config(t: &EntryTls, name: &str) -> Result<Arc<ClientConfig>, UnsupportedEntry> {
     let provider = switchyard_tunnel::link::pin::provider();
     let builder = ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
+        .with_safe_default_protocol_versions()?;
     let mut config = if t.insecure {
         builder
             .dangerous()
@@ -38,12 +39,12 @@ pub(super) fn tls_config(t: &EntryTls, name: &str) -> Result<Arc<ClientConfig>, 
 
 /// The certificate an entry pins: its PEM's, or the SHA-256 a Clash config's
 /// `fingerprint` gave when there is no PEM.
-fn pin(t: &EntryTls) -> Result<Option<cert_pin::Pin>, String> {
+fn pin(t: &EntryTls) -> Result<Option<cert_pin::Pin>, UnsupportedEntry> {
     if let Some(pem) = &t.certificate_pem {
         let der = rustls_pemfile::certs(&mut pem.as_bytes())
             .next()
             .and_then(Result::ok)
-            .ok_or("the pinned certificate is not PEM")?;
+            .ok_or(UnsupportedEntry::PinNotPem)?;
         return Ok(Some(cert_pin::Pin::of_certificate(&der)));
     }
     Ok(t.certificate_sha256.map(cert_pin::Pin::Certificate))

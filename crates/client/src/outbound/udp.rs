@@ -28,7 +28,9 @@ use switchyard_proto::{trojan, vless};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::UdpSocket;
 
-use super::{BoxStream, Header, Outbound, OutboundError, VlessResponse, fill_random, unix_now};
+use super::{
+    BoxStream, Header, Outbound, OutboundError, StepError, VlessResponse, fill_random, unix_now,
+};
 
 /// Stream bytes a receiver holds while a packet is incomplete: one largest packet
 /// and its framing. More means the server's framing is broken.
@@ -115,7 +117,7 @@ pub(super) async fn open(
             stream
                 .write_all(&head)
                 .await
-                .map_err(|e| request(e.to_string()))?;
+                .map_err(|e| request(e.into()))?;
             (Box::new(VlessResponse::new(stream)), Framing::Xudp)
         }
         Header::Trojan(hash) => {
@@ -130,7 +132,7 @@ pub(super) async fn open(
             stream
                 .write_all(&head)
                 .await
-                .map_err(|e| request(e.to_string()))?;
+                .map_err(|e| request(e.into()))?;
             (stream, Framing::Trojan)
         }
     };
@@ -163,23 +165,27 @@ async fn shadowsocks(
     let entry = &outbound.entry;
     let server = tokio::net::lookup_host((entry.server.as_str(), entry.port))
         .await
-        .map_err(|e| fail(e.to_string()))?
+        .map_err(|e| fail(e.into()))?
         .next()
-        .ok_or_else(|| fail(format!("{} has no address", entry.server)))?;
+        .ok_or_else(|| {
+            fail(StepError::NoAddress {
+                host: entry.server.clone(),
+            })
+        })?;
     let local: SocketAddr = match server {
         SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
         SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
-    let socket = UdpSocket::bind(local)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    socket
-        .connect(server)
-        .await
-        .map_err(|e| fail(format!("{server}: {e}")))?;
+    let socket = UdpSocket::bind(local).await.map_err(|e| fail(e.into()))?;
+    socket.connect(server).await.map_err(|source| {
+        fail(StepError::Connect {
+            address: server,
+            source,
+        })
+    })?;
     let socket = Arc::new(socket);
     let session = super::random_u64();
-    let bad = |e: switchyard_proto::shadowsocks::PacketError| fail(e.to_string());
+    let bad = |e: switchyard_proto::shadowsocks::PacketError| fail(e.into());
     let opener = UdpOpener::new(&keys, session).map_err(bad)?;
     let sealer = UdpSealer::new(keys, session).map_err(bad)?;
     Ok((

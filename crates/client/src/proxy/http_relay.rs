@@ -29,7 +29,7 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::watch;
 
 use super::http::{Body, ProxyRequest, ProxyResponse, parse_request, parse_response};
-use super::{ConnectError, MAX_REQUEST, Proxy, REQUEST_TIMEOUT, parse_connect};
+use super::{ConnectError, MAX_REQUEST, Proxy, REQUEST_TIMEOUT, ServeError, parse_connect};
 use crate::meter::Metered;
 use crate::outbound::BoxStream;
 
@@ -154,7 +154,7 @@ enum Ended {
 
 /// Why an exchange failed.
 struct Failed {
-    why: String,
+    why: ServeError,
     /// The app got nothing of the response yet (it may get a 502).
     before_answer: bool,
     /// Nothing came from the origin, and the request had no body: it may be sent again.
@@ -168,7 +168,7 @@ pub(super) async fn serve(
     client: TcpStream,
     first: ProxyRequest,
     rest: Vec<u8>,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let (read, mut write) = client.into_split();
     let mut app = Buffered {
         inner: read,
@@ -201,16 +201,16 @@ pub(super) async fn serve(
                         let _ = write
                             .write_all(bad_gateway(&e.to_string()).as_bytes())
                             .await;
-                        return Err(e.to_string());
+                        return Err(e.into());
                     }
                 }
             }
             let Some(o) = origin.as_mut() else {
-                return Err("no origin connection".into());
+                return Err(ServeError::NoOrigin);
             };
             let result = tokio::select! {
                 r = exchange(&mut app, &mut write, &mut o.stream, &request) => r,
-                _ = o.closed.changed() => return Err("closed by a switch of server".into()),
+                _ = o.closed.changed() => return Err(ServeError::Switched),
             };
             match result {
                 Ok(ended) => {
@@ -223,7 +223,9 @@ pub(super) async fn serve(
                 }
                 Err(f) => {
                     if f.before_answer {
-                        let _ = write.write_all(bad_gateway(&f.why).as_bytes()).await;
+                        let _ = write
+                            .write_all(bad_gateway(&f.why.to_string()).as_bytes())
+                            .await;
                     }
                     return Err(f.why);
                 }
@@ -259,13 +261,12 @@ pub(super) async fn serve(
                         let _ = write
                             .write_all(bad_gateway(&e.to_string()).as_bytes())
                             .await;
-                        return Err(e.to_string());
+                        return Err(e.into());
                     }
                 };
                 write
                     .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .await?;
                 let o = Origin {
                     destination,
                     stream: Buffered {
@@ -292,11 +293,11 @@ enum Next {
 async fn next_request(
     app: &mut Buffered<OwnedReadHalf>,
     write: &mut OwnedWriteHalf,
-) -> Result<Next, String> {
+) -> Result<Next, ServeError> {
     if app.buf.is_empty() {
         match tokio::time::timeout(KEEP_ALIVE_IDLE, app.fill()).await {
             Err(_) | Ok(Ok(0)) => return Ok(Next::Closed),
-            Ok(Err(e)) => return Err(e.to_string()),
+            Ok(Err(e)) => return Err(e.into()),
             Ok(Ok(_)) => {}
         }
     }
@@ -314,7 +315,7 @@ async fn next_request(
                         return Ok(Next::Connect(destination));
                     }
                     let _ = write.write_all(e.answer().as_bytes()).await;
-                    return Err(e.to_string());
+                    return Err(e.into());
                 }
             }
             if app.buf.len() >= MAX_REQUEST {
@@ -322,18 +323,18 @@ async fn next_request(
                     "a request head longer than {MAX_REQUEST} bytes"
                 ));
                 let _ = write.write_all(e.answer().as_bytes()).await;
-                return Err(e.to_string());
+                return Err(e.into());
             }
             match app.fill().await {
-                Ok(0) => return Err("the client closed before its request was whole".into()),
+                Ok(0) => return Err(ServeError::ClosedEarly),
                 Ok(_) => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
     };
     tokio::time::timeout(REQUEST_TIMEOUT, head)
         .await
-        .map_err(|_| "no whole request in time".to_owned())?
+        .map_err(|_| ServeError::NextRequestTimeout)?
 }
 
 /// Sends `request` (head and body) to the origin and relays its response to the app,
@@ -368,20 +369,17 @@ async fn exchange(
                     ) {
                         Ok(Some(head)) => break head,
                         Ok(None) => {}
-                        Err(e) => return Err(e.to_string()),
+                        Err(e) => return Err(ServeError::from(e)),
                     }
                     match response.fill().await {
-                        Ok(0) => return Err("the origin closed without an answer".to_owned()),
+                        Ok(0) => return Err(ServeError::OriginClosed),
                         Ok(_) => heard = true,
-                        Err(e) => return Err(format!("reading the origin's answer: {e}")),
+                        Err(e) => return Err(ServeError::OriginRead(e)),
                     }
                 };
                 response.buf.drain(..head.head_len);
                 answered = true;
-                write
-                    .write_all(&head.head)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                write.write_all(&head.head).await?;
                 let ProxyResponse {
                     status,
                     body,
@@ -398,8 +396,8 @@ async fn exchange(
                 response
                     .copy_body(write, body)
                     .await
-                    .map_err(|e| format!("relaying the response body: {e}"))?;
-                write.flush().await.map_err(|e| e.to_string())?;
+                    .map_err(ServeError::ResponseBody)?;
+                write.flush().await?;
                 return Ok(Ended::Done {
                     app_keeps,
                     origin_keeps: origin_keeps && response.buf.is_empty(),
@@ -443,23 +441,15 @@ async fn tunnel(
     app: Buffered<OwnedReadHalf>,
     mut write: OwnedWriteHalf,
     mut origin: Origin,
-) -> Result<(), String> {
-    write
-        .write_all(&origin.stream.buf)
-        .await
-        .map_err(|e| e.to_string())?;
-    origin
-        .stream
-        .inner
-        .write_all(&app.buf)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut client = app.inner.reunite(write).map_err(|e| e.to_string())?;
+) -> Result<(), ServeError> {
+    write.write_all(&origin.stream.buf).await?;
+    origin.stream.inner.write_all(&app.buf).await?;
+    let mut client = app.inner.reunite(write)?;
     tokio::select! {
         r = tokio::io::copy_bidirectional(&mut client, &mut origin.stream.inner) => {
-            r.map(drop).map_err(|e| e.to_string())
+            Ok(r.map(drop)?)
         }
-        _ = origin.closed.changed() => Err("closed by a switch of server".into()),
+        _ = origin.closed.changed() => Err(ServeError::Switched),
     }
 }
 

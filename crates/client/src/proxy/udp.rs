@@ -30,7 +30,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::{Proxy, socks_reply_bound};
+use super::{Proxy, ServeError, socks_reply_bound};
 use crate::meter::Meter;
 use crate::outbound::Outbound;
 
@@ -160,7 +160,7 @@ fn unmapped(ip: IpAddr) -> IpAddr {
 
 /// Aborts the task when dropped, so a way to the server never outlives its
 /// association.
-struct Task(JoinHandle<Result<(), String>>);
+struct Task(JoinHandle<Result<(), ServeError>>);
 
 impl Drop for Task {
     fn drop(&mut self) {
@@ -175,24 +175,26 @@ pub(crate) async fn associate(
     mut control: TcpStream,
     hint: Address,
     idle: Duration,
-) -> Result<(), String> {
-    let fail = |e: std::io::Error| e.to_string();
-    let local = control.local_addr().map_err(fail)?;
-    let mut peer = Peer::new(control.peer_addr().map_err(fail)?, &hint);
+) -> Result<(), ServeError> {
+    let local = control.local_addr()?;
+    let mut peer = Peer::new(control.peer_addr()?, &hint);
     let Some(server) = proxy.server() else {
         socks_reply_bound(&mut control, ReplyCode::GeneralFailure, None).await;
-        return Err("no server chosen".into());
+        return Err(ServeError::NoServer);
     };
     let relay = match UdpSocket::bind((local.ip(), 0)).await {
         Ok(s) => s,
         Err(e) => {
             socks_reply_bound(&mut control, ReplyCode::GeneralFailure, None).await;
-            return Err(format!("UDP relay socket on {}: {e}", local.ip()));
+            return Err(ServeError::RelaySocket {
+                ip: local.ip(),
+                source: e,
+            });
         }
     };
-    let bound = relay.local_addr().map_err(fail)?;
+    let bound = relay.local_addr()?;
     if !socks_reply_bound(&mut control, ReplyCode::Succeeded, Some(bound)).await {
-        return Err("the client closed before the reply".into());
+        return Err(ServeError::ClosedBeforeReply);
     }
     UdpCounters::count(&proxy.udp.associations);
     let mut closed = proxy.generation.subscribe();
@@ -214,7 +216,7 @@ pub(crate) async fn associate(
                 Ok(_) => {}
             },
             r = relay.recv_from(&mut buf) => {
-                let (n, from) = r.map_err(|e| format!("UDP relay: {e}"))?;
+                let (n, from) = r.map_err(ServeError::Relay)?;
                 if !peer.admit(from) {
                     UdpCounters::count(&counters.strangers);
                     continue;
@@ -260,9 +262,9 @@ pub(crate) async fn associate(
                 };
             }
             () = tokio::time::sleep_until(last + idle) => {
-                return Err(format!("idle for {idle:?}"));
+                return Err(ServeError::Idle(idle));
             }
-            _ = closed.changed() => return Err("closed by a switch of server".into()),
+            _ = closed.changed() => return Err(ServeError::Switched),
         }
     }
 }
@@ -284,7 +286,7 @@ async fn carry(
     mut queue: mpsc::Receiver<(Address, Vec<u8>)>,
     answers: mpsc::Sender<(Address, Vec<u8>)>,
     report: Carry,
-) -> Result<(), String> {
+) -> Result<(), ServeError> {
     let (mut sender, mut receiver) = match server.udp(&first).await {
         Ok(pair) => pair,
         Err(e) => {
@@ -293,8 +295,12 @@ async fn carry(
             report
                 .meter
                 .add_unsent(u64::try_from(first_len).unwrap_or(u64::MAX).max(1));
-            return Err(e.to_string());
+            return Err(e.into());
         }
+    };
+    let udp_error = |source| ServeError::Udp {
+        server: server.entry().name.clone(),
+        source,
     };
     let out = async {
         while let Some((to, payload)) = queue.recv().await {
@@ -303,7 +309,7 @@ async fn carry(
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
                     UdpCounters::count(&report.counters.dropped);
                 }
-                Err(e) => return Err(format!("{}: UDP: {e}", server.entry().name)),
+                Err(e) => return Err(udp_error(e)),
             }
         }
         Ok(())
@@ -322,7 +328,7 @@ async fn carry(
                     }
                 }
                 Ok(None) => return Ok(()),
-                Err(e) => return Err(format!("{}: UDP: {e}", server.entry().name)),
+                Err(e) => return Err(udp_error(e)),
             }
         }
     };

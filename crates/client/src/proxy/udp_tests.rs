@@ -144,7 +144,7 @@ async fn start(
 ) -> (
     TcpStream,
     Option<SocketAddr>,
-    JoinHandle<Result<(), String>>,
+    JoinHandle<Result<(), ServeError>>,
 ) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let mut app = TcpStream::connect(listener.local_addr().unwrap())
@@ -176,7 +176,10 @@ async fn without_a_server_the_association_is_refused() {
     let proxy = proxy().await;
     let (_app, bound, task) = start(&proxy, UDP_IDLE_TIMEOUT).await;
     assert_eq!(bound, None);
-    assert_eq!(task.await.unwrap(), Err("no server chosen".into()));
+    assert_eq!(
+        task.await.unwrap().map_err(|e| e.to_string()),
+        Err("no server chosen".into())
+    );
 }
 
 #[tokio::test]
@@ -228,7 +231,7 @@ async fn the_association_ends_with_its_control_connection() {
     assert!(bound.is_some());
     drop(app);
     let r = tokio::time::timeout(Duration::from_secs(5), task).await;
-    assert_eq!(r.unwrap().unwrap(), Ok(()));
+    assert_eq!(r.unwrap().unwrap().map_err(|e| e.to_string()), Ok(()));
 }
 
 #[tokio::test]
@@ -238,7 +241,10 @@ async fn an_idle_association_ends_and_closes_its_control_connection() {
     let (mut app, bound, task) = start(&proxy, Duration::from_millis(300)).await;
     assert!(bound.is_some());
     let r = tokio::time::timeout(Duration::from_secs(5), task).await;
-    assert_eq!(r.unwrap().unwrap(), Err("idle for 300ms".into()));
+    assert_eq!(
+        r.unwrap().unwrap().map_err(|e| e.to_string()),
+        Err("idle for 300ms".into())
+    );
     assert_eq!(app.read(&mut [0u8; 8]).await.unwrap(), 0);
 }
 
@@ -257,7 +263,7 @@ async fn a_switch_that_closes_connections_ends_the_association() {
     proxy.switch(server, true);
     let r = tokio::time::timeout(Duration::from_secs(5), task).await;
     assert_eq!(
-        r.unwrap().unwrap(),
+        r.unwrap().unwrap().map_err(|e| e.to_string()),
         Err("closed by a switch of server".into())
     );
 }
@@ -284,7 +290,7 @@ async fn an_unreachable_server_ends_the_association_and_is_reported() {
         .await
         .unwrap();
     let r = tokio::time::timeout(Duration::from_secs(15), task).await;
-    let e = r.unwrap().unwrap().unwrap_err();
+    let e = r.unwrap().unwrap().unwrap_err().to_string();
     assert!(e.contains("server \"T\": tcp:"), "{e}");
     assert_eq!(failed.recv().await, Some(server.identity()));
     assert_eq!(proxy.meter().totals(), (5, 0));

@@ -16,13 +16,13 @@
 
 use std::time::Duration;
 
+use switchyard_tunnel::pump::relay;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::time::{Instant, sleep_until, timeout};
 
 use super::{BoxIo, Conn, Ctx};
-use crate::node::Runtime;
-use crate::relay::relay;
+use crate::runtime::Runtime;
 
 /// Connecting to the fallback (or a REALITY target) takes at most this long. 5 s: the
 /// fallback is a local or nearby site; one that does not answer by then is down, and

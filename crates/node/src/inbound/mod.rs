@@ -15,6 +15,7 @@ mod trojan;
 pub(crate) mod udp;
 mod vision;
 mod vless;
+mod ws;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -29,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use switchyard_proto::websocket::{self, EarlyData, UpgradeConfig};
 
 use crate::config::{InboundConfig, Protocol, Transport};
-use crate::node::{Runtime, Shared};
+use crate::runtime::{Runtime, Shared};
 
 pub(crate) use io::{BoxIo, Gate, Gated, Prefixed};
 use records::Records;
@@ -76,33 +77,105 @@ impl Running {
     }
 }
 
+/// Why an inbound could not be set up; the node goes on with the config it had.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InboundError {
+    /// Its TLS certificate or key is unreadable or unusable.
+    #[error(transparent)]
+    Certificate(#[from] crate::tls::CertificateError),
+    /// rustls refused its TLS settings.
+    #[error(transparent)]
+    Tls(#[from] rustls::Error),
+    /// Its REALITY settings can't be used.
+    #[error(transparent)]
+    Reality(#[from] reality::RealityError),
+    /// Its port can't be bound.
+    #[error(transparent)]
+    Bind(#[from] BindError),
+}
+
+/// Why an inbound's port could not be bound.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BindError {
+    /// The system gave no TCP socket.
+    #[error("socket: {0}")]
+    Socket(#[source] std::io::Error),
+    /// The system gave no UDP socket (Shadowsocks), or it could not be set up.
+    #[error("UDP socket: {0}")]
+    UdpSocket(#[source] std::io::Error),
+    /// A socket option could not be set.
+    #[error("{option}: {source}")]
+    Option {
+        /// `SO_REUSEADDR` or `SO_REUSEPORT`.
+        option: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The TCP port can't be bound (another program holds it: `AddrInUse`).
+    #[error("port {} on {}: {source}", .addr.port(), .addr.ip())]
+    Port {
+        /// The address and port.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The UDP port can't be bound (Shadowsocks; another program holds it:
+    /// `AddrInUse`).
+    #[error("UDP port {} on {}: {source}", .addr.port(), .addr.ip())]
+    UdpPort {
+        /// The address and port.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The bound socket can't listen.
+    #[error("listen on {addr}: {source}")]
+    Listen {
+        /// The address and port.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl BindError {
+    /// Whether another socket holds the port.
+    pub fn in_use(&self) -> bool {
+        match self {
+            Self::Port { source, .. } | Self::UdpPort { source, .. } => {
+                source.kind() == std::io::ErrorKind::AddrInUse
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Binds `config`'s port (with SO_REUSEPORT, so a changed inbound can bind while its
 /// old listener still serves); `layer` (TLS with its certificate, or REALITY) is
 /// built by the caller.
-pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, String> {
+pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, BindError> {
     let addr = SocketAddr::new(config.listen, config.port);
     let udp = match config.protocol {
         Protocol::Shadowsocks => Some(shadowsocks::bind_udp(addr)?),
         _ => None,
     };
+    let option = |option| move |source| BindError::Option { option, source };
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()
     } else {
         TcpSocket::new_v6()
     }
-    .map_err(|e| format!("socket: {e}"))?;
-    socket
-        .set_reuseaddr(true)
-        .map_err(|e| format!("SO_REUSEADDR: {e}"))?;
-    socket
-        .set_reuseport(true)
-        .map_err(|e| format!("SO_REUSEPORT: {e}"))?;
+    .map_err(BindError::Socket)?;
+    socket.set_reuseaddr(true).map_err(option("SO_REUSEADDR"))?;
+    socket.set_reuseport(true).map_err(option("SO_REUSEPORT"))?;
     socket
         .bind(addr)
-        .map_err(|e| format!("port {} on {}: {e}", config.port, config.listen))?;
+        .map_err(|source| BindError::Port { addr, source })?;
     let listener = socket
         .listen(1024)
-        .map_err(|e| format!("listen on {addr}: {e}"))?;
+        .map_err(|source| BindError::Listen { addr, source })?;
     Ok(Bound {
         config: config.clone(),
         listener,
@@ -341,7 +414,7 @@ async fn upgrade(
         conn.gate.clone(),
         MAX_WS_UNAUTHENTICATED,
     );
-    let ws = crate::ws::server(gated, std::mem::take(&mut early)).await;
+    let ws = ws::server(gated, std::mem::take(&mut early)).await;
     Some(Box::new(ws))
 }
 

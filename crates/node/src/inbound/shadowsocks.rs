@@ -39,8 +39,8 @@ use tokio::time::timeout_at;
 use super::state::InboundState;
 use super::{BoxIo, Conn, Ctx, Prefixed, fallback, tcp};
 use crate::config::SsMethod;
-use crate::node::Runtime;
 use crate::outbound::Destination;
+use crate::runtime::Runtime;
 use crate::users::User;
 
 pub(crate) use udp::bind as bind_udp;
@@ -142,7 +142,8 @@ impl Inbound {
             .password
             .as_ref()
             .ok_or("a shadowsocks inbound needs the server key")?;
-        let server_key = crate::config::ss_key(password.expose(), method)?;
+        let server_key =
+            crate::config::ss_key(password.expose(), method).map_err(|e| e.to_string())?;
         let ss_method = ss_method(method);
         let method = ss_method.kind();
         let rt = ctx.shared.runtime();

@@ -14,7 +14,7 @@ use switchyard_proto::socks5::{
 
 use super::udp::Outlet;
 use super::{BoxIo, Conn, Ctx, Header, read_header, tcp};
-use crate::node::Runtime;
+use crate::runtime::Runtime;
 
 fn unspecified() -> Address {
     Address::Ip(SocketAddr::from(([0, 0, 0, 0], 0)))

@@ -2,14 +2,14 @@
 
 use std::net::SocketAddr;
 
+use switchyard_tunnel::pump::relay;
 use tokio::io::AsyncWriteExt;
 
 use super::{BoxIo, Ctx};
 use crate::accounting::now_ms;
-use crate::node::Runtime;
 use crate::outbound::{Destination, Dialer, Plan};
-use crate::relay::relay;
 use crate::route::Network;
+use crate::runtime::Runtime;
 use crate::users::User;
 use switchyard_tunnel::frame::{Network as TunnelNetwork, Open};
 

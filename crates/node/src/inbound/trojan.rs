@@ -4,7 +4,7 @@ use switchyard_proto::trojan::{Command, Request};
 
 use super::udp::{self, Framing};
 use super::{BoxIo, Conn, Ctx, Header, fallback, read_header, tcp};
-use crate::node::Runtime;
+use crate::runtime::Runtime;
 
 pub(crate) async fn serve(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo, mut conn: Conn) {
     let peer = conn.peer;

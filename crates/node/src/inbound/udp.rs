@@ -23,8 +23,8 @@ use switchyard_tunnel::mux::MuxStream;
 use tokio::sync::mpsc;
 
 use crate::accounting::now_ms;
-use crate::node::Runtime;
 use crate::outbound::{Destination, Dialer, Plan};
+use crate::runtime::Runtime;
 
 /// Bytes of undecoded stream data an association may hold: one largest packet and
 /// its framing.
@@ -45,6 +45,77 @@ pub(crate) enum Framing {
     Trojan,
 }
 
+/// Why a UDP association ended in error, or one datagram could not go out (logged).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum UdpError {
+    /// A Trojan UDP packet is malformed.
+    #[error(transparent)]
+    Trojan(#[from] trojan::TrojanError),
+    /// An XUDP frame is malformed.
+    #[error(transparent)]
+    Xudp(#[from] switchyard_proto::xudp::XudpError),
+    /// A Mux.Cool session for TCP.
+    #[error("mux TCP sessions are not supported (only XUDP)")]
+    MuxTcp,
+    /// More than [`MAX_PENDING`] bytes that decode to no packet.
+    #[error("undecodable UDP framing")]
+    Undecodable,
+    /// The association's socket could not be opened.
+    #[error("UDP socket: {0}")]
+    Socket(#[source] io::Error),
+    /// Receiving an answer failed.
+    #[error("UDP receive: {0}")]
+    Receive(#[source] io::Error),
+    /// Writing to the user's stream failed.
+    #[error(transparent)]
+    Stream(io::Error),
+    /// The datagram's route could not be decided.
+    #[error(transparent)]
+    Route(#[from] crate::outbound::DialError),
+    /// The route's tunnel is not running.
+    #[error("tunnel {0} is not running")]
+    TunnelDown(String),
+    /// No stream could be opened in the tunnel.
+    #[error("tunnel {tag}: {source}")]
+    TunnelOpen {
+        /// The tunnel's tag.
+        tag: String,
+        /// Why.
+        source: switchyard_tunnel::pool::PoolError,
+    },
+    /// The datagram could not be sent into the tunnel.
+    #[error("tunnel {tag}: {source}")]
+    TunnelSend {
+        /// The tunnel's tag.
+        tag: String,
+        /// Why.
+        source: switchyard_tunnel::mux::MuxError,
+    },
+    /// The destination resolves to no address.
+    #[error("no address")]
+    NoAddress,
+    /// An IPv6 destination on a node without IPv6.
+    #[error("{0}: no IPv6 on this node")]
+    NoIpv6(SocketAddr),
+    /// Sending an answer back to the client failed (Shadowsocks).
+    #[error("to {client}: {source}")]
+    Reply {
+        /// The client's address.
+        client: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+    /// Sending the datagram failed.
+    #[error("{addr}: {source}")]
+    Send {
+        /// Where to.
+        addr: SocketAddr,
+        /// Why.
+        source: io::Error,
+    },
+}
+
 /// What one decoding step found.
 enum Step<'a> {
     Packet(Destination, &'a [u8], usize),
@@ -53,17 +124,17 @@ enum Step<'a> {
 }
 
 impl Framing {
-    fn decode<'a>(&mut self, buf: &'a [u8]) -> Result<Option<Step<'a>>, String> {
+    fn decode<'a>(&mut self, buf: &'a [u8]) -> Result<Option<Step<'a>>, UdpError> {
         match self {
             Self::Vless { to } => {
                 Ok(vless::parse_udp_packet(buf).map(|(p, used)| Step::Packet(to.clone(), p, used)))
             }
-            Self::Trojan => match trojan::UdpPacket::parse(buf).map_err(|e| e.to_string())? {
+            Self::Trojan => match trojan::UdpPacket::parse(buf)? {
                 Some((p, used)) => Ok(Some(Step::Packet(p.address, p.payload, used))),
                 None => Ok(None),
             },
             Self::Xudp { session, to } => {
-                let Some((frame, used)) = Frame::parse(buf).map_err(|e| e.to_string())? else {
+                let Some((frame, used)) = Frame::parse(buf)? else {
                     return Ok(None);
                 };
                 match frame.status {
@@ -73,7 +144,7 @@ impl Framing {
                 }
                 if let Some(target) = frame.target {
                     if target.network != Network::Udp {
-                        return Err("mux TCP sessions are not supported (only XUDP)".into());
+                        return Err(UdpError::MuxTcp);
                     }
                     if frame.status == Status::New || to.is_none() {
                         *session = frame.session_id;
@@ -146,12 +217,12 @@ impl Outlet {
     }
 
     /// Sends a datagram into the tunnel `tag`, over one UDP stream per association.
-    fn send_tunnel(&mut self, tag: &str, to: &Destination, data: &[u8]) -> Result<(), String> {
+    fn send_tunnel(&mut self, tag: &str, to: &Destination, data: &[u8]) -> Result<(), UdpError> {
         if !self.tunnels.contains_key(tag) {
             let relay = self
                 .relays
                 .get(tag)
-                .ok_or_else(|| format!("tunnel {tag} is not running"))?;
+                .ok_or_else(|| UdpError::TunnelDown(tag.to_owned()))?;
             let open = Open {
                 network: TunnelNetwork::Udp,
                 user: self.user.clone(),
@@ -159,15 +230,21 @@ impl Outlet {
             };
             let stream = relay
                 .open(open, now_ms())
-                .map_err(|e| format!("tunnel {tag}: {e}"))?;
+                .map_err(|source| UdpError::TunnelOpen {
+                    tag: tag.to_owned(),
+                    source,
+                })?;
             self.tunnels.insert(tag.to_owned(), Arc::new(stream));
         }
         let stream = &self.tunnels[tag];
         match stream.send_to(to, data) {
             Ok(_) => Ok(()),
-            Err(e) => {
+            Err(source) => {
                 self.tunnels.remove(tag);
-                Err(format!("tunnel {tag}: {e}"))
+                Err(UdpError::TunnelSend {
+                    tag: tag.to_owned(),
+                    source,
+                })
             }
         }
     }
@@ -182,14 +259,10 @@ impl Outlet {
         dialer: &Dialer,
         to: &Destination,
         data: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), UdpError> {
         let addr = match self.resolved.get(to) {
             Some(a) => *a,
-            None => match dialer
-                .plan(to, crate::route::Network::Udp)
-                .await
-                .map_err(|e| e.to_string())?
-            {
+            None => match dialer.plan(to, crate::route::Network::Udp).await? {
                 Plan::Tunnel(tag) => {
                     let fresh = !self.tunnels.contains_key(&tag);
                     self.send_tunnel(&tag, to, data)?;
@@ -199,7 +272,7 @@ impl Outlet {
                     return Ok(());
                 }
                 Plan::Direct(addrs) => {
-                    let a = *addrs.first().ok_or("no address")?;
+                    let a = *addrs.first().ok_or(UdpError::NoAddress)?;
                     if self.resolved.len() >= MAX_RESOLVED {
                         self.resolved.clear();
                     }
@@ -210,14 +283,14 @@ impl Outlet {
         };
         let addr = match (self.v6, addr.ip()) {
             (true, IpAddr::V4(v4)) => SocketAddr::new(IpAddr::V6(v4.to_ipv6_mapped()), addr.port()),
-            (false, IpAddr::V6(_)) => return Err(format!("{addr}: no IPv6 on this node")),
+            (false, IpAddr::V6(_)) => return Err(UdpError::NoIpv6(addr)),
             _ => addr,
         };
         self.socket
             .send_to(data, addr)
             .await
             .map(|_| ())
-            .map_err(|e| format!("{addr}: {e}"))
+            .map_err(|source| UdpError::Send { addr, source })
     }
 
     /// Copies a tunnel stream's datagrams into the association's queue (dropping when
@@ -324,11 +397,11 @@ pub(crate) async fn associate(
     user: &str,
     admission: &Admission,
     cancel: &CancellationToken,
-) -> Result<(), String> {
+) -> Result<(), UdpError> {
     let (dialer, idle) = (&rt.dialer, rt.idle_timeout);
     let mut outlet = Outlet::open(user, &rt.relays)
         .await
-        .map_err(|e| format!("UDP socket: {e}"))?;
+        .map_err(UdpError::Socket)?;
     let mut pending = first;
     let mut chunk = vec![0u8; 16 * 1024];
     let mut datagram = vec![0u8; 65_536];
@@ -353,7 +426,7 @@ pub(crate) async fn associate(
         }
         pending.drain(..at);
         if pending.len() > MAX_PENDING {
-            return Err("undecodable UDP framing".into());
+            return Err(UdpError::Undecodable);
         }
         tokio::select! {
             r = stream.read(&mut chunk) => match r {
@@ -364,7 +437,7 @@ pub(crate) async fn associate(
                 }
             },
             r = outlet.recv(&mut datagram) => {
-                let (n, from) = r.map_err(|e| format!("UDP receive: {e}"))?;
+                let (n, from) = r.map_err(UdpError::Receive)?;
                 if let Framing::Vless { to } = &framing
                     && outlet.resolved.get(to).is_some_and(|a| a.ip() != from.ip() && !a.ip().is_unspecified())
                 {
@@ -372,8 +445,8 @@ pub(crate) async fn associate(
                 }
                 out.clear();
                 framing.encode(from, &datagram[..n], &mut out);
-                stream.write_all(&out).await.map_err(|e| e.to_string())?;
-                stream.flush().await.map_err(|e| e.to_string())?;
+                stream.write_all(&out).await.map_err(UdpError::Stream)?;
+                stream.flush().await.map_err(UdpError::Stream)?;
                 admission.add(0, n as u64);
                 last = Instant::now();
             }

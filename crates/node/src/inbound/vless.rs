@@ -7,7 +7,7 @@ use super::udp::{self, Framing};
 use super::vision::{RawTls, Vision};
 use super::{BoxIo, Conn, Ctx, Header, fallback, read_header, tcp};
 use crate::config::Flow as InboundFlow;
-use crate::node::Runtime;
+use crate::runtime::Runtime;
 use crate::users::User;
 
 /// The response header: version 0, no addons.

@@ -14,11 +14,12 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::{ApplyError, LAST_GOOD, Node, Running, Runtime, lock};
+use super::{ApplyError, LAST_GOOD, Node, Running, lock};
 use crate::accounting::now_ms;
 use crate::config::{InboundConfig, NodeConfig, Security, TlsSource, TunnelConfig, UserConfig};
 use crate::inbound::reality::Reality;
-use crate::inbound::{self, Bound, Layer};
+use crate::inbound::{self, Bound, InboundError, Layer};
+use crate::runtime::Runtime;
 use crate::state::{self, StateError};
 use crate::tls::{self, Certificate};
 use crate::tunnels;
@@ -54,9 +55,9 @@ fn users_to_close(old: &[UserConfig], new: &[UserConfig]) -> HashSet<String> {
 /// The files a config needs, read and checked (or what is wrong with them).
 struct Files {
     /// By inbound tag, for TLS inbounds.
-    certificates: HashMap<String, Result<tls::Loaded, String>>,
+    certificates: HashMap<String, Result<tls::Loaded, tls::CertificateError>>,
     /// By tunnel name.
-    tunnels: HashMap<String, Result<tunnels::Prepared, String>>,
+    tunnels: HashMap<String, Result<tunnels::Prepared, tunnels::TunnelError>>,
 }
 
 /// Reads every file `config` names. Blocks.
@@ -72,7 +73,7 @@ fn read_files(config: &NodeConfig) -> Files {
                     Some(TlsSource::Inline { cert_pem, key_pem }) => {
                         tls::load_inline(cert_pem, key_pem.expose(), &ib.tag)
                     }
-                    None => Err("security: neither PEM files nor inline PEM".to_owned()),
+                    None => Err(tls::CertificateError::NoSource),
                 },
             )),
             Security::None | Security::Reality { .. } => None,
@@ -100,10 +101,10 @@ fn same_files(a: &TunnelConfig, b: &TunnelConfig) -> bool {
     files(a) == files(b)
 }
 
-fn tunnel_error(t: &TunnelConfig) -> impl FnOnce(String) -> ApplyError + '_ {
+fn tunnel_error(t: &TunnelConfig) -> impl FnOnce(tunnels::TunnelError) -> ApplyError + '_ {
     move |problem| ApplyError::Tunnel {
         name: t.name.clone(),
-        problem,
+        problem: Box::new(problem),
     }
 }
 
@@ -180,15 +181,15 @@ impl Node {
             if unchanged {
                 continue;
             }
-            let inbound_error = |problem| ApplyError::Inbound {
+            let inbound_error = |problem: InboundError| ApplyError::Inbound {
                 tag: ib.tag.clone(),
-                problem,
+                problem: Box::new(problem),
             };
             let layer = match files.certificates.remove(&ib.tag) {
-                Some(Err(problem)) => return Err(inbound_error(problem)),
+                Some(Err(problem)) => return Err(inbound_error(problem.into())),
                 Some(Ok(loaded)) => {
                     let c = Certificate::new(loaded);
-                    let acceptor = c.acceptor().map_err(inbound_error)?;
+                    let acceptor = c.acceptor().map_err(|e| inbound_error(e.into()))?;
                     certificates.insert(ib.tag.clone(), c);
                     Layer::Tls(acceptor)
                 }
@@ -198,12 +199,18 @@ impl Node {
                     } => {
                         let state = self.shared.inbound_states.get(&ib.tag);
                         let replay = state.reality_replay(*max_time_diff_ms, now_ms());
-                        Layer::Reality(Reality::build(ib, replay).map_err(inbound_error)?)
+                        Layer::Reality(
+                            Reality::build(ib, replay).map_err(|e| inbound_error(e.into()))?,
+                        )
                     }
                     _ => Layer::Plain,
                 },
             };
-            bound.push(inbound::bind(ib, layer).await.map_err(inbound_error)?);
+            bound.push(
+                inbound::bind(ib, layer)
+                    .await
+                    .map_err(|e| inbound_error(e.into()))?,
+            );
         }
 
         // 2. Tunnel halves (see `swap_tunnels`).
@@ -236,12 +243,7 @@ impl Node {
             }
         }
         let relays = tunnels::relays(&running.tunnels);
-        *self
-            .shared
-            .runtime
-            .write()
-            .unwrap_or_else(|p| p.into_inner()) =
-            std::sync::Arc::new(Runtime::from_config(&new, relays));
+        self.shared.set_runtime(Runtime::from_config(&new, relays));
         self.metrics_without_token.store(
             new.control.metrics_without_token,
             std::sync::atomic::Ordering::Relaxed,
@@ -399,7 +401,10 @@ impl Node {
             let result = match state::blocking(move || tunnels::prepare(&for_files)).await {
                 Ok(Ok(p)) => tunnels::start(&c, p, &self.shared).await,
                 Ok(Err(problem)) => Err(problem),
-                Err(e) => Err(e.to_string()),
+                Err(e) => {
+                    tracing::error!(tunnel = %c.name, "could not be started again: {e}");
+                    continue;
+                }
             };
             match result {
                 Ok(half) => {

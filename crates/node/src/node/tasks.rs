@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{JOURNAL_EVERY, Node, Shared};
+use super::{JOURNAL_EVERY, Node};
+use crate::runtime::Shared;
 use crate::supervise::supervise;
 
 /// Starts the throughput sampler and the journal's flusher.

@@ -26,7 +26,8 @@ use super::AppState;
 pub use super::client::ClientIp;
 use super::problem::{ApiError, Body, Id};
 use crate::model::Admin;
-use crate::service::{hash_token, random_token};
+use crate::service::random_token;
+use crate::store::token_hash::hash_token;
 use crate::store::{ApiToken, NewSession, TokenScope};
 
 /// The session cookie's name.
@@ -335,7 +336,7 @@ pub async fn setup(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Json<Setup>, ApiError> {
-    let file = state.config().data_dir.join(crate::run::PASSWORD_FILE);
+    let file = state.config().data_dir.join(crate::config::PASSWORD_FILE);
     let logged_in = match cookie(&headers, COOKIE) {
         Some(id) => state
             .store()
@@ -345,7 +346,9 @@ pub async fn setup(
         None => false,
     };
     Ok(Json(Setup {
-        password_file: file.exists().then(|| crate::run::PASSWORD_FILE.to_owned()),
+        password_file: file
+            .exists()
+            .then(|| crate::config::PASSWORD_FILE.to_owned()),
         logged_in,
     }))
 }

@@ -16,7 +16,6 @@ pub mod problem;
 pub mod resources;
 pub mod routes;
 pub mod subscription;
-pub mod topology;
 pub mod tunnels;
 pub mod users;
 
@@ -30,11 +29,12 @@ use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
 use crate::config::PanelConfig;
+use crate::metrics::Metrics;
 use crate::model::HealthSettings;
+use crate::proxies::TrustedProxies;
 use crate::service::Service;
 use crate::store::{Changes, Store};
-pub use metrics::{Metrics, PushOutcome, StatsRefusal};
-use topology::Topology;
+use crate::subscription::topology::Topology;
 
 /// Turns a join secret into the token a node is given (the panel's channel address and
 /// certificate pin around the secret).
@@ -45,7 +45,7 @@ struct Inner {
     config: PanelConfig,
     limiter: login_limit::LoginLimiter,
     password_checks: login_limit::PasswordChecks,
-    trusted_proxies: client::TrustedProxies,
+    trusted_proxies: TrustedProxies,
     dummy_hash: String,
     join: JoinEncoder,
     metrics: Arc<Metrics>,
@@ -86,7 +86,7 @@ impl AppState {
         );
         // Validated with the config; a bad entry here trusts nobody.
         let trusted_proxies =
-            client::TrustedProxies::parse(&config.http.trusted_proxies).unwrap_or_default();
+            TrustedProxies::parse(&config.http.trusted_proxies).unwrap_or_default();
         Self(Arc::new(Inner {
             service: Service::new(store),
             fetches: crate::subscription::limit::FetchLimiter::new(
@@ -119,7 +119,7 @@ impl AppState {
 
     /// Now, Unix ms.
     pub fn now(&self) -> i64 {
-        switchyard_node::accounting::now_ms()
+        crate::clock::now_ms()
     }
 
     /// The store.
@@ -148,7 +148,7 @@ impl AppState {
     }
 
     /// The reverse proxies whose `X-Forwarded-For` is believed.
-    pub fn trusted_proxies(&self) -> &client::TrustedProxies {
+    pub fn trusted_proxies(&self) -> &TrustedProxies {
         &self.0.trusted_proxies
     }
 

@@ -142,6 +142,14 @@ impl From<ServiceError> for ApiError {
         match e {
             ServiceError::Invalid(f) => Self::field(f),
             ServiceError::Store(s) => s.into(),
+            ServiceError::TunnelCertificate(_) => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the tunnel's certificate could not be issued",
+            ),
+            ServiceError::TunnelKeys(_) => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the tunnel's REALITY keys could not be made",
+            ),
             other => Self::internal(&other),
         }
     }

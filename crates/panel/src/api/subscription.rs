@@ -2,7 +2,7 @@
 //!
 //! One entry per non-empty route of every cluster the user sees, cluster by cluster,
 //! in route order: the inbound the route's balancer chose for this user
-//! ([`crate::subscription::choice`]), named after the route (its flag first, made
+//! ([`crate::subscription::choice`], [`crate::subscription::entries`]), named after the route (its flag first, made
 //! unique in the subscription: [`crate::subscription::names`]) and carrying the
 //! route's id, so a client keeps the entry's identity when the balancer moves the
 //! user; the choice is remembered per (user, route), so the next fetch keeps it while
@@ -24,34 +24,32 @@
 //! token is a plain 404; the token is looked up by its hash and compared in constant
 //! time (see the store).
 //!
-//! Everything but the user and their sticky choices comes from [`super::topology`]'s
-//! cache, so a request costs one read (the user with their sticky choices, by the
-//! token's hash) plus one write when a choice changes.
-
-use std::collections::HashMap;
+//! Everything but the user and their sticky choices comes from
+//! [`crate::subscription::topology`]'s cache, so a request costs one read (the user
+//! with their sticky choices, by the token's hash) plus one write when a choice
+//! changes. The entries are built by [`crate::subscription::entries`], the refusals
+//! decided by [`crate::subscription::refusal`]; this handler parses the request and
+//! writes the answer.
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use switchyard_balance::Settings;
-use switchyard_proto::entry::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
 use utoipa::IntoParams;
 
 use super::AppState;
 use super::problem::{ApiError, Id, Problem, Query};
 use crate::config::WithoutHwid;
-use crate::model::{
-    Credentials, FieldError, Inbound, InboundSecrets, InboundSecurity, InboundTransport, Protocol,
-    Server, TlsCertificate, User, UserStatus,
-};
-use crate::service::ss_user_key;
-use crate::store::{DeviceOutcome, DeviceSeen, Subscriber};
-use crate::subscription::agents::{Format, format_for};
-use crate::subscription::choice::{Pool, pick, previous};
+use crate::model::FieldError;
+use crate::store::{DeviceSeen, Subscriber};
+use crate::subscription::agents::{AgentRule, Format, format_for};
+use crate::subscription::body::app_body;
+use crate::subscription::entries::{Sources, entries};
 use crate::subscription::headers::SubscriptionHeaders;
+use crate::subscription::limit;
 use crate::subscription::page::{Page, PageLink, render};
-use crate::subscription::{limit, names};
+use crate::subscription::refusal::{Refusal, refusal};
 
 /// The longest `x-hwid` (and device os/model) taken, in bytes.
 const MAX_DEVICE_TEXT: usize = 256;
@@ -77,7 +75,7 @@ pub enum Wanted {
 pub fn negotiate(
     query: Option<&str>,
     headers: &HeaderMap,
-    rules: &[crate::subscription::agents::AgentRule],
+    rules: &[AgentRule],
 ) -> Result<Wanted, ApiError> {
     if let Some(q) = query {
         return Format::parse(q).map(Wanted::Format).ok_or_else(|| {
@@ -100,191 +98,9 @@ pub fn negotiate(
     Ok(Wanted::Format(format_for(&text(header::USER_AGENT), rules)))
 }
 
-/// The entry for `inbound` on `server` as `user` should use it. A self-signed
-/// certificate is pinned in every format that can carry a pin (sing-box, Clash, Xray);
-/// share links cannot, so they say `allowInsecure=1`. A REALITY inbound's entry has
-/// its first server name as SNI, its fingerprint, public key and first short id.
-pub fn entry(
-    inbound: &Inbound,
-    secrets: &InboundSecrets,
-    server: &Server,
-    credentials: &Credentials,
-    format: Format,
-) -> Option<Entry> {
-    let host = inbound
-        .host
-        .clone()
-        .unwrap_or_else(|| server.address.clone());
-    let protocol = match inbound.protocol {
-        Protocol::Vless => EntryProtocol::Vless {
-            uuid: credentials.vless_uuid.clone(),
-            flow: inbound.flow.map(|f| f.as_str().to_owned()),
-        },
-        Protocol::Trojan => EntryProtocol::Trojan {
-            password: credentials.trojan_password.clone(),
-        },
-        Protocol::Shadowsocks => {
-            let method = inbound.method.clone()?;
-            let user = ss_user_key(credentials, &method)?;
-            // SIP022's identity headers (`serverKey:userKey`) are for the AES methods
-            // only: a ChaCha client's password is its user key alone, which is what
-            // the node tries users' keys against (and sing-box refuses the pair).
-            let password = if method == "2022-blake3-chacha20-poly1305" {
-                user
-            } else {
-                format!("{}:{user}", secrets.ss_server_key.as_deref()?)
-            };
-            EntryProtocol::Shadowsocks { password, method }
-        }
-    };
-    let transport = match &inbound.transport {
-        InboundTransport::Tcp => EntryTransport::Tcp,
-        InboundTransport::Ws { path, host } => EntryTransport::Ws {
-            path: path.clone(),
-            host: host.clone(),
-        },
-    };
-    let tls = match &inbound.security {
-        InboundSecurity::None => None,
-        InboundSecurity::Tls { certificate } => {
-            let self_signed = *certificate == TlsCertificate::SelfSigned;
-            let links = format == Format::Links;
-            Some(EntryTls {
-                server_name: Some(inbound.sni.clone().unwrap_or_else(|| host.clone())),
-                insecure: self_signed && links,
-                certificate_pem: if self_signed && !links {
-                    secrets.tls_cert_pem.clone()
-                } else {
-                    None
-                },
-                ..EntryTls::default()
-            })
-        }
-        // The client's SNI is the target's first name, its short id the first one.
-        InboundSecurity::Reality {
-            server_names,
-            short_ids,
-            fingerprint,
-            ..
-        } => Some(EntryTls {
-            server_name: server_names.first().cloned(),
-            fingerprint: Some(fingerprint.clone()),
-            reality: Some(EntryReality {
-                public_key: inbound.reality_public_key.clone()?,
-                short_id: short_ids.first().cloned().unwrap_or_default(),
-            }),
-            ..EntryTls::default()
-        }),
-    };
-    Some(Entry {
-        name: inbound.name.clone(),
-        server: host,
-        port: inbound.port,
-        protocol,
-        transport,
-        tls,
-        route: None,
-    })
-}
-
-/// The entries of `user`'s subscription: every route's choice, from the cached
-/// topology; changed choices are remembered.
-async fn entries(
-    state: &AppState,
-    user: &User,
-    credentials: &Credentials,
-    sticky: &[(i64, i64)],
-    format: Format,
-) -> Result<Vec<Entry>, ApiError> {
-    let now = state.now();
-    let view = state.topology().view(now).await?;
-    let sticky: HashMap<i64, i64> = sticky.iter().copied().collect();
-    let settings = Settings {
-        hysteresis: f64::from(state.config().subscription.hysteresis_percent) / 100.0,
-    };
-    let mut out = Vec::new();
-    let mut changed = Vec::new();
-    for cluster in view.iter() {
-        if let Some(allowed) = &user.clusters
-            && !allowed.contains(&cluster.id)
-        {
-            continue;
-        }
-        let pool = Pool {
-            inbounds: &cluster.inbounds,
-            servers: &cluster.servers,
-            now_ms: now,
-            health: state.health(),
-        };
-        for route in cluster.routes.iter().filter(|r| !r.inbound_ids.is_empty()) {
-            let last = sticky.get(&route.id).copied();
-            let prev = previous(last, user.online_ms, now);
-            let Some(p) = pick(route, pool, prev, &settings) else {
-                continue;
-            };
-            if last != Some(p.inbound.id) {
-                changed.push((route.id, p.inbound.id));
-            }
-            if let Some(mut e) = entry(p.inbound, p.secrets, p.server, credentials, format) {
-                // The entry is the route, whichever inbound stands for it today.
-                e.name = names::label(&route.name, route.flag.as_deref());
-                e.route = Some(route.id.to_string());
-                out.push(e);
-            }
-        }
-    }
-    names::make_unique(&mut out);
-    if let Err(e) = state.store().put_sticky(user.id, &changed, now).await {
-        // The answer is right without it; the next fetch chooses again.
-        tracing::warn!(user = user.id, "remembering route choices: {e}");
-    }
-    Ok(out)
-}
-
-/// Why a user gets no servers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Refusal {
-    Status(UserStatus),
-    Devices(u32),
-    NoHwid,
-}
-
-impl Refusal {
-    /// Appended to the title.
-    fn title(&self) -> &'static str {
-        match self {
-            Self::Status(UserStatus::Disabled) => "disabled",
-            Self::Status(UserStatus::Limited) => "traffic limit reached",
-            Self::Status(UserStatus::Expired) => "expired",
-            Self::Status(_) => "unavailable",
-            Self::Devices(_) => "device limit reached",
-            Self::NoHwid => "device not identified",
-        }
-    }
-
-    /// The `announce` apps show.
-    fn announce(&self) -> String {
-        match self {
-            Self::Status(UserStatus::Disabled) => "Your subscription is disabled.".into(),
-            Self::Status(UserStatus::Limited) => {
-                "You have used all the traffic of this period.".into()
-            }
-            Self::Status(UserStatus::Expired) => "Your subscription has expired.".into(),
-            Self::Status(_) => "Your subscription is unavailable.".into(),
-            Self::Devices(n) => format!(
-                "This subscription is already used on {n} device(s), its limit; \
-                 ask for a device to be removed."
-            ),
-            Self::NoHwid => "This app does not identify the device; use an app that sends x-hwid \
-                 (Happ, v2RayTun, FlClashX...)."
-                .into(),
-        }
-    }
-}
-
 /// A header's text, if present; over [`MAX_DEVICE_TEXT`] or not visible ASCII is a
 /// 400 naming the header.
-fn device_text(headers: &HeaderMap, name: &'static str) -> Result<Option<String>, ApiError> {
+fn device_text(headers: &HeaderMap, name: &'static str) -> Result<Option<String>, FieldError> {
     let Some(v) = headers.get(name) else {
         return Ok(None);
     };
@@ -293,31 +109,20 @@ fn device_text(headers: &HeaderMap, name: &'static str) -> Result<Option<String>
             let s = s.trim();
             Ok((!s.is_empty()).then(|| s.to_owned()))
         }
-        _ => Err(ApiError::field(FieldError::new(
+        _ => Err(FieldError::new(
             name,
             format!("must be at most {MAX_DEVICE_TEXT} bytes of visible ASCII"),
-        ))),
+        )),
     }
 }
 
-/// Whether this fetch may have servers: the user's status, then their device limit.
-async fn refusal(
-    state: &AppState,
-    user: &User,
-    headers: &HeaderMap,
-) -> Result<Option<Refusal>, ApiError> {
-    if matches!(
-        user.status,
-        UserStatus::Disabled | UserStatus::Limited | UserStatus::Expired
-    ) {
-        return Ok(Some(Refusal::Status(user.status)));
-    }
+/// The device the request names: none without `x-hwid`; a bad device header is an
+/// error naming it.
+fn device(headers: &HeaderMap) -> Result<Option<DeviceSeen>, FieldError> {
     let Some(hwid) = device_text(headers, "x-hwid")? else {
-        let refuse = user.device_limit.is_some()
-            && state.config().subscription.without_hwid == WithoutHwid::Refuse;
-        return Ok(refuse.then_some(Refusal::NoHwid));
+        return Ok(None);
     };
-    let seen = DeviceSeen {
+    Ok(Some(DeviceSeen {
         hwid,
         os: device_text(headers, "x-device-os")?,
         model: device_text(headers, "x-device-model")?,
@@ -325,15 +130,7 @@ async fn refusal(
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
             .map(|s| s.chars().take(MAX_DEVICE_TEXT).collect()),
-    };
-    let outcome = state
-        .store()
-        .register_device(user.id, &seen, user.device_limit, state.now())
-        .await?;
-    Ok(match (outcome, user.device_limit) {
-        (DeviceOutcome::OverLimit, Some(n)) => Some(Refusal::Devices(n)),
-        _ => None,
-    })
+    }))
 }
 
 /// `429` with `Retry-After` for a token that fetched too often.
@@ -386,13 +183,25 @@ pub async fn subscription(
         return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription"));
     };
     state.fetches().take(&key, now).map_err(too_many_fetches)?;
-    let refused = refusal(&state, &user, &headers).await?;
+    let refuse_without_hwid = settings.without_hwid == WithoutHwid::Refuse;
+    let store = state.store().as_ref();
+    let refused = refusal(store, &user, device(&headers), refuse_without_hwid, now).await?;
     let format = match wanted {
         Wanted::Format(f) => f,
         Wanted::Page => Format::Links,
     };
     let entries = match &refused {
-        None => entries(&state, &user, &credentials, &sticky, format).await?,
+        None => {
+            let from = Sources {
+                topology: state.topology(),
+                store,
+                health: state.health(),
+                settings: Settings {
+                    hysteresis: f64::from(settings.hysteresis_percent) / 100.0,
+                },
+            };
+            entries(from, &user, &credentials, &sticky, format, now).await?
+        }
         Some(_) => Vec::new(),
     };
     let title = match &refused {
@@ -430,42 +239,10 @@ pub async fn subscription(
             };
             (render(&page), "text/html; charset=utf-8", "switchyard.html")
         }
-        Wanted::Format(Format::SingBox) => {
-            let options = switchyard_proto::singbox::SingBoxOptions {
-                group_name: settings.title.clone(),
-                ..Default::default()
-            };
-            let config = switchyard_proto::singbox::ClientConfig::new(&entries, &options);
-            (
-                serde_json::to_string(&config).unwrap_or_default(),
-                "application/json; charset=utf-8",
-                "switchyard.json",
-            )
+        Wanted::Format(f) => {
+            let b = app_body(f, &entries, &settings.title);
+            (b.text, b.content_type, b.file_name)
         }
-        Wanted::Format(Format::Clash) => {
-            let options = switchyard_proto::clash::ClashOptions {
-                group_name: settings.title.clone(),
-                ..Default::default()
-            };
-            (
-                switchyard_proto::clash::client_config(&entries, &options),
-                "text/yaml; charset=utf-8",
-                "switchyard.yaml",
-            )
-        }
-        Wanted::Format(Format::Xray) => {
-            let configs = switchyard_proto::xray::client_configs(&entries, &Default::default());
-            (
-                serde_json::to_string(&configs).unwrap_or_default(),
-                "application/json; charset=utf-8",
-                "switchyard.json",
-            )
-        }
-        Wanted::Format(Format::Links) => (
-            switchyard_proto::share::subscription_base64(&entries),
-            "text/plain; charset=utf-8",
-            "switchyard.txt",
-        ),
     };
     let mut response = (StatusCode::OK, body).into_response();
     let h = response.headers_mut();

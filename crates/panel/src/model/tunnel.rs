@@ -13,8 +13,8 @@ use utoipa::ToSchema;
 
 use super::{FieldError, Id, check_host};
 
-/// Most profiles of one tunnel.
-pub const MAX_PROFILES: usize = 8;
+/// Most profiles of one tunnel: the node's rule.
+pub use switchyard_config::MAX_PROFILES;
 /// Most links an origin keeps per profile.
 pub const MAX_LINKS: usize = 16;
 /// Links an origin keeps on a profile that names none (and the tunnel none either).
@@ -466,7 +466,10 @@ impl TunnelInput {
             return Err(FieldError::new("window_mib", "must be 1 to 64 (MiB)"));
         }
         if self.profiles.is_empty() || self.profiles.len() > MAX_PROFILES {
-            return Err(FieldError::new("profiles", "a tunnel has 1 to 8 profiles"));
+            return Err(FieldError::new(
+                "profiles",
+                format!("a tunnel has 1 to {MAX_PROFILES} profiles"),
+            ));
         }
         for (i, p) in self.profiles.iter().enumerate() {
             check_profile(&format!("profiles[{i}]"), p)?;
@@ -677,6 +680,49 @@ fn check_cidr(field: &str, cidr: &str) -> Result<(), FieldError> {
     match len.parse::<u8>() {
         Ok(n) if n <= max => Ok(()),
         _ => Err(bad()),
+    }
+}
+
+/// The certificate the panel issued for a tunnel: what its listening half presents.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TunnelCertificate {
+    /// The certificate (PEM).
+    pub cert_pem: String,
+    /// Its private key (PEM). A secret: never in the API, never in a log.
+    pub key_pem: String,
+    /// Its pin (`cert:<hex>`), what the dialing half accepts.
+    pub pin: String,
+}
+
+impl std::fmt::Debug for TunnelCertificate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TunnelCertificate")
+            .field("pin", &self.pin)
+            .field("key_pem", &switchyard_proto::entry::REDACTED)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The REALITY key pair and short id the panel made for a tunnel: what its REALITY
+/// profiles run with. The listening half holds the private key, both halves the
+/// public key and short id.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TunnelRealityKeys {
+    /// The X25519 private key (base64url). A secret: never in the API, never in a log.
+    pub private_key: String,
+    /// Its public key (base64url), shown in the tunnel's answers.
+    pub public_key: String,
+    /// The short id (8 random bytes, hex) the dialing side presents.
+    pub short_id: String,
+}
+
+impl std::fmt::Debug for TunnelRealityKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TunnelRealityKeys")
+            .field("public_key", &self.public_key)
+            .field("short_id", &self.short_id)
+            .field("private_key", &switchyard_proto::entry::REDACTED)
+            .finish()
     }
 }
 

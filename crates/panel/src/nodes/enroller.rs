@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use switchyard_channel::enroll::{EnrollRefused, EnrollRequest, Enroller};
 use switchyard_tunnel::link::pin::Pin;
 
-use crate::service::hash_token;
+use crate::store::token_hash::hash_token;
 use crate::store::{JoinRefusal, Store, StoreError};
 
 /// The panel's [`Enroller`].
@@ -44,7 +44,7 @@ fn unavailable(e: impl std::fmt::Display) -> EnrollRefused {
 #[switchyard_channel::async_trait]
 impl Enroller for StoreEnroller {
     async fn enroll(&self, request: EnrollRequest) -> Result<String, EnrollRefused> {
-        let now = switchyard_node::accounting::now_ms();
+        let now = crate::clock::now_ms();
         let hash = hash_token(request.secret.expose());
         match self
             .store

@@ -152,7 +152,7 @@ impl std::fmt::Debug for Forwarder {
 }
 
 fn now_ms() -> i64 {
-    switchyard_node::accounting::now_ms()
+    crate::clock::now_ms()
 }
 
 impl Forwarder {

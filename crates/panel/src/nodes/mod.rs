@@ -16,11 +16,18 @@
 //!
 //! A node keeps serving its last config while the panel is away; when its channel
 //! returns, step 2 catches it up.
+//!
+//! This module holds the channels and wires each one's loop; the steps live beside
+//! it: the push (`push.rs`), the stats round (`stats.rs`), the roll-outs a round
+//! confirms (`rollout.rs`), and what the API asks about tunnels ([`tunnel_status`]).
 
 mod enroller;
 pub mod forward;
+mod push;
 mod recent;
+mod rollout;
 mod stats;
+pub mod tunnel_status;
 mod usage;
 
 use std::collections::HashMap;
@@ -34,12 +41,11 @@ use switchyard_channel::NodeChannel;
 use tokio_util::sync::CancellationToken;
 
 pub use enroller::StoreEnroller;
-pub use recent::{RecentUsers, WINDOW_MS};
+pub use recent::RecentUsers;
 
-use crate::api::{Metrics, PushOutcome};
+use crate::metrics::Metrics;
 use crate::model::{Health, HealthSettings, Id, Observation};
-use crate::render::render;
-use crate::store::{Changes, ServerReport, ServerSnapshot, Store, StoreError};
+use crate::store::{Changes, ServerReport, Store, StoreError};
 
 /// The capacity estimator's settings (half-life 24 h, floor 1 Mbit/s for a minute).
 const ESTIMATOR: EstimatorSettings = EstimatorSettings {
@@ -71,7 +77,7 @@ impl std::fmt::Debug for Nodes {
 }
 
 fn now_ms() -> i64 {
-    switchyard_node::accounting::now_ms()
+    crate::clock::now_ms()
 }
 
 #[derive(Deserialize)]
@@ -399,34 +405,12 @@ impl Nodes {
             .server_snapshot(id, now)
             .await
             .map_err(|e| format!("reading the server from the database: {e}"))?;
-        let mut runs_desired = false;
-        match render(&snapshot, now) {
-            Ok(desired) if Some(desired.version) != status.version => {
-                let body = serde_json::to_vec(&desired).unwrap_or_default();
-                let started = Instant::now();
-                match channel.request(Method::PUT, "/v1/config", Some(body)).await {
-                    Ok((s, _)) if s.is_success() => {
-                        self.metrics.push(started.elapsed(), PushOutcome::Applied);
-                        parts.config_version = Some(desired.version);
-                        runs_desired = true;
-                        tracing::info!(server = id, version = desired.version, "config applied");
-                    }
-                    Ok((s, body)) => {
-                        self.metrics.push(started.elapsed(), PushOutcome::Refused);
-                        tracing::warn!(server = id, status = %s, "the node refused its config: {}", String::from_utf8_lossy(&body));
-                    }
-                    Err(e) => {
-                        self.metrics.push(started.elapsed(), PushOutcome::Failed);
-                        return Err(format!("pushing the config: {e}"));
-                    }
-                }
-            }
-            Ok(_) => runs_desired = true,
-            Err(e) => tracing::error!("{e}"),
-        }
-        if runs_desired {
-            self.confirm_pins(id, &snapshot).await;
-            self.confirm_credentials(id, &snapshot).await;
+        if let Some(version) = self
+            .push(id, channel, &snapshot, status.version, now)
+            .await?
+        {
+            parts.config_version = Some(version);
+            self.confirm_runs(id, &snapshot).await;
         }
         // What a node says is bounded by what a server can be: no more users online
         // than its config has, no more throughput than the line rate (stats.rs).
@@ -434,60 +418,8 @@ impl Nodes {
         let rate = stats::LINE_RATE_BYTES_PER_MS.saturating_mul(1000);
         parts.throughput = (parts.throughput.0.min(rate), parts.throughput.1.min(rate));
         parts.online = self.collect(id, channel, &snapshot, now).await?;
-        parts.tunnel_bytes = relayed_bytes(id, channel, &snapshot).await;
+        parts.tunnel_bytes = stats::relayed_bytes(id, channel, &snapshot).await;
         Ok(parts)
-    }
-
-    /// The node runs its desired config, so the current pin of every tunnel it is in:
-    /// tells the store, which ends a re-issue's overlap once every server of the
-    /// tunnel does.
-    async fn confirm_pins(&self, id: Id, snapshot: &ServerSnapshot) {
-        let pins: Vec<(Id, String)> = snapshot
-            .tunnels
-            .iter()
-            .filter(|t| t.tunnel.enabled && t.tunnel.previous_pin.is_some())
-            .map(|t| (t.tunnel.id, t.certificate.pin.clone()))
-            .collect();
-        if pins.is_empty() {
-            return;
-        }
-        match self.store.confirm_tunnel_pins(id, &pins).await {
-            Ok(ended) => {
-                for tunnel in ended {
-                    tracing::info!(
-                        tunnel,
-                        "every server of the tunnel runs its re-issued certificate: the previous pin is dropped"
-                    );
-                }
-            }
-            Err(e) => tracing::warn!(server = id, "recording the tunnel pins it runs: {e}"),
-        }
-    }
-
-    /// The node runs its desired config, so the current credentials of every tunnel it
-    /// is in: tells the store, which ends a rotation's overlap once every server of the
-    /// tunnel does.
-    async fn confirm_credentials(&self, id: Id, snapshot: &ServerSnapshot) {
-        let epochs: Vec<(Id, i64)> = snapshot
-            .tunnels
-            .iter()
-            .filter(|t| t.tunnel.enabled && t.tunnel.previous_credential_epoch.is_some())
-            .map(|t| (t.tunnel.id, t.tunnel.credential_epoch))
-            .collect();
-        if epochs.is_empty() {
-            return;
-        }
-        match self.store.confirm_tunnel_credentials(id, &epochs).await {
-            Ok(ended) => {
-                for tunnel in ended {
-                    tracing::info!(
-                        tunnel,
-                        "every server of the tunnel runs its rotated credentials: the previous ones are dropped"
-                    );
-                }
-            }
-            Err(e) => tracing::warn!(server = id, "recording the tunnel credentials it runs: {e}"),
-        }
     }
 }
 
@@ -505,47 +437,6 @@ struct ReportParts {
     /// The payload counters of the tunnels this server relays, by tunnel id (none:
     /// the node did not answer).
     tunnel_bytes: Option<Vec<(Id, u64)>>,
-}
-
-/// The payload counters of the enabled tunnels `server` relays, read from its node
-/// (`GET /v1/tunnels`; empty when it relays none, without asking); none when the node
-/// did not answer.
-async fn relayed_bytes(
-    server: Id,
-    channel: &NodeChannel,
-    snapshot: &ServerSnapshot,
-) -> Option<Vec<(Id, u64)>> {
-    let relayed: Vec<(&str, Id)> = snapshot
-        .tunnels
-        .iter()
-        .filter(|t| t.tunnel.enabled && t.tunnel.relay_server_id == server)
-        .map(|t| (t.tunnel.name.as_str(), t.tunnel.id))
-        .collect();
-    if relayed.is_empty() {
-        return Some(Vec::new());
-    }
-    #[derive(Deserialize)]
-    struct Halves {
-        tunnels: Vec<serde_json::Value>,
-    }
-    let halves = match call::<Halves>(channel, Method::GET, "/v1/tunnels", None).await {
-        Ok(v) => v.tunnels,
-        Err(e) => {
-            tracing::warn!(server, "reading the tunnels' counters: {e}");
-            return None;
-        }
-    };
-    Some(
-        halves
-            .iter()
-            .filter(|h| h["role"] == "relay")
-            .filter_map(|h| {
-                let name = h["name"].as_str()?;
-                let id = relayed.iter().find(|(n, _)| *n == name)?.1;
-                Some((id, h["payload_bytes"].as_u64()?))
-            })
-            .collect(),
-    )
 }
 
 async fn call<T: serde::de::DeserializeOwned>(

@@ -7,9 +7,7 @@
 use std::collections::HashMap;
 
 use crate::model::Id;
-
-/// How long a user seen online keeps counting: 3 minutes.
-pub const WINDOW_MS: i64 = 180_000;
+use crate::subscription::choice::WINDOW_MS;
 
 /// The users a server has seen lately.
 #[derive(Clone, Debug, Default)]

@@ -37,10 +37,11 @@ use serde::Deserialize;
 use switchyard_channel::NodeChannel;
 
 use super::{Nodes, call};
-use crate::api::StatsRefusal;
+use crate::metrics::StatsRefusal;
 use crate::model::Id;
+use crate::model::snapshot::ServerSnapshot;
 use crate::render::panel_user;
-use crate::store::{BATCH_USERS, ServerSnapshot, StatsBatch, StatsState};
+use crate::store::{BATCH_USERS, StatsBatch, StatsState};
 
 /// The line rate a server's reported traffic is held to: 25 GB (200 Gbit/s) per second,
 /// up and down together, per millisecond. Generous on purpose: it only has to stop
@@ -422,6 +423,47 @@ impl Nodes {
             .map_err(|e| format!("marking users online: {e}"))?;
         Ok(online)
     }
+}
+
+/// The payload counters of the enabled tunnels `server` relays, read from its node
+/// (`GET /v1/tunnels`; empty when it relays none, without asking); none when the node
+/// did not answer.
+pub(super) async fn relayed_bytes(
+    server: Id,
+    channel: &NodeChannel,
+    snapshot: &ServerSnapshot,
+) -> Option<Vec<(Id, u64)>> {
+    let relayed: Vec<(&str, Id)> = snapshot
+        .tunnels
+        .iter()
+        .filter(|t| t.tunnel.enabled && t.tunnel.relay_server_id == server)
+        .map(|t| (t.tunnel.name.as_str(), t.tunnel.id))
+        .collect();
+    if relayed.is_empty() {
+        return Some(Vec::new());
+    }
+    #[derive(Deserialize)]
+    struct Halves {
+        tunnels: Vec<serde_json::Value>,
+    }
+    let halves = match call::<Halves>(channel, Method::GET, "/v1/tunnels", None).await {
+        Ok(v) => v.tunnels,
+        Err(e) => {
+            tracing::warn!(server, "reading the tunnels' counters: {e}");
+            return None;
+        }
+    };
+    Some(
+        halves
+            .iter()
+            .filter(|h| h["role"] == "relay")
+            .filter_map(|h| {
+                let name = h["name"].as_str()?;
+                let id = relayed.iter().find(|(n, _)| *n == name)?.1;
+                Some((id, h["payload_bytes"].as_u64()?))
+            })
+            .collect(),
+    )
 }
 
 #[cfg(test)]

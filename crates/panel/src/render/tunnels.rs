@@ -30,26 +30,11 @@ use serde_json::{Value, json};
 use switchyard_tunnel::credentials::{TunnelSecret, origin_credential_at, tunnel_tag};
 
 use crate::model::Server;
+use crate::model::snapshot::SnapshotTunnel;
 use crate::model::tunnel::{
-    LinkSecurity, LinkTransport, Tunnel, TunnelBalancing, TunnelMode, TunnelProfile, origin_name,
+    LinkSecurity, LinkTransport, TunnelBalancing, TunnelMode, TunnelProfile, TunnelRealityKeys,
+    origin_name,
 };
-use crate::store::{TunnelCertificate, TunnelRealityKeys};
-
-/// A tunnel of the server being rendered, with what its halves need.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SnapshotTunnel {
-    /// The tunnel.
-    pub tunnel: Tunnel,
-    /// Its certificate (with the key: the listening half needs it).
-    pub certificate: TunnelCertificate,
-    /// Its REALITY keys (with the private key: the listening half needs it); none for
-    /// a tunnel made before REALITY that never had a REALITY profile.
-    pub reality: Option<TunnelRealityKeys>,
-    /// The relay server (its address is the default link address).
-    pub relay: Server,
-    /// The origin servers, in the tunnel's order (direct mode dials their addresses).
-    pub origins: Vec<Server>,
-}
 
 /// `host:port`, the host bracketed when it is an IPv6 address.
 fn address(host: &str, port: u16) -> String {

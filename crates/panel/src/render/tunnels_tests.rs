@@ -1,11 +1,12 @@
-use switchyard_node::config::{TunnelMode as NodeMode, TunnelTransport};
+use switchyard_config::{TunnelMode as NodeMode, TunnelTransport};
 use switchyard_tunnel::credentials::{Credential, origin_credential};
 
 use super::*;
+use crate::model::snapshot::ServerSnapshot;
 use crate::model::tunnel::LinkSecurity;
+use crate::model::tunnel::{Tunnel, TunnelCertificate};
 use crate::model::tunnel::{TunnelInput, TunnelOrigin, TunnelRules};
 use crate::render::render;
-use crate::store::ServerSnapshot;
 
 const NOW: i64 = 1_796_121_000_000;
 const SECRET: TunnelSecret = TunnelSecret([9; 32]);
@@ -28,7 +29,7 @@ fn tunnel(id: i64, name: &str, input: impl FnOnce(&mut TunnelInput)) -> Snapshot
     .unwrap();
     input(&mut i);
     let issued = switchyard_tunnel::link::cert::issue(name).unwrap();
-    let keys = switchyard_node::reality::generate().unwrap();
+    let keys = switchyard_config::reality::generate().unwrap();
     SnapshotTunnel {
         tunnel: Tunnel {
             id,
@@ -74,7 +75,7 @@ fn tunnel(id: i64, name: &str, input: impl FnOnce(&mut TunnelInput)) -> Snapshot
     }
 }
 
-fn config_of(id: i64, tunnels: Vec<SnapshotTunnel>) -> switchyard_node::NodeConfig {
+fn config_of(id: i64, tunnels: Vec<SnapshotTunnel>) -> switchyard_config::NodeConfig {
     let address = match id {
         1 => "198.51.100.1",
         2 => "198.51.100.2",

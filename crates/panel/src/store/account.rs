@@ -1,18 +1,17 @@
 //! The admin's account: sessions (listed with where and when they were used, ended one
 //! by one or all but the current one when the password changes) and API tokens that
 //! may expire and may be read-only. The part of the [`Store`](super::Store) behind
-//! `/api/v1/account`, `/api/v1/sessions` and `/api/v1/tokens`, with its SQL (both
-//! backends).
+//! `/api/v1/account`, `/api/v1/sessions` and `/api/v1/tokens`, with the admins themselves
+//! (login); its SQL, for both backends, is in `sql_account`.
 //!
 //! Secrets never leave: a session is named by a random public id, never by its
 //! cookie or the cookie's hash; a token by its row id.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use sqlx::Row;
 use utoipa::ToSchema;
 
-use super::{ApiToken, SqlStore, StoreError, rows};
+use super::StoreError;
 use crate::model::{Admin, Id};
 
 /// What an API token may do.
@@ -33,14 +32,6 @@ impl TokenScope {
             Self::Full => "full",
             Self::Read => "read",
         }
-    }
-}
-
-/// The scope stored as `text` (unknown text: read-only, the safe side).
-pub(super) fn scope(text: String) -> TokenScope {
-    match text.as_str() {
-        "full" => TokenScope::Full,
-        _ => TokenScope::Read,
     }
 }
 
@@ -97,7 +88,7 @@ pub struct AdminSession {
     pub current: bool,
 }
 
-/// Sessions and tokens of admins.
+/// Admins, their sessions and their API tokens.
 #[async_trait]
 pub trait AccountStore: Send + Sync {
     /// Opens a session (and forgets expired ones).
@@ -143,207 +134,86 @@ pub trait AccountStore: Send + Sync {
         token_hash: &str,
         now_ms: i64,
     ) -> Result<Option<(Admin, TokenScope)>, StoreError>;
+
+    /// How many admins there are.
+    async fn admin_count(&self) -> Result<u64, StoreError>;
+
+    /// A new admin.
+    async fn create_admin(
+        &self,
+        username: &str,
+        password_hash: &str,
+        now_ms: i64,
+    ) -> Result<Admin, StoreError>;
+
+    /// An admin and their password hash, by login name.
+    async fn admin_by_username(
+        &self,
+        username: &str,
+    ) -> Result<Option<(Admin, String)>, StoreError>;
+
+    /// Stores a session (its id's hash).
+    async fn create_session(
+        &self,
+        id_hash: &str,
+        admin_id: Id,
+        csrf: &str,
+        now_ms: i64,
+        expires_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// The admin and CSRF token of a live session.
+    async fn session(
+        &self,
+        id_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<(Admin, String)>, StoreError>;
+
+    /// Ends a session.
+    async fn delete_session(&self, id_hash: &str) -> Result<(), StoreError>;
+
+    /// Stores an API token (its hash).
+    async fn create_api_token(
+        &self,
+        admin_id: Id,
+        name: &str,
+        token_hash: &str,
+        now_ms: i64,
+    ) -> Result<ApiToken, StoreError>;
+
+    /// API tokens, without their secrets.
+    async fn api_tokens(&self) -> Result<Vec<ApiToken>, StoreError>;
+
+    /// The admin an API token acts for.
+    async fn api_token_admin(
+        &self,
+        token_hash: &str,
+        now_ms: i64,
+    ) -> Result<Option<Admin>, StoreError>;
+
+    /// Deletes an API token.
+    async fn delete_api_token(&self, id: Id) -> Result<(), StoreError>;
 }
 
 /// How often a session's "last seen" is written, at most: once a minute keeps the list
 /// honest without a write on every request.
 pub const SEEN_EVERY_MS: i64 = 60_000;
 
-#[async_trait]
-impl AccountStore for SqlStore {
-    async fn open_session(&self, s: &NewSession<'_>) -> Result<(), StoreError> {
-        let mut tx = self.begin().await?;
-        sqlx::query("DELETE FROM sessions WHERE expires_ms <= $1")
-            .bind(s.now_ms)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO sessions (id_hash, admin_id, csrf, created_ms, expires_ms, public_id, \
-             last_seen_ms, address, user_agent) VALUES ($1, $2, $3, $4, $5, $6, $4, $7, $8)",
-        )
-        .bind(s.id_hash)
-        .bind(s.admin_id)
-        .bind(s.csrf)
-        .bind(s.now_ms)
-        .bind(s.expires_ms)
-        .bind(s.public_id)
-        .bind(s.address)
-        .bind(s.user_agent)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    async fn live_session(
-        &self,
-        id_hash: &str,
-        now_ms: i64,
-    ) -> Result<Option<LiveSession>, StoreError> {
-        let row = sqlx::query(
-            "SELECT a.id, a.username, a.created_ms, s.csrf, \
-             COALESCE(s.public_id, substr(s.id_hash, 1, 32)), s.last_seen_ms \
-             FROM sessions s JOIN admins a ON a.id = s.admin_id \
-             WHERE s.id_hash = $1 AND s.expires_ms > $2",
-        )
-        .bind(id_hash)
-        .bind(now_ms)
-        .fetch_optional(&self.read)
-        .await?;
-        let Some(r) = row else { return Ok(None) };
-        Ok(Some(LiveSession {
-            admin: Admin {
-                id: r.try_get(0)?,
-                username: r.try_get(1)?,
-                created_ms: r.try_get(2)?,
-            },
-            csrf: r.try_get(3)?,
-            public_id: r.try_get(4)?,
-            last_seen_ms: r.try_get(5)?,
-        }))
-    }
-
-    async fn session_seen(&self, id_hash: &str, now_ms: i64) -> Result<(), StoreError> {
-        sqlx::query("UPDATE sessions SET last_seen_ms = $1 WHERE id_hash = $2")
-            .bind(now_ms)
-            .bind(id_hash)
-            .execute(&self.write)
-            .await?;
-        Ok(())
-    }
-
-    async fn admin_sessions(
-        &self,
-        admin_id: Id,
-        current: Option<&str>,
-        now_ms: i64,
-    ) -> Result<Vec<AdminSession>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT COALESCE(public_id, substr(id_hash, 1, 32)), created_ms, \
-             COALESCE(last_seen_ms, created_ms), expires_ms, address, user_agent \
-             FROM sessions WHERE admin_id = $1 AND expires_ms > $2 \
-             ORDER BY created_ms DESC",
-        )
-        .bind(admin_id)
-        .bind(now_ms)
-        .fetch_all(&self.read)
-        .await?;
-        Ok(rows
-            .iter()
-            .map(|r| -> Result<_, sqlx::Error> {
-                let id: String = r.try_get(0)?;
-                Ok(AdminSession {
-                    current: current == Some(id.as_str()),
-                    id,
-                    created_ms: r.try_get(1)?,
-                    last_seen_ms: r.try_get(2)?,
-                    expires_ms: r.try_get(3)?,
-                    address: r.try_get(4)?,
-                    user_agent: r.try_get(5)?,
-                })
-            })
-            .collect::<Result<_, _>>()?)
-    }
-
-    async fn revoke_session(&self, admin_id: Id, public_id: &str) -> Result<(), StoreError> {
-        let done = sqlx::query(
-            "DELETE FROM sessions WHERE admin_id = $1 \
-             AND COALESCE(public_id, substr(id_hash, 1, 32)) = $2",
-        )
-        .bind(admin_id)
-        .bind(public_id)
-        .execute(&self.write)
-        .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("session"));
-        }
-        Ok(())
-    }
-
-    async fn set_admin_password(
-        &self,
-        admin_id: Id,
-        password_hash: &str,
-        keep: Option<&str>,
-    ) -> Result<u64, StoreError> {
-        let mut tx = self.begin().await?;
-        let done = sqlx::query("UPDATE admins SET password_hash = $1 WHERE id = $2")
-            .bind(password_hash)
-            .bind(admin_id)
-            .execute(&mut *tx)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("admin"));
-        }
-        let ended = sqlx::query("DELETE FROM sessions WHERE admin_id = $1 AND id_hash <> $2")
-            .bind(admin_id)
-            .bind(keep.unwrap_or(""))
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        tx.commit().await?;
-        Ok(ended)
-    }
-
-    async fn create_scoped_token(
-        &self,
-        admin_id: Id,
-        name: &str,
-        token_hash: &str,
-        now_ms: i64,
-        expires_ms: Option<i64>,
-        scope: TokenScope,
-    ) -> Result<ApiToken, StoreError> {
-        let row = sqlx::query(
-            "INSERT INTO api_tokens (name, token_hash, admin_id, created_ms, expires_ms, scope) \
-             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
-        )
-        .bind(name)
-        .bind(token_hash)
-        .bind(admin_id)
-        .bind(now_ms)
-        .bind(expires_ms)
-        .bind(scope.as_str())
-        .fetch_one(&self.write)
-        .await?;
-        Ok(ApiToken {
-            id: rows::id(&row)?,
-            name: name.into(),
-            created_ms: now_ms,
-            last_used_ms: None,
-            expires_ms,
-            scope,
-        })
-    }
-
-    async fn token_auth(
-        &self,
-        token_hash: &str,
-        now_ms: i64,
-    ) -> Result<Option<(Admin, TokenScope)>, StoreError> {
-        let row = sqlx::query(
-            "SELECT a.id, a.username, a.created_ms, t.id, t.scope FROM api_tokens t \
-             JOIN admins a ON a.id = t.admin_id WHERE t.token_hash = $1 \
-             AND (t.expires_ms IS NULL OR t.expires_ms > $2)",
-        )
-        .bind(token_hash)
-        .bind(now_ms)
-        .fetch_optional(&self.read)
-        .await?;
-        let Some(r) = row else { return Ok(None) };
-        let token: i64 = r.try_get(3)?;
-        sqlx::query("UPDATE api_tokens SET last_used_ms = $1 WHERE id = $2")
-            .bind(now_ms)
-            .bind(token)
-            .execute(&self.write)
-            .await?;
-        Ok(Some((
-            Admin {
-                id: r.try_get(0)?,
-                username: r.try_get(1)?,
-                created_ms: r.try_get(2)?,
-            },
-            scope(r.try_get(4)?),
-        )))
-    }
+/// An API token as listed (its secret was shown once, at creation).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ApiToken {
+    /// Id.
+    pub id: Id,
+    /// What it is for.
+    pub name: String,
+    /// Unix ms.
+    pub created_ms: i64,
+    /// Last use (Unix ms).
+    pub last_used_ms: Option<i64>,
+    /// When it stops working (Unix ms); never when absent.
+    #[serde(default)]
+    pub expires_ms: Option<i64>,
+    /// What it may do.
+    #[serde(default)]
+    pub scope: TokenScope,
 }

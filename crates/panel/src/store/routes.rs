@@ -130,6 +130,9 @@ pub struct Subscriber {
 /// Routes, sticky choices and devices.
 #[async_trait]
 pub trait RouteStore: Send + Sync {
+    /// Routes of a cluster, in order.
+    async fn routes(&self, cluster: Id) -> Result<Vec<Route>, StoreError>;
+
     /// One route.
     async fn route(&self, id: Id) -> Result<Route, StoreError>;
     /// A new route at the end of the cluster's order; its inbounds move into it.

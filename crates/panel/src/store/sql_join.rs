@@ -81,7 +81,7 @@ async fn insert(
 }
 
 impl SqlStore {
-    /// See [`super::Store::create_join_token`].
+    /// See [`super::ServerStore::create_join_token`].
     pub(super) async fn create_join_token_tx(
         &self,
         server_id: Id,
@@ -100,7 +100,7 @@ impl SqlStore {
         Ok(())
     }
 
-    /// See [`super::Store::consume_join_token`].
+    /// See [`super::ServerStore::consume_join_token`].
     pub(super) async fn consume_join_token_tx(
         &self,
         secret_hash: &str,
@@ -166,7 +166,7 @@ impl SqlStore {
         Ok(Ok(server_id))
     }
 
-    /// See [`super::Store::pin_server`].
+    /// See [`super::ServerStore::pin_server`].
     pub(super) async fn pin_server_tx(
         &self,
         id: Id,
@@ -192,7 +192,7 @@ impl SqlStore {
         self.commit(tx).await
     }
 
-    /// See [`super::Store::replace_node`].
+    /// See [`super::ServerStore::replace_node`].
     pub(super) async fn replace_node_tx(
         &self,
         server_id: Id,
@@ -218,7 +218,7 @@ impl SqlStore {
         self.commit(tx).await
     }
 
-    /// See [`super::Store::server_pin`].
+    /// See [`super::ServerStore::server_pin`].
     pub(super) async fn server_pin_of(&self, id: Id) -> Result<Option<String>, StoreError> {
         let row = sqlx::query("SELECT fingerprint FROM servers WHERE id = $1")
             .bind(id)

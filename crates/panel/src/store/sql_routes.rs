@@ -10,9 +10,9 @@ use super::routes::{
 };
 use super::rows::{self, USER};
 use super::sql::{Backend, conflict};
-use super::{SqlStore, Store, StoreError};
+use super::token_hash::hash_token;
+use super::{InboundStore, SqlStore, StoreError};
 use crate::model::{FieldError, Id, Inbound, Route};
-use crate::service::hash_token;
 
 type Tx = Transaction<'static, Any>;
 
@@ -114,6 +114,32 @@ fn device(r: &sqlx::any::AnyRow) -> Result<Device, sqlx::Error> {
 
 #[async_trait]
 impl RouteStore for SqlStore {
+    async fn routes(&self, cluster: Id) -> Result<Vec<Route>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, cluster_id, name, flag, algorithm, position, is_default FROM routes \
+             WHERE cluster_id = $1 ORDER BY position, id",
+        )
+        .bind(cluster)
+        .fetch_all(&self.read)
+        .await?;
+        let mut routes: Vec<Route> = rows.iter().map(rows::route).collect::<Result<_, _>>()?;
+        let members = sqlx::query(
+            "SELECT ri.route_id, ri.inbound_id FROM route_inbounds ri \
+             JOIN routes r ON r.id = ri.route_id WHERE r.cluster_id = $1 \
+             ORDER BY ri.position, ri.inbound_id",
+        )
+        .bind(cluster)
+        .fetch_all(&self.read)
+        .await?;
+        for m in &members {
+            let (route, inbound): (i64, i64) = (m.try_get(0)?, m.try_get(1)?);
+            if let Some(r) = routes.iter_mut().find(|r| r.id == route) {
+                r.inbound_ids.push(inbound);
+            }
+        }
+        Ok(routes)
+    }
+
     async fn route(&self, id: Id) -> Result<Route, StoreError> {
         let row = sqlx::query("SELECT cluster_id FROM routes WHERE id = $1")
             .bind(id)
@@ -123,7 +149,7 @@ impl RouteStore for SqlStore {
             return Err(StoreError::NotFound("route"));
         };
         let cluster: Id = row.try_get(0)?;
-        Store::routes(self, cluster)
+        self.routes(cluster)
             .await?
             .into_iter()
             .find(|r| r.id == id)
@@ -217,7 +243,7 @@ impl RouteStore for SqlStore {
         ids.insert(to, moved);
         renumber(&mut tx, &ids).await?;
         self.commit(tx).await?;
-        Store::routes(self, cluster).await
+        self.routes(cluster).await
     }
 
     async fn order_routes(&self, cluster: Id, ids: &[Id]) -> Result<Vec<Route>, StoreError> {
@@ -234,7 +260,7 @@ impl RouteStore for SqlStore {
         }
         renumber(&mut tx, ids).await?;
         self.commit(tx).await?;
-        Store::routes(self, cluster).await
+        self.routes(cluster).await
     }
 
     async fn attach_inbound(&self, inbound: Id, route: Option<Id>) -> Result<Inbound, StoreError> {
@@ -297,7 +323,7 @@ impl RouteStore for SqlStore {
             }
         }
         self.commit(tx).await?;
-        Store::inbound(self, inbound).await
+        InboundStore::inbound(self, inbound).await
     }
 
     async fn subscriber(&self, token: &str, now_ms: i64) -> Result<Option<Subscriber>, StoreError> {

@@ -4,13 +4,13 @@ use async_trait::async_trait;
 use sqlx::Row;
 
 use super::rows::{to_i64, to_u64};
-use super::traffic::{BATCH_USERS, StatsBatch, StatsState, TrafficStore};
+use super::traffic::{BATCH_USERS, StatsBatch, StatsState, TrafficBatch, TrafficStore};
 use super::{SqlStore, StoreError};
 use crate::model::Id;
 
 /// Adds `$1` bytes up, `$2` down and `$3` in total to user `$4`, each sum saturating
 /// at `i64::MAX` (the binds are never negative, so `MAX - $n` cannot overflow).
-pub(super) const ADD_USAGE: &str = "UPDATE users SET \
+const ADD_USAGE: &str = "UPDATE users SET \
     used_up = CASE WHEN used_up > 9223372036854775807 - $1 \
         THEN 9223372036854775807 ELSE used_up + $1 END, \
     used_down = CASE WHEN used_down > 9223372036854775807 - $2 \
@@ -103,5 +103,60 @@ impl TrafficStore for SqlStore {
             started += here;
         }
         Ok(started)
+    }
+
+    async fn record_traffic(
+        &self,
+        server_id: Id,
+        batch: &TrafficBatch,
+        online: &[Id],
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin().await?;
+        let moved = sqlx::query(
+            "UPDATE servers SET journal_cursor = $1 WHERE id = $2 AND journal_cursor < $1",
+        )
+        .bind(to_i64(batch.cursor))
+        .bind(server_id)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if moved {
+            for (user, up, down) in &batch.users {
+                sqlx::query(ADD_USAGE)
+                    .bind(to_i64(*up))
+                    .bind(to_i64(*down))
+                    .bind(to_i64(up.saturating_add(*down)))
+                    .bind(*user)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        let mut started = 0;
+        for user in online {
+            started += sqlx::query(
+                "UPDATE users SET first_connected_ms = $1 \
+                 WHERE id = $2 AND first_connected_ms IS NULL",
+            )
+            .bind(now_ms)
+            .bind(*user)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            sqlx::query("UPDATE users SET online_ms = $1 WHERE id = $2")
+                .bind(now_ms)
+                .bind(*user)
+                .execute(&mut *tx)
+                .await?;
+        }
+        // Usage moves statuses (limits) and a first connection starts an on-hold
+        // clock: announce, so nodes get the users they should have.
+        if (moved && !batch.users.is_empty()) || started > 0 {
+            self.commit(tx).await?;
+        } else {
+            tx.commit().await?;
+        }
+        Ok(moved)
     }
 }

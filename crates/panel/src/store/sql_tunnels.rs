@@ -5,16 +5,18 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 use switchyard_tunnel::credentials::{TunnelSecret, certificate_name, tunnel_tag};
 
+use super::rollout::Rollout;
 use super::rows;
 use super::sql::conflict;
-use super::tunnels::{TunnelCertificate, TunnelRealityKeys, TunnelStore};
-use super::{SqlStore, Store, StoreError};
+use super::tunnels::TunnelStore;
+use super::{ServerStore, SqlStore, Store, StoreError};
+use crate::model::snapshot::SnapshotTunnel;
 use crate::model::tunnel::{
     DEFAULT_LINKS, Tunnel, TunnelBalancing, TunnelInput, TunnelMode, TunnelOrigin, TunnelProfile,
     UsagePoint, UsageStep, origin_name,
 };
+use crate::model::tunnel::{TunnelCertificate, TunnelRealityKeys};
 use crate::model::{FieldError, Id};
-use crate::render::tunnels::SnapshotTunnel;
 
 type Tx = Transaction<'static, Any>;
 
@@ -142,31 +144,6 @@ async fn check_ports(tx: &mut Tx, input: &TunnelInput) -> Result<(), StoreError>
     Ok(())
 }
 
-/// Whether the relay and every origin of `tunnel` are recorded as running credential
-/// epoch `epoch`.
-async fn members_run(tx: &mut Tx, tunnel: Id, relay: Id, epoch: i64) -> Result<bool, StoreError> {
-    let mut members: Vec<Id> =
-        sqlx::query("SELECT server_id FROM tunnel_origins WHERE tunnel_id = $1")
-            .bind(tunnel)
-            .fetch_all(&mut **tx)
-            .await?
-            .iter()
-            .map(|r| r.try_get::<Id, _>(0))
-            .collect::<Result<_, _>>()?;
-    members.push(relay);
-    let running: Vec<Id> = sqlx::query(
-        "SELECT server_id FROM tunnel_credential_rollout WHERE tunnel_id = $1 AND epoch = $2",
-    )
-    .bind(tunnel)
-    .bind(epoch)
-    .fetch_all(&mut **tx)
-    .await?
-    .iter()
-    .map(|r| r.try_get::<Id, _>(0))
-    .collect::<Result<_, _>>()?;
-    Ok(members.iter().all(|m| running.contains(m)))
-}
-
 async fn set_origins(tx: &mut Tx, tunnel: Id, input: &TunnelInput) -> Result<(), StoreError> {
     sqlx::query("DELETE FROM tunnel_origins WHERE tunnel_id = $1")
         .bind(tunnel)
@@ -231,10 +208,10 @@ impl SqlStore {
         for tunnel in mine {
             let certificate = self.tunnel_certificate(tunnel.id).await?;
             let reality = self.tunnel_reality_keys(tunnel.id).await?;
-            let relay = Store::server(self, tunnel.relay_server_id).await?;
+            let relay = ServerStore::server(self, tunnel.relay_server_id).await?;
             let mut origins = Vec::with_capacity(tunnel.origins.len());
             for o in &tunnel.origins {
-                origins.push(Store::server(self, o.server_id).await?);
+                origins.push(ServerStore::server(self, o.server_id).await?);
             }
             out.push(SnapshotTunnel {
                 tunnel,
@@ -261,7 +238,9 @@ impl SqlStore {
         let text = match stored {
             Some(text) => text,
             None => {
-                let fresh = crate::service::hex(&crate::service::random_bytes(32));
+                let mut bytes = [0u8; 32];
+                rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut bytes);
+                let fresh: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
                 Store::setting_or_init(self, "tunnel_secret", fresh).await?
             }
         };
@@ -537,48 +516,8 @@ impl TunnelStore for SqlStore {
         server_id: Id,
         epochs: &[(Id, i64)],
     ) -> Result<Vec<Id>, StoreError> {
-        let mut tx = self.begin().await?;
-        let mut ended = Vec::new();
-        for (id, epoch) in epochs {
-            let current = sqlx::query(
-                "SELECT relay_server_id FROM tunnels WHERE id = $1 AND credential_epoch = $2 \
-                 AND previous_credential_epoch IS NOT NULL",
-            )
-            .bind(id)
-            .bind(epoch)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(row) = current else { continue };
-            let relay: Id = row.try_get(0)?;
-            sqlx::query(
-                "INSERT INTO tunnel_credential_rollout (tunnel_id, server_id, epoch) \
-                 VALUES ($1, $2, $3) ON CONFLICT (tunnel_id, server_id) \
-                 DO UPDATE SET epoch = excluded.epoch",
-            )
-            .bind(id)
-            .bind(server_id)
-            .bind(epoch)
-            .execute(&mut *tx)
-            .await?;
-            if members_run(&mut tx, *id, relay, *epoch).await? {
-                sqlx::query("UPDATE tunnels SET previous_credential_epoch = NULL WHERE id = $1")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("DELETE FROM tunnel_credential_rollout WHERE tunnel_id = $1")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-                ended.push(*id);
-            }
-        }
-        if ended.is_empty() {
-            // Bookkeeping only: nothing any node runs changed.
-            tx.commit().await?;
-        } else {
-            self.commit(tx).await?;
-        }
-        Ok(ended)
+        self.confirm_rollout(Rollout::CREDENTIALS, server_id, epochs)
+            .await
     }
 
     async fn confirm_tunnel_pins(
@@ -586,66 +525,7 @@ impl TunnelStore for SqlStore {
         server_id: Id,
         pins: &[(Id, String)],
     ) -> Result<Vec<Id>, StoreError> {
-        let mut tx = self.begin().await?;
-        let mut ended = Vec::new();
-        for (id, pin) in pins {
-            let current = sqlx::query(
-                "SELECT relay_server_id FROM tunnels \
-                 WHERE id = $1 AND pin = $2 AND previous_pin IS NOT NULL",
-            )
-            .bind(id)
-            .bind(pin)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(row) = current else { continue };
-            let relay: Id = row.try_get(0)?;
-            sqlx::query(
-                "INSERT INTO tunnel_pin_rollout (tunnel_id, server_id, pin) VALUES ($1, $2, $3) \
-                 ON CONFLICT (tunnel_id, server_id) DO UPDATE SET pin = excluded.pin",
-            )
-            .bind(id)
-            .bind(server_id)
-            .bind(pin)
-            .execute(&mut *tx)
-            .await?;
-            let mut members: Vec<Id> =
-                sqlx::query("SELECT server_id FROM tunnel_origins WHERE tunnel_id = $1")
-                    .bind(id)
-                    .fetch_all(&mut *tx)
-                    .await?
-                    .iter()
-                    .map(|r| r.try_get::<Id, _>(0))
-                    .collect::<Result<_, _>>()?;
-            members.push(relay);
-            let running: Vec<Id> = sqlx::query(
-                "SELECT server_id FROM tunnel_pin_rollout WHERE tunnel_id = $1 AND pin = $2",
-            )
-            .bind(id)
-            .bind(pin)
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|r| r.try_get::<Id, _>(0))
-            .collect::<Result<_, _>>()?;
-            if members.iter().all(|m| running.contains(m)) {
-                sqlx::query("UPDATE tunnels SET previous_pin = NULL WHERE id = $1")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("DELETE FROM tunnel_pin_rollout WHERE tunnel_id = $1")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-                ended.push(*id);
-            }
-        }
-        if ended.is_empty() {
-            // Bookkeeping only: nothing any node runs changed.
-            tx.commit().await?;
-        } else {
-            self.commit(tx).await?;
-        }
-        Ok(ended)
+        self.confirm_rollout(Rollout::PIN, server_id, pins).await
     }
 
     async fn record_tunnel_usage(&self, id: Id, bytes: u64, now_ms: i64) -> Result<(), StoreError> {

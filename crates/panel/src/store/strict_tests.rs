@@ -10,7 +10,7 @@ use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyPool, Row};
 
 use super::sql::{Backend, migrator};
-use super::{Changes, SqlStore, Store, UserQuery};
+use super::{Changes, SqlStore, UserQuery, UserStore};
 
 const NOW: i64 = 1_796_121_000_000;
 

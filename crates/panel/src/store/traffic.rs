@@ -46,6 +46,15 @@ pub struct StatsBatch {
     pub allowance_ms: i64,
 }
 
+/// What one stats read brought from a node: applied with the cursor, atomically.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrafficBatch {
+    /// The journal cursor the records end at.
+    pub cursor: u64,
+    /// Bytes per user id: (up, down).
+    pub users: Vec<(Id, u64, u64)>,
+}
+
 /// Users' traffic from the nodes.
 #[async_trait]
 pub trait TrafficStore: Send + Sync {
@@ -58,4 +67,15 @@ pub trait TrafficStore: Send + Sync {
     /// Marks `users` seen online at `now_ms` (and starts on-hold users' clocks), in
     /// transactions of at most [`BATCH_USERS`]; returns how many clocks started.
     async fn mark_online(&self, users: &[Id], now_ms: i64) -> Result<u64, StoreError>;
+    /// Adds a stats read's traffic, if `batch.cursor` is past the server's stored
+    /// cursor, and moves the cursor, in one transaction: nothing counted twice or lost.
+    /// Users online are marked seen (and on-hold users' clocks started). Returns
+    /// whether the batch was new.
+    async fn record_traffic(
+        &self,
+        server_id: Id,
+        batch: &TrafficBatch,
+        online: &[Id],
+        now_ms: i64,
+    ) -> Result<bool, StoreError>;
 }

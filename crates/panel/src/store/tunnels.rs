@@ -15,55 +15,18 @@
 //! - credentials rotate by epoch ([`TunnelStore::rotate_tunnel_credentials`]); the
 //!   previous epoch stays accepted until every server of the tunnel runs the current
 //!   one ([`TunnelStore::confirm_tunnel_credentials`]).
+//!
+//! Both overlaps end by one algorithm, the roll-out (`rollout`): what each server runs
+//! is recorded, and the previous value goes once the relay and every origin run the
+//! current one.
 
 use async_trait::async_trait;
 
 use super::StoreError;
 use crate::model::Id;
-use crate::model::tunnel::{Tunnel, TunnelInput, UsagePoint, UsageStep};
-
-/// The certificate the panel issued for a tunnel: what its listening half presents.
-#[derive(Clone, PartialEq, Eq)]
-pub struct TunnelCertificate {
-    /// The certificate (PEM).
-    pub cert_pem: String,
-    /// Its private key (PEM). A secret: never in the API, never in a log.
-    pub key_pem: String,
-    /// Its pin (`cert:<hex>`), what the dialing half accepts.
-    pub pin: String,
-}
-
-impl std::fmt::Debug for TunnelCertificate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TunnelCertificate")
-            .field("pin", &self.pin)
-            .field("key_pem", &switchyard_proto::entry::REDACTED)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The REALITY key pair and short id the panel made for a tunnel: what its REALITY
-/// profiles run with. The listening half holds the private key, both halves the
-/// public key and short id.
-#[derive(Clone, PartialEq, Eq)]
-pub struct TunnelRealityKeys {
-    /// The X25519 private key (base64url). A secret: never in the API, never in a log.
-    pub private_key: String,
-    /// Its public key (base64url), shown in the tunnel's answers.
-    pub public_key: String,
-    /// The short id (8 random bytes, hex) the dialing side presents.
-    pub short_id: String,
-}
-
-impl std::fmt::Debug for TunnelRealityKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TunnelRealityKeys")
-            .field("public_key", &self.public_key)
-            .field("short_id", &self.short_id)
-            .field("private_key", &switchyard_proto::entry::REDACTED)
-            .finish()
-    }
-}
+use crate::model::tunnel::{
+    Tunnel, TunnelCertificate, TunnelInput, TunnelRealityKeys, UsagePoint, UsageStep,
+};
 
 /// Tunnels in the store.
 #[async_trait]

@@ -6,7 +6,7 @@
 //! The measurements are the server's, since an inbound shares its machine's channel
 //! with the server's other inbounds: capacity (the estimate, none until warmed up),
 //! traffic (both directions, bytes/s, at the last heartbeat), users online (seen in
-//! the last three minutes, see [`crate::nodes::WINDOW_MS`]); the coefficient is the
+//! the last three minutes, [`WINDOW_MS`]); the coefficient is the
 //! inbound's. Only online servers are available: a pending server has never carried
 //! traffic, and an unavailable one stopped; when no inbound of the route is on an
 //! online server, the balancer still gives the least-bad one, so the entry stays.
@@ -16,6 +16,10 @@ use switchyard_balance::{Algorithm as Balance, Candidate, Choice, Previous, Sett
 use crate::model::{
     Algorithm, HealthSettings, Id, Inbound, InboundSecrets, Route, Server, ServerState,
 };
+
+/// How long a user seen online keeps counting among their server's users: 3 minutes.
+/// The nodes' accounting counts a server's users online over the same window.
+pub const WINDOW_MS: i64 = 180_000;
 
 /// The inbound a route gives a user, with what the entry is made of.
 #[derive(Clone, Copy, Debug)]
@@ -113,7 +117,7 @@ pub fn pick<'a>(
 /// The previous choice as the balancer takes it: `counted` when the user was seen
 /// online within the window (so they are among its server's users).
 pub fn previous(inbound: Option<Id>, user_online_ms: Option<i64>, now_ms: i64) -> Option<Previous> {
-    let counted = user_online_ms.is_some_and(|t| now_ms - t < crate::nodes::WINDOW_MS);
+    let counted = user_online_ms.is_some_and(|t| now_ms - t < WINDOW_MS);
     inbound.map(|inbound| Previous { inbound, counted })
 }
 
@@ -263,7 +267,7 @@ mod tests {
         let p = pick(&r, pool(&inbounds, &servers), prev, &Settings::default()).unwrap();
         assert_eq!((p.inbound.id, p.choice.reason), (11, Reason::Kept));
         // Not seen for longer than the window: judged with 4; 3 × 1.25 = 3.75 < 4.
-        let prev = previous(Some(11), Some(0), crate::nodes::WINDOW_MS);
+        let prev = previous(Some(11), Some(0), WINDOW_MS);
         let p = pick(&r, pool(&inbounds, &servers), prev, &Settings::default()).unwrap();
         assert_eq!((p.inbound.id, p.choice.reason), (12, Reason::Moved));
     }

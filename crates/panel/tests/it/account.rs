@@ -5,8 +5,8 @@
 
 use axum::http::StatusCode;
 use serde_json::json;
-use switchyard_panel::service::hash_token;
-use switchyard_panel::store::{AccountStore, Changes, NewSession, SqlStore, Store, TokenScope};
+use switchyard_panel::store::token_hash::hash_token;
+use switchyard_panel::store::{AccountStore, Changes, NewSession, SqlStore, TokenScope};
 
 use crate::common::{ADMIN, Harness, PASSWORD, Session};
 

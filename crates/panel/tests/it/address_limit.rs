@@ -13,7 +13,7 @@ use axum::http::StatusCode;
 use serde_json::json;
 use switchyard_node::channel::EnrolledNode;
 use switchyard_panel::Panel;
-use switchyard_panel::store::UserInput;
+use switchyard_panel::store::{UserInput, UserStore};
 use switchyard_testkit::{SingBox, free_port};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -345,7 +345,6 @@ async fn through_a_tunnel_the_origin_never_counts_the_relay_s_address() {
 /// without it.
 async fn stored(store: switchyard_panel::store::SqlStore) {
     use switchyard_panel::model::Credentials;
-    use switchyard_panel::store::Store;
     const NOW: i64 = 1_796_121_000_000;
     let creds = Credentials {
         vless_uuid: "00000000-0000-4000-8000-000000000001".into(),

@@ -13,7 +13,7 @@ use common::{Harness, PASSWORD, vless};
 use serde_json::{Value, json};
 use switchyard_panel::PanelConfig;
 use switchyard_panel::config::AuthSettings;
-use switchyard_panel::service::hash_token;
+use switchyard_panel::store::token_hash::hash_token;
 use switchyard_proto::entry::EntryProtocol;
 
 const UNATTACHED: &str = "1 inbound(s) are not in any route — clients can't see them yet";

@@ -10,7 +10,9 @@ use crate::live;
 use std::time::Duration;
 
 use switchyard_channel::{JoinError, JoinToken};
-use switchyard_panel::store::{Changes, JoinRefusal, ServerInput, SqlStore, Store, StoreError};
+use switchyard_panel::store::{
+    Changes, JoinRefusal, ServerInput, ServerStore, SqlStore, StoreError,
+};
 
 const NOW: i64 = 1_796_121_000_000;
 

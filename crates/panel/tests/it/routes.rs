@@ -13,7 +13,7 @@ use common::{Harness, vless};
 use serde_json::{Value, json};
 use switchyard_balance::capacity::Capacity;
 use switchyard_panel::model::{Health, HealthSettings, Observation};
-use switchyard_panel::store::{RouteStore, ServerReport, Store};
+use switchyard_panel::store::{InboundStore, RouteStore, ServerReport, ServerStore, UserStore};
 
 /// A cluster with two servers and `n` VLESS inbounds on each; (cluster, servers,
 /// inbounds per server).

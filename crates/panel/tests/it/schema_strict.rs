@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use switchyard_panel::model::Credentials;
-use switchyard_panel::store::{Changes, SqlStore, Store};
+use switchyard_panel::store::{Changes, ServerStore, SqlStore, UserStore};
 
 use crate::live::{self, now};
 

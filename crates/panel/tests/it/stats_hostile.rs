@@ -17,7 +17,9 @@ use switchyard_node::config::ControlSettings;
 use switchyard_panel::Panel;
 use switchyard_panel::config::{ChannelSettings, PanelConfig};
 use switchyard_panel::model::ServerState;
-use switchyard_panel::store::{Changes, SqlStore, Store, TrafficBatch, UserQuery};
+use switchyard_panel::store::{
+    Changes, ServerStore, SqlStore, TrafficBatch, TrafficStore, UserQuery, UserStore,
+};
 use switchyard_testkit::free_port;
 
 use crate::live::{self, now, wait_until};

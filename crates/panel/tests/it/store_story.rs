@@ -6,8 +6,9 @@ use switchyard_panel::model::{
     TlsCertificate, UserStatus,
 };
 use switchyard_panel::store::{
-    Changes, InboundInput, JoinRefusal, ServerInput, SqlStore, Store, StoreError, TrafficBatch,
-    UserInput, UserQuery,
+    AccountStore, Changes, InboundInput, InboundStore, JoinRefusal, RouteStore, ServerInput,
+    ServerStore, SqlStore, Store, StoreError, TrafficBatch, TrafficStore, UserInput, UserQuery,
+    UserStore,
 };
 
 const NOW: i64 = 1_796_121_000_000;
@@ -785,7 +786,8 @@ async fn routes_story_on_postgres() {
 /// Tunnels: create, read, change, re-issue, the servers they hold, delete.
 async fn tunnels_story(store: SqlStore) {
     use switchyard_panel::model::tunnel::{TunnelBalancing, TunnelInput, TunnelMode};
-    use switchyard_panel::store::{TunnelCertificate, TunnelRealityKeys, TunnelStore};
+    use switchyard_panel::model::tunnel::{TunnelCertificate, TunnelRealityKeys};
+    use switchyard_panel::store::TunnelStore;
 
     let cluster = store.create_cluster("tunnels", NOW).await.unwrap();
     let mut ids = Vec::new();
@@ -1097,7 +1099,8 @@ async fn rendered_credentials(store: &SqlStore, servers: &[i64]) -> Vec<(String,
 #[tokio::test]
 async fn tunnel_credentials_survive_a_restart() {
     use switchyard_panel::model::tunnel::TunnelInput;
-    use switchyard_panel::store::{TunnelCertificate, TunnelRealityKeys, TunnelStore};
+    use switchyard_panel::model::tunnel::{TunnelCertificate, TunnelRealityKeys};
+    use switchyard_panel::store::TunnelStore;
 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("panel.db");

@@ -10,7 +10,7 @@ use base64::Engine;
 use common::{Harness, vless};
 use serde_json::{Value, json};
 use switchyard_panel::PanelConfig;
-use switchyard_panel::store::{Store, TrafficBatch};
+use switchyard_panel::store::{TrafficBatch, TrafficStore};
 
 /// A cluster, a server and a VLESS+TLS inbound named "🇺🇸 New York" (in the default
 /// route); the server's id.

@@ -13,6 +13,7 @@ use base64::Engine;
 use common::{Harness, vless};
 use serde_json::{Value, json};
 use switchyard_panel::PanelConfig;
+use switchyard_panel::store::{ServerStore, UserStore};
 
 async fn cluster(h: &Harness, t: &str, name: &str) -> i64 {
     h.post("/api/v1/clusters")
@@ -494,9 +495,7 @@ async fn a_rebalance_keeps_the_route_id_and_changes_the_address() {
 /// one refreshed first keeps its place); with a limit the limit holds.
 async fn device_bound_story(store: switchyard_panel::store::SqlStore) {
     use switchyard_panel::model::{Credentials, ResetStrategy};
-    use switchyard_panel::store::{
-        DeviceOutcome, DeviceSeen, MAX_DEVICES, RouteStore, Store, UserInput,
-    };
+    use switchyard_panel::store::{DeviceOutcome, DeviceSeen, MAX_DEVICES, RouteStore, UserInput};
     const NOW: i64 = 1_796_121_000_000;
     let input = UserInput {
         username: "alice".into(),
@@ -594,7 +593,7 @@ where
 {
     use std::sync::Arc;
     use switchyard_panel::service::Service;
-    use switchyard_panel::store::{Changes, RouteStore, SqlStore, Store};
+    use switchyard_panel::store::{Changes, RouteStore, SqlStore};
     let store = SqlStore::open(url, Changes::default()).await.unwrap();
     let service = Service::new(Arc::new(store.clone()));
     let mut clusters = Vec::new();

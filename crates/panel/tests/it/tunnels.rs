@@ -11,7 +11,7 @@ use crate::common;
 use axum::http::StatusCode;
 use common::{Harness, vless};
 use serde_json::{Value, json};
-use switchyard_panel::store::TunnelStore;
+use switchyard_panel::store::{ServerStore, TunnelStore};
 use switchyard_tunnel::credentials::{certificate_name, tunnel_tag};
 
 /// A cluster with servers `relay`, `origin-a`, `origin-b`, `relay-2`; their ids.
@@ -617,8 +617,6 @@ async fn errors_name_the_field_and_change_nothing() {
 /// each origin presents it.
 #[tokio::test]
 async fn a_direct_tunnel_through_the_api() {
-    use switchyard_panel::store::Store;
-
     let h = Harness::new().await;
     let token = h.token().await;
     let s = servers(&h, &token).await;
@@ -709,8 +707,6 @@ async fn a_direct_tunnel_through_the_api() {
 /// and its halves then run REALITY.
 #[tokio::test]
 async fn a_tunnel_made_before_reality_gets_its_keys_with_its_first_reality_profile() {
-    use switchyard_panel::store::Store;
-
     let h = Harness::new().await;
     let token = h.token().await;
     let s = servers(&h, &token).await;

@@ -184,7 +184,7 @@ function statusView(s, name) {
       h("tbody", {}, rows))));
 }
 
-/** The API's limit (`spec/tunnel.md`: up to eight profiles). */
+/** The API's limit: a copy of `switchyard_config::MAX_PROFILES` (crates/config/src/tunnel.rs). */
 const MAX_PROFILES = 8;
 
 function serverSelect(name, servers, selected) {

@@ -12,7 +12,7 @@ mod up;
 use std::io;
 
 use clap::{Parser, Subcommand};
-use switchyard_auto::sim::{PolicyError, ScenarioError};
+use switchyard_auto_sim::{PolicyError, ScenarioError};
 
 /// Switchyard: a self-hosted VPN platform.
 #[derive(Debug, Parser)]

@@ -68,7 +68,7 @@ fn read(path: &Path) -> anyhow::Result<Result<NodeConfig, BadConfig>> {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Ok(NodeConfig::from_toml(&text)
         .map(|mut c| {
-            c.node.state_dir = NodeConfig::default_state_dir_of(path);
+            c.node.state_dir = switchyard_node::config::default_state_dir_of(path);
             c
         })
         .map_err(|problem| BadConfig {
@@ -139,7 +139,7 @@ fn initial(path: &Path) -> anyhow::Result<NodeConfig> {
         Ok(c) => Ok(c),
         Err(bad) => {
             // The file is broken: serve the last good config if there is one.
-            let dir = NodeConfig::default_state_dir_of(path);
+            let dir = switchyard_node::config::default_state_dir_of(path);
             match Node::last_good(&dir) {
                 Some(good) => {
                     tracing::error!("{bad}; serving the last good config from {}", dir.display());

@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use switchyard_panel::model::{InboundSecurity, InboundTransport, Protocol, TlsCertificate};
 use switchyard_panel::store::{
-    Changes, InboundInput, RouteInput, RouteStore, ServerInput, SqlStore, Store, UserInput,
+    Changes, InboundInput, RouteInput, RouteStore, ServerInput, ServerStore, SqlStore, UserInput,
 };
 use switchyard_panel::{Panel, PanelConfig};
 

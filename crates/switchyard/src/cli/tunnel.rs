@@ -124,8 +124,11 @@ impl Init {
                 .map(|p| parse_profile(p))
                 .collect::<anyhow::Result<_>>()?
         };
-        if profiles.len() > 8 {
-            bail!("a tunnel has at most 8 profiles");
+        if profiles.len() > switchyard_node::config::MAX_PROFILES {
+            bail!(
+                "a tunnel has at most {} profiles",
+                switchyard_node::config::MAX_PROFILES
+            );
         }
         std::fs::create_dir_all(&self.out)
             .with_context(|| format!("creating {}", self.out.display()))?;

@@ -5,7 +5,9 @@
 use std::process::Command;
 
 use switchyard_panel::model::Protocol;
-use switchyard_panel::store::{Changes, SqlStore, Store};
+use switchyard_panel::store::{
+    Changes, InboundStore, RouteStore, ServerStore, SqlStore, UserStore,
+};
 
 #[tokio::test]
 async fn seed_writes_users_tokens_and_routes_of_every_protocol() {

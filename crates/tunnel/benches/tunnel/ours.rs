@@ -20,9 +20,11 @@ use switchyard_tunnel::link::cert::issue;
 use switchyard_tunnel::link::transport::Transport;
 use switchyard_tunnel::mux::MuxStream;
 use switchyard_tunnel::pool::Balancing;
+use switchyard_tunnel::pump::relay;
 use switchyard_tunnel::user_limits::UserLimits;
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
+use tokio_util::sync::CancellationToken;
 
 use crate::load::{self, Way};
 
@@ -149,10 +151,13 @@ impl Drop for Tunnel {
     }
 }
 
-/// The origin's routing: the destination over TCP, both ways, copied the way the
-/// node's relay copies (`crates/node/src/relay.rs`): a quiet direction reads into a
-/// 1 KiB buffer inside the task and takes a 16 KiB buffer only while busy, giving it
-/// back after 2 s without data.
+/// The node's default idle timeout (`node.idle_timeout_s`): the bench's streams end the
+/// way a node's would.
+const IDLE: Duration = Duration::from_secs(300);
+
+/// The origin's routing: the destination over TCP, both ways, through the node's own
+/// pump ([`relay`]): a quiet direction reads into a 1 KiB buffer inside the task and
+/// takes a 16 KiB buffer only while busy, giving it back after 2 s without data.
 fn handle(open: Open, stream: MuxStream) {
     tokio::spawn(async move {
         let Address::Ip(dest) = open.destination else {
@@ -162,45 +167,10 @@ fn handle(open: Open, stream: MuxStream) {
             return;
         };
         let _ = tcp.set_nodelay(true);
-        let (sr, sw) = tokio::io::split(stream);
-        let (tr, tw) = tcp.into_split();
-        let _ = tokio::try_join!(pump(sr, tw), pump(tr, sw));
+        // Nothing cancels a bench stream: it ends with its client or the runtime.
+        let never = CancellationToken::new();
+        let _ = relay(stream, tcp, IDLE, &never, |_, _| {}).await;
     });
-}
-
-async fn pump(
-    mut r: impl tokio::io::AsyncRead + Unpin,
-    mut w: impl tokio::io::AsyncWrite + Unpin,
-) -> std::io::Result<()> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut small = [0u8; 1024];
-    let mut big: Option<Box<[u8]>> = None;
-    loop {
-        let (n, buf): (usize, &[u8]) = match big.as_deref_mut() {
-            Some(b) => {
-                match tokio::time::timeout(std::time::Duration::from_secs(2), r.read(b)).await {
-                    Ok(n) => (n?, &*b),
-                    Err(_) => {
-                        big = None;
-                        continue;
-                    }
-                }
-            }
-            None => {
-                let n = r.read(&mut small).await?;
-                (n, &small[..])
-            }
-        };
-        if n == 0 {
-            let _ = w.shutdown().await;
-            return Ok(());
-        }
-        w.write_all(&buf[..n]).await?;
-        w.flush().await?;
-        if n == small.len() && big.is_none() {
-            big = Some(vec![0u8; 16 * 1024].into_boxed_slice());
-        }
-    }
 }
 
 /// The memory measurement's child: both halves in this fresh process, a few

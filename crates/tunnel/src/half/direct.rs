@@ -258,7 +258,7 @@ impl OriginHalf {
         let (tls, cert) = swappable_server_config(&spec.cert_pem, &spec.key_pem).map_err(|e| {
             HalfError::Certificate {
                 tunnel: spec.tunnel.clone(),
-                problem: e.to_string(),
+                problem: e,
             }
         })?;
         let mut half = Self::empty(spec.tunnel.clone(), handler, spec.window);
@@ -304,9 +304,9 @@ impl OriginHalf {
             return Ok(());
         };
         swap.set(cert_pem, key_pem)
-            .map_err(|e| HalfError::Certificate {
+            .map_err(|problem| HalfError::Certificate {
                 tunnel: self.tunnel.clone(),
-                problem: e.to_string(),
+                problem,
             })
     }
 }

@@ -41,15 +41,10 @@ pub use direct::{DirectOrigin, OriginListenSpec, RelayDialSpec};
 pub use origin::{OriginHalf, OriginSpec};
 pub use relay::{RelayHalf, RelaySpec};
 
-/// Links an origin keeps per profile by default. Links set a profile's weight in the
-/// pool; four spreads streams over four congestion windows at the cost of four TLS
-/// sessions.
-pub const LINKS_PER_PROFILE: usize = 4;
-
-/// The largest receive window a stream of a tunnel grows to by default, in bytes
-/// ([`MuxConfig::max_window`]): 16 MiB fills 1 Gbit/s at 130 ms of round trip. A
-/// tunnel's `window` sets it for both halves; it is shape (a change rebuilds the half).
-pub const DEFAULT_WINDOW: u32 = 16 * 1024 * 1024;
+/// The defaults of a half, in the config contract: links an origin keeps per
+/// profile, and the largest receive window ([`MuxConfig::max_window`]) a stream grows
+/// to.
+pub use switchyard_config::tunnel::{DEFAULT_WINDOW, LINKS_PER_PROFILE};
 
 /// The multiplexer settings of a half whose streams' windows grow to `window` bytes.
 fn mux_config(window: u32) -> MuxConfig {
@@ -96,7 +91,7 @@ pub enum HalfError {
         /// The tunnel.
         tunnel: String,
         /// What is wrong.
-        problem: String,
+        problem: crate::link::cert::CertError,
     },
     /// A profile's port can't be bound.
     #[error("tunnel {tunnel:?}: profile {profile} port {port}: {source}")]

@@ -27,7 +27,7 @@ pub struct RelaySpec {
     pub tunnel: String,
     /// Address to listen on.
     pub listen: IpAddr,
-    /// Up to eight profiles.
+    /// Up to [`switchyard_config::MAX_PROFILES`] profiles.
     pub profiles: Vec<Profile>,
     /// Balancing between profiles.
     pub balancing: Balancing,
@@ -90,7 +90,7 @@ impl RelayHalf {
         let (tls, cert) = swappable_server_config(&spec.cert_pem, &spec.key_pem).map_err(|e| {
             HalfError::Certificate {
                 tunnel: spec.tunnel.clone(),
-                problem: e.to_string(),
+                problem: e,
             }
         })?;
         let mut half = Self::empty(
@@ -208,9 +208,9 @@ impl RelayHalf {
     /// certificate is re-issued with the same key; for a new key, give them both pins
     /// first.)
     pub fn set_certificate(&self, cert_pem: &str, key_pem: &str) -> Result<(), HalfError> {
-        let fail = |e: crate::link::cert::CertError| HalfError::Certificate {
+        let fail = |problem| HalfError::Certificate {
             tunnel: self.tunnel.clone(),
-            problem: e.to_string(),
+            problem,
         };
         match &self.cert {
             Some(swap) => swap.set(cert_pem, key_pem).map_err(fail),

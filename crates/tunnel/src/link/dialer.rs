@@ -17,35 +17,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+pub use super::dial_error::DialError;
 use super::handshake::{HANDSHAKE_DEADLINE, HandshakeError, send_hello};
 use super::pin::Pin as CertPin;
 use super::schedule::Schedule;
 use super::tracked::{Lease, Tracked};
-use super::transport::{ConnectError, LinkStream, Target, connect};
+use super::transport::{LinkStream, Target, connect};
 use crate::frame::Hello;
-
-/// Why an attempt did not make a link, or a link did not last.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DialError {
-    /// TCP, WebSocket or TLS failed (a pin mismatch among them).
-    #[error(transparent)]
-    Connect(#[from] ConnectError),
-    /// The hello exchange failed or was refused.
-    #[error("{target}: {error}")]
-    Handshake {
-        /// Where to.
-        target: String,
-        /// What failed.
-        error: HandshakeError,
-    },
-    /// A link came up but ended before it counted as stable.
-    #[error("the link dropped after {after:?}; the address may be blocking it")]
-    Dropped {
-        /// How long it was up.
-        after: Duration,
-    },
-}
 
 /// A future the connector returns.
 pub type Connecting = Pin<Box<dyn Future<Output = Result<LinkStream, DialError>> + Send>>;

@@ -18,6 +18,7 @@
 //! plain functions and state machines that take the time as an argument.
 
 pub mod cert;
+mod dial_error;
 pub mod dialer;
 pub mod handshake;
 pub mod listener;

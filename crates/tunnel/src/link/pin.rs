@@ -108,21 +108,13 @@ impl fmt::Debug for Pin {
 impl FromStr for Pin {
     type Err = PinError;
 
+    /// Reads the config's syntax (`switchyard_config::tunnel::parse_pin`).
     fn from_str(text: &str) -> Result<Self, PinError> {
-        let bad = || PinError::Syntax(text.to_owned());
-        let (kind, hex) = text.split_once(':').ok_or_else(bad)?;
-        if hex.len() != 64 || !hex.is_ascii() {
-            return Err(bad());
-        }
-        let mut hash = [0u8; 32];
-        for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
-            let pair = core::str::from_utf8(pair).map_err(|_| bad())?;
-            hash[i] = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
-        }
-        match kind {
-            "cert" => Ok(Self::Certificate(hash)),
-            "key" => Ok(Self::PublicKey(hash)),
-            _ => Err(bad()),
+        use switchyard_config::tunnel::{PinKind, parse_pin};
+        match parse_pin(text) {
+            Some((PinKind::Certificate, hash)) => Ok(Self::Certificate(hash)),
+            Some((PinKind::PublicKey, hash)) => Ok(Self::PublicKey(hash)),
+            None => Err(PinError::Syntax(text.to_owned())),
         }
     }
 }

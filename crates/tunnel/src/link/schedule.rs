@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::dialer::DialError;
+use super::dial_error::DialError;
 use crate::backoff::{Backoff, STABLE};
 
 /// The state of one address of the listening side.

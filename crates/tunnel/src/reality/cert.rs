@@ -99,18 +99,33 @@ impl SigningKey for Ed25519Always {
     }
 }
 
+/// Why a connection's certificate could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CertifiedKeyError {
+    /// The system's randomness failed.
+    #[error("no randomness for an Ed25519 key")]
+    NoRandomness,
+    /// rustls refused the fresh key.
+    #[error(transparent)]
+    Key(#[from] rustls::Error),
+    /// The key came without its public half.
+    #[error("an Ed25519 key without its public key")]
+    NoPublicKey,
+}
+
 /// A fresh Ed25519 key and its certificate for the connection whose auth key is
 /// `auth_key`.
-pub fn certified_key(auth_key: &AuthKey) -> Result<Arc<CertifiedKey>, String> {
+pub fn certified_key(auth_key: &AuthKey) -> Result<Arc<CertifiedKey>, CertifiedKeyError> {
     let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new())
-        .map_err(|_| "no randomness for an Ed25519 key".to_owned())?;
+        .map_err(|_| CertifiedKeyError::NoRandomness)?;
     let der = PrivatePkcs8KeyDer::from(pkcs8.as_ref());
-    let key = rustls::crypto::ring::sign::any_eddsa_type(&der).map_err(|e| e.to_string())?;
+    let key = rustls::crypto::ring::sign::any_eddsa_type(&der)?;
     let spki = key
         .public_key()
         .map(|s| s.as_ref().to_vec())
         .filter(|s| s.len() == SPKI_LEN)
-        .ok_or_else(|| "an Ed25519 key without its public key".to_owned())?;
+        .ok_or(CertifiedKeyError::NoPublicKey)?;
     let mut public = [0u8; 32];
     public.copy_from_slice(&spki[SPKI_LEN - 32..]);
     let cert = certificate_der(&spki, &certificate_signature(auth_key, &public));

@@ -57,7 +57,40 @@ pub enum Accepted {
     /// One of our clients: its TLS session.
     Tls(Box<TlsStream<Prefixed<TcpStream>>>),
     /// Not one: spliced to the target (in a task of its own), for this reason.
-    Spliced(String),
+    Spliced(SpliceReason),
+}
+
+/// Why a connection is not one of our clients' (and goes to the target site).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpliceReason {
+    /// No whole ClientHello came.
+    #[error(transparent)]
+    Hello(#[from] ReadHelloError),
+    /// The hello was refused.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+}
+
+/// Why no whole ClientHello could be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadHelloError {
+    /// The bytes are not a TLS ClientHello.
+    #[error(transparent)]
+    Malformed(#[from] client_hello::HelloError),
+    /// [`MAX_RECORDS_LEN`] bytes came without a whole ClientHello.
+    #[error("no ClientHello in {MAX_RECORDS_LEN} bytes")]
+    TooLong,
+    /// The peer closed first.
+    #[error("closed before a whole ClientHello")]
+    Closed,
+    /// Reading failed.
+    #[error("reading the ClientHello: {0}")]
+    Read(#[source] io::Error),
+    /// The caller's deadline passed first.
+    #[error("no whole ClientHello before the deadline")]
+    Deadline,
 }
 
 impl std::fmt::Debug for Accepted {
@@ -84,23 +117,21 @@ impl ResolvesServerCert for Fixed {
 pub async fn read_hello<S: AsyncRead + Unpin>(
     io: &mut S,
     buf: &mut Vec<u8>,
-) -> Result<ClientHello, String> {
+) -> Result<ClientHello, ReadHelloError> {
     loop {
-        match client_hello::parse(buf) {
-            Ok(Some((hello, _))) => return Ok(hello),
-            Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
+        if let Some((hello, _)) = client_hello::parse(buf)? {
+            return Ok(hello);
         }
         if buf.len() >= MAX_RECORDS_LEN {
-            return Err(format!("no ClientHello in {MAX_RECORDS_LEN} bytes"));
+            return Err(ReadHelloError::TooLong);
         }
         let want = (MAX_RECORDS_LEN - buf.len()).min(4096);
         buf.reserve(want);
         let mut limited = (&mut *io).take(want as u64);
         match limited.read_buf(buf).await {
-            Ok(0) => return Err("closed before a whole ClientHello".into()),
+            Ok(0) => return Err(ReadHelloError::Closed),
             Ok(_) => {}
-            Err(e) => return Err(format!("reading the ClientHello: {e}")),
+            Err(e) => return Err(ReadHelloError::Read(e)),
         }
     }
 }
@@ -127,8 +158,10 @@ pub async fn accept(
 ) -> io::Result<Accepted> {
     let mut buf = Vec::with_capacity(2048);
     let verdict = match read_hello(&mut tcp, &mut buf).await {
-        Ok(hello) => settings.decide(&hello, now_ms).map_err(|r| r.to_string()),
-        Err(why) => Err(why),
+        Ok(hello) => settings
+            .decide(&hello, now_ms)
+            .map_err(SpliceReason::Refused),
+        Err(why) => Err(SpliceReason::Hello(why)),
     };
     let auth_key = match verdict {
         Ok(k) => k,

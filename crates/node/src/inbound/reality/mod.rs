@@ -45,13 +45,39 @@ use tokio_rustls::LazyConfigAcceptor;
 
 use switchyard_proto::client_hello::ClientHello;
 use switchyard_proto::reality::{
-    AuthKey, ClientVersion, Policy, PrivateKey, Refusal, ReplayFilter, ShortId, authenticate,
+    AuthKey, ClientVersion, KeyError, Policy, PrivateKey, Refusal, ReplayFilter, ShortId,
+    authenticate,
 };
+use switchyard_tunnel::reality::server::{ReadHelloError, SpliceReason};
 
 use super::{Conn, Ctx, Prefixed, RawTls, Records, fallback};
 use crate::accounting::now_ms;
 use crate::config::{InboundConfig, Security};
-use crate::node::Runtime;
+use crate::runtime::Runtime;
+
+/// Why an inbound's REALITY settings can't be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RealityError {
+    /// The inbound's security is not REALITY.
+    #[error("security: not REALITY")]
+    NotReality,
+    /// `security.private_key` is not a key.
+    #[error("security.private_key: {0}")]
+    PrivateKey(#[source] KeyError),
+    /// One of `security.short_ids` is not a short id.
+    #[error("security.short_ids: {0}")]
+    ShortId(#[source] KeyError),
+    /// `security.min_client_version` or `max_client_version` is not a version.
+    #[error("security: client version: {0}")]
+    ClientVersion(#[source] KeyError),
+    /// No certificate could be made for connections.
+    #[error(transparent)]
+    Certificate(#[from] cert::CertifiedKeyError),
+    /// rustls refused the TLS settings.
+    #[error(transparent)]
+    Tls(#[from] rustls::Error),
+}
 
 /// A REALITY inbound's keys and rules, built when the inbound is (re)built.
 pub(crate) struct Reality {
@@ -90,7 +116,7 @@ impl Reality {
     pub(crate) fn build(
         config: &InboundConfig,
         replay: Arc<Mutex<ReplayFilter>>,
-    ) -> Result<Arc<Self>, String> {
+    ) -> Result<Arc<Self>, RealityError> {
         let Security::Reality {
             dest,
             server_names,
@@ -101,20 +127,19 @@ impl Reality {
             max_client_version,
         } = &config.security
         else {
-            return Err("security: not REALITY".to_owned());
+            return Err(RealityError::NotReality);
         };
-        let key = PrivateKey::parse(private_key.expose())
-            .map_err(|e| format!("security.private_key: {e}"))?;
+        let key = PrivateKey::parse(private_key.expose()).map_err(RealityError::PrivateKey)?;
         let short_ids = short_ids
             .iter()
             .map(|s| ShortId::parse(s))
             .collect::<Result<_, _>>()
-            .map_err(|e| format!("security.short_ids: {e}"))?;
+            .map_err(RealityError::ShortId)?;
         let version = |v: &Option<String>| {
             v.as_deref()
                 .map(ClientVersion::parse)
                 .transpose()
-                .map_err(|e| format!("security: client version: {e}"))
+                .map_err(RealityError::ClientVersion)
         };
         let policy = Policy {
             server_names: server_names
@@ -129,8 +154,7 @@ impl Reality {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let placeholder = cert::certified_key(&AuthKey([0; 32]))?;
         let mut base = ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .map_err(|e| e.to_string())?
+            .with_protocol_versions(&[&rustls::version::TLS13])?
             .with_no_client_auth()
             .with_cert_resolver(Arc::new(Fixed(placeholder)));
         // A resumed session would skip the certificate, REALITY's proof: never offer one.
@@ -168,8 +192,8 @@ impl Reality {
         let peer = conn.peer;
         let mut buf = Vec::with_capacity(2048);
         let verdict = match read_hello(&mut tcp, &mut buf, conn.deadline).await {
-            Ok(hello) => self.decide(&hello, now_ms()).map_err(|r| r.to_string()),
-            Err(why) => Err(why),
+            Ok(hello) => self.decide(&hello, now_ms()).map_err(SpliceReason::Refused),
+            Err(why) => Err(SpliceReason::Hello(why)),
         };
         let auth_key = match verdict {
             Ok(k) => k,
@@ -214,7 +238,7 @@ async fn read_hello(
     tcp: &mut TcpStream,
     buf: &mut Vec<u8>,
     deadline: Instant,
-) -> Result<ClientHello, String> {
+) -> Result<ClientHello, ReadHelloError> {
     match timeout_at(
         deadline,
         switchyard_tunnel::reality::server::read_hello(tcp, buf),
@@ -222,6 +246,6 @@ async fn read_hello(
     .await
     {
         Ok(r) => r,
-        Err(_) => Err("no whole ClientHello before the deadline".into()),
+        Err(_) => Err(ReadHelloError::Deadline),
     }
 }

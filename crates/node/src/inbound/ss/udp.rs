@@ -24,9 +24,10 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::{Inbound, Keys, has_eih};
-use crate::inbound::udp::Outlet;
-use crate::node::Runtime;
+use crate::inbound::BindError;
+use crate::inbound::udp::{Outlet, UdpError};
 use crate::outbound::Destination;
+use crate::runtime::Runtime;
 use crate::users::User;
 
 /// Most client associations an inbound keeps at once. 4096: each holds a socket, a
@@ -40,23 +41,22 @@ const QUEUE: usize = 64;
 const MAX_DATAGRAM: usize = 65_536;
 
 /// Binds the inbound's UDP port, with SO_REUSEPORT like its TCP listener.
-pub(crate) fn bind(addr: SocketAddr) -> Result<UdpSocket, String> {
+pub(crate) fn bind(addr: SocketAddr) -> Result<UdpSocket, BindError> {
     use socket2::{Domain, Protocol, Socket, Type};
+    let option = |option| move |source| BindError::Option { option, source };
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
-        .map_err(|e| format!("UDP socket: {e}"))?;
+        .map_err(BindError::UdpSocket)?;
     socket
         .set_reuse_address(true)
-        .map_err(|e| format!("SO_REUSEADDR: {e}"))?;
+        .map_err(option("SO_REUSEADDR"))?;
     socket
         .set_reuse_port(true)
-        .map_err(|e| format!("SO_REUSEPORT: {e}"))?;
+        .map_err(option("SO_REUSEPORT"))?;
     socket
         .bind(&addr.into())
-        .map_err(|e| format!("UDP port {} on {}: {e}", addr.port(), addr.ip()))?;
-    socket
-        .set_nonblocking(true)
-        .map_err(|e| format!("UDP socket: {e}"))?;
-    UdpSocket::from_std(socket.into()).map_err(|e| format!("UDP socket: {e}"))
+        .map_err(|source| BindError::UdpPort { addr, source })?;
+    socket.set_nonblocking(true).map_err(BindError::UdpSocket)?;
+    UdpSocket::from_std(socket.into()).map_err(BindError::UdpSocket)
 }
 
 /// What the receive loop keeps of an association: one per user and client session.
@@ -315,7 +315,7 @@ impl Reply {
         from: SocketAddr,
         payload: &[u8],
         out: &mut BytesMut,
-    ) -> Result<(), String> {
+    ) -> Result<(), UdpError> {
         let mut control = UdpSocketControlData::default();
         control.client_session_id = self.client_session_id;
         control.server_session_id = self.server_session_id;
@@ -336,7 +336,7 @@ impl Reply {
             .send_to(out, client)
             .await
             .map(|_| ())
-            .map_err(|e| format!("to {client}: {e}"))
+            .map_err(|source| UdpError::Reply { client, source })
     }
 }
 
@@ -349,10 +349,10 @@ async fn associate(
     mut reply: Reply,
     admission: &crate::accounting::Admission,
     cancel: &tokio_util::sync::CancellationToken,
-) -> Result<(), String> {
+) -> Result<(), UdpError> {
     let mut outlet = Outlet::open(user, &rt.relays)
         .await
-        .map_err(|e| format!("UDP socket: {e}"))?;
+        .map_err(UdpError::Socket)?;
     let mut datagram = vec![0u8; MAX_DATAGRAM];
     let mut out = BytesMut::with_capacity(2048);
     let mut last = Instant::now();
@@ -367,7 +367,7 @@ async fn associate(
                 }
             }
             r = outlet.recv(&mut datagram) => {
-                let (n, from) = r.map_err(|e| format!("UDP receive: {e}"))?;
+                let (n, from) = r.map_err(UdpError::Receive)?;
                 reply.send(from, &datagram[..n], &mut out).await?;
                 admission.add(0, n as u64);
                 last = Instant::now();

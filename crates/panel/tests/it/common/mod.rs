@@ -14,8 +14,9 @@ use axum::http::{HeaderMap, HeaderValue, Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use switchyard_panel::PanelConfig;
-use switchyard_panel::api::{self, AppState, JoinEncoder, Metrics};
-use switchyard_panel::store::{Changes, SqlStore, Store};
+use switchyard_panel::api::{self, AppState, JoinEncoder};
+use switchyard_panel::metrics::Metrics;
+use switchyard_panel::store::{AccountStore, Changes, SqlStore, Store};
 use tower::ServiceExt;
 
 /// The admin every harness has.

@@ -5,7 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use switchyard_auto::sim::{self, POLICIES, Plan, PolicyError, Summary, format_secs};
+use switchyard_auto_sim::{self as sim, POLICIES, Plan, PolicyError, Summary, format_secs};
 
 use super::InputFileError;
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::Subcommand;
-use switchyard_auto::sim::Plan;
+use switchyard_auto_sim::Plan;
 
 /// `switchyard auto` subcommands.
 #[derive(Debug, Subcommand)]

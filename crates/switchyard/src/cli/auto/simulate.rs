@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use switchyard_auto::sim::{self, POLICIES};
+use switchyard_auto_sim::{self as sim, POLICIES};
 
 /// Replay a scenario against one policy; print its JSON lines and the summary.
 #[derive(Debug, Args)]

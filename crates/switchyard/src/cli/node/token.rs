@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use switchyard_node::NodeConfig;
+use switchyard_node::config::default_state_dir_of;
 use switchyard_node::state;
 
 /// Print the bearer token of the node's control API.
@@ -24,7 +24,7 @@ impl TokenArgs {
     /// operator can hand it to the panel before the first start).
     pub(crate) fn run(self) -> anyhow::Result<()> {
         let (dir, of) = match (self.config, self.state_dir) {
-            (Some(config), _) => (NodeConfig::default_state_dir_of(&config), config),
+            (Some(config), _) => (default_state_dir_of(&config), config),
             (None, Some(dir)) => (dir.clone(), dir),
             (None, None) => anyhow::bail!("--config FILE or --state-dir DIR is required"),
         };

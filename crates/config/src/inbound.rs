@@ -1,0 +1,240 @@
+//! Inbounds: the user-facing listeners, their protocol, transport and security.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Secret;
+
+/// The protocol an inbound speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// VLESS (no flow), TCP and UDP.
+    Vless,
+    /// Trojan, CONNECT and UDP ASSOCIATE.
+    Trojan,
+    /// Shadowsocks 2022, multi-user.
+    Shadowsocks,
+    /// SOCKS5 with username/password, for local use and tests.
+    Socks,
+}
+
+/// How bytes travel under the protocol.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Transport {
+    /// Raw TCP.
+    #[default]
+    Tcp,
+    /// WebSocket: the upgrade request must ask for `path` (and `host`, when set).
+    Ws {
+        /// The request path, starting with `/`.
+        path: String,
+        /// The expected `Host` header; any when unset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
+    },
+}
+
+/// What protects the transport.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Security {
+    /// Nothing (Shadowsocks brings its own encryption; others only for tests or behind
+    /// a TLS-terminating proxy).
+    #[default]
+    None,
+    /// TLS 1.2/1.3 with a certificate chain and key: from PEM files (`cert`, `key`) or
+    /// inline PEM (`cert_pem`, `key_pem`, as the panel pushes them); exactly one of
+    /// the two forms (see [`Security::tls_source`]).
+    Tls {
+        /// The certificate chain, a PEM file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cert: Option<PathBuf>,
+        /// The private key, a PEM file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<PathBuf>,
+        /// The certificate chain, PEM text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cert_pem: Option<String>,
+        /// The private key, PEM text (a secret: reads show `"<redacted>"`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key_pem: Option<Secret>,
+    },
+    /// REALITY (VLESS over TCP only): clients whose ClientHello carries valid REALITY
+    /// auth get a TLS 1.3 session with the node; every other connection is spliced
+    /// byte for byte to `dest`, so a prober sees that site (docs/node.md, "REALITY").
+    Reality {
+        /// The target site, `host:port` (a name or an address; `[v6]:port`): a real
+        /// HTTPS server with TLS 1.3 whose names are `server_names`.
+        dest: String,
+        /// The SNI names a client may ask for, the target's own; `""` accepts a
+        /// hello without SNI. Compared without regard to ASCII case.
+        server_names: Vec<String>,
+        /// The X25519 private key, base64url without padding (`switchyard node
+        /// reality-keys` makes one; a secret: reads show `"<redacted>"`).
+        private_key: Secret,
+        /// Short ids clients may present: 0 to 16 hex digits each (an even number),
+        /// `""` included; at least one.
+        short_ids: Vec<String>,
+        /// The largest difference allowed between a client's clock and the node's, in
+        /// milliseconds; 0 (the default, as Xray's) leaves it unchecked. A limit
+        /// (say 60000) also bounds how long replayed hellos must be remembered.
+        #[serde(default)]
+        max_time_diff_ms: u64,
+        /// The oldest client version accepted (Xray's `x.y.z`), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min_client_version: Option<String>,
+        /// The newest client version accepted, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_client_version: Option<String>,
+    },
+}
+
+/// Where a TLS inbound's certificate and key come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsSource<'a> {
+    /// PEM files.
+    Files {
+        /// The certificate chain's file.
+        cert: &'a std::path::Path,
+        /// The key's file.
+        key: &'a std::path::Path,
+    },
+    /// PEM text in the config.
+    Inline {
+        /// The certificate chain.
+        cert_pem: &'a str,
+        /// The key.
+        key_pem: &'a Secret,
+    },
+}
+
+impl Security {
+    /// TLS from PEM files.
+    pub fn tls_files(cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        Self::Tls {
+            cert: Some(cert.into()),
+            key: Some(key.into()),
+            cert_pem: None,
+            key_pem: None,
+        }
+    }
+
+    /// TLS from inline PEM.
+    pub fn tls_inline(cert_pem: impl Into<String>, key_pem: impl Into<String>) -> Self {
+        Self::Tls {
+            cert: None,
+            key: None,
+            cert_pem: Some(cert_pem.into()),
+            key_pem: Some(Secret::new(key_pem)),
+        }
+    }
+
+    /// Where the certificate comes from: `None` without TLS, or when the fields are
+    /// not exactly one complete form (validation refuses that, naming the field).
+    pub fn tls_source(&self) -> Option<TlsSource<'_>> {
+        match self {
+            Self::Tls {
+                cert: Some(cert),
+                key: Some(key),
+                cert_pem: None,
+                key_pem: None,
+            } => Some(TlsSource::Files { cert, key }),
+            Self::Tls {
+                cert: None,
+                key: None,
+                cert_pem: Some(cert_pem),
+                key_pem: Some(key_pem),
+            } => Some(TlsSource::Inline { cert_pem, key_pem }),
+            _ => None,
+        }
+    }
+}
+
+/// A VLESS flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Flow {
+    /// XTLS Vision: padding while the inner TLS handshake runs, then the inner TLS
+    /// records go straight over TCP (docs/node.md, "Vision").
+    #[serde(rename = "xtls-rprx-vision")]
+    Vision,
+}
+
+impl Flow {
+    /// The flow's name in VLESS requests and share links.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Vision => "xtls-rprx-vision",
+        }
+    }
+}
+
+/// The Shadowsocks 2022 methods the node serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SsMethod {
+    /// `2022-blake3-aes-128-gcm` (16-byte keys).
+    #[serde(rename = "2022-blake3-aes-128-gcm")]
+    Aes128Gcm,
+    /// `2022-blake3-aes-256-gcm` (32-byte keys).
+    #[serde(rename = "2022-blake3-aes-256-gcm")]
+    Aes256Gcm,
+    /// `2022-blake3-chacha20-poly1305` (32-byte keys).
+    #[serde(rename = "2022-blake3-chacha20-poly1305")]
+    Chacha20Poly1305,
+}
+
+impl SsMethod {
+    /// Key length in bytes.
+    pub const fn key_len(self) -> usize {
+        match self {
+            Self::Aes128Gcm => 16,
+            Self::Aes256Gcm | Self::Chacha20Poly1305 => 32,
+        }
+    }
+}
+
+/// One user-facing listener.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InboundConfig {
+    /// Unique id (letters, digits, `-`, `_`); names the inbound in stats and the API.
+    pub tag: String,
+    /// What operators and users see.
+    #[serde(default)]
+    pub name: String,
+    /// The protocol.
+    pub protocol: Protocol,
+    /// Address to listen on; all addresses by default.
+    #[serde(default = "unspecified")]
+    pub listen: IpAddr,
+    /// Port to listen on.
+    pub port: u16,
+    /// Transport under the protocol.
+    #[serde(default)]
+    pub transport: Transport,
+    /// TLS, REALITY or nothing.
+    #[serde(default)]
+    pub security: Security,
+    /// Where a connection that fails authentication is handed, byte for byte (a web
+    /// server, so an active prober sees an ordinary website).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<SocketAddr>,
+    /// VLESS over TCP with TLS or REALITY only: the flow its users must use for TCP
+    /// (`"xtls-rprx-vision"`). Without it, Vision is still accepted from clients that
+    /// ask for it; with it, a TCP request without Vision is refused like Xray's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<Flow>,
+    /// Shadowsocks only: the method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<SsMethod>,
+    /// Shadowsocks only: the server key (base64), the first part of users' passwords.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password: Option<Secret>,
+}
+
+fn unspecified() -> IpAddr {
+    IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+}

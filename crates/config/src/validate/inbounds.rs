@@ -1,0 +1,286 @@
+//! The inbounds' section: tags, ports, transports, TLS, REALITY, the protocols'
+//! own fields and the flow.
+
+use std::collections::{HashMap, HashSet};
+use std::net::IpAddr;
+
+use base64::Engine as _;
+
+use super::{ConfigError, invalid, tag_ok};
+use crate::reality::RealityInbound;
+use crate::{InboundConfig, NodeConfig, Protocol, Security, SsMethod, Transport};
+
+/// Most users with Shadowsocks keys a `2022-blake3-chacha20-poly1305` inbound serves.
+/// Without identity headers every new TCP connection and every new UDP session is
+/// opened by trying each user's key in turn (one ChaCha20-Poly1305 open of a 27-byte
+/// chunk, about a microsecond each), so a prober's connection costs at most 1,000 of
+/// them, about a millisecond of CPU.
+pub const MAX_CHACHA_USERS: usize = 1000;
+
+pub use switchyard_proto::vless::parse_uuid;
+
+/// Why a Shadowsocks 2022 key was refused. Never the key nor a character of it: it is
+/// a secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SsKeyError {
+    /// A character that is not base64.
+    #[error("not base64 (a bad character at offset {0})")]
+    BadCharacter(usize),
+    /// A length base64 can't have.
+    #[error("not base64 ({0} characters)")]
+    BadLength(usize),
+    /// Padding in the wrong place.
+    #[error("not base64 (bad padding)")]
+    BadPadding,
+    /// A key of another length than the method's.
+    #[error(
+        "decodes to {len} bytes; {method:?} needs {} (generate one with `openssl rand -base64 {}`)",
+        method.key_len(),
+        method.key_len()
+    )]
+    WrongLength {
+        /// The decoded key's length.
+        len: usize,
+        /// The method it is for.
+        method: SsMethod,
+    },
+}
+
+/// Decodes a Shadowsocks 2022 key (standard base64) and checks its length.
+pub fn ss_key(text: &str, method: SsMethod) -> Result<Vec<u8>, SsKeyError> {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|e| {
+            use base64::DecodeError as E;
+            match e {
+                E::InvalidByte(at, _) | E::InvalidLastSymbol(at, _) => SsKeyError::BadCharacter(at),
+                E::InvalidLength(n) => SsKeyError::BadLength(n),
+                E::InvalidPadding => SsKeyError::BadPadding,
+            }
+        })?;
+    if key.len() != method.key_len() {
+        return Err(SsKeyError::WrongLength {
+            len: key.len(),
+            method,
+        });
+    }
+    Ok(key)
+}
+
+/// A REALITY inbound's fields: the rules the panel checks too
+/// ([`crate::reality::check_inbound`]), then the node's own (the private key, at least
+/// one short id, the client versions). `f` names a field of the inbound;
+/// `allow_private` is `node.allow_private_destinations`.
+fn validate_reality(
+    ib: &InboundConfig,
+    f: &dyn Fn(&str) -> String,
+    allow_private: bool,
+) -> Result<(), ConfigError> {
+    use switchyard_proto::reality::{ClientVersion, PrivateKey};
+    let Security::Reality {
+        dest,
+        server_names,
+        private_key,
+        short_ids,
+        max_time_diff_ms: _,
+        min_client_version,
+        max_client_version,
+    } = &ib.security
+    else {
+        return Ok(());
+    };
+    crate::reality::check_inbound(&RealityInbound {
+        vless_tcp: ib.protocol == Protocol::Vless && ib.transport == Transport::Tcp,
+        dest,
+        allow_private,
+        server_names,
+        short_ids,
+    })
+    .map_err(|p| invalid(f(&p.field), p.problem))?;
+    // Never the key itself in the message: it is a secret.
+    PrivateKey::parse(private_key.expose()).map_err(|e| {
+        invalid(
+            f("security.private_key"),
+            format!("{e}: an X25519 private key is 32 bytes in base64url (make one with `switchyard node reality-keys`)"),
+        )
+    })?;
+    if short_ids.is_empty() {
+        return Err(invalid(
+            f("security.short_ids"),
+            "needs at least one (\"\" is one)",
+        ));
+    }
+    let version = |text: &Option<String>, field: &str| {
+        text.as_deref()
+            .map(ClientVersion::parse)
+            .transpose()
+            .map_err(|e| invalid(f(field), e.to_string()))
+    };
+    let min = version(min_client_version, "security.min_client_version")?;
+    let max = version(max_client_version, "security.max_client_version")?;
+    if let (Some(min), Some(max)) = (min, max)
+        && min > max
+    {
+        return Err(invalid(
+            f("security.max_client_version"),
+            format!("{max} is older than min_client_version {min}"),
+        ));
+    }
+    Ok(())
+}
+
+impl NodeConfig {
+    pub(super) fn validate_inbounds(&self) -> Result<(), ConfigError> {
+        let mut tags = HashSet::new();
+        let mut ports: HashMap<u16, Vec<(IpAddr, usize)>> = HashMap::new();
+        for (i, ib) in self.inbounds.iter().enumerate() {
+            let f = |name: &str| format!("inbounds[{i}].{name}");
+            if !tag_ok(&ib.tag) {
+                return Err(invalid(f("tag"), "use 1-64 letters, digits, '-' or '_'"));
+            }
+            if !tags.insert(ib.tag.as_str()) {
+                return Err(invalid(
+                    f("tag"),
+                    format!("{:?} is used by another inbound", ib.tag),
+                ));
+            }
+            if ib.port == 0 {
+                return Err(invalid(f("port"), "must be 1-65535"));
+            }
+            let same_port = ports.entry(ib.port).or_default();
+            if let Some((_, j)) = same_port.iter().find(|(ip, _)| {
+                *ip == ib.listen || ip.is_unspecified() || ib.listen.is_unspecified()
+            }) {
+                return Err(invalid(
+                    f("port"),
+                    format!(
+                        "{}:{} overlaps inbounds[{j}] ({:?})",
+                        ib.listen, ib.port, self.inbounds[*j].tag
+                    ),
+                ));
+            }
+            same_port.push((ib.listen, i));
+            if let Transport::Ws { path, .. } = &ib.transport
+                && !path.starts_with('/')
+            {
+                return Err(invalid(f("transport.path"), "must start with '/'"));
+            }
+            if let Transport::Ws { path, .. } = &ib.transport
+                && let Some((_, query)) = path.split_once('?')
+                && !query
+                    .strip_prefix("ed=")
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return Err(invalid(
+                    f("transport.path"),
+                    "a query is not part of the path: only `?ed=N` (the early-data hint of share links, ignored) may follow it",
+                ));
+            }
+            if let Security::Tls {
+                cert,
+                key,
+                cert_pem,
+                key_pem,
+            } = &ib.security
+            {
+                let files = cert.is_some() || key.is_some();
+                let inline = cert_pem.is_some() || key_pem.is_some();
+                if files && inline {
+                    return Err(invalid(
+                        f("security"),
+                        "give either cert and key (PEM files) or cert_pem and key_pem (inline PEM), not both",
+                    ));
+                }
+                let missing = if files {
+                    match (cert, key) {
+                        (None, _) => Some("security.cert"),
+                        (_, None) => Some("security.key"),
+                        _ => None,
+                    }
+                } else if inline {
+                    match (cert_pem, key_pem) {
+                        (None, _) => Some("security.cert_pem"),
+                        (_, None) => Some("security.key_pem"),
+                        _ => None,
+                    }
+                } else {
+                    Some("security.cert")
+                };
+                if let Some(field) = missing {
+                    return Err(invalid(
+                        f(field),
+                        "missing: TLS needs cert and key (PEM files) or cert_pem and key_pem (inline PEM)",
+                    ));
+                }
+            }
+            if let Security::Reality { .. } = &ib.security {
+                validate_reality(ib, &f, self.node.allow_private_destinations)?;
+            }
+            match ib.protocol {
+                Protocol::Shadowsocks => {
+                    let Some(method) = ib.method else {
+                        return Err(invalid(
+                            f("method"),
+                            "a shadowsocks inbound needs a 2022 method",
+                        ));
+                    };
+                    let Some(password) = &ib.password else {
+                        return Err(invalid(
+                            f("password"),
+                            "a shadowsocks inbound needs the server key",
+                        ));
+                    };
+                    ss_key(password.expose(), method)
+                        .map_err(|p| invalid(f("password"), p.to_string()))?;
+                    if ib.transport != Transport::Tcp || ib.security != Security::None {
+                        return Err(invalid(
+                            f("transport"),
+                            "shadowsocks runs on plain TCP/UDP (it brings its own encryption)",
+                        ));
+                    }
+                    if ib.fallback.is_some() {
+                        return Err(invalid(f("fallback"), "shadowsocks has no fallback"));
+                    }
+                    let keyed = self
+                        .users
+                        .iter()
+                        .filter(|u| u.shadowsocks.is_some())
+                        .count();
+                    if method == SsMethod::Chacha20Poly1305 && keyed > MAX_CHACHA_USERS {
+                        return Err(invalid(
+                            f("method"),
+                            format!(
+                                "2022-blake3-chacha20-poly1305 finds a connection's user by trying every key, so it serves at most {MAX_CHACHA_USERS} users ({keyed} have keys): use 2022-blake3-aes-128-gcm or -256-gcm, whose identity headers name the user"
+                            ),
+                        ));
+                    }
+                }
+                Protocol::Socks => {
+                    if ib.transport != Transport::Tcp {
+                        return Err(invalid(f("transport"), "socks runs on plain TCP"));
+                    }
+                    if ib.fallback.is_some() {
+                        return Err(invalid(f("fallback"), "socks has no fallback"));
+                    }
+                }
+                Protocol::Vless | Protocol::Trojan => {}
+            }
+            crate::reality::check_flow(
+                ib.flow.is_some(),
+                ib.protocol == Protocol::Vless && ib.transport == Transport::Tcp,
+                !matches!(ib.security, Security::None),
+            )
+            .map_err(|p| invalid(f(&p.field), p.problem))?;
+            if ib.protocol != Protocol::Shadowsocks
+                && (ib.method.is_some() || ib.password.is_some())
+            {
+                return Err(invalid(
+                    f("method"),
+                    "method and password are for shadowsocks inbounds",
+                ));
+            }
+        }
+        Ok(())
+    }
+}

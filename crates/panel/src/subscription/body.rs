@@ -1,0 +1,65 @@
+//! A subscription's body for an app, in the format it reads: a sing-box or Xray JSON
+//! config, a Clash YAML config, or base64 share links; with its content type and the
+//! file name it is saved as. The renderers live in `switchyard_proto`.
+
+use switchyard_proto::entry::Entry;
+
+use super::agents::Format;
+
+/// What an app gets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppBody {
+    /// The config or links.
+    pub text: String,
+    /// Its media type.
+    pub content_type: &'static str,
+    /// The file name it is saved as.
+    pub file_name: &'static str,
+}
+
+/// `entries` in `format`; `group_name` names the selector group (sing-box, Clash).
+pub fn app_body(format: Format, entries: &[Entry], group_name: &str) -> AppBody {
+    let (text, content_type, file_name) = match format {
+        Format::SingBox => {
+            let options = switchyard_proto::singbox::SingBoxOptions {
+                group_name: group_name.to_owned(),
+                ..Default::default()
+            };
+            let config = switchyard_proto::singbox::ClientConfig::new(entries, &options);
+            (
+                serde_json::to_string(&config).unwrap_or_default(),
+                "application/json; charset=utf-8",
+                "switchyard.json",
+            )
+        }
+        Format::Clash => {
+            let options = switchyard_proto::clash::ClashOptions {
+                group_name: group_name.to_owned(),
+                ..Default::default()
+            };
+            (
+                switchyard_proto::clash::client_config(entries, &options),
+                "text/yaml; charset=utf-8",
+                "switchyard.yaml",
+            )
+        }
+        Format::Xray => {
+            let configs = switchyard_proto::xray::client_configs(entries, &Default::default());
+            (
+                serde_json::to_string(&configs).unwrap_or_default(),
+                "application/json; charset=utf-8",
+                "switchyard.json",
+            )
+        }
+        Format::Links => (
+            switchyard_proto::share::subscription_base64(entries),
+            "text/plain; charset=utf-8",
+            "switchyard.txt",
+        ),
+    };
+    AppBody {
+        text,
+        content_type,
+        file_name,
+    }
+}

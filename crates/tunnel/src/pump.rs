@@ -1,0 +1,238 @@
+//! Carrying bytes both ways between a user and a destination, counting them: the
+//! pump behind every connection a node carries (its inbounds, its tunnel halves'
+//! streams and fallbacks) and behind the tunnel bench's origin, so both measure and run
+//! the same copying. Transport-agnostic: any two `AsyncRead + AsyncWrite` streams.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Bytes read per call while a direction is busy. 16 KiB: a TLS record's worth, so one
+/// read fills one record on the way back.
+pub const BUFFER: usize = 16 * 1024;
+
+/// Bytes read per call while a direction is quiet, from a buffer inside the task
+/// itself. A read that fills it moves the direction to a [`BUFFER`]-sized heap buffer;
+/// that buffer is given back after [`RELEASE_AFTER`] without data, so an idle
+/// connection costs its task and two small buffers, not 32 KiB.
+pub const SMALL_BUFFER: usize = 1024;
+
+/// How long a quiet direction keeps its large buffer.
+pub const RELEASE_AFTER: Duration = Duration::from_secs(2);
+
+/// Why a relay ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// Both sides closed.
+    Closed,
+    /// Nothing moved either way for the idle timeout.
+    Idle,
+    /// The node closed it (user removed or disabled, inbound removed).
+    Cancelled,
+}
+
+/// Relays between `user` and `remote` until both directions end, nothing moves for
+/// `idle`, or `cancel` fires. `count(up, down)` is called for every chunk carried.
+pub async fn relay<U, R>(
+    user: U,
+    remote: R,
+    idle: Duration,
+    cancel: &CancellationToken,
+    count: impl Fn(u64, u64) + Send + Sync,
+) -> io::Result<Ended>
+where
+    U: AsyncRead + AsyncWrite + Send,
+    R: AsyncRead + AsyncWrite + Send,
+{
+    let start = Instant::now();
+    let last = Arc::new(AtomicU64::new(0));
+    let (ur, uw) = tokio::io::split(user);
+    let (rr, rw) = tokio::io::split(remote);
+    let count = &count;
+    let up = pump(ur, rw, &last, start, move |n| count(n, 0));
+    let down = pump(rr, uw, &last, start, move |n| count(0, n));
+    // An error either way ends both directions at once (a reset stream, a broken
+    // link); a clean end of one direction (half-close) lets the other finish.
+    let both = async { tokio::try_join!(up, down).map(|_| ()) };
+    let idle_watch = async {
+        loop {
+            let since = Duration::from_millis(last.load(Ordering::Relaxed));
+            let deadline = start + since + idle;
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep_until(deadline).await;
+        }
+    };
+    tokio::select! {
+        r = both => r.map(|()| Ended::Closed),
+        () = idle_watch => Ok(Ended::Idle),
+        () = cancel.cancelled() => Ok(Ended::Cancelled),
+    }
+}
+
+async fn pump<Rd, Wr>(
+    mut r: Rd,
+    mut w: Wr,
+    last: &AtomicU64,
+    start: Instant,
+    count: impl Fn(u64),
+) -> io::Result<()>
+where
+    Rd: AsyncRead + Unpin,
+    Wr: AsyncWrite + Unpin,
+{
+    let mut small = [0u8; SMALL_BUFFER];
+    let mut big: Option<Box<[u8]>> = None;
+    loop {
+        let (n, buf): (usize, &[u8]) = match big.as_deref_mut() {
+            // Reads are cancel-safe: a timed-out read loses nothing.
+            Some(b) => match tokio::time::timeout(RELEASE_AFTER, r.read(b)).await {
+                Ok(n) => (n?, &*b),
+                Err(_) => {
+                    big = None;
+                    continue;
+                }
+            },
+            None => {
+                let n = r.read(&mut small).await?;
+                (n, &small[..])
+            }
+        };
+        if n == 0 {
+            // Half-close: the other direction may still carry the answer.
+            let _ = w.shutdown().await;
+            return Ok(());
+        }
+        w.write_all(&buf[..n]).await?;
+        // Message transports (WebSocket) buffer until flushed.
+        w.flush().await?;
+        count(n as u64);
+        if n == SMALL_BUFFER && big.is_none() {
+            big = Some(vec![0u8; BUFFER].into_boxed_slice());
+        }
+        let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        last.fetch_max(elapsed, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[tokio::test]
+    async fn carries_both_ways_with_half_close_and_counts() {
+        // Pipes larger than the test's writes: the test writes before it reads.
+        let (user, mut user_peer) = tokio::io::duplex(1 << 16);
+        let (remote, mut remote_peer) = tokio::io::duplex(1 << 16);
+        let counted = Arc::new(Mutex::new((0u64, 0u64)));
+        let c = counted.clone();
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(async move {
+            relay(
+                user,
+                remote,
+                Duration::from_secs(60),
+                &cancel,
+                move |u, d| {
+                    let mut g = c.lock().unwrap();
+                    g.0 += u;
+                    g.1 += d;
+                },
+            )
+            .await
+        });
+        user_peer.write_all(b"request").await.unwrap();
+        user_peer.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        remote_peer.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"request");
+        remote_peer.write_all(&[7u8; 5000]).await.unwrap();
+        remote_peer.shutdown().await.unwrap();
+        let mut back = Vec::new();
+        user_peer.read_to_end(&mut back).await.unwrap();
+        assert_eq!(back, vec![7u8; 5000]);
+        assert_eq!(task.await.unwrap().unwrap(), Ended::Closed);
+        assert_eq!(*counted.lock().unwrap(), (7, 5000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_connections_end_after_the_timeout() {
+        let (user, mut user_peer) = tokio::io::duplex(64);
+        let (remote, _remote_peer) = tokio::io::duplex(64);
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn(async move {
+            relay(user, remote, Duration::from_secs(300), &cancel, |_, _| {}).await
+        });
+        tokio::time::sleep(Duration::from_secs(200)).await;
+        user_peer.write_all(b"x").await.unwrap(); // activity moves the deadline
+        tokio::time::sleep(Duration::from_secs(299)).await;
+        assert!(!task.is_finished());
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(task.await.unwrap().unwrap(), Ended::Idle);
+    }
+
+    #[tokio::test]
+    async fn an_error_one_way_ends_both_ways() {
+        struct Failing;
+        impl tokio::io::AsyncRead for Failing {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+                _: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<io::Result<()>> {
+                std::task::Poll::Ready(Err(io::Error::from(io::ErrorKind::ConnectionReset)))
+            }
+        }
+        impl tokio::io::AsyncWrite for Failing {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+                b: &[u8],
+            ) -> std::task::Poll<io::Result<usize>> {
+                std::task::Poll::Ready(Ok(b.len()))
+            }
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                _: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<io::Result<()>> {
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
+        // The user sends nothing; the remote fails: the relay ends now, not at idle.
+        let (user, _user_peer) = tokio::io::duplex(64);
+        let cancel = CancellationToken::new();
+        let r = tokio::time::timeout(
+            Duration::from_secs(5),
+            relay(user, Failing, Duration::from_secs(300), &cancel, |_, _| {}),
+        )
+        .await
+        .expect("ends at once");
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::ConnectionReset);
+    }
+
+    #[tokio::test]
+    async fn cancellation_ends_the_relay() {
+        let (user, _u) = tokio::io::duplex(64);
+        let (remote, _r) = tokio::io::duplex(64);
+        let cancel = CancellationToken::new();
+        let c = cancel.clone();
+        let task = tokio::spawn(async move {
+            relay(user, remote, Duration::from_secs(300), &c, |_, _| {}).await
+        });
+        cancel.cancel();
+        assert_eq!(task.await.unwrap().unwrap(), Ended::Cancelled);
+    }
+}
