@@ -3,7 +3,7 @@
 //! Replays a scenario in virtual time against Switchyard's Auto engine
 //! (`switchyard-auto`) or a model of a peer's policy (sing-box `urltest`, mihomo
 //! `fallback`), for `switchyard auto simulate` and `switchyard auto compare` and for the
-//! benchmarks (`spec/auto-simulation.md`). It is a crate of its own so that what ships
+//! benchmarks (`docs/auto.md, "Simulator scenarios and output"`). It is a crate of its own so that what ships
 //! to apps, the engine and its C ABI (`switchyard-auto-ffi`), never links it.
 //!
 //! A [`Scenario`] is a timeline of servers answering, refusing or going silent, of the

@@ -1,4 +1,4 @@
-//! What a run prints: one JSON object per line (`spec/auto-simulation.md`, "Output").
+//! What a run prints: one JSON object per line (`docs/auto.md`, "Simulator scenarios and output").
 //!
 //! Lines are written by hand, not through a map, so the keys keep the documented order
 //! (`t`, `event`, then the event's fields) and the output is byte-identical across runs.

@@ -1,4 +1,4 @@
-//! A scenario file as written (`spec/auto-simulation.md`, "Scenario (JSON)").
+//! A scenario file as written (`docs/auto.md`, "Simulator scenarios and output").
 //!
 //! These types mirror the JSON one to one and check only its shape (serde, unknown
 //! fields refused). Names of things (platform, method, `how`, `network`) stay text

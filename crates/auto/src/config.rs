@@ -121,7 +121,7 @@ pub const HOLD_LIMIT: Duration = Duration::from_secs(25);
 /// survive), and no longer than its measurements stay usable (24 h) anyway.
 pub const PRUNE_AFTER: Duration = Duration::from_secs(24 * 3600);
 
-/// The numbers `spec/auto.md` fixes. They are not settings: changing one changes the
+/// The numbers `docs/auto.md` fixes. They are not settings: changing one changes the
 /// product's promised behaviour.
 pub mod spec {
     use core::time::Duration;

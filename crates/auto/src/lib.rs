@@ -1,7 +1,7 @@
 //! # Auto: Switchyard's server-selection engine
 //!
 //! Auto keeps a user's VPN on a working server of the chosen subscription and switches
-//! only when the current server stops answering (`spec/auto.md`). This crate owns:
+//! only when the current server stops answering (`docs/auto.md`). This crate owns:
 //!
 //! - the **engine** ([`Engine`]): a deterministic state machine. It takes timestamped
 //!   [`Event`]s (traffic counters, connect failures, probe replies, subscription

@@ -1,7 +1,7 @@
 //! A server's channel capacity, estimated from its observed traffic peaks.
 //!
 //! Least loaded needs each server's capacity, and nobody tells us what it is, so the
-//! panel learns it from the traffic it sees (`spec/routes-and-balancing.md`,
+//! panel learns it from the traffic it sees (`docs/routes.md`,
 //! "Clarifications"): every second-ish it calls [`Capacity::observe`] with the server's
 //! current throughput (both directions summed, bytes/s) and the time, and reads
 //! [`Capacity::estimate`] when it balances.

@@ -1,7 +1,7 @@
 //! # Balance: which inbound of a route a user gets
 //!
 //! A route is one line in the user's app; behind it is a pool of inbounds, often on
-//! different servers (`spec/routes-and-balancing.md`). When a user fetches the
+//! different servers (`docs/routes.md`). When a user fetches the
 //! subscription, the panel calls [`choose`] once per route with fresh measurements of
 //! every inbound's server ([`Candidate`]) and the inbound the user got last time
 //! ([`Previous`]), and gets back one [`Choice`] with the reason for it ([`Reason`]).

@@ -58,8 +58,13 @@ pub struct EnrollRequest {
 #[non_exhaustive]
 pub enum EnrollBodyError {
     /// Not the JSON object expected.
-    #[error("the enrollment request is not the expected JSON: {0}")]
-    Json(String),
+    #[error("the enrollment request is not the expected JSON: {reason}")]
+    Json {
+        /// What kind of JSON error.
+        category: serde_json::error::Category,
+        /// What serde_json said.
+        reason: String,
+    },
     /// A field is out of bounds.
     #[error("the enrollment request's {field} {problem}")]
     Field {
@@ -89,8 +94,10 @@ impl EnrollRequest {
         if body.len() > MAX_ENROLL_BODY {
             return Err(field("body", "is larger than 16 KiB"));
         }
-        let wire: EnrollWire =
-            serde_json::from_slice(body).map_err(|e| EnrollBodyError::Json(e.to_string()))?;
+        let wire: EnrollWire = serde_json::from_slice(body).map_err(|e| EnrollBodyError::Json {
+            category: e.classify(),
+            reason: e.to_string(),
+        })?;
         if wire.secret.is_empty() || wire.secret.len() > crate::token::MAX_SECRET_LEN {
             return Err(field("secret", "must be 1 to 128 characters"));
         }
@@ -196,7 +203,10 @@ mod tests {
         ));
         assert!(matches!(
             EnrollRequest::parse(b"{}", remote()),
-            Err(EnrollBodyError::Json(_))
+            Err(EnrollBodyError::Json {
+                category: serde_json::error::Category::Data,
+                ..
+            })
         ));
         assert!(EnrollRequest::parse(&[b'x'; MAX_ENROLL_BODY + 1], remote()).is_err());
     }

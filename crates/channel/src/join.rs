@@ -80,6 +80,8 @@ pub enum JoinError {
     Connect {
         /// The address dialed.
         panel: String,
+        /// Which step failed, and how.
+        kind: ConnectFailure,
         /// What failed.
         reason: String,
     },
@@ -97,6 +99,8 @@ pub enum JoinError {
     Tls {
         /// The address dialed.
         panel: String,
+        /// Which step failed, and how.
+        kind: TlsFailure,
         /// What rustls said.
         reason: String,
     },
@@ -116,16 +120,23 @@ pub enum JoinError {
         detail: String,
     },
     /// The panel's answer is not what enrollment expects.
-    #[error("the panel's answer to the enrollment is malformed: {0}")]
-    BadAnswer(String),
+    #[error("the panel's answer to the enrollment is malformed: {reason}")]
+    BadAnswer {
+        /// Which part of the exchange is wrong.
+        kind: AnswerFailure,
+        /// What is wrong.
+        reason: String,
+    },
     /// The node's key could not be made.
     #[error("making the node's key: {0}")]
-    Key(String),
+    Key(rcgen::Error),
     /// The enrollment could not be written or read.
     #[error("{path}: {reason}")]
     State {
         /// The file or directory.
         path: PathBuf,
+        /// What failed, by kind.
+        kind: StateFailure,
         /// What failed.
         reason: String,
     },
@@ -137,6 +148,71 @@ pub enum JoinError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// Which step of reaching the panel failed ([`JoinError::Connect`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectFailure {
+    /// No answer in time (the TCP connection or the whole enrollment).
+    Timeout,
+    /// The TCP connection failed with this error.
+    Io(std::io::ErrorKind),
+    /// The enrollment request could not be sent or answered.
+    Request,
+}
+
+/// Which step of TLS with the panel failed ([`JoinError::Tls`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// No handshake in time.
+    Timeout,
+    /// The handshake failed with this error (rustls's, wrapped).
+    Handshake(std::io::ErrorKind),
+    /// HTTP over the TLS connection could not start.
+    Http,
+}
+
+/// What is wrong with the enrollment exchange ([`JoinError::BadAnswer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnswerFailure {
+    /// The enrollment request could not be made.
+    Request,
+    /// The answer's body could not be read (or is larger than allowed).
+    Body,
+    /// The answer is not the JSON expected.
+    Json(serde_json::error::Category),
+    /// The certificate answered does not fit the node's key.
+    Certificate,
+}
+
+/// Why the enrollment could not be written or read ([`JoinError::State`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StateFailure {
+    /// A file system error of this kind.
+    Io(std::io::ErrorKind),
+    /// The enrollment could not be encoded.
+    Encode,
+    /// The blocking task doing it failed.
+    Task,
+}
+
+fn bad_json(e: &serde_json::Error) -> JoinError {
+    JoinError::BadAnswer {
+        kind: AnswerFailure::Json(e.classify()),
+        reason: e.to_string(),
+    }
+}
+
+fn state_io(path: PathBuf) -> impl FnOnce(std::io::Error) -> JoinError {
+    move |e| JoinError::State {
+        path,
+        kind: StateFailure::Io(e.kind()),
+        reason: e.to_string(),
+    }
 }
 
 /// Why a TLS dial failed, told apart for the pin.
@@ -152,6 +228,7 @@ pub(crate) fn tls_failure(panel: &str, e: &std::io::Error) -> JoinError {
     } else {
         JoinError::Tls {
             panel: panel.to_owned(),
+            kind: TlsFailure::Handshake(e.kind()),
             reason: e.to_string(),
         }
     }
@@ -162,14 +239,20 @@ pub(crate) async fn dial(
     panel: &str,
     config: std::sync::Arc<rustls::ClientConfig>,
 ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, JoinError> {
-    let connect_error = |reason: String| JoinError::Connect {
+    let connect_error = |kind, reason: String| JoinError::Connect {
         panel: panel.to_owned(),
+        kind,
         reason,
     };
     let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(panel))
         .await
-        .map_err(|_| connect_error(format!("no answer within {CONNECT_TIMEOUT:?}")))?
-        .map_err(|e| connect_error(e.to_string()))?;
+        .map_err(|_| {
+            connect_error(
+                ConnectFailure::Timeout,
+                format!("no answer within {CONNECT_TIMEOUT:?}"),
+            )
+        })?
+        .map_err(|e| connect_error(ConnectFailure::Io(e.kind()), e.to_string()))?;
     let _ = tcp.set_nodelay(true);
     let connector = TlsConnector::from(config);
     tokio::time::timeout(
@@ -179,6 +262,7 @@ pub(crate) async fn dial(
     .await
     .map_err(|_| JoinError::Tls {
         panel: panel.to_owned(),
+        kind: TlsFailure::Timeout,
         reason: format!("no handshake within {CONNECT_TIMEOUT:?}"),
     })?
     .map_err(|e| tls_failure(panel, &e))
@@ -199,8 +283,7 @@ pub async fn join(
     state_dir: &Path,
     hostname: &str,
 ) -> Result<Enrollment, JoinError> {
-    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)
-        .map_err(|e| JoinError::Key(e.to_string()))?;
+    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).map_err(JoinError::Key)?;
     let tls = dial(&token.panel, crate::tls::node_enroll_config(token.pin)).await?;
     let body = serde_json::to_vec(&EnrollWire {
         secret: token.secret.clone(),
@@ -211,12 +294,16 @@ pub async fn join(
             .collect(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
     })
-    .map_err(|e| JoinError::BadAnswer(e.to_string()))?;
+    .map_err(|e| JoinError::BadAnswer {
+        kind: AnswerFailure::Request,
+        reason: e.to_string(),
+    })?;
     let exchange = async {
         let (mut send, connection) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
             .await
             .map_err(|e| JoinError::Tls {
                 panel: token.panel.clone(),
+                kind: TlsFailure::Http,
                 reason: e.to_string(),
             })?;
         let driver = tokio::spawn(connection);
@@ -226,19 +313,26 @@ pub async fn join(
             .header(header::HOST, &token.panel)
             .header(header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| JoinError::BadAnswer(e.to_string()))?;
+            .map_err(|e| JoinError::BadAnswer {
+                kind: AnswerFailure::Request,
+                reason: e.to_string(),
+            })?;
         let response = send
             .send_request(request)
             .await
             .map_err(|e| JoinError::Connect {
                 panel: token.panel.clone(),
+                kind: ConnectFailure::Request,
                 reason: format!("the enrollment request failed: {e}"),
             })?;
         let status = response.status();
         let body = Limited::new(response.into_body(), MAX_ANSWER)
             .collect()
             .await
-            .map_err(|e| JoinError::BadAnswer(e.to_string()))?
+            .map_err(|e| JoinError::BadAnswer {
+                kind: AnswerFailure::Body,
+                reason: e.to_string(),
+            })?
             .to_bytes();
         driver.abort();
         Ok::<_, JoinError>((status, body))
@@ -247,6 +341,7 @@ pub async fn join(
         .await
         .map_err(|_| JoinError::Connect {
             panel: token.panel.clone(),
+            kind: ConnectFailure::Timeout,
             reason: format!("no answer to the enrollment within {ENROLL_TIMEOUT:?}"),
         })??;
     match status {
@@ -263,8 +358,7 @@ pub async fn join(
             });
         }
     }
-    let answer: EnrollAnswer =
-        serde_json::from_slice(&body).map_err(|e| JoinError::BadAnswer(e.to_string()))?;
+    let answer: EnrollAnswer = serde_json::from_slice(&body).map_err(|e| bad_json(&e))?;
     let enrollment = Enrollment {
         panel: token.panel.clone(),
         pin: token.pin,
@@ -278,13 +372,17 @@ pub async fn join(
         &enrollment.certificate_pem,
         enrollment.key_pem.expose(),
     )
-    .map_err(|e| JoinError::BadAnswer(e.to_string()))?;
+    .map_err(|e| JoinError::BadAnswer {
+        kind: AnswerFailure::Certificate,
+        reason: e.to_string(),
+    })?;
     let dir = state_dir.to_owned();
     let saved = enrollment.clone();
     tokio::task::spawn_blocking(move || save_enrollment(&dir, &saved))
         .await
         .map_err(|e| JoinError::State {
             path: state_dir.join(ENROLLMENT_FILE),
+            kind: StateFailure::Task,
             reason: e.to_string(),
         })??;
     Ok(enrollment)
@@ -295,16 +393,11 @@ pub fn save_enrollment(state_dir: &Path, enrollment: &Enrollment) -> Result<(), 
     let path = state_dir.join(ENROLLMENT_FILE);
     let text = serde_json::to_vec_pretty(enrollment).map_err(|e| JoinError::State {
         path: path.clone(),
+        kind: StateFailure::Encode,
         reason: e.to_string(),
     })?;
-    fs::create_private_dir(state_dir).map_err(|e| JoinError::State {
-        path: state_dir.to_owned(),
-        reason: e.to_string(),
-    })?;
-    fs::write_atomic(&path, &text).map_err(|e| JoinError::State {
-        path,
-        reason: e.to_string(),
-    })
+    fs::create_private_dir(state_dir).map_err(state_io(state_dir.to_owned()))?;
+    fs::write_atomic(&path, &text).map_err(state_io(path))
 }
 
 /// The enrollment kept in `state_dir`, if the node joined a panel. Blocks (a file
@@ -314,12 +407,7 @@ pub fn load_enrollment(state_dir: &Path) -> Result<Option<Enrollment>, JoinError
     let text = match std::fs::read(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(JoinError::State {
-                path,
-                reason: e.to_string(),
-            });
-        }
+        Err(e) => return Err(state_io(path)(e)),
     };
     let _ = fs::tighten(&path);
     let enrollment: Enrollment =

@@ -88,7 +88,10 @@ pub use enroll::{EnrollBodyError, EnrollRefused, EnrollRequest, Enroller, TokenS
 pub use hold::{ChannelStatus, NodeOptions, run_node, run_node_with};
 pub use http::{Method, StatusCode};
 pub use identity::{IdentityError, KeyPem, PANEL_CERT_NAME, PanelIdentity};
-pub use join::{ENROLLMENT_FILE, Enrollment, JoinError, join, load_enrollment, save_enrollment};
+pub use join::{
+    AnswerFailure, ConnectFailure, ENROLLMENT_FILE, Enrollment, JoinError, StateFailure,
+    TlsFailure, join, load_enrollment, save_enrollment,
+};
 pub use panel::{ChannelError, NodeChannel, PanelOptions, serve_panel, serve_panel_with};
 pub use switchyard_tunnel::link::pin::Pin;
 pub use token::{JoinToken, TokenError};

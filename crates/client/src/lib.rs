@@ -7,6 +7,8 @@
 //! real probes and the [`network`]'s changes, controlled over a local socket
 //! ([`control`]).
 
+#![warn(missing_docs)]
+
 pub mod auto;
 pub mod control;
 pub mod meter;

@@ -150,6 +150,7 @@ pub async fn run_enrolled(options: EnrolledOptions) -> Result<EnrolledNode, Enro
                 .await
                 .map_err(|e| JoinError::State {
                     path: state_dir.clone(),
+                    kind: switchyard_channel::StateFailure::Task,
                     reason: e.to_string(),
                 })??
                 .ok_or_else(|| EnrolledError::NotEnrolled(state_dir.clone()))?

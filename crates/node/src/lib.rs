@@ -10,6 +10,8 @@
 //! Its configuration is the contract it shares with the panel, `switchyard_config`
 //! (types, defaults, validation), re-exported as [`config`], [`reality`] and [`route`].
 
+#![warn(missing_docs)]
+
 pub mod accounting;
 pub mod channel;
 pub mod config;

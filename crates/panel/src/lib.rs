@@ -8,6 +8,8 @@
 //! Decisions are pure functions over a snapshot of the model ([`model`], [`render`]);
 //! the async shell ([`store`], [`nodes`], [`api`]) loads, stores, serves and pushes.
 
+#![warn(missing_docs)]
+
 pub mod api;
 pub mod clock;
 pub mod config;

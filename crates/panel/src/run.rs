@@ -132,7 +132,7 @@ async fn first_admin(
     let hash = tokio::task::spawn_blocking(move || api::auth::hash_password(&p))
         .await
         .map_err(|e| StartError::Identity(e.to_string()))?
-        .map_err(StartError::Identity)?;
+        .map_err(|e| StartError::Identity(e.to_string()))?;
     match store
         .create_admin(FIRST_ADMIN, &hash, crate::clock::now_ms())
         .await

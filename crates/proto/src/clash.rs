@@ -244,7 +244,8 @@ fn ws_opts(path: &str, host: Option<&str>) -> Value {
 #[path = "clash_read.rs"]
 mod read;
 pub use read::{
-    MAX_DEPTH, MAX_NODES, MAX_TEXT, MAX_YAML, Proxies, ReadError, Skipped, entries, read,
+    MAX_DEPTH, MAX_NODES, MAX_TEXT, MAX_YAML, Proxies, ReadError, SkipReason, Skipped, entries,
+    read,
 };
 
 #[cfg(test)]

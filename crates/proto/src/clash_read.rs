@@ -99,7 +99,40 @@ pub struct Skipped {
     /// Its name (its first 64 characters; empty when it has none).
     pub name: String,
     /// Why, e.g. `type "vmess" is not read (only vless, trojan and ss)`.
-    pub reason: String,
+    pub reason: SkipReason,
+}
+
+/// Why [`read`] left a proxy out: a setting this crate has no form for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SkipReason {
+    /// A proxy type other than vless, trojan and ss (its first 64 characters).
+    #[error("type {0:?} is not read (only vless, trojan and ss)")]
+    Type(String),
+    /// A `dialer-proxy` chain.
+    #[error("dialer-proxy chains are not read")]
+    DialerProxy,
+    /// A Shadowsocks plugin (its first 64 characters).
+    #[error("Shadowsocks plugin {0:?} is not read")]
+    ShadowsocksPlugin(String),
+    /// ECH (`ech-opts.enable`).
+    #[error("ECH is not read")]
+    Ech,
+    /// A transport other than tcp and ws (its first 64 characters).
+    #[error("network {0:?} is not read (only tcp and ws)")]
+    Network(String),
+    /// HTTPUpgrade (`ws-opts.v2ray-http-upgrade`).
+    #[error("HTTPUpgrade is not read (only WebSocket)")]
+    HttpUpgrade,
+    /// VLESS encryption other than `none` (its first 64 characters).
+    #[error("VLESS encryption {0:?} is not read (only none)")]
+    VlessEncryption(String),
+    /// Trojan's `ss-opts`.
+    #[error("Trojan's ss-opts are not read")]
+    TrojanSsOpts,
+    /// A Trojan `flow`.
+    #[error("Trojan flows are not read")]
+    TrojanFlow,
 }
 
 impl fmt::Display for Skipped {
@@ -189,16 +222,13 @@ impl At<'_> {
 
 /// One proxy: its entry, or why it is left out (`Err(reason)`), or a
 /// [`ReadError`] when it is malformed.
-fn proxy(map: &Hash, at: &At<'_>) -> Result<Result<Entry, String>, ReadError> {
+fn proxy(map: &Hash, at: &At<'_>) -> Result<Result<Entry, SkipReason>, ReadError> {
     let bad = |f: &'static str| move |problem: &str| at.error(f, problem);
     let kind = text(map, "type")
         .map_err(bad("type"))?
         .ok_or_else(|| at.error("type", MISSING))?;
     if !READ.contains(&kind.as_str()) {
-        return Ok(Err(format!(
-            "type {:?} is not read (only vless, trojan and ss)",
-            excerpt(&kind)
-        )));
+        return Ok(Err(SkipReason::Type(excerpt(&kind))));
     }
     let name = text(map, "name")
         .map_err(bad("name"))?
@@ -274,37 +304,34 @@ const LIST: &str = "must be a list of strings";
 type Problem = (String, &'static str);
 
 /// Why a proxy of a type read here is still left out, when it is.
-fn unsupported(map: &Hash, kind: &str) -> Result<Option<String>, Problem> {
+fn unsupported(map: &Hash, kind: &str) -> Result<Option<SkipReason>, Problem> {
     let top = |f: &'static str| move |p: &'static str| (f.to_owned(), p);
     if text(map, "dialer-proxy")
         .map_err(top("dialer-proxy"))?
         .is_some_and(|d| !d.is_empty())
     {
-        return Ok(Some("dialer-proxy chains are not read".into()));
+        return Ok(Some(SkipReason::DialerProxy));
     }
     if kind == "ss" {
         return Ok(text(map, "plugin")
             .map_err(top("plugin"))?
             .filter(|p| !p.is_empty())
-            .map(|p| format!("Shadowsocks plugin {:?} is not read", excerpt(&p))));
+            .map(|p| SkipReason::ShadowsocksPlugin(excerpt(&p))));
     }
     if let Some(ech) = submap(map, "ech-opts").map_err(top("ech-opts"))?
         && flag(ech, "enable").map_err(top("ech-opts.enable"))?
     {
-        return Ok(Some("ECH is not read".into()));
+        return Ok(Some(SkipReason::Ech));
     }
     let network = text(map, "network").map_err(top("network"))?;
     if let Some(n) = network.as_deref().filter(|n| !n.is_empty() && *n != "tcp") {
         if n != "ws" {
-            return Ok(Some(format!(
-                "network {:?} is not read (only tcp and ws)",
-                excerpt(n)
-            )));
+            return Ok(Some(SkipReason::Network(excerpt(n))));
         }
         if let Some(ws) = submap(map, "ws-opts").map_err(top("ws-opts"))?
             && flag(ws, "v2ray-http-upgrade").map_err(top("ws-opts.v2ray-http-upgrade"))?
         {
-            return Ok(Some("HTTPUpgrade is not read (only WebSocket)".into()));
+            return Ok(Some(SkipReason::HttpUpgrade));
         }
     }
     match kind {
@@ -313,23 +340,20 @@ fn unsupported(map: &Hash, kind: &str) -> Result<Option<String>, Problem> {
                 .map_err(top("encryption"))?
                 .filter(|e| !e.is_empty() && e != "none")
             {
-                return Ok(Some(format!(
-                    "VLESS encryption {:?} is not read (only none)",
-                    excerpt(&e)
-                )));
+                return Ok(Some(SkipReason::VlessEncryption(excerpt(&e))));
             }
         }
         _ => {
             if let Some(ss) = submap(map, "ss-opts").map_err(top("ss-opts"))?
                 && flag(ss, "enabled").map_err(top("ss-opts.enabled"))?
             {
-                return Ok(Some("Trojan's ss-opts are not read".into()));
+                return Ok(Some(SkipReason::TrojanSsOpts));
             }
             if text(map, "flow")
                 .map_err(top("flow"))?
                 .is_some_and(|f| !f.is_empty())
             {
-                return Ok(Some("Trojan flows are not read".into()));
+                return Ok(Some(SkipReason::TrojanFlow));
             }
         }
     }

@@ -558,6 +558,10 @@ fn malformed_proxies_are_errors_naming_the_place_and_field_not_the_value() {
     let other = read("proxies: [{type: hysteria2}]").unwrap();
     assert_eq!(other.entries, vec![]);
     assert_eq!(other.skipped[0].name, "");
+    assert_eq!(
+        other.skipped[0].reason,
+        SkipReason::Type("hysteria2".into())
+    );
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! # The relay→origin tunnel (`spec/tunnel.md`)
+//! # The relay→origin tunnel (`docs/tunnel.md`)
 //!
 //! A tunnel carries users' connections from one node, the **relay**, to other nodes,
 //! the **origins**, which send them on. This crate owns the tunnel's pure parts, which

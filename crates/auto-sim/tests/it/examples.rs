@@ -1,4 +1,4 @@
-//! Auto on the example scenarios: the timelines of `spec/auto.md` (its figure included)
+//! Auto on the example scenarios: the timelines of `docs/auto.md` (its figure included)
 //! replayed through the simulator, with exact virtual times.
 
 use serde_json::Value;

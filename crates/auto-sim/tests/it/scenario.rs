@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use switchyard_auto_sim::{self as sim, Plan, Scenario, ScenarioError};
 
-/// The scenario of `spec/auto-simulation.md`.
+/// The scenario of `docs/auto.md, "Simulator scenarios and output"`.
 fn base() -> Value {
     json!({
       "platform": "desktop",

@@ -1,7 +1,7 @@
 //! Holding apps' new connections while a failed connect waits for a check's verdict.
 //!
 //! A connection that could not be made through the current server starts a check
-//! (`spec/auto.md`, "When a check starts"), but within the spec's limits that check may
+//! (`docs/auto.md`, "When Auto checks"), but within the spec's limits that check may
 //! have to wait for a cool-down (up to 15 s after the last check). Rather than let
 //! every new connection fail against a server that refuses until then, the driver
 //! holds them and dials them through the server the check settles on. The engine says

@@ -1,4 +1,4 @@
-//! The Auto engine: the state machine of `spec/auto.md`.
+//! The Auto engine: the state machine of `docs/auto.md`.
 //!
 //! [`Engine`] implements [`Policy`]: feed it [`Event`]s with their times, act on the
 //! [`Output`]s it returns, and call [`Policy::handle_timeout`] at the time
@@ -36,7 +36,7 @@ use clock::Clock;
 use limits::Limits;
 use traffic::TrafficWatch;
 
-/// Auto, per `spec/auto.md`: keeps the VPN on a working server of one subscription and
+/// Auto, per `docs/auto.md`: keeps the VPN on a working server of one subscription and
 /// switches only when the current server stops answering.
 #[derive(Clone, Debug)]
 pub struct Engine {

@@ -1,4 +1,4 @@
-//! How a check works and what it decides (`spec/auto.md`, "How a check works").
+//! How a check works and what it decides (`docs/auto.md`, "What a check does").
 
 use crate::common;
 

@@ -1,4 +1,4 @@
-//! Limits and servers Auto skips (`spec/auto.md`, "Limits", "Servers that Auto skips").
+//! Limits and servers Auto skips (`docs/auto.md`, "What a check does", "Servers Auto skips (marks)").
 
 use crate::common;
 

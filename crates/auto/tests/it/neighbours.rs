@@ -1,5 +1,5 @@
 //! When the whole subscription is silent, and switching back
-//! (`spec/auto.md`, "When the whole subscription is silent", "Switching back").
+//! (`docs/auto.md`, "What a check does").
 
 use crate::common;
 

@@ -1,4 +1,4 @@
-//! When a check starts (`spec/auto.md`, "When a check starts" and "Limits").
+//! When a check starts (`docs/auto.md`, "When Auto checks").
 
 use crate::common;
 

@@ -1,4 +1,4 @@
-//! The capacity estimator with exact numbers (`spec/routes-and-balancing.md`,
+//! The capacity estimator with exact numbers (`docs/routes.md`,
 //! "Clarifications": peaks, half-life decay, the floor and warm-up).
 
 use switchyard_balance::capacity::{Capacity, EstimatorSettings};

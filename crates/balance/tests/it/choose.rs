@@ -1,4 +1,4 @@
-//! `choose` rule by rule, with exact numbers (`spec/routes-and-balancing.md`, "Load
+//! `choose` rule by rule, with exact numbers (`docs/routes.md`, "Load
 //! balancing" and "Clarifications").
 
 use switchyard_balance::{Algorithm, Candidate, Choice, Previous, Reason, Settings, choose};

@@ -131,19 +131,26 @@ fn has_eih(method: CipherKind) -> bool {
     ::shadowsocks::config::method_support_eih(method)
 }
 
+/// Why a Shadowsocks inbound could not be built from its config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum NewError {
+    /// The config names no method.
+    #[error("a shadowsocks inbound needs a method")]
+    NoMethod,
+    /// The config holds no server key.
+    #[error("a shadowsocks inbound needs the server key")]
+    NoKey,
+    /// The server key does not decode for the method.
+    #[error(transparent)]
+    Key(#[from] crate::config::SsKeyError),
+}
+
 impl Inbound {
-    fn new(ctx: Arc<Ctx>) -> Result<Self, String> {
-        let method = ctx
-            .config
-            .method
-            .ok_or("a shadowsocks inbound needs a method")?;
-        let password = ctx
-            .config
-            .password
-            .as_ref()
-            .ok_or("a shadowsocks inbound needs the server key")?;
-        let server_key =
-            crate::config::ss_key(password.expose(), method).map_err(|e| e.to_string())?;
+    fn new(ctx: Arc<Ctx>) -> Result<Self, NewError> {
+        let method = ctx.config.method.ok_or(NewError::NoMethod)?;
+        let password = ctx.config.password.as_ref().ok_or(NewError::NoKey)?;
+        let server_key = crate::config::ss_key(password.expose(), method)?;
         let ss_method = ss_method(method);
         let method = ss_method.kind();
         let rt = ctx.shared.runtime();

@@ -36,13 +36,22 @@ pub const COOKIE: &str = "switchyard_session";
 /// API tokens start with this, so a leaked one is recognisable (secret scanners).
 pub const TOKEN_PREFIX: &str = "sy_";
 
+/// Why a password could not be hashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HashError {
+    /// argon2 refused the password or its parameters.
+    #[error("{0}")]
+    Argon2(argon2::password_hash::Error),
+}
+
 /// Hashes a password (argon2id, default parameters, random salt). Blocks.
-pub fn hash_password(password: &str) -> Result<String, String> {
+pub fn hash_password(password: &str) -> Result<String, HashError> {
     let salt = SaltString::generate(&mut rand::rngs::OsRng);
     Argon2::default()
         .hash_password(password.as_bytes(), &salt)
         .map(|h| h.to_string())
-        .map_err(|e| e.to_string())
+        .map_err(HashError::Argon2)
 }
 
 /// Whether `password` matches `hash`. Blocks.

@@ -1,4 +1,4 @@
-//! Tunnels as the panel keeps them (`spec/tunnel.md`): one relay, its origins, the
+//! Tunnels as the panel keeps them (`docs/tunnel.md`): one relay, its origins, the
 //! mode, the balancing of profiles, up to eight profiles and the routing rules that
 //! choose the tunnel when a relay carries several. Pure: the checks here need no
 //! database; the store checks what does (servers exist, ports are free).

@@ -311,7 +311,7 @@ impl Forwarder {
                     ),
                 ),
                 // Status 0: the node could not be asked; the body says why.
-                Some(Err(e)) => (0, e),
+                Some(Err(e)) => (0, e.to_string()),
             };
             if let Err(e) = me.answer(&ask, status, &body).await {
                 tracing::warn!(

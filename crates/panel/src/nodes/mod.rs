@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 use http::Method;
 use serde::Deserialize;
 use switchyard_balance::capacity::{Capacity, EstimatorSettings};
-use switchyard_channel::NodeChannel;
+use switchyard_channel::{ChannelError, NodeChannel};
 use tokio_util::sync::CancellationToken;
 
 pub use enroller::StoreEnroller;
@@ -142,7 +142,10 @@ impl Nodes {
         deadline: Duration,
     ) -> Result<forward::Answer, forward::AskError> {
         if let Some(local) = self.request(server, method.clone(), path, deadline).await {
-            return local.map_err(|reason| forward::AskError::Node { server, reason });
+            return local.map_err(|e| forward::AskError::Node {
+                server,
+                reason: e.to_string(),
+            });
         }
         match self.forward.get() {
             Some(f) => f.ask(server, method, path, deadline).await,
@@ -172,7 +175,7 @@ impl Nodes {
         method: Method,
         path: &str,
         deadline: std::time::Duration,
-    ) -> Option<Result<(http::StatusCode, Vec<u8>), String>> {
+    ) -> Option<Result<(http::StatusCode, Vec<u8>), ChannelError>> {
         let channel = {
             let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
             held.get(&server)
@@ -183,8 +186,7 @@ impl Nodes {
             channel
                 .request_within(method, path, None, deadline)
                 .await
-                .map(|(status, body)| (status, body.to_vec()))
-                .map_err(|e| e.to_string()),
+                .map(|(status, body)| (status, body.to_vec())),
         )
     }
 
@@ -321,7 +323,7 @@ impl Nodes {
                 }
                 Err(e) => {
                     tracing::warn!(server = id, "node round: {e}");
-                    let health = self.observe(id, now_ms(), Observation::Failed(e));
+                    let health = self.observe(id, now_ms(), Observation::Failed(e.to_string()));
                     let mut report = last_report.clone().unwrap_or_default();
                     report.users_online = 0;
                     report.capacity = None;
@@ -388,7 +390,7 @@ impl Nodes {
 
     /// One heartbeat: status, push when behind, stats. An error is the heartbeat's
     /// failure reason.
-    async fn round(&self, id: Id, channel: &NodeChannel) -> Result<ReportParts, String> {
+    async fn round(&self, id: Id, channel: &NodeChannel) -> Result<ReportParts, RoundError> {
         let status: Status = call(channel, Method::GET, "/v1/status", None).await?;
         let mut parts = ReportParts {
             config_version: status.version,
@@ -404,7 +406,10 @@ impl Nodes {
             .store
             .server_snapshot(id, now)
             .await
-            .map_err(|e| format!("reading the server from the database: {e}"))?;
+            .map_err(|source| RoundError::Store {
+                doing: "reading the server from the database",
+                source,
+            })?;
         if let Some(version) = self
             .push(id, channel, &snapshot, status.version, now)
             .await?
@@ -439,18 +444,69 @@ struct ReportParts {
     tunnel_bytes: Option<Vec<(Id, u64)>>,
 }
 
+/// Why a heartbeat round failed (its text is the heartbeat's failure reason).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+enum RoundError {
+    /// A request over the channel failed.
+    #[error(transparent)]
+    Channel(#[from] ChannelError),
+    /// The node answered a request with an error status.
+    #[error("{path}: the node answered {status}")]
+    Status {
+        /// The request's path.
+        path: String,
+        /// The node's status.
+        status: http::StatusCode,
+    },
+    /// The node's answer is not the JSON expected.
+    #[error("{path}: unreadable answer: {source}")]
+    Answer {
+        /// The request's path.
+        path: String,
+        /// Why it does not parse.
+        source: serde_json::Error,
+    },
+    /// The database failed.
+    #[error("{doing}: {source}")]
+    Store {
+        /// What the round was doing.
+        doing: &'static str,
+        /// The store's error.
+        source: StoreError,
+    },
+    /// A stats page cannot be taken.
+    #[error(transparent)]
+    Page(#[from] stats::PageError),
+    /// Another writer moved the journal cursor during this round.
+    #[error("the journal cursor moved under this round (another panel instance holds the node?)")]
+    CursorMoved,
+    /// Acknowledging the stats taken failed.
+    #[error("acknowledging stats: {0}")]
+    Ack(ChannelError),
+    /// The node answered the acknowledgement with an error status.
+    #[error("acknowledging stats: the node answered {0}")]
+    AckStatus(http::StatusCode),
+    /// The config did not reach the node.
+    #[error("pushing the config: {0}")]
+    Push(ChannelError),
+}
+
 async fn call<T: serde::de::DeserializeOwned>(
     channel: &NodeChannel,
     method: Method,
     path: &str,
     body: Option<Vec<u8>>,
-) -> Result<T, String> {
-    let (status, body) = channel
-        .request(method, path, body)
-        .await
-        .map_err(|e| e.to_string())?;
+) -> Result<T, RoundError> {
+    let (status, body) = channel.request(method, path, body).await?;
     if !status.is_success() {
-        return Err(format!("{path}: the node answered {status}"));
+        return Err(RoundError::Status {
+            path: path.to_owned(),
+            status,
+        });
     }
-    serde_json::from_slice(&body).map_err(|e| format!("{path}: unreadable answer: {e}"))
+    serde_json::from_slice(&body).map_err(|source| RoundError::Answer {
+        path: path.to_owned(),
+        source,
+    })
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 use http::Method;
 use switchyard_channel::NodeChannel;
 
-use super::Nodes;
+use super::{Nodes, RoundError};
 use crate::metrics::PushOutcome;
 use crate::model::Id;
 use crate::model::snapshot::ServerSnapshot;
@@ -26,7 +26,7 @@ impl Nodes {
         snapshot: &ServerSnapshot,
         running: Option<u64>,
         now_ms: i64,
-    ) -> Result<Option<u64>, String> {
+    ) -> Result<Option<u64>, RoundError> {
         match render(snapshot, now_ms) {
             Ok(desired) if Some(desired.version) != running => {
                 let body = serde_json::to_vec(&desired).unwrap_or_default();
@@ -44,7 +44,7 @@ impl Nodes {
                     }
                     Err(e) => {
                         self.metrics.push(started.elapsed(), PushOutcome::Failed);
-                        Err(format!("pushing the config: {e}"))
+                        Err(RoundError::Push(e))
                     }
                 }
             }

@@ -1,6 +1,6 @@
 //! "Users on a server" as the balancer counts them: users seen online by the node's
 //! accounting (an open connection, or traffic) within the last [`WINDOW_MS`], not
-//! users ever assigned (`spec/routes-and-balancing.md`, clarifications). A user who
+//! users ever assigned (`docs/routes.md`, clarifications). A user who
 //! closed their app a minute ago is still counted, so a burst of reconnects after a
 //! blip does not find the server "empty".
 

@@ -36,7 +36,7 @@ use http::Method;
 use serde::Deserialize;
 use switchyard_channel::NodeChannel;
 
-use super::{Nodes, call};
+use super::{Nodes, RoundError, call};
 use crate::metrics::StatsRefusal;
 use crate::model::Id;
 use crate::model::snapshot::ServerSnapshot;
@@ -355,13 +355,16 @@ impl Nodes {
         channel: &NodeChannel,
         snapshot: &ServerSnapshot,
         now: i64,
-    ) -> Result<Vec<Id>, String> {
+    ) -> Result<Vec<Id>, RoundError> {
         let served = Served::of(snapshot, now);
         let state = self
             .store
             .stats_state(id)
             .await
-            .map_err(|e| format!("reading the journal cursor: {e}"))?;
+            .map_err(|source| RoundError::Store {
+                doing: "reading the journal cursor",
+                source,
+            })?;
         let mut allowance = Allowance::at(&state, now);
         let mut cursor = state.cursor;
         let mut online = BTreeSet::new();
@@ -374,8 +377,7 @@ impl Nodes {
             )
             .await?;
             let full = page.records.len() >= STATS_PAGE;
-            let taken =
-                intake(cursor, &page, &served, &mut allowance).map_err(|e| e.to_string())?;
+            let taken = intake(cursor, &page, &served, &mut allowance)?;
             self.metrics
                 .stats_refused(StatsRefusal::NotThisServer, taken.refused.not_this_server);
             self.metrics
@@ -389,15 +391,14 @@ impl Nodes {
                     users,
                     allowance_ms: allowance.stored(),
                 };
-                let stored = self
-                    .store
-                    .add_traffic(id, &batch)
-                    .await
-                    .map_err(|e| format!("storing traffic: {e}"))?;
+                let stored = self.store.add_traffic(id, &batch).await.map_err(|source| {
+                    RoundError::Store {
+                        doing: "storing traffic",
+                        source,
+                    }
+                })?;
                 if !stored {
-                    return Err("the journal cursor moved under this round (another panel \
-                                instance holds the node?)"
-                        .into());
+                    return Err(RoundError::CursorMoved);
                 }
                 cursor = to;
             }
@@ -407,9 +408,9 @@ impl Nodes {
                 let (s, _) = channel
                     .request(Method::POST, "/v1/stats/ack", Some(ack))
                     .await
-                    .map_err(|e| format!("acknowledging stats: {e}"))?;
+                    .map_err(RoundError::Ack)?;
                 if !s.is_success() {
-                    return Err(format!("acknowledging stats: the node answered {s}"));
+                    return Err(RoundError::AckStatus(s));
                 }
             }
             if !full {
@@ -420,7 +421,10 @@ impl Nodes {
         self.store
             .mark_online(&online, now)
             .await
-            .map_err(|e| format!("marking users online: {e}"))?;
+            .map_err(|source| RoundError::Store {
+                doing: "marking users online",
+                source,
+            })?;
         Ok(online)
     }
 }

@@ -1,4 +1,4 @@
-//! The tunnel halves of a server's node config (`spec/tunnel.md`), from the tunnels
+//! The tunnel halves of a server's node config (`docs/tunnel.md`), from the tunnels
 //! it is the relay or an origin of. Pure, like the rest of the render.
 //!
 //! - Every enabled tunnel of the server gives one `[[tunnels]]` entry with its name,

@@ -1,6 +1,6 @@
 //! Routes (one entry in a user's app, a pool of inbounds), the sticky choices of the
 //! balancer, and the devices that fetch a user's subscription: the part of the
-//! [`Store`](super::Store) that `spec/routes-and-balancing.md` and the subscription
+//! [`Store`](super::Store) that `docs/routes.md` and the subscription
 //! endpoint stand on.
 //!
 //! Rules kept here, atomically, so no caller can break them:

@@ -4,7 +4,7 @@
 //! an echo connection through the tunnel.
 //!
 //! - Users are pinned to origins by name: each lands on the origin rendezvous hashing
-//!   of their node name over the connected origins picks (`spec/tunnel.md`).
+//!   of their node name over the connected origins picks (`docs/tunnel.md`).
 //! - A second tunnel on the relay is created, changed in shape (links, window),
 //!   disabled and deleted: the first tunnel's links and every user's connection
 //!   through it stay up through each kind of change.

@@ -5,7 +5,7 @@
 //!
 //! - A tunnel whose profiles have 6 and 2 links gets exactly those links up, per
 //!   profile, and 16 connections held by a user land 12 and 4 on them: a profile's
-//!   links are its weight (`spec/tunnel.md`, "Profiles").
+//!   links are its weight (`docs/tunnel.md`, "Profiles").
 //! - A direct-mode origin listed at two addresses, the first closed: the relay dials
 //!   both (hot standby), the closed one waits in back-off with its error, and the
 //!   user's traffic goes through the other.

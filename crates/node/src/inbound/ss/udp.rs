@@ -194,6 +194,29 @@ pub(crate) async fn serve(inbound: Arc<Inbound>, socket: Arc<UdpSocket>) {
     }
 }
 
+/// Why a client packet was dropped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum OpenError {
+    /// The packet did not open (the last key tried, when several were).
+    #[error(transparent)]
+    Packet(#[from] PacketError),
+    /// An AES packet without an identity header.
+    #[error("no identity header")]
+    NoIdentity,
+    /// No user's key matches the packet.
+    #[error("unknown user")]
+    UnknownUser,
+    /// The packet authenticated as this user's but is malformed.
+    #[error("user {user}: {error}")]
+    User {
+        /// The user whose key opened it.
+        user: Arc<str>,
+        /// What is wrong with it.
+        error: PacketError,
+    },
+}
+
 impl Inbound {
     /// Decrypts a client packet (AES: in place in `packet`; otherwise in `scratch`)
     /// and finds its user; `hint` is the key this client address used last.
@@ -204,30 +227,30 @@ impl Inbound {
         hint: Option<&Bytes>,
         packet: &mut [u8],
         scratch: &mut [u8],
-    ) -> Result<Opened, String> {
+    ) -> Result<Opened, OpenError> {
         let method = self.ss_method;
         let now = unix_now();
         if method.has_identity() {
-            let header =
-                Header::read(method, &self.server_key, packet, true).map_err(|e| e.to_string())?;
-            let identity = header.identity.ok_or("no identity header")?;
-            let (key, user) = keys.by_hash(&identity).cloned().ok_or("unknown user")?;
+            let header = Header::read(method, &self.server_key, packet, true)?;
+            let identity = header.identity.ok_or(OpenError::NoIdentity)?;
+            let (key, user) = keys
+                .by_hash(&identity)
+                .cloned()
+                .ok_or(OpenError::UnknownUser)?;
             let id: (Arc<str>, u64) = (user.name.as_str().into(), header.session_id);
             let cipher = match associations.get(&id) {
                 Some(a) => a.cipher.clone(),
                 None => Arc::new(method.cipher(&key, header.session_id)),
             };
             let base = packet.as_ptr() as usize;
-            let opened = header
-                .open(&cipher, packet, now)
-                .map_err(|e| e.to_string())?;
+            let opened = header.open(&cipher, packet, now)?;
             return Ok(Opened::new(opened, base, key, cipher, user));
         }
         // No identity header: the key that opens the packet names the user. At most
         // the inbound's users are tried (validation caps them for this method).
         let scratch = &mut scratch[..packet.len()];
         let hinted = hint.and_then(|h| keys.chacha.iter().find(|(k, _, _)| k == h));
-        let mut last = String::from("unknown user");
+        let mut last = OpenError::UnknownUser;
         for (key, cipher, user) in hinted.into_iter().chain(keys.chacha.iter()) {
             scratch.copy_from_slice(packet);
             let base = scratch.as_ptr() as usize;
@@ -238,9 +261,12 @@ impl Inbound {
                 }
                 // Authenticated but malformed: this user's packet, refused by name.
                 Err(e) if e != PacketError::Decrypt => {
-                    return Err(format!("user {}: {e}", user.name));
+                    return Err(OpenError::User {
+                        user: user.name.as_str().into(),
+                        error: e,
+                    });
                 }
-                Err(e) => last = e.to_string(),
+                Err(e) => last = OpenError::Packet(e),
             }
         }
         Err(last)

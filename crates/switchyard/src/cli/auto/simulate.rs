@@ -10,7 +10,7 @@ use switchyard_auto_sim::{self as sim, POLICIES};
 /// Replay a scenario against one policy; print its JSON lines and the summary.
 #[derive(Debug, Args)]
 pub(crate) struct Simulate {
-    /// The scenario file (JSON, see spec/auto-simulation.md).
+    /// The scenario file (JSON, see docs/auto.md, "Simulator scenarios and output").
     scenario: PathBuf,
     /// The policy to run.
     #[arg(long, default_value = "auto", value_parser = POLICIES)]
