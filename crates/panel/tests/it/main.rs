@@ -33,4 +33,5 @@ mod tunnels_profiles;
 mod ui_account;
 mod ui_assets;
 mod ui_browser;
+mod ui_common;
 mod ui_node_and_limits;

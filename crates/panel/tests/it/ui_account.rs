@@ -5,19 +5,13 @@
 //! password. No console error but the refusals the test asks for.
 
 use crate::live;
+use crate::ui_common::{click, password, shots, unlabelled};
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchyard_testkit::Browser;
 use switchyard_testkit::browser::DEFAULT_WAIT;
-
-fn shots() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Waits until `js` (an expression) is true on the page.
 async fn wait_js(b: &Browser, js: &str, what: &str) {
@@ -35,47 +29,10 @@ async fn wait_js(b: &Browser, js: &str, what: &str) {
     }
 }
 
-async fn click(b: &Browser, css: &str) {
-    b.wait_for(css, DEFAULT_WAIT)
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("{e:#}"));
-}
-
 async fn type_into(b: &Browser, css: &str, text: &str) {
     let el = b.wait_for(css, DEFAULT_WAIT).await.unwrap();
     el.clear().await.unwrap();
     el.send_keys(text).await.unwrap_or_else(|e| panic!("{e:#}"));
-}
-
-/// Controls on screen without an accessible name.
-async fn unlabelled(b: &Browser) -> Vec<String> {
-    let v = b
-        .execute(
-            "return [...document.querySelectorAll('input, select, textarea, button')]
-               .filter((e) => e.offsetParent !== null || e.closest('dialog[open]'))
-               .filter((e) => e.tagName === 'BUTTON'
-                 ? !(e.textContent.trim() || e.getAttribute('aria-label'))
-                 : !(e.labels && e.labels.length) && !e.getAttribute('aria-label'))
-               .map((e) => e.outerHTML.slice(0, 120));",
-            vec![],
-        )
-        .await
-        .unwrap();
-    serde_json::from_value(v).unwrap()
-}
-
-fn password(dir: &std::path::Path) -> String {
-    let file =
-        std::fs::read_to_string(dir.join("panel").join(switchyard_panel::run::PASSWORD_FILE))
-            .unwrap();
-    file.lines()
-        .find_map(|l| l.strip_prefix("password: "))
-        .unwrap()
-        .trim()
-        .to_owned()
 }
 
 /// Logs in through the API (a second browser, as far as the panel knows); the status.

@@ -10,8 +10,8 @@
 //! `target/ui-screenshots/` (the ones in `docs/img/` are copies).
 
 use crate::live;
+use crate::ui_common::{click, password, shots, type_into, unlabelled};
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -20,12 +20,6 @@ use switchyard_testkit::Browser;
 use switchyard_testkit::browser::DEFAULT_WAIT;
 
 const XSS: &str = "<img src=x onerror=window.__xss=1>";
-
-fn shots() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/ui-screenshots");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// The entries of the user's sing-box subscription, in order (their tags).
 async fn entries(http: std::net::SocketAddr, sub: &str) -> Vec<String> {
@@ -80,56 +74,6 @@ async fn wait_js(b: &Browser, js: &str, what: &str) {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-/// Clicks the element `css` names, once it is on screen.
-async fn click(b: &Browser, css: &str) {
-    b.wait_for(css, DEFAULT_WAIT)
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("{e:#}"));
-}
-
-/// Types `text` into the element `css` names, once it is on screen.
-async fn type_into(b: &Browser, css: &str, text: &str) {
-    b.wait_for(css, DEFAULT_WAIT)
-        .await
-        .unwrap()
-        .send_keys(text)
-        .await
-        .unwrap_or_else(|e| panic!("{e:#}"));
-}
-
-/// Controls on the page without an accessible name (a label, `aria-label`, or text
-/// for a button), described for the failure message.
-async fn unlabelled(b: &Browser) -> Vec<String> {
-    let v = b
-        .execute(
-            "return [...document.querySelectorAll('input, select, textarea, button')]
-               .filter((e) => e.offsetParent !== null || e.closest('dialog[open]'))
-               .filter((e) => e.tagName === 'BUTTON'
-                 ? !(e.textContent.trim() || e.getAttribute('aria-label'))
-                 : !(e.labels && e.labels.length) && !e.getAttribute('aria-label'))
-               .map((e) => e.outerHTML.slice(0, 120));",
-            vec![],
-        )
-        .await
-        .unwrap();
-    serde_json::from_value(v).unwrap()
-}
-
-/// The password the panel generated on its first start.
-fn password(dir: &std::path::Path) -> String {
-    let file =
-        std::fs::read_to_string(dir.join("panel").join(switchyard_panel::run::PASSWORD_FILE))
-            .unwrap();
-    file.lines()
-        .find_map(|l| l.strip_prefix("password: "))
-        .unwrap()
-        .trim()
-        .to_owned()
 }
 
 async fn log_in(b: &Browser, http: std::net::SocketAddr, dir: &std::path::Path) {

@@ -4,27 +4,10 @@
 //! the old node's pin).
 
 use crate::live;
+use crate::ui_common::{click, type_into};
 
 use switchyard_testkit::Browser;
 use switchyard_testkit::browser::DEFAULT_WAIT;
-
-async fn click(b: &Browser, css: &str) {
-    b.wait_for(css, DEFAULT_WAIT)
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e:#}"));
-}
-
-async fn type_into(b: &Browser, css: &str, text: &str) {
-    b.wait_for(css, DEFAULT_WAIT)
-        .await
-        .unwrap()
-        .send_keys(text)
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e:#}"));
-}
 
 /// The text of the label of the control `css` names.
 async fn label(b: &Browser, css: &str) -> String {
