@@ -16,6 +16,12 @@
 //!
 //! Every command run is printed first; a failing command's exit code becomes xtask's.
 
+#![allow(
+    clippy::disallowed_types,
+    clippy::disallowed_methods,
+    reason = "tests, benchmarks and tools time real processes by the wall clock"
+)]
+
 mod bench;
 mod cmd;
 mod docs;

@@ -141,20 +141,12 @@ impl Scenario {
         .filter(|(_, set)| *set)
         .map(|(n, _)| *n)
         .collect();
-        match given.as_slice() {
-            [_] => {}
-            [] => {
-                return Err(ScenarioError::invalid(
-                    field,
-                    "no action: give one of mark, unmark, done, update, network_change, auto_on",
-                ));
-            }
-            [first, second, ..] => {
-                return Err(ScenarioError::invalid(
-                    field,
-                    format!("has both {first} and {second}; give one action per entry"),
-                ));
-            }
+        // None given: the last branch below says so.
+        if let [first, second, ..] = given.as_slice() {
+            return Err(ScenarioError::invalid(
+                field,
+                format!("has both {first} and {second}; give one action per entry"),
+            ));
         }
         let resolve = |key: &str, list: &[String]| -> Result<Vec<ServerId>> {
             list.iter()
@@ -187,7 +179,10 @@ impl Scenario {
                 },
             }
         } else {
-            unreachable!("exactly one action field is set")
+            return Err(ScenarioError::invalid(
+                field,
+                "no action: give one of mark, unmark, done, update, network_change, auto_on",
+            ));
         })
     }
 

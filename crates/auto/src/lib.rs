@@ -46,7 +46,7 @@ pub use error::InputError;
 pub use event::{
     Check, CheckId, CheckReport, ConnectReason, Event, Outcome, Output, SwitchReason, Trigger,
 };
-pub use measurement::{Measurement, Method, ProbeReply, ProbeRules};
+pub use measurement::{Measurement, Method, ProbeReply, ProbeRules, UnknownMethod};
 pub use policy::Policy;
 pub use server::{Server, ServerId, Subscription};
 pub use time::Timestamp;

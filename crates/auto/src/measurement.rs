@@ -36,16 +36,19 @@ impl fmt::Display for Method {
     }
 }
 
+/// A method's name that is none of `tcp`, `url`, `icmp`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown method {0:?}: expected tcp, url or icmp")]
+pub struct UnknownMethod(pub String);
+
 impl FromStr for Method {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownMethod;
+    fn from_str(s: &str) -> Result<Self, UnknownMethod> {
         match s {
             "tcp" => Ok(Self::Tcp),
             "url" => Ok(Self::Url),
             "icmp" => Ok(Self::Icmp),
-            other => Err(format!(
-                "unknown method {other:?}: expected tcp, url or icmp"
-            )),
+            other => Err(UnknownMethod(other.to_owned())),
         }
     }
 }
@@ -218,6 +221,11 @@ mod tests {
         for m in [Method::Tcp, Method::Url, Method::Icmp] {
             assert_eq!(m.as_str().parse::<Method>(), Ok(m));
         }
-        assert!("ping".parse::<Method>().unwrap_err().contains("ping"));
+        let e = "ping".parse::<Method>().unwrap_err();
+        assert_eq!(e, UnknownMethod("ping".into()));
+        assert_eq!(
+            e.to_string(),
+            "unknown method \"ping\": expected tcp, url or icmp"
+        );
     }
 }

@@ -19,6 +19,7 @@ pub mod probe;
 pub mod proxy;
 pub mod speedtest;
 pub mod subscription;
+mod wall;
 
 pub use outbound::{Outbound, OutboundError};
 pub use proxy::Proxy;

@@ -17,7 +17,8 @@
 //! kernel sends (fuzzed: `fuzz/fuzz_targets/netlink_messages.rs`).
 
 use std::os::fd::OwnedFd;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use rustix::io::Errno;
 use rustix::net::sockopt::{self, Timeout};

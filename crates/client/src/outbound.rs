@@ -4,7 +4,9 @@
 //!   pinned self-signed certificate, or none when the entry says `insecure`), then
 //!   WebSocket, then the protocol's request: VLESS (no flow), Trojan, or Shadowsocks
 //!   2022 ([`ss`]: plain TCP, its own encryption). The result is a stream to the
-//!   destination.
+//!   destination. TCP, TLS and WebSocket are the shared transport layer's
+//!   ([`switchyard_transport::dial::Stack`], built once per server); the protocols
+//!   are the client's.
 //! - **UDP** ([`Outbound::udp`], [`udp`]): datagrams to any destination and back
 //!   with their source, over VLESS (XUDP: one Mux.Cool session in one stream, each
 //!   packet with its address, what the node and sing-box speak by default), Trojan
@@ -20,19 +22,18 @@ mod tls;
 pub mod udp;
 mod vless;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
 use switchyard_proto::Address;
 use switchyard_proto::entry::{Entry, EntryProtocol, EntryTransport};
 use switchyard_proto::shadowsocks::Method;
 use switchyard_proto::shadowsocks::keys::ClientKeys;
 use switchyard_proto::{trojan, vless as vless_proto};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use switchyard_transport::BoxIo;
+use switchyard_transport::dial::{Connector, DialError, Layer, Stack, Step};
+use tokio::io::AsyncWriteExt;
 
 pub use ss::SsStream;
 pub use udp::{UdpReceiver, UdpSender};
@@ -40,13 +41,6 @@ pub use vless::VlessResponse;
 
 /// How long connecting to a server may take, every step together.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A byte stream to the destination.
-pub trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
-
-/// A boxed [`Stream`].
-pub type BoxStream = Box<dyn Stream>;
 
 /// Why a server could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -117,12 +111,11 @@ pub enum UnsupportedEntry {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StepError {
-    /// A socket operation failed: connecting, the TLS handshake, sending the request.
+    /// A socket operation failed: connecting, the TLS handshake, the WebSocket
+    /// upgrade (its error as the transport layer gives it: `HTTP error: 404 Not
+    /// Found`), sending the request.
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    /// The WebSocket upgrade failed.
-    #[error(transparent)]
-    WebSocket(#[from] tokio_tungstenite::tungstenite::Error),
     /// The Shadowsocks request could not be sealed.
     #[error(transparent)]
     Shadowsocks(#[from] switchyard_proto::shadowsocks::tcp::TcpError),
@@ -145,11 +138,12 @@ pub enum StepError {
     },
 }
 
-/// One server, ready to connect through: its entry and its TLS settings, built once.
+/// One server, ready to connect through: its entry and its transport (TCP, then TLS
+/// and WebSocket when the entry has them), built once.
 #[derive(Clone)]
 pub struct Outbound {
     entry: Entry,
-    tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
+    stack: Stack,
     header: Header,
     /// The identity by route, once [`Self::keyed_by_route`] gave it one.
     route_identity: Option<String>,
@@ -202,7 +196,8 @@ impl Outbound {
                 )
             }
         };
-        let tls = match &entry.tls {
+        let mut layers = Vec::with_capacity(2);
+        match &entry.tls {
             Some(t) if t.reality.is_some() => {
                 return Err(unsupported(UnsupportedEntry::Reality));
             }
@@ -213,13 +208,28 @@ impl Outbound {
                     .unwrap_or_else(|| entry.server.clone());
                 let server_name = ServerName::try_from(name.clone())
                     .map_err(|_| unsupported(UnsupportedEntry::ServerName(name.clone())))?;
-                Some((tls::tls_config(t, &name).map_err(unsupported)?, server_name))
+                layers.push(Layer::Tls {
+                    config: tls::tls_config(t, &name).map_err(unsupported)?,
+                    server_name,
+                });
             }
-            None => None,
-        };
+            None => {}
+        }
+        if let EntryTransport::Ws { path, host } = &entry.transport {
+            // The entry's host, else the TLS server name, else the server's address.
+            let host = host
+                .clone()
+                .or_else(|| entry.tls.as_ref().and_then(|t| t.server_name.clone()))
+                .unwrap_or_else(|| entry.server.clone());
+            layers.push(Layer::WebSocket {
+                host,
+                path: path.clone(),
+            });
+        }
+        let stack = Stack::to(&entry.server, entry.port, layers);
         Ok(Self {
             entry,
-            tls,
+            stack,
             header,
             route_identity: None,
         })
@@ -282,7 +292,7 @@ impl Outbound {
     }
 
     /// A stream to `destination` through this server.
-    pub async fn connect(&self, destination: &Address) -> Result<BoxStream, OutboundError> {
+    pub async fn connect(&self, destination: &Address) -> Result<BoxIo, OutboundError> {
         tokio::time::timeout(CONNECT_TIMEOUT, self.connect_now(destination))
             .await
             .map_err(|_| self.timeout())?
@@ -311,7 +321,7 @@ impl Outbound {
         }
     }
 
-    async fn connect_now(&self, destination: &Address) -> Result<BoxStream, OutboundError> {
+    async fn connect_now(&self, destination: &Address) -> Result<BoxIo, OutboundError> {
         let mut stream = self.stream().await?;
         let mut head = Vec::with_capacity(64);
         let request = self.fail("request");
@@ -344,46 +354,31 @@ impl Outbound {
             }
             Header::Shadowsocks(keys) => ss::connect(keys, stream, destination)
                 .await
-                .map(|s| Box::new(s) as BoxStream)
+                .map(|s| Box::new(s) as BoxIo)
                 .map_err(request),
         }
     }
 
     /// The transport to the server: TCP, then TLS and WebSocket when the entry has
-    /// them, before the protocol's request.
-    async fn stream(&self) -> Result<BoxStream, OutboundError> {
-        let tcp = TcpStream::connect((self.entry.server.as_str(), self.entry.port))
+    /// them, before the protocol's request. A failure names its step as the
+    /// client's errors always did: `tcp`, `tls` or `websocket`.
+    async fn stream(&self) -> Result<BoxIo, OutboundError> {
+        self.stack
+            .connect()
             .await
-            .map_err(|e| self.fail("tcp")(e.into()))?;
-        let _ = tcp.set_nodelay(true);
-        let mut stream: BoxStream = match &self.tls {
-            Some((config, name)) => Box::new(
-                tokio_rustls::TlsConnector::from(config.clone())
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| self.fail("tls")(e.into()))?,
-            ),
-            None => Box::new(tcp),
-        };
-        if let EntryTransport::Ws { path, host } = &self.entry.transport {
-            let websocket = self.fail("websocket");
-            let host = host
-                .clone()
-                .or_else(|| self.entry.tls.as_ref().and_then(|t| t.server_name.clone()))
-                .unwrap_or_else(|| self.entry.server.clone());
-            let request = format!("ws://{host}{path}")
-                .into_client_request()
-                .map_err(|e| websocket(e.into()))?;
-            let (ws, _) = tokio_tungstenite::client_async_with_config(
-                request,
-                stream,
-                Some(switchyard_tunnel::ws::config()),
-            )
-            .await
-            .map_err(|e| websocket(e.into()))?;
-            stream = Box::new(switchyard_tunnel::ws::WsStream::new(ws));
-        }
-        Ok(stream)
+            .map_err(|DialError { step, source }| self.fail(step_name(step))(source.into()))
+    }
+}
+
+/// The name of a transport step in [`OutboundError::Failed`].
+fn step_name(step: Step) -> &'static str {
+    match step {
+        Step::Tcp => "tcp",
+        Step::Tls => "tls",
+        Step::WebSocket => "websocket",
+        // The client refuses REALITY entries; any other step is the transport's own.
+        Step::Reality => "reality",
+        _ => "transport",
     }
 }
 
@@ -405,9 +400,7 @@ pub(crate) fn random_u64() -> u64 {
 
 /// Unix seconds, for Shadowsocks timestamps.
 pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    u64::try_from(crate::wall::unix_ms() / 1000).unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -494,6 +487,68 @@ mod tests {
             Outbound::new(reality).unwrap_err().to_string(),
             "server \"🇩🇪 Frankfurt\": REALITY is not supported by this client \
              (use Xray, mihomo or another app that speaks it)"
+        );
+    }
+
+    /// The transport's steps keep the names and texts users saw before the shared
+    /// transport layer: `tcp: <OS error>`, `websocket: HTTP error: 404 Not Found`.
+    #[tokio::test]
+    async fn a_failed_transport_step_names_the_server_and_the_step() {
+        use tokio::io::AsyncReadExt;
+        let trojan = || {
+            entry(EntryProtocol::Trojan {
+                password: "p".into(),
+            })
+        };
+        // A port just freed: nothing listens there.
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let mut closed = trojan();
+        closed.server = "127.0.0.1".into();
+        closed.port = port;
+        let e = Outbound::new(closed)
+            .unwrap()
+            .connect(&Address::Domain("example.com".into(), 80))
+            .await
+            .err()
+            .expect("no server there");
+        assert!(
+            matches!(e, OutboundError::Failed { step: "tcp", .. }),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().starts_with("server \"🇩🇪 Frankfurt\": tcp: "),
+            "{e}"
+        );
+        // A web server where the WebSocket should be.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let mut head = [0u8; 1024];
+            let _ = tcp.read(&mut head).await;
+            let _ = tcp
+                .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                .await;
+        });
+        let mut ws = trojan();
+        ws.server = "127.0.0.1".into();
+        ws.port = port;
+        ws.transport = EntryTransport::Ws {
+            path: "/ws".into(),
+            host: None,
+        };
+        let e = Outbound::new(ws)
+            .unwrap()
+            .connect(&Address::Domain("example.com".into(), 80))
+            .await
+            .err()
+            .expect("no server there");
+        assert_eq!(
+            e.to_string(),
+            "server \"🇩🇪 Frankfurt\": websocket: HTTP error: 404 Not Found"
         );
     }
 

@@ -13,6 +13,7 @@
 //! Every answer carries a strict Content-Security-Policy.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Json, State};
@@ -21,6 +22,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde_json::json;
+use switchyard_transport::listen::{BindError, BindOptions, Listener, TcpListener};
+use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::control::{Call, Request};
@@ -48,7 +51,7 @@ pub enum PageError {
         /// The address.
         addr: SocketAddr,
         /// The cause.
-        source: std::io::Error,
+        source: BindError,
     },
 }
 
@@ -61,22 +64,48 @@ pub async fn serve(
     if !listen.ip().is_loopback() {
         return Err(PageError::NotLoopback(listen));
     }
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|source| PageError::Bind {
-            addr: listen,
-            source,
-        })?;
-    let addr = listener.local_addr().map_err(|source| PageError::Bind {
+    let bind = |source| PageError::Bind {
         addr: listen,
         source,
+    };
+    let listener = TcpListener::bind(listen, BindOptions::default()).map_err(bind)?;
+    let addr = listener.local_addr().map_err(|source| {
+        bind(BindError::Listen {
+            addr: listen,
+            source,
+        })
     })?;
     tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router(calls)).await {
+        if let Err(e) = axum::serve(PageListener(listener), router(calls)).await {
             tracing::warn!("the client's page stopped: {e}");
         }
     });
     Ok(addr)
+}
+
+/// The shared transport layer's listener as axum takes it: an accept that fails
+/// (too many open files) is logged and tried again, as axum does with its own.
+struct PageListener(TcpListener);
+
+impl axum::serve::Listener for PageListener {
+    type Io = TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (TcpStream, SocketAddr) {
+        loop {
+            match Listener::accept(&self.0).await {
+                Ok(conn) => return conn,
+                Err(e) => {
+                    tracing::warn!("the client's page: accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        Listener::local_addr(&self.0)
+    }
 }
 
 /// The page's routes.

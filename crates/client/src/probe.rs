@@ -11,7 +11,8 @@
 //! message; `switchyard client run --probe icmp` checks with
 //! [`icmp::check_available`] at start and refuses to run blind.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use switchyard_auto::{Method, ProbeReply};
 use switchyard_proto::Address;

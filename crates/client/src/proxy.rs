@@ -24,12 +24,14 @@ use std::time::Duration;
 
 use switchyard_proto::Address;
 use switchyard_proto::socks5::{self, Greeting, MethodSelection, Reply, ReplyCode, Request};
+use switchyard_transport::BoxIo;
+use switchyard_transport::listen::{BindError, BindOptions, Listener, TcpListener};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use crate::meter::{Meter, Metered};
-use crate::outbound::{BoxStream, Outbound};
+use crate::outbound::Outbound;
 pub(crate) use error::ServeError;
 use hold::{Gate, HOLD_LIMIT, HoldState};
 use udp::{UDP_IDLE_TIMEOUT, UdpCounters, UdpStats};
@@ -56,8 +58,9 @@ pub struct Proxy {
 }
 
 impl Proxy {
-    /// Listens on `listen` and serves until the runtime ends.
-    pub async fn start(listen: SocketAddr) -> std::io::Result<Self> {
+    /// Listens on `listen` and serves until the runtime ends. The port is bound by
+    /// the shared transport layer ([`TcpListener`]); its error names the port.
+    pub async fn start(listen: SocketAddr) -> Result<Self, BindError> {
         Self::start_with(listen, None).await
     }
 
@@ -67,10 +70,14 @@ impl Proxy {
     pub async fn start_with(
         listen: SocketAddr,
         failed: Option<mpsc::UnboundedSender<String>>,
-    ) -> std::io::Result<Self> {
-        let listener = TcpListener::bind(listen).await?;
+    ) -> Result<Self, BindError> {
+        let listener = TcpListener::bind(listen, BindOptions::default())?;
+        let addr = listener.local_addr().map_err(|source| BindError::Listen {
+            addr: listen,
+            source,
+        })?;
         let proxy = Self {
-            addr: listener.local_addr()?,
+            addr,
             server: Arc::default(),
             meter: Arc::default(),
             generation: Arc::new(watch::channel(0).0),
@@ -141,8 +148,8 @@ impl Proxy {
             .clone()
     }
 
+    /// Serves one app's connection (Nagle already off: the listener's).
     async fn serve(&self, mut client: TcpStream) -> Result<(), ServeError> {
-        let _ = client.set_nodelay(true);
         let mut buf = Vec::with_capacity(512);
         let request = tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut client, &mut buf))
             .await
@@ -199,7 +206,7 @@ impl Proxy {
         &self,
         destination: &Address,
         first_len: usize,
-    ) -> Result<(Metered<BoxStream>, watch::Receiver<u64>), DialError> {
+    ) -> Result<(Metered<BoxIo>, watch::Receiver<u64>), DialError> {
         let cap = tokio::time::Instant::now() + HOLD_LIMIT;
         self.gate.wait(cap).await;
         let Some(server) = self.server() else {

@@ -8,8 +8,10 @@
 //! setting up the connection and waiting for the first byte are not part of it. A
 //! test that gets less than [`MIN_BYTES`] of body is an error, not a speed.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
+use switchyard_transport::BoxIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::outbound::Outbound;
@@ -150,10 +152,7 @@ pub async fn run(server: &Outbound, url: &ProbeUrl) -> Result<Speed, SpeedTestEr
 
 /// Connects, sends the request and reads the response head: the stream and how many
 /// body bytes came with the head.
-async fn head(
-    server: &Outbound,
-    url: &ProbeUrl,
-) -> Result<(crate::outbound::BoxStream, u64), DownloadError> {
+async fn head(server: &Outbound, url: &ProbeUrl) -> Result<(BoxIo, u64), DownloadError> {
     let mut s = server.connect(&url.destination).await?;
     let request = format!(
         "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: switchyard-client\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n",

@@ -120,7 +120,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Unix milliseconds now.
+/// Unix milliseconds now: the node's one reading of the wall clock.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the node's one reading of the wall clock"
+)]
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

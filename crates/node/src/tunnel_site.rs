@@ -10,8 +10,8 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use switchyard_tunnel::reality::site::connect_any;
-use switchyard_tunnel::reality::{SiteDial, SiteDialer, SiteError};
+use switchyard_transport::reality::site::connect_any;
+use switchyard_transport::reality::{SiteDial, SiteDialer, SiteError};
 use tokio::net::TcpStream;
 
 use crate::outbound::DialError;

@@ -45,6 +45,11 @@
 //! the namespaces [`netns`] makes itself; nothing reaches outside the machine. Errors are `anyhow` with context, since this is test support: a
 //! failing test should say what broke and show sing-box's own words.
 
+#![allow(
+    clippy::disallowed_types,
+    clippy::disallowed_methods,
+    reason = "tests, benchmarks and tools time real processes by the wall clock"
+)]
 #![warn(missing_docs)]
 
 pub mod browser;
@@ -57,6 +62,7 @@ pub mod mihomo;
 pub mod netns;
 pub mod pattern;
 mod peer;
+pub mod ports;
 pub mod postgres;
 pub mod schemathesis;
 pub mod sing_box;
@@ -65,9 +71,9 @@ pub mod socks5;
 pub mod udp_echo;
 pub mod xray;
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 pub use browser::Browser;
 pub use cert::TestCert;
@@ -82,17 +88,16 @@ pub use xray::Xray;
 pub const LOCALHOST: Ipv4Addr = Ipv4Addr::LOCALHOST;
 
 /// A TCP port on 127.0.0.1 that was free a moment ago, for configs that must name a
-/// fixed port (sing-box's `listen_port`).
+/// fixed port (sing-box's `listen_port`, a node's inbound): [`ports::free_port`],
+/// which never hands two tests of this machine the same port at once.
 ///
-/// It binds `127.0.0.1:0`, reads the port the kernel chose and releases it, so there
-/// is a small race: another process may take the port before the config's owner
-/// binds it. The kernel hands out ephemeral ports in sequence, which makes that rare;
-/// when it happens, the owner fails to bind and [`SingBox::start`] reports sing-box's
-/// "address already in use". Servers of our own should bind port 0 instead.
+/// The port is released before the config's owner binds it, so another program may
+/// still take it in between; the kernel hands out ephemeral ports in sequence, which
+/// makes that rare; when it happens, the owner fails to bind and [`SingBox::start`]
+/// reports sing-box's "address already in use". Servers of our own should bind port
+/// 0 instead.
 pub fn free_port() -> Result<u16> {
-    let listener =
-        TcpListener::bind((LOCALHOST, 0)).context("binding 127.0.0.1:0 for a free port")?;
-    Ok(listener.local_addr()?.port())
+    ports::free_port()
 }
 
 /// `127.0.0.1:port`.

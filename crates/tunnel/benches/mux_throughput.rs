@@ -3,6 +3,12 @@
 //! connection. A measurement, not a test: `cargo bench -p switchyard-tunnel --bench
 //! mux_throughput` prints MB/s and the ratio to the direct copy.
 
+#![allow(
+    clippy::disallowed_types,
+    clippy::disallowed_methods,
+    reason = "tests, benchmarks and tools time real processes by the wall clock"
+)]
+
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

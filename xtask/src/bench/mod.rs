@@ -43,6 +43,7 @@ use serde_json::Value;
 mod client;
 mod panel;
 mod push;
+mod running;
 
 use crate::cmd::Cmd;
 use crate::peers;

@@ -16,7 +16,7 @@
 //! release build (an older build, for before/after figures).
 
 use std::fs;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -24,6 +24,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use super::push::{self, PushTimes};
+pub(crate) use super::running::{Panel, RUNS, USERS, free_port};
 use super::{measured_with, target_dir, write_section};
 use crate::cmd::{Background, Cmd};
 use crate::section::Section;
@@ -36,10 +37,6 @@ const PANEL_SECTION: Section = Section {
     end: "<!-- bench:panel:end -->",
 };
 
-/// Users seeded before the load: the size of a large self-hosted deployment.
-pub(crate) const USERS: usize = 10_000;
-/// Repetitions of each scenario; the table shows their medians.
-pub(crate) const RUNS: usize = 3;
 /// The variable naming a `switchyard` binary to measure instead of building one.
 const BINARY_ENV: &str = "SWITCHYARD_BIN";
 /// How long the panel may take to listen after it starts (migrations included).
@@ -137,22 +134,6 @@ pub(crate) const POOL: usize = 5;
 const GOAL_RPS: f64 = 5_000.0;
 /// ... at this p99 or less.
 const GOAL_P99_MS: f64 = 20.0;
-
-/// The panel under load, as [`start_panel`] leaves it.
-pub(crate) struct Panel {
-    /// The running `switchyard panel`, killed on drop.
-    pub(crate) process: Background,
-    /// Where it serves HTTP (127.0.0.1).
-    pub(crate) addr: SocketAddr,
-    /// The seeded users' subscription tokens.
-    pub(crate) tokens: Vec<String>,
-    /// The data directory (the SQLite database, the first admin's password).
-    pub(crate) data: PathBuf,
-    /// The release `switchyard` binary.
-    pub(crate) switchyard: PathBuf,
-    /// How it was started, for the doc (e.g. "`switchyard panel` with SQLite").
-    pub(crate) how: String,
-}
 
 /// `cargo xtask bench panel`.
 pub(crate) fn bench_panel(root: &Path) -> Result<()> {
@@ -321,12 +302,6 @@ pub(crate) fn build_loadgen(root: &Path) -> Result<PathBuf> {
         ])
         .run()?;
     Ok(target_dir(root)?.join("release/loadgen"))
-}
-
-/// A TCP port on 127.0.0.1 that was free a moment ago (the kernel's choice).
-pub(crate) fn free_port() -> Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0").context("binding 127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
 }
 
 /// Waits until something accepts TCP connections on `addr`, failing with the log's
@@ -618,7 +593,7 @@ mod tests {
     #[test]
     fn waiting_for_a_port_sees_the_listener_and_a_dead_process() {
         let dir = tempfile_dir();
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let mut sleeper = Cmd::new("sleep")
             .args(["30"])

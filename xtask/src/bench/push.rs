@@ -6,7 +6,7 @@
 //! join token for the seeded server (`POST /api/v1/servers/{id}/join`), run
 //! `switchyard node join TOKEN` from the release binary, wait until the panel says
 //! which config the node runs (`config_version` of `GET /api/v1/servers/{id}`), then
-//! [`super::panel::RUNS`] times: disable (or enable again) the first user with
+//! [`super::running::RUNS`] times: disable (or enable again) the first user with
 //! `PUT /api/v1/users/1` and poll the server every [`POLL`] until its
 //! `config_version` changes.
 //!
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
-use super::panel::{Panel, RUNS, USERS, free_port};
+use super::running::{Panel, RUNS, USERS, free_port};
 use crate::cmd::Cmd;
 
 /// How often the server's `config_version` is read while waiting for a change.

@@ -37,6 +37,12 @@
 //! the raw figures to `SWITCHYARD_CLIENT_BENCH_DIR` (default: a directory under the
 //! system's temporary one). Everything listens on and connects to 127.0.0.1 only.
 
+#![allow(
+    clippy::disallowed_types,
+    clippy::disallowed_methods,
+    reason = "tests, benchmarks and tools time real processes by the wall clock"
+)]
+
 mod clients;
 mod net;
 mod report;
@@ -284,6 +290,16 @@ impl Run {
         let end = starts.get(i + 1).map_or(timeline_end(), |(_, t)| *t);
         (starts[i].1, end)
     }
+}
+
+/// One client's figures in one phase.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Figures {
+    pub(crate) failed_seconds: usize,
+    pub(crate) requests_ok: usize,
+    pub(crate) requests: usize,
+    pub(crate) switches: Vec<(f64, String)>,
+    pub(crate) probes: usize,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

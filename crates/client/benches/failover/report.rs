@@ -10,17 +10,7 @@ use anyhow::Result;
 use serde_json::Value;
 
 use crate::clients::{Change, Client, Kind};
-use crate::{OWN, PHASES, Phase, Requests, Run};
-
-/// One client's figures in one phase.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Figures {
-    pub(crate) failed_seconds: usize,
-    pub(crate) requests_ok: usize,
-    pub(crate) requests: usize,
-    pub(crate) switches: Vec<(f64, String)>,
-    pub(crate) probes: usize,
-}
+use crate::{Figures, OWN, PHASES, Phase, Requests, Run};
 
 /// `client`'s figures in `phase`.
 pub(crate) fn figures(run: &Run, client: &Client, requests: &Requests, phase: Phase) -> Figures {

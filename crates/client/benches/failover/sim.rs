@@ -18,8 +18,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use crate::clients::Kind;
-use crate::report::Figures;
-use crate::{NEIGHBOURS, OWN, PHASES, Phase, Run};
+use crate::{Figures, NEIGHBOURS, OWN, PHASES, Phase, Run};
 
 /// The scenario of the run for a client that started `lead` seconds before it and
 /// carried its first request `first` seconds after its start.

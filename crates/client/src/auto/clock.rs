@@ -18,9 +18,7 @@ pub struct Clock {
 impl Clock {
     /// The time now.
     pub fn now(&self) -> Timestamp {
-        let wall = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let wall = crate::wall::unix_ms();
         Timestamp(wall.saturating_add(self.skew_ms.load(Ordering::Relaxed)))
     }
 

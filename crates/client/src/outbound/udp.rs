@@ -25,12 +25,11 @@ use switchyard_proto::shadowsocks::tcp::MAX_PADDING;
 use switchyard_proto::shadowsocks::udp_client::{UdpOpener, UdpSealer};
 use switchyard_proto::xudp::{Frame, Network, Status, Target};
 use switchyard_proto::{trojan, vless};
+use switchyard_transport::BoxIo;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::UdpSocket;
 
-use super::{
-    BoxStream, Header, Outbound, OutboundError, StepError, VlessResponse, fill_random, unix_now,
-};
+use super::{Header, Outbound, OutboundError, StepError, VlessResponse, fill_random, unix_now};
 
 /// Stream bytes a receiver holds while a packet is incomplete: one largest packet
 /// and its framing. More means the server's framing is broken.
@@ -53,7 +52,7 @@ pub struct UdpSender {
 
 enum Sending {
     Stream {
-        half: WriteHalf<BoxStream>,
+        half: WriteHalf<BoxIo>,
         framing: Framing,
         opened: bool,
         out: Vec<u8>,
@@ -72,7 +71,7 @@ pub struct UdpReceiver {
 
 enum Receiving {
     Stream {
-        half: ReadHalf<BoxStream>,
+        half: ReadHalf<BoxIo>,
         framing: Framing,
         pending: Vec<u8>,
         /// The source of an answer that names none (an XUDP frame without target).
@@ -103,7 +102,7 @@ pub(super) async fn open(
     first: &Address,
 ) -> Result<(UdpSender, UdpReceiver), OutboundError> {
     let request = outbound.fail("request");
-    let (stream, framing): (BoxStream, Framing) = match &outbound.header {
+    let (stream, framing): (BoxIo, Framing) = match &outbound.header {
         Header::Shadowsocks(keys) => return shadowsocks(outbound, keys.clone()).await,
         Header::Vless(uuid) => {
             let mut stream = outbound.stream().await?;

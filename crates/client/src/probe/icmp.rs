@@ -21,7 +21,8 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use rustix::io::{Errno, FdFlags};
 use rustix::net::{AddressFamily, SocketType, ipproto};

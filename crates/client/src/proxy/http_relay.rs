@@ -23,6 +23,7 @@ use std::io;
 use std::time::Duration;
 
 use switchyard_proto::Address;
+use switchyard_transport::BoxIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -31,7 +32,6 @@ use tokio::sync::watch;
 use super::http::{Body, ProxyRequest, ProxyResponse, parse_request, parse_response};
 use super::{ConnectError, MAX_REQUEST, Proxy, REQUEST_TIMEOUT, ServeError, parse_connect};
 use crate::meter::Metered;
-use crate::outbound::BoxStream;
 
 /// How long a kept app connection waits for its next request.
 pub const KEEP_ALIVE_IDLE: Duration = Duration::from_secs(60);
@@ -137,7 +137,7 @@ fn invalid(why: &str) -> io::Error {
 /// The origin connection kept between requests.
 struct Origin {
     destination: Address,
-    stream: Buffered<Metered<BoxStream>>,
+    stream: Buffered<Metered<BoxIo>>,
     /// Says when a switch of server closes connections.
     closed: watch::Receiver<u64>,
     /// It carried a request already (a failure before any answer may be its idle close).
@@ -342,7 +342,7 @@ async fn next_request(
 async fn exchange(
     app: &mut Buffered<OwnedReadHalf>,
     write: &mut OwnedWriteHalf,
-    origin: &mut Buffered<Metered<BoxStream>>,
+    origin: &mut Buffered<Metered<BoxIo>>,
     request: &ProxyRequest,
 ) -> Result<Ended, Failed> {
     let (read, mut send_half) = tokio::io::split(&mut origin.inner);

@@ -1,5 +1,11 @@
 //! The client's integration tests, in one binary.
 
+#![allow(
+    clippy::disallowed_types,
+    clippy::disallowed_methods,
+    reason = "tests, benchmarks and tools time real processes by the wall clock"
+)]
+
 mod auto_live;
 mod clash_subscription;
 mod hold;

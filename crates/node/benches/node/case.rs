@@ -10,7 +10,6 @@ use switchyard_testkit::config::{
 use switchyard_testkit::{TestCert, local};
 
 use crate::Fixture;
-use crate::server::Side;
 
 /// Credentials, the same for every server.
 const UUID: &str = "6f1c3f2e-9a0b-4c5d-8e7f-102132435465";
@@ -311,4 +310,22 @@ fn xray_log() -> Value {
 /// A PEM as Xray takes it inline: its lines.
 fn pem_lines(pem: &str) -> Vec<&str> {
     pem.lines().filter(|l| !l.trim().is_empty()).collect()
+}
+
+/// Which server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    Ours,
+    SingBox,
+    Xray,
+}
+
+impl Side {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Ours => "ours",
+            Self::SingBox => "sing-box",
+            Self::Xray => "Xray",
+        }
+    }
 }

@@ -22,6 +22,12 @@
 //! Everything listens on and connects to 127.0.0.1 only. Every process started here is
 //! killed when its owner is dropped, on success, error or panic alike.
 
+#![allow(
+    clippy::disallowed_types,
+    clippy::disallowed_methods,
+    reason = "tests, benchmarks and tools time real processes by the wall clock"
+)]
+
 mod case;
 mod client;
 mod hello;
@@ -38,11 +44,12 @@ use anyhow::{Context, Result};
 use switchyard_node::reality::{self, Keys};
 use switchyard_testkit::{HttpTarget, TestCert};
 
+use crate::case::Side;
 use crate::case::{Case, Inner};
 use crate::client::Client;
 use crate::plan::{BULK_WIDE, CPS_BODY, Plan};
 use crate::report::{Metric, Notes, Row};
-use crate::server::{Server, Side};
+use crate::server::Server;
 use crate::target::{Target, TlsSite};
 
 /// Whether our node serves Shadowsocks-2022 in this build. While it is `false` the

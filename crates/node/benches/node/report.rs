@@ -1,9 +1,9 @@
 //! Medians, ratios and the Markdown tables: ours against sing-box, ours against Xray,
 //! and our Vision against our VLESS+TLS.
 
+use crate::case::Side;
 use crate::case::{Case, Inner, Peer, Protocol};
 use crate::plan::{BULK_WIDE, CPS_BODY, Plan, QUICK_ENV};
-use crate::server::Side;
 
 /// What a row measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use tokio::time::{Instant, sleep};
 use switchyard_testkit::{Xray, config, free_port};
 
 use crate::Fixture;
-use crate::case::Case;
+use crate::case::{Case, Side};
 
 /// The variable naming our binary; by default the release build beside this bench.
 pub(crate) const BINARY_ENV: &str = "SWITCHYARD_BIN";
@@ -24,24 +24,6 @@ const CLOCK_TICKS: f64 = 100.0;
 
 /// How long a server may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Which server.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Side {
-    Ours,
-    SingBox,
-    Xray,
-}
-
-impl Side {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Ours => "ours",
-            Self::SingBox => "sing-box",
-            Self::Xray => "Xray",
-        }
-    }
-}
 
 /// `switchyard`, built with `cargo build --release -p switchyard`: [`BINARY_ENV`] when
 /// set, else `<target>/release/switchyard` (this bench runs from

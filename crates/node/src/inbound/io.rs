@@ -1,4 +1,6 @@
-//! Byte streams as the inbound sees them, whatever carries them.
+//! Byte streams as the inbound sees them, whatever carries them: [`Io`], [`BoxIo`]
+//! and [`Prefixed`] are the transport layer's; [`Gate`] and [`Gated`] are the node's
+//! pre-authentication policy over them.
 
 use std::io;
 use std::pin::Pin;
@@ -8,19 +10,9 @@ use std::task::{Context, Poll, ready};
 
 use futures_util::task::AtomicWaker;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, ReadBuf};
 
-/// A bidirectional byte stream (TCP, TLS over TCP, WebSocket over either).
-pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
-
-/// A boxed stream.
-pub(crate) type BoxIo = Box<dyn Io>;
-
-/// A stream that first replays bytes already read from it (a header's tail, the
-/// first payload that came with a handshake): the tunnel crate's, which its REALITY
-/// server uses too.
-pub(crate) use switchyard_tunnel::reality::server::Prefixed;
+pub(crate) use switchyard_transport::{BoxIo, Io, Prefixed};
 
 /// Writes go straight to the inner stream: the wrappers here only change reads.
 macro_rules! write_through {

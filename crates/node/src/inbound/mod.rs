@@ -1,7 +1,12 @@
 //! Inbounds: listeners, the transport and security layers, and the hand-off to each
-//! protocol. Every connection gets one deadline for its whole handshake (TLS,
-//! WebSocket upgrade, protocol header); a connection that fails authentication is
-//! handed byte for byte to the inbound's fallback, or held silently and closed.
+//! protocol.
+//!
+//! The layers (TCP listener, TLS, REALITY, WebSocket) are the shared transport
+//! layer's ([`switchyard_transport`]); the node adds its policy: deadlines,
+//! pre-authentication limits, gates and fallbacks. Every connection gets one deadline
+//! for its whole handshake (TLS, WebSocket upgrade, protocol header); a connection
+//! that fails authentication is handed byte for byte to the inbound's fallback, or
+//! held silently and closed.
 
 mod fallback;
 mod io;
@@ -15,19 +20,19 @@ mod trojan;
 pub(crate) mod udp;
 mod vision;
 mod vless;
-mod ws;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout_at};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
-use switchyard_proto::websocket::{self, EarlyData, UpgradeConfig};
+use switchyard_proto::websocket::{EarlyData, UpgradeConfig};
+use switchyard_transport::listen::{BindOptions, Listener, TcpListener};
+use switchyard_transport::ws::{self, Refused, Upgrade};
 
 use crate::config::{InboundConfig, Protocol, Transport};
 use crate::runtime::{Runtime, Shared};
@@ -43,7 +48,8 @@ use vision::RawTls;
 pub(crate) const MAX_WS_UNAUTHENTICATED: usize = 64 * 1024;
 
 /// Largest protocol header a client may send before authenticating. 8 KiB: real
-/// headers are under 300 bytes; a WebSocket upgrade under 2 KiB.
+/// headers are under 300 bytes; a WebSocket upgrade under 2 KiB (the transport reads
+/// one up to [`switchyard_proto::websocket::MAX_HEAD_LEN`], 8 KiB as well).
 pub(crate) const MAX_HEADER: usize = 8 * 1024;
 
 /// What an inbound puts between TCP and its protocol.
@@ -99,25 +105,18 @@ pub enum InboundError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BindError {
-    /// The system gave no TCP socket.
-    #[error("socket: {0}")]
-    Socket(#[source] std::io::Error),
+    /// The TCP port: the transport layer's listener says why (no socket, an option,
+    /// `port N on IP: ...` when another program holds it, listen).
+    #[error(transparent)]
+    Tcp(#[from] switchyard_transport::listen::BindError),
     /// The system gave no UDP socket (Shadowsocks), or it could not be set up.
     #[error("UDP socket: {0}")]
     UdpSocket(#[source] std::io::Error),
-    /// A socket option could not be set.
+    /// An option of the UDP socket (Shadowsocks) could not be set.
     #[error("{option}: {source}")]
     Option {
         /// `SO_REUSEADDR` or `SO_REUSEPORT`.
         option: &'static str,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The TCP port can't be bound (another program holds it: `AddrInUse`).
-    #[error("port {} on {}: {source}", .addr.port(), .addr.ip())]
-    Port {
-        /// The address and port.
-        addr: SocketAddr,
         /// Why.
         source: std::io::Error,
     },
@@ -130,23 +129,14 @@ pub enum BindError {
         /// Why.
         source: std::io::Error,
     },
-    /// The bound socket can't listen.
-    #[error("listen on {addr}: {source}")]
-    Listen {
-        /// The address and port.
-        addr: SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
 }
 
 impl BindError {
-    /// Whether another socket holds the port.
+    /// Whether another socket holds the port (TCP or UDP).
     pub fn in_use(&self) -> bool {
         match self {
-            Self::Port { source, .. } | Self::UdpPort { source, .. } => {
-                source.kind() == std::io::ErrorKind::AddrInUse
-            }
+            Self::Tcp(e) => e.in_use(),
+            Self::UdpPort { source, .. } => source.kind() == std::io::ErrorKind::AddrInUse,
             _ => false,
         }
     }
@@ -161,21 +151,13 @@ pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, 
         Protocol::Shadowsocks => Some(shadowsocks::bind_udp(addr)?),
         _ => None,
     };
-    let option = |option| move |source| BindError::Option { option, source };
-    let socket = if addr.is_ipv4() {
-        TcpSocket::new_v4()
-    } else {
-        TcpSocket::new_v6()
-    }
-    .map_err(BindError::Socket)?;
-    socket.set_reuseaddr(true).map_err(option("SO_REUSEADDR"))?;
-    socket.set_reuseport(true).map_err(option("SO_REUSEPORT"))?;
-    socket
-        .bind(addr)
-        .map_err(|source| BindError::Port { addr, source })?;
-    let listener = socket
-        .listen(1024)
-        .map_err(|source| BindError::Listen { addr, source })?;
+    let listener = TcpListener::bind(
+        addr,
+        BindOptions {
+            reuse_port: true,
+            backlog: 1024,
+        },
+    )?;
     Ok(Bound {
         config: config.clone(),
         listener,
@@ -266,12 +248,14 @@ impl Conn {
 }
 
 /// Accepts on `listener` until the inbound stops, handing each connection (with
-/// Nagle off) to `each`; a connection over the pre-authentication limits (per
-/// inbound, per source address) is closed at once.
-pub(crate) async fn accept_each(
+/// Nagle off: the transport's listener sees to it) to `each`; a connection over the
+/// pre-authentication limits (per inbound, per source address) is closed at once.
+/// [`Listener::accept`] is cancel-safe, so stopping on `ctx.cancel` while it waits
+/// loses no queued connection: none is taken from the kernel and then dropped.
+pub(crate) async fn accept_each<L: Listener>(
     ctx: &Ctx,
-    listener: &TcpListener,
-    mut each: impl FnMut(TcpStream, Conn),
+    listener: &L,
+    mut each: impl FnMut(L::Conn, Conn),
 ) {
     loop {
         let accepted = tokio::select! {
@@ -287,7 +271,6 @@ pub(crate) async fn accept_each(
                     tracing::debug!(%peer, inbound = %ctx.config.tag, "too many connections in their handshake: closed");
                     continue;
                 };
-                let _ = tcp.set_nodelay(true);
                 let now = Instant::now();
                 each(
                     tcp,
@@ -370,7 +353,7 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
 async fn upgrade(
     ctx: &Ctx,
     rt: &Runtime,
-    mut stream: BoxIo,
+    stream: BoxIo,
     path: &str,
     host: Option<&str>,
     conn: &Conn,
@@ -383,80 +366,33 @@ async fn upgrade(
         host: host.map(str::to_owned),
         early_data: EarlyData::HeaderOrPath("Sec-WebSocket-Protocol".into()),
     };
-    let mut buf = Vec::with_capacity(1024);
-    let parsed = read_header(&mut stream, &mut buf, conn.deadline, |b| {
-        websocket::parse_upgrade(b, &config)
-    })
-    .await;
-    let (request, used) = match parsed {
-        Header::Parsed(r) => r,
-        Header::Rejected(why) => {
-            tracing::debug!(inbound = %ctx.config.tag, "WebSocket upgrade refused: {why}");
-            fallback::reject(ctx, rt, stream, buf, conn).await;
-            return None;
-        }
-        Header::Incomplete => {
-            fallback::reject(ctx, rt, stream, buf, conn).await;
+    let Upgrade {
+        request,
+        mut stream,
+        rest,
+    } = match ws::read_upgrade(stream, &config, conn.deadline).await {
+        Ok(upgrade) => upgrade,
+        Err(Refused { stream, read, why }) => {
+            if let Some(why) = why {
+                tracing::debug!(inbound = %ctx.config.tag, "WebSocket upgrade refused: {why}");
+            }
+            fallback::reject(ctx, rt, stream, read, conn).await;
             return None;
         }
     };
-    let mut response = Vec::with_capacity(256);
-    request.encode_response(&mut response);
-    if stream.write_all(&response).await.is_err() || stream.flush().await.is_err() {
+    if ws::answer(&request, &mut stream).await.is_err() {
         return None;
     }
-    let mut early = request.early_data.unwrap_or_default();
+    let early = request.early_data.unwrap_or_default();
     // Frames that came right behind the request head are WebSocket frames, not
-    // payload: give them back to the WebSocket reader.
-    let rest = buf.split_off(used);
+    // payload: give them back to the WebSocket reader, gated until the client
+    // authenticates.
     let gated = Gated::new(
         Prefixed::new(rest, stream),
         conn.gate.clone(),
         MAX_WS_UNAUTHENTICATED,
     );
-    let ws = ws::server(gated, std::mem::take(&mut early)).await;
-    Some(Box::new(ws))
-}
-
-/// The outcome of reading a header.
-pub(crate) enum Header<T> {
-    /// Parsed, with the bytes it used.
-    Parsed((T, usize)),
-    /// Not acceptable: the reason (for logs).
-    Rejected(String),
-    /// The client stopped sending (closed its side, or the deadline passed) before
-    /// a whole header came: what came so far is in the buffer.
-    Incomplete,
-}
-
-/// Reads into `buf` until `parse` accepts or rejects it, the header grows past
-/// [`MAX_HEADER`], or the deadline passes.
-pub(crate) async fn read_header<T, E: std::fmt::Display>(
-    stream: &mut (impl AsyncRead + Unpin),
-    buf: &mut Vec<u8>,
-    deadline: Instant,
-    parse: impl Fn(&[u8]) -> Result<Option<(T, usize)>, E>,
-) -> Header<T> {
-    loop {
-        if !buf.is_empty() {
-            match parse(buf) {
-                Ok(Some(done)) => return Header::Parsed(done),
-                Ok(None) => {}
-                Err(e) => return Header::Rejected(e.to_string()),
-            }
-        }
-        if buf.len() >= MAX_HEADER {
-            return Header::Rejected(format!("header longer than {MAX_HEADER} bytes"));
-        }
-        // Read into the buffer's spare room: no array lives in the connection's future.
-        let want = 2048.min(MAX_HEADER - buf.len());
-        buf.reserve(want);
-        let mut limited = (&mut *stream).take(want as u64);
-        match timeout_at(deadline, limited.read_buf(buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Header::Incomplete,
-            Ok(Ok(_)) => {}
-        }
-    }
+    Some(Box::new(ws::server(gated, early).await))
 }
 
 #[cfg(test)]

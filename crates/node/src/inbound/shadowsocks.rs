@@ -33,8 +33,10 @@ use ::shadowsocks::relay::tcprelay::ProxyServerStream;
 use aes::cipher::{BlockDecrypt, KeyInit};
 use bytes::Bytes;
 use tokio::io::AsyncReadExt;
-use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::net::{TcpStream, UdpSocket};
 use tokio::time::timeout_at;
+
+use switchyard_transport::listen::TcpListener;
 
 use super::state::InboundState;
 use super::{BoxIo, Conn, Ctx, Prefixed, fallback, tcp};
@@ -224,7 +226,7 @@ pub(crate) fn start(ctx: Arc<Ctx>, listener: Arc<TcpListener>, socket: Arc<UdpSo
     super::supervise(ctx, "accept", move || {
         let (inbound, listener) = (inbound.clone(), listener.clone());
         async move {
-            super::accept_each(&inbound.ctx.clone(), &listener, |tcp, conn| {
+            super::accept_each(&inbound.ctx.clone(), &*listener, |tcp, conn| {
                 tokio::spawn(handle(inbound.clone(), tcp, conn));
             })
             .await;

@@ -11,9 +11,10 @@ use switchyard_proto::socks5::{
     AuthStatus, Command, Credentials, Greeting, MethodSelection, Reply, ReplyCode, Request,
     UdpPacket,
 };
+use switchyard_transport::header::{Header, read_header};
 
 use super::udp::Outlet;
-use super::{BoxIo, Conn, Ctx, Header, read_header, tcp};
+use super::{BoxIo, Conn, Ctx, MAX_HEADER, tcp};
 use crate::runtime::Runtime;
 
 fn unspecified() -> Address {
@@ -36,7 +37,7 @@ pub(crate) async fn serve(
     let (peer, deadline) = (conn.peer, conn.deadline);
     let mut buf = Vec::with_capacity(64);
     let Header::Parsed((greeting, used)) =
-        read_header(&mut stream, &mut buf, deadline, Greeting::parse).await
+        read_header(&mut stream, &mut buf, MAX_HEADER, deadline, Greeting::parse).await
     else {
         return;
     };
@@ -45,8 +46,14 @@ pub(crate) async fn serve(
     if !send(&mut stream, |o| MethodSelection(method).encode(o)).await || method != 2 {
         return;
     }
-    let Header::Parsed((creds, used)) =
-        read_header(&mut stream, &mut buf, deadline, Credentials::parse).await
+    let Header::Parsed((creds, used)) = read_header(
+        &mut stream,
+        &mut buf,
+        MAX_HEADER,
+        deadline,
+        Credentials::parse,
+    )
+    .await
     else {
         return;
     };
@@ -68,25 +75,26 @@ pub(crate) async fn serve(
         return tracing::debug!(%peer, inbound = %ctx.config.tag, "SOCKS5: bad credentials");
     };
     conn.authenticated();
-    let request = match read_header(&mut stream, &mut buf, deadline, Request::parse).await {
-        Header::Parsed((r, used)) => {
-            buf.drain(..used);
-            r
-        }
-        Header::Rejected(why) => {
-            tracing::debug!(%peer, "SOCKS5 request: {why}");
-            let _ = send(&mut stream, |o| {
-                Reply {
-                    code: ReplyCode::CommandNotSupported,
-                    bound: unspecified(),
-                }
-                .encode(o)
-            })
-            .await;
-            return;
-        }
-        Header::Incomplete => return,
-    };
+    let request =
+        match read_header(&mut stream, &mut buf, MAX_HEADER, deadline, Request::parse).await {
+            Header::Parsed((r, used)) => {
+                buf.drain(..used);
+                r
+            }
+            Header::Rejected(why) => {
+                tracing::debug!(%peer, "SOCKS5 request: {why}");
+                let _ = send(&mut stream, |o| {
+                    Reply {
+                        code: ReplyCode::CommandNotSupported,
+                        bound: unspecified(),
+                    }
+                    .encode(o)
+                })
+                .await;
+                return;
+            }
+            Header::Incomplete => return,
+        };
     match request.command {
         Command::Connect => {
             let mut reply = Vec::new();

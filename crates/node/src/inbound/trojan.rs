@@ -1,23 +1,31 @@
 //! Trojan: CONNECT and UDP ASSOCIATE.
 
 use switchyard_proto::trojan::{Command, Request};
+use switchyard_transport::header::{Header, read_header};
 
 use super::udp::{self, Framing};
-use super::{BoxIo, Conn, Ctx, Header, fallback, read_header, tcp};
+use super::{BoxIo, Conn, Ctx, MAX_HEADER, fallback, tcp};
 use crate::runtime::Runtime;
 
 pub(crate) async fn serve(ctx: &Ctx, rt: &Runtime, mut stream: BoxIo, mut conn: Conn) {
     let peer = conn.peer;
     let mut buf = Vec::with_capacity(512);
-    let (request, used) =
-        match read_header(&mut stream, &mut buf, conn.deadline, Request::parse).await {
-            Header::Parsed(r) => r,
-            Header::Rejected(why) => {
-                tracing::debug!(%peer, inbound = %ctx.config.tag, "not Trojan: {why}");
-                return fallback::reject(ctx, rt, stream, buf, &conn).await;
-            }
-            Header::Incomplete => return fallback::reject(ctx, rt, stream, buf, &conn).await,
-        };
+    let (request, used) = match read_header(
+        &mut stream,
+        &mut buf,
+        MAX_HEADER,
+        conn.deadline,
+        Request::parse,
+    )
+    .await
+    {
+        Header::Parsed(r) => r,
+        Header::Rejected(why) => {
+            tracing::debug!(%peer, inbound = %ctx.config.tag, "not Trojan: {why}");
+            return fallback::reject(ctx, rt, stream, buf, &conn).await;
+        }
+        Header::Incomplete => return fallback::reject(ctx, rt, stream, buf, &conn).await,
+    };
     let Some(user) = rt.users.trojan(&request.hash).cloned() else {
         tracing::debug!(%peer, inbound = %ctx.config.tag, "Trojan: unknown password");
         return fallback::reject(ctx, rt, stream, buf, &conn).await;

@@ -2,10 +2,11 @@
 //! over TCP in TLS or REALITY, XTLS Vision ([`super::vision`]).
 
 use switchyard_proto::vless::{Command, Flow, Request};
+use switchyard_transport::header::{Header, read_header};
 
 use super::udp::{self, Framing};
 use super::vision::{RawTls, Vision};
-use super::{BoxIo, Conn, Ctx, Header, fallback, read_header, tcp};
+use super::{BoxIo, Conn, Ctx, MAX_HEADER, fallback, tcp};
 use crate::config::Flow as InboundFlow;
 use crate::runtime::Runtime;
 use crate::users::User;
@@ -35,7 +36,8 @@ where
 {
     let peer = conn.peer;
     let s = stream.as_mut()?;
-    let (request, used) = match read_header(s, buf, conn.deadline, Request::parse).await {
+    let (request, used) = match read_header(s, buf, MAX_HEADER, conn.deadline, Request::parse).await
+    {
         Header::Parsed(r) => r,
         Header::Rejected(why) => {
             tracing::debug!(%peer, inbound = %ctx.config.tag, "not VLESS: {why}");

@@ -32,7 +32,8 @@ mod usage;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use http::Method;
 use serde::Deserialize;

@@ -2,7 +2,7 @@
 //! its node runs another version, sent (`PUT /v1/config`); applied, refused and failed
 //! pushes are counted and timed in [`Metrics`](crate::metrics::Metrics).
 
-use std::time::Instant;
+use tokio::time::Instant;
 
 use http::Method;
 use switchyard_channel::NodeChannel;

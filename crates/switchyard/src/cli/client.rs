@@ -323,7 +323,7 @@ impl RunArgs {
         let (failed_tx, failed) = tokio::sync::mpsc::unbounded_channel();
         let proxy = Proxy::start_with(self.listen, Some(failed_tx))
             .await
-            .with_context(|| format!("listening on {}", self.listen))?;
+            .context("the local proxy")?;
         println!("proxy: {} (SOCKS5 and HTTP)", proxy.addr());
         println!("servers: {usable} usable in {} subscription(s)", subs.len());
         std::fs::create_dir_all(&self.data.data)

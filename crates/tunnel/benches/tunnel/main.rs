@@ -16,6 +16,12 @@
 //! (`cargo xtask bench tunnel` puts it into `docs/benchmarks.md`). Every process
 //! started here is killed when its owner is dropped.
 
+#![allow(
+    clippy::disallowed_types,
+    clippy::disallowed_methods,
+    reason = "tests, benchmarks and tools time real processes by the wall clock"
+)]
+
 mod hello;
 mod load;
 mod ours;

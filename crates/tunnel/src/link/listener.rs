@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::handshake::{Gate, HANDSHAKE_DEADLINE, HandshakeError, accept_hello};
@@ -144,6 +144,10 @@ impl Listener {
 
     /// Turns one accepted connection into an admitted link, all of it (WebSocket
     /// upgrade, TLS, hello, answer) within the deadline.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a hello's time is checked against the wall clock, by design"
+    )]
     pub async fn handshake(
         &self,
         tcp: TcpStream,
@@ -169,8 +173,13 @@ impl Listener {
     }
 
     /// Accepts on `listener` until `links` is closed, handing admitted links to it.
-    /// Failed handshakes are logged and counted (refusals in the gate).
-    pub async fn serve(self, listener: TcpListener, links: mpsc::Sender<Accepted>) {
+    /// Failed handshakes are logged and counted (refusals in the gate). Closing
+    /// `links` cancels a waiting accept, which loses no queued connection (the
+    /// transport layer's listeners are cancel-safe).
+    pub async fn serve<L>(self, listener: L, links: mpsc::Sender<Accepted>)
+    where
+        L: switchyard_transport::listen::Listener<Conn = TcpStream>,
+    {
         let this = Arc::new(self);
         let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
         let sources = Sources::default();

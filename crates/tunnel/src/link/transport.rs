@@ -1,5 +1,7 @@
-//! How a link's bytes travel: TCP+TLS or WebSocket+TLS, dialed or accepted, both ending
-//! in one boxed byte stream ([`LinkStream`]).
+//! How a link's bytes travel: TCP+TLS, WebSocket+TLS or REALITY, dialed or accepted
+//! through the shared transport layer (`switchyard_transport`), all ending in one
+//! boxed byte stream ([`LinkStream`]). This module says which layers a profile
+//! speaks, and what a failure means for a link.
 //!
 //! ```text
 //! Tls:        TCP ─ TLS 1.3 (pinned) ─ link bytes
@@ -12,30 +14,26 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rustls::ServerConfig;
 use rustls::pki_types::ServerName;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::{TlsAcceptor, TlsConnector};
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
 
 use switchyard_proto::reality::{Policy, PrivateKey, PublicKey, ReplayFilter, ShortId};
+use switchyard_proto::websocket::{EarlyData, UpgradeConfig};
+use switchyard_transport::dial::{Connector as _, Layer, Stack, Step};
+use switchyard_transport::{BoxIo, ws};
 
 use super::cert::client_config;
 use super::pin::{Pin, PinError, pin_error_in};
 use crate::reality::{self, Accepted, ClientSettings, ServerSettings, SiteDialer};
-use crate::ws::{WsStream, config as ws_config};
 
-/// Anything a link can run over.
-pub trait LinkIo: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> LinkIo for T {}
-
-/// A link's byte stream after TLS, whatever carries it.
-pub type LinkStream = Box<dyn LinkIo>;
+/// A link's byte stream after TLS, whatever carries it: the transport layer's
+/// [`BoxIo`].
+pub type LinkStream = BoxIo;
 
 /// A profile's REALITY: what the dialing side presents, and on the listening side its
 /// private key and the target it splices everyone else to.
@@ -188,66 +186,65 @@ pub async fn connect(target: &Target, deadline: Duration) -> Result<LinkStream, 
 }
 
 async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
-    let tcp = TcpStream::connect(&target.addr)
-        .await
-        .map_err(|e| ConnectError::Tcp {
+    let stack = stack(target)?;
+    stack.connect().await.map_err(|e| match e.step {
+        Step::Tcp => ConnectError::Tcp {
             target: target.to_string(),
-            kind: e.kind(),
-            reason: e.to_string(),
-        })?;
-    // Many small frames share a link: don't let Nagle hold them back.
-    let _ = tcp.set_nodelay(true);
-    if let Transport::Reality(r) = &target.transport {
-        let settings = ClientSettings {
+            kind: e.source.kind(),
+            reason: e.source.to_string(),
+        },
+        Step::WebSocket => ConnectError::WebSocket {
+            target: target.to_string(),
+            reason: e.source.to_string(),
+        },
+        Step::Reality => ConnectError::Tls {
+            target: target.to_string(),
+            reason: format!(
+                "REALITY: {} (a wrong public key or short id, or the address is not this tunnel's relay)",
+                e.source
+            ),
+        },
+        _ => tls_error(target, e.source),
+    })
+}
+
+/// The transport layers a target's profile speaks: TLS (pinned) on TCP, TLS inside
+/// WebSocket, or REALITY.
+fn stack(target: &Target) -> Result<Stack, ConnectError> {
+    let tls = || {
+        let server_name =
+            ServerName::try_from(target.name.clone()).map_err(|e| ConnectError::Tls {
+                target: target.to_string(),
+                reason: format!("certificate name {:?}: {e}", target.name),
+            })?;
+        Ok(Layer::Tls {
+            config: client_config(&target.name, &target.pins),
+            server_name,
+        })
+    };
+    let layers = match &target.transport {
+        Transport::Reality(r) => vec![Layer::Reality(ClientSettings {
             server_name: r.server_name.clone(),
             public_key: r.public_key,
             short_id: r.short_id,
-        };
-        let s = reality::connect(tcp, &settings, unix_now())
-            .await
-            .map_err(|e| ConnectError::Tls {
-                target: target.to_string(),
-                reason: format!(
-                    "REALITY: {e} (a wrong public key or short id, or the address is not this tunnel's relay)"
-                ),
-            })?;
-        return Ok(Box::new(s));
-    }
-    let tls = TlsConnector::from(client_config(&target.name, &target.pins));
-    let sni = ServerName::try_from(target.name.clone()).map_err(|e| ConnectError::Tls {
-        target: target.to_string(),
-        reason: format!("certificate name {:?}: {e}", target.name),
-    })?;
-    match &target.transport {
-        Transport::Reality(_) => unreachable!("handled above"),
-        Transport::Tls => {
-            let s = tls
-                .connect(sni, tcp)
-                .await
-                .map_err(|e| tls_error(target, e))?;
-            Ok(Box::new(s))
-        }
+        })],
+        Transport::Tls => vec![tls()?],
         Transport::WebSocket { path, host } => {
-            let ws_fail = |reason: String| ConnectError::WebSocket {
-                target: target.to_string(),
-                reason,
-            };
             // No configured Host: the address dialed, as a browser would send.
             let host = if host.is_empty() { &target.addr } else { host };
-            let request = format!("ws://{host}{path}")
-                .into_client_request()
-                .map_err(|e| ws_fail(e.to_string()))?;
-            let (ws, _) =
-                tokio_tungstenite::client_async_with_config(request, tcp, Some(ws_config()))
-                    .await
-                    .map_err(|e| ws_fail(e.to_string()))?;
-            let s = tls
-                .connect(sni, WsStream::new(ws))
-                .await
-                .map_err(|e| tls_error(target, e))?;
-            Ok(Box::new(s))
+            vec![
+                Layer::WebSocket {
+                    host: host.clone(),
+                    path: path.clone(),
+                },
+                tls()?,
+            ]
         }
-    }
+    };
+    Ok(Stack {
+        addr: target.addr.clone(),
+        layers,
+    })
 }
 
 /// Why an incoming connection did not become a link's byte stream.
@@ -337,7 +334,7 @@ impl Acceptor {
         peer: SocketAddr,
         deadline: Duration,
     ) -> Result<LinkStream, AcceptError> {
-        tokio::time::timeout(deadline, self.handshake_inner(tcp, peer))
+        tokio::time::timeout(deadline, self.handshake_inner(tcp, peer, deadline))
             .await
             .unwrap_or(Err(AcceptError::Timeout {
                 peer,
@@ -349,6 +346,7 @@ impl Acceptor {
         &self,
         tcp: TcpStream,
         peer: SocketAddr,
+        deadline: Duration,
     ) -> Result<LinkStream, AcceptError> {
         let _ = tcp.set_nodelay(true);
         let tls_fail = |e: io::Error| AcceptError::Tls {
@@ -363,7 +361,7 @@ impl Acceptor {
                         reason: "REALITY profile without a usable private key on this side".into(),
                     });
                 };
-                match reality::accept(tcp, settings, unix_now_ms())
+                match reality::accept(tcp, settings, reality::unix_now_ms())
                     .await
                     .map_err(tls_fail)?
                 {
@@ -378,43 +376,28 @@ impl Acceptor {
             }
             Transport::Tls => Ok(Box::new(self.tls.accept(tcp).await.map_err(tls_fail)?)),
             Transport::WebSocket { path, .. } => {
-                let want = path.clone();
-                // tungstenite's callback signature, not ours.
-                #[allow(clippy::result_large_err)]
-                let check = move |req: &Request, resp: Response| {
-                    if req.uri().path() == want {
-                        Ok(resp)
-                    } else {
-                        let mut no = ErrorResponse::new(None);
-                        *no.status_mut() = StatusCode::NOT_FOUND;
-                        Err(no)
+                let config = UpgradeConfig {
+                    path: path.clone(),
+                    host: None,
+                    early_data: EarlyData::Off,
+                };
+                let ws = match ws::accept(tcp, &config, Instant::now() + deadline).await {
+                    Ok(ws) => ws,
+                    Err(refused) => {
+                        ws::refuse(refused.stream).await;
+                        return Err(AcceptError::WebSocket {
+                            peer,
+                            reason: refused.why.unwrap_or_else(|| {
+                                "the peer stopped before a whole upgrade request".into()
+                            }),
+                        });
                     }
                 };
-                let ws =
-                    tokio_tungstenite::accept_hdr_async_with_config(tcp, check, Some(ws_config()))
-                        .await
-                        .map_err(|e| AcceptError::WebSocket {
-                            peer,
-                            reason: e.to_string(),
-                        })?;
-                let s = self.tls.accept(WsStream::new(ws)).await.map_err(tls_fail)?;
+                let s = self.tls.accept(ws).await.map_err(tls_fail)?;
                 Ok(Box::new(s))
             }
         }
     }
-}
-
-/// Unix time in milliseconds, what REALITY's clock check and replay memory take.
-fn unix_now_ms() -> i64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-}
-
-/// Unix time in seconds, what a REALITY hello carries.
-fn unix_now() -> u32 {
-    u32::try_from(unix_now_ms() / 1000).unwrap_or(u32::MAX)
 }
 
 /// The listening side's REALITY settings of a profile, or `None` (logged) when it
@@ -445,7 +428,7 @@ fn reality_settings(r: &RealityLink, site: SiteDialer) -> Option<ServerSettings>
         site,
         replay: Arc::new(std::sync::Mutex::new(ReplayFilter::new(
             REALITY_MAX_TIME_DIFF_MS,
-            unix_now_ms(),
+            reality::unix_now_ms(),
         ))),
     })
 }

@@ -43,6 +43,7 @@ mod flow;
 mod handle;
 mod liveness;
 mod stream;
+mod stream_ops;
 mod stream_state;
 mod transmit;
 

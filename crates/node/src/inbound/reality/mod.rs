@@ -32,7 +32,7 @@
 //! passive observer who compares the sizes of the server's first flight with the
 //! target's. It is hardening left for later (docs/node.md, "REALITY").
 
-use switchyard_tunnel::reality::cert;
+use switchyard_transport::reality::cert;
 
 use std::sync::{Arc, Mutex};
 
@@ -48,7 +48,7 @@ use switchyard_proto::reality::{
     AuthKey, ClientVersion, KeyError, Policy, PrivateKey, Refusal, ReplayFilter, ShortId,
     authenticate,
 };
-use switchyard_tunnel::reality::server::{ReadHelloError, SpliceReason};
+use switchyard_transport::reality::server::{ReadHelloError, SpliceReason};
 
 use super::{Conn, Ctx, Prefixed, RawTls, Records, fallback};
 use crate::accounting::now_ms;
@@ -241,7 +241,7 @@ async fn read_hello(
 ) -> Result<ClientHello, ReadHelloError> {
     match timeout_at(
         deadline,
-        switchyard_tunnel::reality::server::read_hello(tcp, buf),
+        switchyard_transport::reality::server::read_hello(tcp, buf),
     )
     .await
     {

@@ -104,9 +104,7 @@ impl Opened {
 
 /// The current Unix time in seconds, for packets' timestamps.
 fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+    u64::try_from(crate::accounting::now_ms() / 1000).unwrap_or(0)
 }
 
 /// Receives the inbound's datagrams until it stops.

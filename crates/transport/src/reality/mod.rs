@@ -32,3 +32,17 @@ pub mod site;
 pub use client::{ClientSettings, connect};
 pub use server::{Accepted, ServerSettings, accept};
 pub use site::{SiteDial, SiteDialer, SiteError};
+
+/// Unix time in milliseconds: what REALITY's clock check and replay memory take, and
+/// (in seconds) what a hello carries. The wall clock by design: each side compares it
+/// with the other's.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "REALITY compares the wall clocks of both sides, by design"
+)]
+pub fn unix_now_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,282 @@
+//! The dialing side: a [`Stack`] is where to connect and the layers to speak, in
+//! order, each on the stream the one before it gave.
+//!
+//! ```text
+//! client, TLS then WebSocket:   TCP ─ TLS ─ WebSocket ─ (VLESS, Trojan)
+//! tunnel link, WebSocket:       TCP ─ WebSocket ─ TLS (pinned) ─ link bytes
+//! tunnel link, REALITY:         TCP ─ REALITY ─ link bytes
+//! ```
+//!
+//! A stack has no deadline of its own: the caller puts one around
+//! [`Connector::connect`], the whole of it (each part does today: the client's
+//! connect timeout, the tunnel's link deadline).
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use crate::io::BoxIo;
+use crate::reality::ClientSettings;
+use crate::ws::{self, WsStream};
+
+/// Something that makes byte streams to one place: a [`Stack`], or a test's own.
+pub trait Connector: Send + Sync {
+    /// A new stream, every layer's handshake done.
+    fn connect(&self) -> impl Future<Output = Result<BoxIo, DialError>> + Send;
+}
+
+/// One layer over the stream below it.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Layer {
+    /// TLS, checked as `config` says (the web's roots, a pin, or a custom verifier).
+    Tls {
+        /// The client's TLS settings.
+        config: Arc<ClientConfig>,
+        /// The SNI sent and the name checked.
+        server_name: ServerName<'static>,
+    },
+    /// An HTTP/1.1 WebSocket upgrade, then bytes as binary messages.
+    WebSocket {
+        /// The `Host` header.
+        host: String,
+        /// The request path (with its query, if any).
+        path: String,
+    },
+    /// TLS 1.3 with REALITY's seal in the hello; the server's REALITY key is the pin.
+    Reality(ClientSettings),
+}
+
+impl fmt::Debug for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Tls { server_name, .. } => write!(f, "Tls({server_name:?})"),
+            Self::WebSocket { host, path } => write!(f, "WebSocket({host}{path})"),
+            Self::Reality(s) => write!(f, "Reality({})", s.server_name),
+        }
+    }
+}
+
+/// The step of a stack that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Step {
+    /// The TCP connection.
+    Tcp,
+    /// The TLS handshake.
+    Tls,
+    /// The WebSocket upgrade.
+    WebSocket,
+    /// The REALITY handshake.
+    Reality,
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Tcp => "tcp",
+            Self::Tls => "tls",
+            Self::WebSocket => "websocket",
+            Self::Reality => "reality",
+        })
+    }
+}
+
+/// Why a stack could not be dialed: the step, and the error it met (a TLS
+/// verifier's error, a WebSocket answer, an OS error, as the step's library gave it).
+#[derive(Debug, thiserror::Error)]
+#[error("{step}: {source}")]
+pub struct DialError {
+    /// Which step.
+    pub step: Step,
+    /// Why.
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl DialError {
+    fn at(step: Step) -> impl FnOnce(std::io::Error) -> Self {
+        move |source| Self { step, source }
+    }
+}
+
+/// Where to connect and the layers to speak there.
+#[derive(Debug, Clone)]
+pub struct Stack {
+    /// `host:port` (an IPv6 address in brackets).
+    pub addr: String,
+    /// The layers, bottom first.
+    pub layers: Vec<Layer>,
+}
+
+impl Stack {
+    /// A stack to `host` (a name, or an IP address, bracketed here when IPv6) and
+    /// `port`.
+    pub fn to(host: &str, port: u16, layers: Vec<Layer>) -> Self {
+        let addr = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        Self { addr, layers }
+    }
+
+    /// Speaks the layers over `io`, a stream already connected.
+    pub async fn over(&self, mut io: BoxIo) -> Result<BoxIo, DialError> {
+        for layer in &self.layers {
+            io = speak(layer, io).await?;
+        }
+        Ok(io)
+    }
+}
+
+impl Connector for Stack {
+    async fn connect(&self) -> Result<BoxIo, DialError> {
+        let tcp = TcpStream::connect(self.addr.as_str())
+            .await
+            .map_err(DialError::at(Step::Tcp))?;
+        // Layers above write whole records and frames: Nagle would only hold them.
+        let _ = tcp.set_nodelay(true);
+        self.over(Box::new(tcp)).await
+    }
+}
+
+async fn speak(layer: &Layer, io: BoxIo) -> Result<BoxIo, DialError> {
+    match layer {
+        Layer::Tls {
+            config,
+            server_name,
+        } => {
+            let tls = TlsConnector::from(config.clone())
+                .connect(server_name.clone(), io)
+                .await
+                .map_err(DialError::at(Step::Tls))?;
+            Ok(Box::new(tls))
+        }
+        Layer::WebSocket { host, path } => {
+            let fail = DialError::at(Step::WebSocket);
+            let request = format!("ws://{host}{path}")
+                .into_client_request()
+                .map_err(|e| fail(std::io::Error::other(e)))?;
+            let (socket, _) =
+                tokio_tungstenite::client_async_with_config(request, io, Some(ws::config()))
+                    .await
+                    .map_err(|e| DialError::at(Step::WebSocket)(std::io::Error::other(e)))?;
+            Ok(Box::new(WsStream::new(socket)))
+        }
+        Layer::Reality(settings) => {
+            let tls = crate::reality::connect(io, settings, unix_now())
+                .await
+                .map_err(DialError::at(Step::Reality))?;
+            Ok(Box::new(tls))
+        }
+    }
+}
+
+/// Unix time in seconds: what a REALITY hello carries.
+fn unix_now() -> u32 {
+    u32::try_from(crate::reality::unix_now_ms() / 1000).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[test]
+    fn an_ipv6_host_is_bracketed() {
+        assert_eq!(Stack::to("::1", 443, vec![]).addr, "[::1]:443");
+        assert_eq!(Stack::to("[::1]", 443, vec![]).addr, "[::1]:443");
+        assert_eq!(
+            Stack::to("example.test", 80, vec![]).addr,
+            "example.test:80"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refused_tcp_connect_names_its_step() {
+        // A port just freed: nothing listens there.
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let Err(e) = Stack::to("127.0.0.1", port, vec![]).connect().await else {
+            panic!("connected to a closed port")
+        };
+        assert_eq!(e.step, Step::Tcp);
+        assert_eq!(e.source.kind(), std::io::ErrorKind::ConnectionRefused);
+        assert!(e.to_string().starts_with("tcp: "), "{e}");
+    }
+
+    #[tokio::test]
+    async fn websocket_over_tcp_carries_bytes_both_ways() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let config = switchyard_proto::websocket::UpgradeConfig {
+                path: "/ws".into(),
+                host: None,
+                early_data: switchyard_proto::websocket::EarlyData::Off,
+            };
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+            let mut ws = match ws::accept(tcp, &config, deadline).await {
+                Ok(ws) => ws,
+                Err(refused) => panic!("refused: {:?}", refused.why),
+            };
+            let mut got = [0u8; 5];
+            ws.read_exact(&mut got).await.unwrap();
+            ws.write_all(&got).await.unwrap();
+            ws.flush().await.unwrap();
+        });
+        let stack = Stack::to(
+            "127.0.0.1",
+            port,
+            vec![Layer::WebSocket {
+                host: "example.test".into(),
+                path: "/ws".into(),
+            }],
+        );
+        let mut io = stack.connect().await.unwrap();
+        io.write_all(b"hello").await.unwrap();
+        io.flush().await.unwrap();
+        let mut back = [0u8; 5];
+        io.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"hello");
+        server.await.unwrap();
+        // A path the server does not serve: the upgrade step fails.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let config = switchyard_proto::websocket::UpgradeConfig {
+                path: "/ws".into(),
+                host: None,
+                early_data: switchyard_proto::websocket::EarlyData::Off,
+            };
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+            if let Err(refused) = ws::accept(tcp, &config, deadline).await {
+                ws::refuse(refused.stream).await;
+            }
+        });
+        let wrong = Stack::to(
+            "127.0.0.1",
+            port,
+            vec![Layer::WebSocket {
+                host: "example.test".into(),
+                path: "/other".into(),
+            }],
+        );
+        let Err(e) = wrong.connect().await else {
+            panic!("upgraded on the wrong path")
+        };
+        assert_eq!(e.step, Step::WebSocket);
+        assert!(e.to_string().contains("404"), "{e}");
+    }
+}

@@ -1,0 +1,123 @@
+//! Reading a handshake's header (a WebSocket upgrade, a protocol's request) from a
+//! peer that has not proved who it is: bounded in size and time, and every byte read
+//! kept, so a refused peer can be handed to a fallback intact.
+
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::time::{Instant, timeout_at};
+
+/// The outcome of reading a header.
+#[derive(Debug)]
+pub enum Header<T> {
+    /// Parsed, with the bytes it used.
+    Parsed((T, usize)),
+    /// Not acceptable: the reason (for logs).
+    Rejected(String),
+    /// The peer stopped sending (closed its side, or the deadline passed) before a
+    /// whole header came: what came so far is in the buffer.
+    Incomplete,
+}
+
+/// Reads into `buf` until `parse` accepts or rejects it, the header grows past
+/// `max` bytes, or `deadline` passes.
+pub async fn read_header<T, E: std::fmt::Display>(
+    stream: &mut (impl AsyncRead + Unpin),
+    buf: &mut Vec<u8>,
+    max: usize,
+    deadline: Instant,
+    parse: impl Fn(&[u8]) -> Result<Option<(T, usize)>, E>,
+) -> Header<T> {
+    loop {
+        if !buf.is_empty() {
+            match parse(buf) {
+                Ok(Some(done)) => return Header::Parsed(done),
+                Ok(None) => {}
+                Err(e) => return Header::Rejected(e.to_string()),
+            }
+        }
+        if buf.len() >= max {
+            return Header::Rejected(format!("header longer than {max} bytes"));
+        }
+        // Read into the buffer's spare room: no array lives in the connection's future.
+        let want = 2048.min(max - buf.len());
+        buf.reserve(want);
+        let mut limited = (&mut *stream).take(want as u64);
+        match timeout_at(deadline, limited.read_buf(buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Header::Incomplete,
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+    use tokio::io::AsyncWriteExt;
+
+    fn line(b: &[u8]) -> Result<Option<(String, usize)>, &'static str> {
+        if b.starts_with(b"X") {
+            return Err("starts with X");
+        }
+        Ok(b.iter()
+            .position(|&c| c == b'\n')
+            .map(|at| (String::from_utf8_lossy(&b[..at]).into_owned(), at + 1)))
+    }
+
+    #[tokio::test]
+    async fn a_header_split_over_reads_is_parsed_and_the_rest_kept() {
+        let (mut a, mut b) = tokio::io::duplex(64);
+        let writer = tokio::spawn(async move {
+            b.write_all(b"hel").await.unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            b.write_all(b"lo\nrest").await.unwrap();
+            b
+        });
+        let mut buf = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let got = read_header(&mut a, &mut buf, 1024, deadline, line).await;
+        let _b = writer.await.unwrap();
+        let Header::Parsed((text, used)) = got else {
+            panic!("{got:?}")
+        };
+        assert_eq!((text.as_str(), used), ("hello", 6));
+        assert!(buf.starts_with(b"hello\n"), "every byte read is kept");
+    }
+
+    #[tokio::test]
+    async fn too_long_rejected_and_silence_incomplete() {
+        let (mut a, mut b) = tokio::io::duplex(4096);
+        b.write_all(&[b'a'; 100]).await.unwrap();
+        let mut buf = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let got = read_header(&mut a, &mut buf, 64, deadline, line).await;
+        assert!(
+            matches!(&got, Header::Rejected(r) if r == "header longer than 64 bytes"),
+            "{got:?}"
+        );
+        let (mut a, mut b) = tokio::io::duplex(64);
+        b.write_all(b"no end").await.unwrap();
+        drop(b);
+        let mut buf = Vec::new();
+        let got = read_header(&mut a, &mut buf, 64, deadline, line).await;
+        assert!(matches!(got, Header::Incomplete), "{got:?}");
+        assert_eq!(buf, b"no end");
+        let (mut a, mut b) = tokio::io::duplex(64);
+        b.write_all(b"X").await.unwrap();
+        let mut buf = Vec::new();
+        let got = read_header(&mut a, &mut buf, 64, deadline, line).await;
+        assert!(
+            matches!(&got, Header::Rejected(r) if r == "starts with X"),
+            "{got:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_deadline_ends_a_slow_header() {
+        let (mut a, _b) = tokio::io::duplex(64);
+        let mut buf = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let got = read_header(&mut a, &mut buf, 64, deadline, line).await;
+        assert!(matches!(got, Header::Incomplete), "{got:?}");
+        assert_eq!(Instant::now(), deadline);
+    }
+}

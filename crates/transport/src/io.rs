@@ -1,0 +1,97 @@
+//! Byte streams as every layer sees them.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A bidirectional byte stream: TCP, or any layer over it.
+pub trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
+
+/// A boxed [`Io`]: what a stack of layers ends in.
+pub type BoxIo = Box<dyn Io>;
+
+/// A stream that first replays bytes already read from it (a ClientHello, a header's
+/// tail, data that came with a handshake).
+pub struct Prefixed<S> {
+    prefix: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S> Prefixed<S> {
+    /// `inner` with `prefix` to be read first.
+    pub fn new(prefix: Vec<u8>, inner: S) -> Self {
+        Self {
+            prefix,
+            at: 0,
+            inner,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.at < self.prefix.len() {
+            let n = (self.prefix.len() - self.at).min(buf.remaining());
+            let at = self.at;
+            buf.put_slice(&self.prefix[at..at + n]);
+            self.at += n;
+            if self.at == self.prefix.len() {
+                self.prefix = Vec::new();
+                self.at = 0;
+            }
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, data)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn the_prefix_is_read_first_then_the_stream() {
+        let (a, mut b) = tokio::io::duplex(64);
+        b.write_all(b" world").await.unwrap();
+        drop(b);
+        let mut p = Prefixed::new(b"hello".to_vec(), a);
+        let mut s = String::new();
+        p.read_to_string(&mut s).await.unwrap();
+        assert_eq!(s, "hello world");
+    }
+
+    #[tokio::test]
+    async fn a_small_read_takes_the_prefix_a_piece_at_a_time() {
+        let (a, _b) = tokio::io::duplex(64);
+        let mut p = Prefixed::new(b"abcdef".to_vec(), a);
+        let mut two = [0u8; 2];
+        p.read_exact(&mut two).await.unwrap();
+        assert_eq!(&two, b"ab");
+        p.read_exact(&mut two).await.unwrap();
+        assert_eq!(&two, b"cd");
+    }
+}

@@ -1,0 +1,35 @@
+//! # One transport layer (`docs/architecture.md`, "Transports")
+//!
+//! Every byte stream Switchyard carries (a node inbound's client, a client outbound's
+//! server, a tunnel link) is the same stack: TCP at the bottom, then layers, each
+//! turning one byte stream into another: TLS, REALITY, WebSocket. The node, the
+//! client and the tunnel describe *which* layers in their own config; this crate is
+//! the only place that knows *how* each one is spoken, so a new transport (XHTTP,
+//! gRPC, HTTPUpgrade, QUIC) is written once and every part gets it.
+//!
+//! - [`Io`] and [`BoxIo`]: what every layer takes and gives.
+//! - Dialing ([`dial`]): a [`Stack`](dial::Stack) is an address and its layers in
+//!   order; [`Connector`](dial::Connector) is what a stack (or anything that makes
+//!   streams) offers its users. Every failure names its step
+//!   ([`DialError`](dial::DialError)).
+//! - Accepting ([`listen`]): a [`Listener`](listen::Listener) only *accepts*; the
+//!   handshakes of the layers above run afterwards, in the connection's own task, so
+//!   one slow peer never holds up the others. `accept` is cancel-safe: dropping its
+//!   future (a `select!` with a shutdown signal) loses no connection.
+//! - The server side of each layer: TLS is tokio-rustls' acceptor; [`ws`] reads and
+//!   answers the upgrade ([`ws::read_upgrade`], [`ws::accept`]) and frames bytes as
+//!   binary messages; [`reality`] answers its own clients and splices everyone else to
+//!   the target site.
+//! - [`io::Prefixed`]: bytes already read put back in front of a stream (a header's
+//!   tail, a ClientHello), so a refused handshake can go to a fallback intact.
+
+#![warn(missing_docs)]
+
+pub mod dial;
+pub mod header;
+pub mod io;
+pub mod listen;
+pub mod reality;
+pub mod ws;
+
+pub use io::{BoxIo, Io, Prefixed};

@@ -1,0 +1,237 @@
+//! WebSocket as a byte stream: each write is one binary message, reads concatenate the
+//! binary messages received. The client's upgrade is tungstenite's
+//! ([`crate::dial::Layer::WebSocket`]); the server's is read here with
+//! [`switchyard_proto::websocket`] ([`read_upgrade`], [`answer`], [`accept`]), so a
+//! refused request keeps every byte it sent, for a fallback. Used by the tunnel's
+//! WebSocket profiles, the node's WebSocket inbounds and the client's outbounds.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use futures_util::{Sink, Stream};
+use switchyard_proto::websocket::{self, UpgradeConfig, UpgradeRequest};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::time::Instant;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Bytes, Message};
+
+use crate::header::{Header, read_header};
+use crate::io::Prefixed;
+
+/// Largest message accepted from the peer. 1 MiB: a link writes at most one TLS
+/// record (about 16 KiB) per message, so this only bounds what a hostile peer can make
+/// us buffer.
+pub const MAX_MESSAGE: usize = 1 << 20;
+
+/// The WebSocket settings of both sides.
+pub fn config() -> WebSocketConfig {
+    let mut config = WebSocketConfig::default();
+    config.max_message_size = Some(MAX_MESSAGE);
+    config.max_frame_size = Some(MAX_MESSAGE);
+    config
+}
+
+/// A WebSocket connection read and written as bytes.
+pub struct WsStream<S> {
+    inner: WebSocketStream<S>,
+    pending: Bytes,
+}
+
+impl<S> WsStream<S> {
+    /// Wraps an upgraded connection (either side).
+    pub fn new(inner: WebSocketStream<S>) -> Self {
+        Self {
+            inner,
+            pending: Bytes::new(),
+        }
+    }
+}
+
+fn ws_err(e: tokio_tungstenite::tungstenite::Error) -> io::Error {
+    io::Error::other(e)
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for WsStream<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            if !self.pending.is_empty() {
+                let n = self.pending.len().min(buf.remaining());
+                let chunk = self.pending.split_to(n);
+                buf.put_slice(&chunk);
+                return Poll::Ready(Ok(()));
+            }
+            match ready!(Pin::new(&mut self.inner).poll_next(cx)) {
+                None | Some(Ok(Message::Close(_))) => return Poll::Ready(Ok(())),
+                Some(Ok(Message::Binary(b))) => self.pending = b,
+                Some(Ok(Message::Text(_))) => {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "a text message on a tunnel link",
+                    )));
+                }
+                // Pings are answered by tungstenite on the next write or flush.
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Poll::Ready(Err(ws_err(e))),
+            }
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for WsStream<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        ready!(Pin::new(&mut self.inner).poll_ready(cx)).map_err(ws_err)?;
+        Pin::new(&mut self.inner)
+            .start_send(Message::Binary(Bytes::copy_from_slice(data)))
+            .map_err(ws_err)?;
+        Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx).map_err(ws_err)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match ready!(Pin::new(&mut self.inner).poll_close(cx)) {
+            Ok(()) | Err(tokio_tungstenite::tungstenite::Error::ConnectionClosed) => {
+                Poll::Ready(Ok(()))
+            }
+            Err(e) => Poll::Ready(Err(ws_err(e))),
+        }
+    }
+}
+
+/// Bytes a server-side WebSocket reads per call. 16 KiB, one TLS record, instead of
+/// tungstenite's 128 KiB, which every connection, authenticated or not, would hold.
+pub const SERVER_READ_BUFFER: usize = 16 * 1024;
+
+/// A server's WebSocket after the upgrade: the early data that came with the
+/// request is read first.
+pub type ServerStream<S> = Prefixed<WsStream<S>>;
+
+/// An upgrade request read whole: the request, the stream, and what the client sent
+/// behind the request's head (its first frames).
+#[derive(Debug)]
+pub struct Upgrade<S> {
+    /// The parsed request.
+    pub request: UpgradeRequest,
+    /// The stream it came on.
+    pub stream: S,
+    /// Bytes read past the request's head: WebSocket frames, to be read first.
+    pub rest: Vec<u8>,
+}
+
+/// A request that is not an upgrade for this server (another path, not HTTP, cut
+/// short): the stream and every byte read from it, for a fallback.
+#[derive(Debug)]
+pub struct Refused<S> {
+    /// The stream.
+    pub stream: S,
+    /// Every byte read from it.
+    pub read: Vec<u8>,
+    /// Why, when the request was whole but wrong (for logs); `None` when the client
+    /// stopped sending or the deadline passed first.
+    pub why: Option<String>,
+}
+
+/// Reads an upgrade request from `stream` until `deadline`, at most
+/// [`websocket::MAX_HEAD_LEN`] bytes, checked against `config`.
+pub async fn read_upgrade<S: AsyncRead + Unpin>(
+    mut stream: S,
+    config: &UpgradeConfig,
+    deadline: Instant,
+) -> Result<Upgrade<S>, Refused<S>> {
+    let mut buf = Vec::with_capacity(1024);
+    let parsed = read_header(
+        &mut stream,
+        &mut buf,
+        websocket::MAX_HEAD_LEN,
+        deadline,
+        |b| websocket::parse_upgrade(b, config),
+    )
+    .await;
+    match parsed {
+        Header::Parsed((request, used)) => {
+            let rest = buf.split_off(used);
+            Ok(Upgrade {
+                request,
+                stream,
+                rest,
+            })
+        }
+        Header::Rejected(why) => Err(Refused {
+            stream,
+            read: buf,
+            why: Some(why),
+        }),
+        Header::Incomplete => Err(Refused {
+            stream,
+            read: buf,
+            why: None,
+        }),
+    }
+}
+
+/// Answers `request` with `101 Switching Protocols` on `stream`.
+pub async fn answer<S: AsyncWrite + Unpin>(
+    request: &UpgradeRequest,
+    stream: &mut S,
+) -> io::Result<()> {
+    let mut response = Vec::with_capacity(256);
+    request.encode_response(&mut response);
+    stream.write_all(&response).await?;
+    stream.flush().await
+}
+
+/// The server's side of an answered upgrade: `early` (data that came with the
+/// request) is read first.
+pub async fn server<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    early: Vec<u8>,
+) -> ServerStream<S> {
+    let mut config = config();
+    config.read_buffer_size = SERVER_READ_BUFFER;
+    let inner = WebSocketStream::from_raw_socket(stream, Role::Server, Some(config)).await;
+    Prefixed::new(early, WsStream::new(inner))
+}
+
+/// Reads, checks and answers an upgrade on `stream`: [`read_upgrade`], [`answer`] and
+/// [`server`] in one, for a server that needs nothing in between.
+pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    config: &UpgradeConfig,
+    deadline: Instant,
+) -> Result<ServerStream<Prefixed<S>>, Refused<S>> {
+    let Upgrade {
+        request,
+        mut stream,
+        rest,
+    } = read_upgrade(stream, config, deadline).await?;
+    if let Err(e) = answer(&request, &mut stream).await {
+        return Err(Refused {
+            stream,
+            read: Vec::new(),
+            why: Some(format!("answering the upgrade: {e}")),
+        });
+    }
+    let early = request.early_data.unwrap_or_default();
+    Ok(server(Prefixed::new(rest, stream), early).await)
+}
+
+/// Answers a refused request `404 Not Found` and closes: what a server with no
+/// fallback says.
+pub async fn refuse<S: AsyncWrite + Unpin>(mut stream: S) {
+    let _ = stream
+        .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        .await;
+    let _ = stream.shutdown().await;
+}
