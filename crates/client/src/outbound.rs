@@ -215,16 +215,22 @@ impl Outbound {
             }
             None => {}
         }
-        if let EntryTransport::Ws { path, host } = &entry.transport {
-            // The entry's host, else the TLS server name, else the server's address.
-            let host = host
-                .clone()
+        // The entry's host, else the TLS server name, else the server's address.
+        let http_host = |host: &Option<String>| {
+            host.clone()
                 .or_else(|| entry.tls.as_ref().and_then(|t| t.server_name.clone()))
-                .unwrap_or_else(|| entry.server.clone());
-            layers.push(Layer::WebSocket {
-                host,
+                .unwrap_or_else(|| entry.server.clone())
+        };
+        match &entry.transport {
+            EntryTransport::Ws { path, host } => layers.push(Layer::WebSocket {
+                host: http_host(host),
                 path: path.clone(),
-            });
+            }),
+            EntryTransport::HttpUpgrade { path, host } => layers.push(Layer::HttpUpgrade {
+                host: http_host(host),
+                path: path.clone(),
+            }),
+            _ => {}
         }
         let stack = Stack::to(&entry.server, entry.port, layers);
         Ok(Self {
@@ -359,9 +365,9 @@ impl Outbound {
         }
     }
 
-    /// The transport to the server: TCP, then TLS and WebSocket when the entry has
-    /// them, before the protocol's request. A failure names its step as the
-    /// client's errors always did: `tcp`, `tls` or `websocket`.
+    /// The transport to the server: TCP, then TLS and WebSocket or HTTPUpgrade when
+    /// the entry has them, before the protocol's request. A failure names its step as the
+    /// client's errors always did: `tcp`, `tls`, `websocket` or `httpupgrade`.
     async fn stream(&self) -> Result<BoxIo, OutboundError> {
         self.stack
             .connect()
@@ -376,6 +382,7 @@ fn step_name(step: Step) -> &'static str {
         Step::Tcp => "tcp",
         Step::Tls => "tls",
         Step::WebSocket => "websocket",
+        Step::HttpUpgrade => "httpupgrade",
         // The client refuses REALITY entries; any other step is the transport's own.
         Step::Reality => "reality",
         _ => "transport",
@@ -549,6 +556,57 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "server \"🇩🇪 Frankfurt\": websocket: HTTP error: 404 Not Found"
+        );
+    }
+
+    /// An HTTPUpgrade entry whose server refuses the upgrade names the step and the
+    /// server's status.
+    #[tokio::test]
+    async fn a_refused_httpupgrade_names_its_step_and_the_status() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let config = switchyard_proto::httpupgrade::Config {
+                path: "/up".into(),
+                host: None,
+            };
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+            if let Err(refused) =
+                switchyard_transport::httpupgrade::accept(tcp, &config, deadline).await
+            {
+                switchyard_transport::httpupgrade::refuse(refused.stream).await;
+            }
+        });
+        let mut up = entry(EntryProtocol::Trojan {
+            password: "p".into(),
+        });
+        up.server = "127.0.0.1".into();
+        up.port = port;
+        up.transport = EntryTransport::HttpUpgrade {
+            path: "/down".into(),
+            host: None,
+        };
+        let e = Outbound::new(up)
+            .unwrap()
+            .connect(&Address::Domain("example.com".into(), 80))
+            .await
+            .err()
+            .expect("upgraded on the wrong path");
+        assert!(
+            matches!(
+                e,
+                OutboundError::Failed {
+                    step: "httpupgrade",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "server \"🇩🇪 Frankfurt\": httpupgrade: server answered 404 Not Found, \
+             not 101 Switching Protocols"
         );
     }
 

@@ -614,4 +614,41 @@ mod tests {
             "bad port"
         );
     }
+
+    /// HTTPUpgrade servers are read in every format the panel writes (share links,
+    /// Clash's `ws` with `v2ray-http-upgrade`, sing-box's `httpupgrade` transport)
+    /// and the client uses them.
+    #[test]
+    fn httpupgrade_servers_are_read_in_every_format_and_used() {
+        let entries = vec![Entry {
+            name: "VLESS Up".into(),
+            server: "node.example.com".into(),
+            port: 443,
+            protocol: EntryProtocol::Vless {
+                uuid: "b831381d-6324-4d53-ad4f-8cda48b30811".into(),
+                flow: None,
+            },
+            transport: EntryTransport::HttpUpgrade {
+                path: "/up".into(),
+                host: Some("cdn.example.com".into()),
+            },
+            tls: Some(EntryTls {
+                server_name: Some("node.example.com".into()),
+                ..EntryTls::default()
+            }),
+            route: None,
+        }];
+        let bodies = [
+            share::subscription_base64(&entries),
+            clash::client_config(&entries, &clash::ClashOptions::default()),
+            singbox::client_config(&entries, &singbox::SingBoxOptions::default()).to_string(),
+        ];
+        for body in bodies {
+            let read = parse_body(&body).unwrap();
+            assert_eq!(read.len(), 1, "{body}");
+            assert_eq!(read[0].transport, entries[0].transport, "{body}");
+            let outbound = Outbound::new(read[0].clone()).unwrap();
+            assert_eq!(outbound.entry().name, "VLESS Up");
+        }
+    }
 }

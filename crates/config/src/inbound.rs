@@ -36,6 +36,15 @@ pub enum Transport {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         host: Option<String>,
     },
+    /// HTTPUpgrade: an HTTP/1.1 upgrade request for `path` (and `host`, when set),
+    /// answered `101`, then the bytes as they are (no WebSocket framing).
+    HttpUpgrade {
+        /// The request path, starting with `/`.
+        path: String,
+        /// The expected `Host` header; any when unset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
+    },
 }
 
 /// What protects the transport.

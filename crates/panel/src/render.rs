@@ -70,6 +70,10 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
                     Some(h) => json!({ "type": "ws", "path": path, "host": h }),
                     None => json!({ "type": "ws", "path": path }),
                 },
+                InboundTransport::HttpUpgrade { path, host } => match host {
+                    Some(h) => json!({ "type": "httpupgrade", "path": path, "host": h }),
+                    None => json!({ "type": "httpupgrade", "path": path }),
+                },
             };
             v["security"] = match &i.security {
                 InboundSecurity::None => json!({ "type": "none" }),
@@ -377,6 +381,48 @@ mod tests {
             .map(|u| (u.name.as_str(), u.address_limit))
             .collect();
         assert_eq!(limits, [("u1", Some(2)), ("u4", None)]);
+    }
+
+    #[test]
+    fn transports_reach_the_node_as_its_config_has_them() {
+        use switchyard_config::Transport;
+        let mut s = snapshot();
+        let cases = [
+            (
+                InboundTransport::HttpUpgrade {
+                    path: "/up".into(),
+                    host: Some("cdn.example.com".into()),
+                },
+                Transport::HttpUpgrade {
+                    path: "/up".into(),
+                    host: Some("cdn.example.com".into()),
+                },
+            ),
+            (
+                InboundTransport::HttpUpgrade {
+                    path: "/".into(),
+                    host: None,
+                },
+                Transport::HttpUpgrade {
+                    path: "/".into(),
+                    host: None,
+                },
+            ),
+            (
+                InboundTransport::Ws {
+                    path: "/ws".into(),
+                    host: None,
+                },
+                Transport::Ws {
+                    path: "/ws".into(),
+                    host: None,
+                },
+            ),
+        ];
+        for (panel, node) in cases {
+            s.inbounds[0].0.transport = panel;
+            assert_eq!(render(&s, NOW).unwrap().inbounds[0].transport, node);
+        }
     }
 
     #[test]

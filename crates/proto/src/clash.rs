@@ -20,8 +20,9 @@
 //! skipped (`skip-cert-verify` is only written for [`EntryTls::insecure`]).
 //! [`EntryTls::fingerprint`] is `client-fingerprint` (uTLS), and REALITY is
 //! `reality-opts` (`public-key`, `short-id`) beside `tls: true` and `servername`.
-//! An entry's route id is the proxy's `switchyard-route` ([`ROUTE_KEY`]), a key
-//! mihomo ignores.
+//! HTTPUpgrade is mihomo's `network: ws` with `ws-opts.v2ray-http-upgrade: true`
+//! (`path`, `headers.Host`). An entry's route id is the proxy's `switchyard-route`
+//! ([`ROUTE_KEY`]), a key mihomo ignores.
 //!
 //! [`entries`] and [`read`] are the reverse: the entries of a Clash config, ours or
 //! another panel's (`clash_read.rs`).
@@ -198,6 +199,15 @@ pub fn proxy(entry: &Entry, name: &str) -> Value {
         EntryTransport::Ws { path, host } => {
             put("network", json!("ws"));
             put("ws-opts", ws_opts(path, host.as_deref()));
+        }
+        EntryTransport::HttpUpgrade { path, host } => {
+            // mihomo speaks HTTPUpgrade as a WebSocket whose upgrade is all there is.
+            let mut opts = json!({ "path": path, "v2ray-http-upgrade": true });
+            if let Some(host) = host {
+                opts["headers"] = json!({ "Host": host });
+            }
+            put("network", json!("ws"));
+            put("ws-opts", opts);
         }
     }
     Value::Object(out)

@@ -2,7 +2,8 @@
 //! `ss` proxies of its `proxies` list, each an [`Entry`] named by its name, in order.
 //! The reverse of [`client_config`](super::client_config) for what entries hold: a
 //! config written from entries reads back as the same entries (early data,
-//! `/ws?ed=N`, included), except that a pinned certificate comes back as the
+//! `/ws?ed=N`, included; HTTPUpgrade, `ws` with `v2ray-http-upgrade: true`, too),
+//! except that a pinned certificate comes back as the
 //! `fingerprint` the config holds ([`EntryTls::certificate_sha256`]), not as the PEM.
 //! It reads the configs other panels serve in the same format too (Marzban,
 //! Remnawave): the fields as mihomo reads them, numbers and booleans as mihomo's
@@ -11,7 +12,7 @@
 //!
 //! A proxy this crate has no form for is skipped and listed in
 //! [`Proxies::skipped`] with the reason: another type (`vmess`, `hysteria2`...),
-//! another transport (`grpc`, `h2`, HTTPUpgrade), ECH, a Shadowsocks plugin, VLESS
+//! another transport (`grpc`, `h2`), HTTPUpgrade's fast open, ECH, a Shadowsocks plugin, VLESS
 //! encryption, Trojan's `ss-opts`, a `dialer-proxy` chain. Dropping such a setting
 //! would connect differently from what the config says, so the proxy is left out
 //! rather than read without it. `client-fingerprint` (uTLS) and `reality-opts`
@@ -121,9 +122,10 @@ pub enum SkipReason {
     /// A transport other than tcp and ws (its first 64 characters).
     #[error("network {0:?} is not read (only tcp and ws)")]
     Network(String),
-    /// HTTPUpgrade (`ws-opts.v2ray-http-upgrade`).
-    #[error("HTTPUpgrade is not read (only WebSocket)")]
-    HttpUpgrade,
+    /// HTTPUpgrade's fast open (`ws-opts.v2ray-http-upgrade-fast-open`): the
+    /// client sends before the server's `101`, which Switchyard's client does not.
+    #[error("HTTPUpgrade fast open is not read (the client waits for the upgrade)")]
+    HttpUpgradeFastOpen,
     /// VLESS encryption other than `none` (its first 64 characters).
     #[error("VLESS encryption {0:?} is not read (only none)")]
     VlessEncryption(String),
@@ -158,11 +160,12 @@ pub fn entries(yaml: &str) -> Result<Vec<Entry>, ReadError> {
 /// `sni` (Trojan), `skip-cert-verify`, `alpn`, `fingerprint` (a certificate's
 /// SHA-256, which pins it: [`EntryTls::certificate_sha256`]), `network: ws` with
 /// `ws-opts` (`path`, `headers.Host`, `max-early-data` with
-/// `early-data-header-name: Sec-WebSocket-Protocol`). Numbers and booleans are
+/// `early-data-header-name: Sec-WebSocket-Protocol`; with `v2ray-http-upgrade: true`
+/// it is HTTPUpgrade, [`EntryTransport::HttpUpgrade`]). Numbers and booleans are
 /// taken as mihomo's weakly typed decoder takes them, `<<` merge keys and aliases
 /// are followed; `client-fingerprint` and `reality-opts` (`public-key`,
 /// `short-id`) too. Left out, with the reason ([`Proxies::skipped`]): other types,
-/// other transports, HTTPUpgrade, ECH, Shadowsocks plugins, VLESS encryption,
+/// other transports, HTTPUpgrade's fast open, ECH, Shadowsocks plugins, VLESS encryption,
 /// Trojan's `ss-opts` and `dialer-proxy` chains, which an entry cannot express and
 /// which would connect differently without. Ignored: what changes nothing an entry
 /// holds (`udp`, `smux`, `packet-encoding`...). A malformed proxy of a type read is a
@@ -330,8 +333,10 @@ fn unsupported(map: &Hash, kind: &str) -> Result<Option<SkipReason>, Problem> {
         }
         if let Some(ws) = submap(map, "ws-opts").map_err(top("ws-opts"))?
             && flag(ws, "v2ray-http-upgrade").map_err(top("ws-opts.v2ray-http-upgrade"))?
+            && flag(ws, "v2ray-http-upgrade-fast-open")
+                .map_err(top("ws-opts.v2ray-http-upgrade-fast-open"))?
         {
-            return Ok(Some(SkipReason::HttpUpgrade));
+            return Ok(Some(SkipReason::HttpUpgradeFastOpen));
         }
     }
     match kind {
@@ -363,6 +368,8 @@ fn unsupported(map: &Hash, kind: &str) -> Result<Option<SkipReason>, Problem> {
 /// `network` and `ws-opts`. Early data (`max-early-data` with the
 /// `Sec-WebSocket-Protocol` header, as the writer puts it) becomes Xray's path form,
 /// `/ws?ed=2048`; early data in another header is left unused, which servers accept.
+/// With `v2ray-http-upgrade: true` it is HTTPUpgrade, its path taken as it is and
+/// its early data left unused.
 fn transport_of(map: &Hash) -> Result<EntryTransport, Problem> {
     let top = |f: &'static str| move |p: &'static str| (f.to_owned(), p);
     if text(map, "network").map_err(top("network"))?.as_deref() != Some("ws") {
@@ -390,6 +397,10 @@ fn transport_of(map: &Hash) -> Result<EntryTransport, Problem> {
         }
         None => None,
     };
+    let host = host.filter(|h| !h.is_empty());
+    if flag(ws, "v2ray-http-upgrade").map_err(top("ws-opts.v2ray-http-upgrade"))? {
+        return Ok(EntryTransport::HttpUpgrade { path, host });
+    }
     let early = match field(ws, "max-early-data") {
         None => 0,
         Some(v) => whole(v).and_then(|n| u32::try_from(n).ok()).ok_or((
@@ -405,10 +416,7 @@ fn transport_of(map: &Hash) -> Result<EntryTransport, Problem> {
     {
         path = format!("{path}?ed={early}");
     }
-    Ok(EntryTransport::Ws {
-        path,
-        host: host.filter(|h| !h.is_empty()),
-    })
+    Ok(EntryTransport::Ws { path, host })
 }
 
 /// The TLS of a VLESS (SNI in `servername`) or Trojan (`sni`) proxy. A

@@ -4,7 +4,8 @@ use super::*;
 use crate::clash::{ClashOptions, client_config};
 use crate::singbox::split_early_data;
 use crate::testing::entries::{
-    UUID, entry, shadowsocks, tls, trojan, vision_over_insecure_ws, vision_over_reality, vless, ws,
+    UUID, entry, httpupgrade, shadowsocks, tls, trojan, vision_over_insecure_ws,
+    vision_over_reality, vless, ws,
 };
 
 /// What a Clash config carries of `entry`: nothing of a Trojan entry without TLS
@@ -47,7 +48,11 @@ fn every_shape() -> Vec<Entry> {
     });
     let mut out = Vec::new();
     for (p, protocol) in [("vless", vless()), ("trojan", trojan())] {
-        for (t, transport) in [("tcp", EntryTransport::Tcp), ("ws", ws())] {
+        for (t, transport) in [
+            ("tcp", EntryTransport::Tcp),
+            ("ws", ws()),
+            ("httpupgrade", httpupgrade()),
+        ] {
             for (s, tls) in [
                 ("plain", None),
                 ("pinned", tls()),
@@ -407,7 +412,7 @@ proxy-groups:
     assert_eq!(
         skipped,
         [
-            r#"proxies[1] ("Upgrade"): HTTPUpgrade is not read (only WebSocket)"#,
+            r#"proxies[1] ("Upgrade"): HTTPUpgrade fast open is not read (the client waits for the upgrade)"#,
             r#"proxies[2] ("PQ"): VLESS encryption "mlkem768x25519plus.native.0rtt.abc" is not read (only none)"#,
         ]
     );
@@ -646,4 +651,74 @@ proptest! {
     ) {
         let _ = read(&text);
     }
+}
+
+/// HTTPUpgrade as mihomo writes it, `ws` with `v2ray-http-upgrade: true`: the path
+/// as it is (no early-data form), the `Host` header in any case, an empty one none;
+/// fast open is left out with its reason.
+#[test]
+fn httpupgrade_proxies() {
+    let yaml = r#"proxies:
+  - {name: up, type: vless, server: h, port: 443, uuid: u, network: ws, tls: true,
+     servername: s, ws-opts: {path: /up, headers: {host: cdn.example.com}, v2ray-http-upgrade: true}}
+  - {name: bare, type: trojan, server: h, port: 443, password: pw, network: ws,
+     ws-opts: {v2ray-http-upgrade: "true", headers: {Host: ""}, max-early-data: 2048,
+     early-data-header-name: Sec-WebSocket-Protocol}}
+  - {name: fast, type: vless, server: h, port: 443, uuid: u, network: ws,
+     ws-opts: {path: /f, v2ray-http-upgrade: true, v2ray-http-upgrade-fast-open: true}}
+  - {name: plain ws, type: vless, server: h, port: 443, uuid: u, network: ws,
+     ws-opts: {path: /w, v2ray-http-upgrade: false, v2ray-http-upgrade-fast-open: true}}
+"#;
+    let read_back = read(yaml).unwrap();
+    let transports: Vec<(&str, &EntryTransport)> = read_back
+        .entries
+        .iter()
+        .map(|e| (e.name.as_str(), &e.transport))
+        .collect();
+    assert_eq!(
+        transports,
+        [
+            (
+                "up",
+                &EntryTransport::HttpUpgrade {
+                    path: "/up".into(),
+                    host: Some("cdn.example.com".into()),
+                }
+            ),
+            (
+                "bare",
+                &EntryTransport::HttpUpgrade {
+                    path: "/".into(),
+                    host: None,
+                }
+            ),
+            (
+                "plain ws",
+                &EntryTransport::Ws {
+                    path: "/w".into(),
+                    host: None,
+                }
+            ),
+        ]
+    );
+    assert_eq!(
+        read_back.entries[0].tls,
+        Some(EntryTls {
+            server_name: Some("s".into()),
+            ..EntryTls::default()
+        })
+    );
+    let skipped: Vec<String> = read_back.skipped.iter().map(Skipped::to_string).collect();
+    assert_eq!(
+        skipped,
+        [
+            r#"proxies[2] ("fast"): HTTPUpgrade fast open is not read (the client waits for the upgrade)"#
+        ]
+    );
+    let bad = "proxies: [{name: x, type: vless, server: h, port: 1, uuid: u, network: ws, \
+               ws-opts: {v2ray-http-upgrade: [1]}}]";
+    assert_eq!(
+        entries(bad).unwrap_err().to_string(),
+        r#"proxies[0] ("x"): `ws-opts.v2ray-http-upgrade` must be true or false"#
+    );
 }

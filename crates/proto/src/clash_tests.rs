@@ -4,7 +4,7 @@ use yaml_rust2::{Yaml, YamlLoader};
 use super::*;
 use crate::entry::EntryTransport;
 use crate::testing::entries::{
-    PBK, UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
+    PBK, UUID, entry, httpupgrade, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
     vision_over_reality, vless, ws,
 };
 
@@ -299,4 +299,62 @@ fn route_ids_are_a_key_of_the_proxy() {
         "\"switchyard-route\": \"a b\"",
     );
     assert_eq!(read(&odd).unwrap().entries[0].route, None);
+}
+
+/// HTTPUpgrade is mihomo's `ws` with `v2ray-http-upgrade: true`, the `Host` in
+/// `headers` as for WebSocket, the path as it is.
+#[test]
+fn httpupgrade_as_exact_yaml() {
+    let up = |path: &str, host: Option<&str>| EntryTransport::HttpUpgrade {
+        path: path.into(),
+        host: host.map(str::to_owned),
+    };
+    assert_eq!(
+        proxy(&entry("t", vless(), up("/up", None), None), "t")["ws-opts"],
+        json!({ "path": "/up", "v2ray-http-upgrade": true })
+    );
+    let unpinned = tls().map(|t| crate::entry::EntryTls {
+        certificate_pem: None,
+        ..t
+    });
+    let entries = [entry("Up", trojan(), httpupgrade(), unpinned)];
+    let yaml = client_config(&entries, &ClashOptions::default());
+    let expected = r#""allow-lan": false
+"log-level": "warning"
+"mixed-port": 7890
+"mode": "rule"
+"proxies":
+  - "alpn":
+      - "h2"
+      - "http/1.1"
+    "name": "Up"
+    "network": "ws"
+    "password": "pw"
+    "port": 443
+    "server": "node.example.com"
+    "sni": "sni.example.com"
+    "type": "trojan"
+    "udp": true
+    "ws-opts":
+      "headers":
+        "Host": "cdn.example.com"
+      "path": "/up"
+      "v2ray-http-upgrade": true
+"proxy-groups":
+  - "name": "Switchyard"
+    "proxies":
+      - "Fastest"
+      - "Up"
+    "type": "select"
+  - "interval": 180
+    "name": "Fastest"
+    "proxies":
+      - "Up"
+    "type": "url-test"
+    "url": "https://www.gstatic.com/generate_204"
+"rules":
+  - "MATCH,Switchyard"
+"#;
+    assert_eq!(yaml, expected);
+    assert_eq!(crate::clash::entries(&yaml), Ok(entries.to_vec()));
 }

@@ -117,6 +117,13 @@ pub enum EntryTransport {
         /// The `Host` header, when it differs from the TLS name or server.
         host: Option<String>,
     },
+    /// HTTPUpgrade: an HTTP/1.1 upgrade, then the bytes as they are.
+    HttpUpgrade {
+        /// The request path, e.g. `/up`.
+        path: String,
+        /// The `Host` header, when it differs from the TLS name or server.
+        host: Option<String>,
+    },
 }
 
 /// TLS settings of an [`Entry`].

@@ -67,6 +67,7 @@ pub mod clash;
 pub mod client_hello;
 pub mod dest;
 pub mod entry;
+pub mod httpupgrade;
 pub mod reality;
 pub mod shadowsocks;
 pub mod share;

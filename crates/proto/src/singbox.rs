@@ -378,6 +378,9 @@ struct Reality<'a> {
 struct Ws<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
+    /// HTTPUpgrade's `Host` (WebSocket's goes in `headers`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    host: Option<&'a str>,
     path: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     headers: Option<Host<'a>>,
@@ -456,12 +459,21 @@ fn outbound<'a>(entry: &'a Entry, tag: &'a str) -> Outbound<'a> {
             let (path, early) = split_early_data(path);
             Some(Ws {
                 kind: "ws",
+                host: None,
                 path,
                 headers: host.as_deref().map(|host| Host { host }),
                 max_early_data: early,
                 early_data_header_name: early.map(|_| "Sec-WebSocket-Protocol"),
             })
         }
+        EntryTransport::HttpUpgrade { path, host } => Some(Ws {
+            kind: "httpupgrade",
+            host: host.as_deref(),
+            path,
+            headers: None,
+            max_early_data: None,
+            early_data_header_name: None,
+        }),
         EntryTransport::Tcp => None,
     };
     let (server, server_port) = (entry.server.as_str(), entry.port);

@@ -3,7 +3,8 @@
 //! outbounds (selectors, `urltest`, `direct`) are skipped. TLS's `utls` and
 //! `reality` are read into [`EntryTls::fingerprint`] and [`EntryTls::reality`]. The reverse of
 //! [`client_config`](super::client_config) for what entries hold: a config written
-//! from entries reads back as the same entries (early data, `/ws?ed=N`, included),
+//! from entries reads back as the same entries (early data, `/ws?ed=N`, included;
+//! HTTPUpgrade's `host` and `path` too),
 //! route ids too (read from the route rules that carry them).
 
 use serde::Deserialize;
@@ -35,8 +36,8 @@ pub enum OutboundProblem {
     /// Its fields are not those of its type (what the JSON reader said).
     #[error("{0}")]
     Fields(String),
-    /// A transport other than WebSocket.
-    #[error("transport {0:?} is not read (only ws)")]
+    /// A transport other than WebSocket and HTTPUpgrade.
+    #[error("transport {0:?} is not read (only ws and httpupgrade)")]
     Transport(String),
     /// `server_port` is 0.
     #[error("server_port 0")]
@@ -126,6 +127,10 @@ struct Transport {
     kind: String,
     #[serde(default)]
     path: Option<String>,
+    /// HTTPUpgrade's `Host` (a string); other transports' (HTTP's list) are not
+    /// read, so any JSON is taken here and checked only for HTTPUpgrade.
+    #[serde(default)]
+    host: Option<Value>,
     #[serde(default)]
     headers: Option<Headers>,
     #[serde(default)]
@@ -282,6 +287,26 @@ fn transport_of(t: Option<Transport>) -> Result<EntryTransport, OutboundProblem>
             Ok(EntryTransport::Ws {
                 path,
                 host: t.headers.and_then(|h| h.host),
+            })
+        }
+        // The `host` field, else a `Host` header (sing-box sends the latter when the
+        // former is unset); early data has no HTTPUpgrade form here.
+        "httpupgrade" => {
+            let host = match t.host {
+                None | Some(Value::Null) => None,
+                Some(Value::String(h)) => Some(h),
+                Some(_) => {
+                    return Err(OutboundProblem::Fields(
+                        "transport.host: expected a string".into(),
+                    ));
+                }
+            };
+            Ok(EntryTransport::HttpUpgrade {
+                path: t.path.unwrap_or_else(|| "/".into()),
+                host: host
+                    .filter(|h| !h.is_empty())
+                    .or_else(|| t.headers.and_then(|h| h.host))
+                    .filter(|h| !h.is_empty()),
             })
         }
         other => Err(OutboundProblem::Transport(other.to_owned())),

@@ -8,7 +8,7 @@ fn outbound(entry: &Entry, tag: &str) -> Value {
 }
 use crate::entry::EntryTransport;
 use crate::testing::entries::{
-    PBK, PEM, UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
+    PBK, PEM, UUID, entry, httpupgrade, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
     vision_over_reality, vless, ws,
 };
 
@@ -206,7 +206,7 @@ fn a_written_config_reads_back_as_its_entries() {
         "server_port": 443, "password": "p", "transport": {"type": "grpc"}}]});
     assert_eq!(
         entries_of(&grpc).unwrap_err().to_string(),
-        "outbounds[0]: transport \"grpc\" is not read (only ws)"
+        "outbounds[0]: transport \"grpc\" is not read (only ws and httpupgrade)"
     );
 }
 
@@ -289,5 +289,57 @@ fn route_ids_travel_as_inert_rules_and_read_back() {
             .unwrap()
             .iter()
             .all(|e| e.route.is_none())
+    );
+}
+
+/// HTTPUpgrade is sing-box's `httpupgrade` transport (1.8+): `host` and `path`
+/// beside the type, no `headers`, no early data; it reads back as it went in, and a
+/// `Host` header or an empty `host` as other writers put them reads as sing-box
+/// takes them.
+#[test]
+fn httpupgrade_transport() {
+    let up = |path: &str, host: Option<&str>| EntryTransport::HttpUpgrade {
+        path: path.into(),
+        host: host.map(str::to_owned),
+    };
+    assert_eq!(
+        outbound(&entry("t", vless(), httpupgrade(), None), "t"),
+        json!({
+            "type": "vless", "tag": "t", "server": "node.example.com", "server_port": 443,
+            "uuid": UUID,
+            "transport": { "type": "httpupgrade", "host": "cdn.example.com", "path": "/up" },
+        })
+    );
+    assert_eq!(
+        outbound(&entry("t", trojan(), up("/a?b", None), None), "t")["transport"],
+        json!({ "type": "httpupgrade", "path": "/a?b" })
+    );
+    let entries = vec![
+        entry("up tls", vless(), httpupgrade(), tls()),
+        entry("up", trojan(), up("/t", None), None),
+    ];
+    let config = client_config(&entries, &SingBoxOptions::default());
+    assert_eq!(entries_of(&config).unwrap(), entries);
+    let foreign = |transport: Value| {
+        let config = json!({"outbounds": [{"type": "trojan", "tag": "x", "server": "h",
+            "server_port": 443, "password": "p", "transport": transport}]});
+        entries_of(&config).map(|e| e[0].transport.clone())
+    };
+    assert_eq!(foreign(json!({"type": "httpupgrade"})), Ok(up("/", None)));
+    assert_eq!(
+        foreign(json!({"type": "httpupgrade", "host": "", "path": "/p",
+            "headers": {"Host": "h.example.com"}})),
+        Ok(up("/p", Some("h.example.com")))
+    );
+    assert_eq!(
+        foreign(json!({"type": "httpupgrade", "host": "a.example.com",
+            "headers": {"Host": "b.example.com"}})),
+        Ok(up("/", Some("a.example.com")))
+    );
+    assert_eq!(
+        foreign(json!({"type": "httpupgrade", "host": ["a"]}))
+            .unwrap_err()
+            .to_string(),
+        "outbounds[0]: transport.host: expected a string"
     );
 }

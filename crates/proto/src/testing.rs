@@ -100,6 +100,14 @@ pub(crate) mod entries {
         }
     }
 
+    /// HTTPUpgrade on `/up` with a `Host` of its own.
+    pub(crate) fn httpupgrade() -> EntryTransport {
+        EntryTransport::HttpUpgrade {
+            path: "/up".into(),
+            host: Some("cdn.example.com".into()),
+        }
+    }
+
     /// TLS with a name, ALPN and a pinned certificate ([`PEM`]).
     pub(crate) fn tls() -> Option<EntryTls> {
         Some(EntryTls {

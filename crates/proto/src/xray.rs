@@ -8,7 +8,7 @@
 //! ```text
 //! inbounds:  socks (with UDP) on 127.0.0.1:options.socks_port, http on 127.0.0.1:options.http_port
 //! outbounds: proxy (the entry: vless vnext / trojan servers / shadowsocks servers,
-//!            streamSettings tcp|ws and tls), direct (freedom), block (blackhole)
+//!            streamSettings tcp|ws|httpupgrade and tls), direct (freedom), block (blackhole)
 //! routing:   AsIs; both inbounds -> proxy
 //! ```
 //!
@@ -157,6 +157,13 @@ fn stream_settings(entry: &Entry) -> Value {
                 ws["host"] = json!(host);
             }
             json!({ "network": "ws", "wsSettings": ws })
+        }
+        EntryTransport::HttpUpgrade { path, host } => {
+            let mut up = json!({ "path": path });
+            if let Some(host) = host {
+                up["host"] = json!(host);
+            }
+            json!({ "network": "httpupgrade", "httpupgradeSettings": up })
         }
     };
     match &entry.tls {

@@ -3,7 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::entry::EntryTransport;
 use crate::testing::entries::{
-    PBK, UUID, entry, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
+    PBK, UUID, entry, httpupgrade, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
     vision_over_reality, vless, ws,
 };
 
@@ -180,5 +180,34 @@ fn reality_and_the_flow() {
     assert_eq!(
         out["streamSettings"]["tlsSettings"]["fingerprint"],
         json!("firefox")
+    );
+}
+
+/// HTTPUpgrade is Xray's `httpupgrade` network with `httpupgradeSettings`
+/// (`path`, and `host` when the entry has one), as Xray 1.8.9+ reads it.
+#[test]
+fn httpupgrade_stream_settings() {
+    let e = entry("t", vless(), httpupgrade(), tls());
+    assert_eq!(
+        outbound(&e)["streamSettings"],
+        merged(
+            json!({
+                "network": "httpupgrade",
+                "httpupgradeSettings": { "path": "/up", "host": "cdn.example.com" },
+            }),
+            tls_json()
+        )
+    );
+    let bare = EntryTransport::HttpUpgrade {
+        path: "/t".into(),
+        host: None,
+    };
+    assert_eq!(
+        outbound(&entry("t", trojan(), bare, None))["streamSettings"],
+        json!({
+            "network": "httpupgrade",
+            "httpupgradeSettings": { "path": "/t" },
+            "security": "none",
+        })
     );
 }

@@ -1,7 +1,7 @@
 //! The pinned sing-box (1.14) accepts the client configs `client_config` renders:
-//! `sing-box check` on every protocol, transport and TLS combination, a pinned
-//! certificate, repeated names, non-default options, no entries, and a
-//! subscription read back from its base64 body as the client would. The pinned
+//! `sing-box check` on every protocol, transport (HTTPUpgrade included) and TLS
+//! combination, a pinned certificate, repeated names, non-default options, no
+//! entries, and a subscription read back from its base64 body as the client would. The pinned
 //! mihomo (1.19.2, `mihomo -t`) and Xray (24.11.21, `xray run -test`) accept the
 //! Clash and Xray configs of the same entries, REALITY included; the pinned
 //! sing-box is built without uTLS and refuses REALITY (checked, so the day it can,
@@ -29,6 +29,11 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
         EntryTransport::Tcp,
         EntryTransport::Ws {
             path: "/ws?ed=2048".into(),
+            host: Some("cdn.example.com".into()),
+        },
+        // sing-box 1.8+, mihomo and Xray 1.8.9+ all have HTTPUpgrade.
+        EntryTransport::HttpUpgrade {
+            path: "/up".into(),
             host: Some("cdn.example.com".into()),
         },
     ];

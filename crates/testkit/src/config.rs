@@ -168,6 +168,16 @@ pub fn ws_transport(path: &str) -> Value {
     json!({ "type": "ws", "path": path })
 }
 
+/// The HTTPUpgrade transport on `path`, with `host` as its `Host` header when given
+/// (the same values on both sides).
+pub fn httpupgrade_transport(path: &str, host: Option<&str>) -> Value {
+    let mut transport = json!({ "type": "httpupgrade", "path": path });
+    if let Some(host) = host {
+        transport["host"] = json!(host);
+    }
+    transport
+}
+
 fn log() -> Value {
     json!({ "level": "warn" })
 }

@@ -5,6 +5,7 @@
 //! client, TLS then WebSocket:   TCP ─ TLS ─ WebSocket ─ (VLESS, Trojan)
 //! tunnel link, WebSocket:       TCP ─ WebSocket ─ TLS (pinned) ─ link bytes
 //! tunnel link, REALITY:         TCP ─ REALITY ─ link bytes
+//! client, HTTPUpgrade:          TCP ─ (TLS) ─ HTTPUpgrade ─ (VLESS, Trojan)
 //! ```
 //!
 //! A stack has no deadline of its own: the caller puts one around
@@ -49,6 +50,14 @@ pub enum Layer {
         /// The request path (with its query, if any).
         path: String,
     },
+    /// An HTTP/1.1 upgrade answered `101`, then the bytes as they are (HTTPUpgrade,
+    /// [`crate::httpupgrade`]).
+    HttpUpgrade {
+        /// The `Host` header.
+        host: String,
+        /// The request path (with its query, if any).
+        path: String,
+    },
     /// TLS 1.3 with REALITY's seal in the hello; the server's REALITY key is the pin.
     Reality(ClientSettings),
 }
@@ -58,6 +67,7 @@ impl fmt::Debug for Layer {
         match self {
             Self::Tls { server_name, .. } => write!(f, "Tls({server_name:?})"),
             Self::WebSocket { host, path } => write!(f, "WebSocket({host}{path})"),
+            Self::HttpUpgrade { host, path } => write!(f, "HttpUpgrade({host}{path})"),
             Self::Reality(s) => write!(f, "Reality({})", s.server_name),
         }
     }
@@ -73,6 +83,8 @@ pub enum Step {
     Tls,
     /// The WebSocket upgrade.
     WebSocket,
+    /// The HTTPUpgrade request and its `101`.
+    HttpUpgrade,
     /// The REALITY handshake.
     Reality,
 }
@@ -83,6 +95,7 @@ impl fmt::Display for Step {
             Self::Tcp => "tcp",
             Self::Tls => "tls",
             Self::WebSocket => "websocket",
+            Self::HttpUpgrade => "httpupgrade",
             Self::Reality => "reality",
         })
     }
@@ -169,6 +182,12 @@ async fn speak(layer: &Layer, io: BoxIo) -> Result<BoxIo, DialError> {
                     .await
                     .map_err(|e| DialError::at(Step::WebSocket)(std::io::Error::other(e)))?;
             Ok(Box::new(WsStream::new(socket)))
+        }
+        Layer::HttpUpgrade { host, path } => {
+            let up = crate::httpupgrade::connect(io, host, path)
+                .await
+                .map_err(DialError::at(Step::HttpUpgrade))?;
+            Ok(Box::new(up))
         }
         Layer::Reality(settings) => {
             let tls = crate::reality::connect(io, settings, unix_now())
@@ -278,5 +297,58 @@ mod tests {
         };
         assert_eq!(e.step, Step::WebSocket);
         assert!(e.to_string().contains("404"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn httpupgrade_over_tcp_carries_bytes_and_a_wrong_path_names_its_step() {
+        use crate::httpupgrade;
+        use switchyard_proto::httpupgrade::Config;
+        let config = Config {
+            path: "/up".into(),
+            host: Some("example.test".into()),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let serving = config.clone();
+        let server = tokio::spawn(async move {
+            for _ in 0..2 {
+                let (tcp, _) = listener.accept().await.unwrap();
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+                match httpupgrade::accept(tcp, &serving, deadline).await {
+                    Ok(mut up) => {
+                        let mut got = [0u8; 5];
+                        up.read_exact(&mut got).await.unwrap();
+                        up.write_all(&got).await.unwrap();
+                        up.flush().await.unwrap();
+                    }
+                    Err(refused) => httpupgrade::refuse(refused.stream).await,
+                }
+            }
+        });
+        let layer = |path: &str| Layer::HttpUpgrade {
+            host: "example.test".into(),
+            path: path.into(),
+        };
+        let mut io = Stack::to("127.0.0.1", port, vec![layer("/up")])
+            .connect()
+            .await
+            .unwrap();
+        io.write_all(b"hello").await.unwrap();
+        io.flush().await.unwrap();
+        let mut back = [0u8; 5];
+        io.read_exact(&mut back).await.unwrap();
+        assert_eq!(&back, b"hello");
+        let Err(e) = Stack::to("127.0.0.1", port, vec![layer("/other")])
+            .connect()
+            .await
+        else {
+            panic!("upgraded on the wrong path")
+        };
+        assert_eq!(e.step, Step::HttpUpgrade);
+        assert_eq!(
+            e.to_string(),
+            "httpupgrade: server answered 404 Not Found, not 101 Switching Protocols"
+        );
+        server.await.unwrap();
     }
 }

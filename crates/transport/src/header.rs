@@ -48,6 +48,66 @@ pub async fn read_header<T, E: std::fmt::Display>(
     }
 }
 
+/// A request head read whole: the parsed request, the stream it came on, and the
+/// bytes the peer sent behind the head (to be read first).
+#[derive(Debug)]
+pub struct Upgrade<S, R> {
+    /// The parsed request.
+    pub request: R,
+    /// The stream it came on.
+    pub stream: S,
+    /// Bytes read past the request's head.
+    pub rest: Vec<u8>,
+}
+
+/// A request that is not one for this server (another path, not HTTP, cut short):
+/// the stream and every byte read from it, for a fallback.
+#[derive(Debug)]
+pub struct Refused<S> {
+    /// The stream.
+    pub stream: S,
+    /// Every byte read from it.
+    pub read: Vec<u8>,
+    /// Why, when the request was whole but wrong (for logs); `None` when the peer
+    /// stopped sending or the deadline passed first.
+    pub why: Option<String>,
+}
+
+/// Reads a request head from `stream` with [`read_header`] and hands back the stream
+/// either way: with the request, or refused with every byte read.
+pub async fn read_request<S, R, E>(
+    mut stream: S,
+    max: usize,
+    deadline: Instant,
+    parse: impl Fn(&[u8]) -> Result<Option<(R, usize)>, E>,
+) -> Result<Upgrade<S, R>, Refused<S>>
+where
+    S: AsyncRead + Unpin,
+    E: std::fmt::Display,
+{
+    let mut buf = Vec::with_capacity(1024);
+    match read_header(&mut stream, &mut buf, max, deadline, parse).await {
+        Header::Parsed((request, used)) => {
+            let rest = buf.split_off(used);
+            Ok(Upgrade {
+                request,
+                stream,
+                rest,
+            })
+        }
+        Header::Rejected(why) => Err(Refused {
+            stream,
+            read: buf,
+            why: Some(why),
+        }),
+        Header::Incomplete => Err(Refused {
+            stream,
+            read: buf,
+            why: None,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

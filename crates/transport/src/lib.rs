@@ -18,7 +18,9 @@
 //!   future (a `select!` with a shutdown signal) loses no connection.
 //! - The server side of each layer: TLS is tokio-rustls' acceptor; [`ws`] reads and
 //!   answers the upgrade ([`ws::read_upgrade`], [`ws::accept`]) and frames bytes as
-//!   binary messages; [`reality`] answers its own clients and splices everyone else to
+//!   binary messages; [`httpupgrade`] reads and answers its upgrade
+//!   ([`httpupgrade::read_upgrade`], [`httpupgrade::accept`]), then the bytes go as
+//!   they are; [`reality`] answers its own clients and splices everyone else to
 //!   the target site.
 //! - [`io::Prefixed`]: bytes already read put back in front of a stream (a header's
 //!   tail, a ClientHello), so a refused handshake can go to a fallback intact.
@@ -27,6 +29,7 @@
 
 pub mod dial;
 pub mod header;
+pub mod httpupgrade;
 pub mod io;
 pub mod listen;
 pub mod reality;

@@ -17,7 +17,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Bytes, Message};
 
-use crate::header::{Header, read_header};
+use crate::header::read_request;
 use crate::io::Prefixed;
 
 /// Largest message accepted from the peer. 1 MiB: a link writes at most one TLS
@@ -120,65 +120,21 @@ pub type ServerStream<S> = Prefixed<WsStream<S>>;
 
 /// An upgrade request read whole: the request, the stream, and what the client sent
 /// behind the request's head (its first frames).
-#[derive(Debug)]
-pub struct Upgrade<S> {
-    /// The parsed request.
-    pub request: UpgradeRequest,
-    /// The stream it came on.
-    pub stream: S,
-    /// Bytes read past the request's head: WebSocket frames, to be read first.
-    pub rest: Vec<u8>,
-}
+pub type Upgrade<S> = crate::header::Upgrade<S, UpgradeRequest>;
 
-/// A request that is not an upgrade for this server (another path, not HTTP, cut
-/// short): the stream and every byte read from it, for a fallback.
-#[derive(Debug)]
-pub struct Refused<S> {
-    /// The stream.
-    pub stream: S,
-    /// Every byte read from it.
-    pub read: Vec<u8>,
-    /// Why, when the request was whole but wrong (for logs); `None` when the client
-    /// stopped sending or the deadline passed first.
-    pub why: Option<String>,
-}
+pub use crate::header::Refused;
 
 /// Reads an upgrade request from `stream` until `deadline`, at most
 /// [`websocket::MAX_HEAD_LEN`] bytes, checked against `config`.
 pub async fn read_upgrade<S: AsyncRead + Unpin>(
-    mut stream: S,
+    stream: S,
     config: &UpgradeConfig,
     deadline: Instant,
 ) -> Result<Upgrade<S>, Refused<S>> {
-    let mut buf = Vec::with_capacity(1024);
-    let parsed = read_header(
-        &mut stream,
-        &mut buf,
-        websocket::MAX_HEAD_LEN,
-        deadline,
-        |b| websocket::parse_upgrade(b, config),
-    )
-    .await;
-    match parsed {
-        Header::Parsed((request, used)) => {
-            let rest = buf.split_off(used);
-            Ok(Upgrade {
-                request,
-                stream,
-                rest,
-            })
-        }
-        Header::Rejected(why) => Err(Refused {
-            stream,
-            read: buf,
-            why: Some(why),
-        }),
-        Header::Incomplete => Err(Refused {
-            stream,
-            read: buf,
-            why: None,
-        }),
-    }
+    read_request(stream, websocket::MAX_HEAD_LEN, deadline, |b| {
+        websocket::parse_upgrade(b, config)
+    })
+    .await
 }
 
 /// Answers `request` with `101 Switching Protocols` on `stream`.

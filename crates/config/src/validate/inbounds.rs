@@ -72,6 +72,73 @@ pub fn ss_key(text: &str, method: SsMethod) -> Result<Vec<u8>, SsKeyError> {
 /// ([`crate::reality::check_inbound`]), then the node's own (the private key, at least
 /// one short id, the client versions). `f` names a field of the inbound;
 /// `allow_private` is `node.allow_private_destinations`.
+/// The longest HTTPUpgrade path accepted: it is one line of a request head the
+/// node reads at most 8 KiB of.
+const MAX_HTTP_UPGRADE_PATH: usize = 1024;
+
+/// An HTTPUpgrade transport's path (`/` first, visible ASCII, no query: HTTPUpgrade
+/// has no early data here) and host (a DNS name or an IP address).
+fn validate_http_upgrade(
+    path: &str,
+    host: Option<&str>,
+    f: &impl Fn(&str) -> String,
+) -> Result<(), ConfigError> {
+    if !path.starts_with('/') {
+        return Err(invalid(f("transport.path"), "must start with '/'"));
+    }
+    if path.len() > MAX_HTTP_UPGRADE_PATH {
+        return Err(invalid(
+            f("transport.path"),
+            format!("longer than {MAX_HTTP_UPGRADE_PATH} bytes"),
+        ));
+    }
+    if !path.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(invalid(
+            f("transport.path"),
+            "use visible ASCII only (no spaces or control characters; percent-encode the rest)",
+        ));
+    }
+    if path.contains('?') {
+        return Err(invalid(
+            f("transport.path"),
+            "a query is not part of the path (HTTPUpgrade takes no early-data hint)",
+        ));
+    }
+    if let Some(host) = host
+        && !host_ok(host)
+    {
+        return Err(invalid(
+            f("transport.host"),
+            format!("{host:?} is not a host name or IP address (give it without port)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `host` is an IP address (IPv6 bracketed or not) or a DNS name: labels of
+/// 1-63 letters, digits, '-' or '_', not starting or ending with '-', 253 bytes at
+/// most.
+fn host_ok(host: &str) -> bool {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if bare.parse::<IpAddr>().is_ok() {
+        return true;
+    }
+    let name = host.strip_suffix('.').unwrap_or(host);
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            (1..=63).contains(&label.len())
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+}
+
 fn validate_reality(
     ib: &InboundConfig,
     f: &dyn Fn(&str) -> String,
@@ -176,6 +243,9 @@ impl NodeConfig {
                     f("transport.path"),
                     "a query is not part of the path: only `?ed=N` (the early-data hint of share links, ignored) may follow it",
                 ));
+            }
+            if let Transport::HttpUpgrade { path, host } = &ib.transport {
+                validate_http_upgrade(path, host.as_deref(), &f)?;
             }
             if let Security::Tls {
                 cert,

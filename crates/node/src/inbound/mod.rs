@@ -1,7 +1,7 @@
 //! Inbounds: listeners, the transport and security layers, and the hand-off to each
 //! protocol.
 //!
-//! The layers (TCP listener, TLS, REALITY, WebSocket) are the shared transport
+//! The layers (TCP listener, TLS, REALITY, WebSocket, HTTPUpgrade) are the shared transport
 //! layer's ([`switchyard_transport`]); the node adds its policy: deadlines,
 //! pre-authentication limits, gates and fallbacks. Every connection gets one deadline
 //! for its whole handshake (TLS, WebSocket upgrade, protocol header); a connection
@@ -31,6 +31,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
 use switchyard_proto::websocket::{EarlyData, UpgradeConfig};
+use switchyard_transport::httpupgrade;
 use switchyard_transport::listen::{BindOptions, Listener, TcpListener};
 use switchyard_transport::ws::{self, Refused, Upgrade};
 
@@ -41,8 +42,8 @@ pub(crate) use io::{BoxIo, Gate, Gated, Prefixed};
 use records::Records;
 use vision::RawTls;
 
-/// What a WebSocket client may send beneath the WebSocket layer before it has
-/// authenticated. 64 KiB: a VLESS or Trojan header with the first payload chunk of
+/// What a WebSocket (or HTTPUpgrade) client may send beneath the WebSocket layer (or
+/// behind the upgrade) before it has authenticated. 64 KiB: a VLESS or Trojan header with the first payload chunk of
 /// sing-box (32 KiB) or Xray (8 KiB) fits; a hostile peer cannot make the node
 /// assemble a 1 MiB message before proving who it is.
 pub(crate) const MAX_WS_UNAUTHENTICATED: usize = 64 * 1024;
@@ -234,7 +235,8 @@ pub(crate) struct Conn {
     /// The handshake's deadline.
     pub(crate) deadline: Instant,
     pending: state::Unauthenticated,
-    /// Opens on authentication: a WebSocket stream reads little until then.
+    /// Opens on authentication: a WebSocket or HTTPUpgrade stream reads little until
+    /// then.
     gate: Arc<Gate>,
 }
 
@@ -339,6 +341,12 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
                 None => return,
             }
         }
+        Transport::HttpUpgrade { path, host } => {
+            match http_upgrade(&ctx, &rt, stream, path, host.as_deref(), &conn).await {
+                Some(up) => up,
+                None => return,
+            }
+        }
     };
     match ctx.config.protocol {
         Protocol::Vless => vless::serve(&ctx, &rt, stream, conn).await,
@@ -372,13 +380,7 @@ async fn upgrade(
         rest,
     } = match ws::read_upgrade(stream, &config, conn.deadline).await {
         Ok(upgrade) => upgrade,
-        Err(Refused { stream, read, why }) => {
-            if let Some(why) = why {
-                tracing::debug!(inbound = %ctx.config.tag, "WebSocket upgrade refused: {why}");
-            }
-            fallback::reject(ctx, rt, stream, read, conn).await;
-            return None;
-        }
+        Err(refused) => return refuse(ctx, rt, "WebSocket upgrade", refused, conn).await,
     };
     if ws::answer(&request, &mut stream).await.is_err() {
         return None;
@@ -393,6 +395,54 @@ async fn upgrade(
         MAX_WS_UNAUTHENTICATED,
     );
     Some(Box::new(ws::server(gated, early).await))
+}
+
+/// Hands a refused upgrade (`what`) to the fallback with every byte read, or holds
+/// it; logs why when the request was whole but wrong.
+async fn refuse(
+    ctx: &Ctx,
+    rt: &Runtime,
+    what: &str,
+    refused: Refused<BoxIo>,
+    conn: &Conn,
+) -> Option<BoxIo> {
+    if let Some(why) = refused.why {
+        tracing::debug!(inbound = %ctx.config.tag, "{what} refused: {why}");
+    }
+    fallback::reject(ctx, rt, refused.stream, refused.read, conn).await;
+    None
+}
+
+/// Answers an HTTPUpgrade request for the configured path and host; anything else
+/// goes to the fallback (or is held), with every byte read.
+async fn http_upgrade(
+    ctx: &Ctx,
+    rt: &Runtime,
+    stream: BoxIo,
+    path: &str,
+    host: Option<&str>,
+    conn: &Conn,
+) -> Option<BoxIo> {
+    let config = switchyard_proto::httpupgrade::Config {
+        path: path.to_owned(),
+        host: host.map(str::to_owned),
+    };
+    let httpupgrade::Upgrade {
+        request,
+        mut stream,
+        rest,
+    } = match httpupgrade::read_upgrade(stream, &config, conn.deadline).await {
+        Ok(upgrade) => upgrade,
+        Err(refused) => return refuse(ctx, rt, "HTTPUpgrade", refused, conn).await,
+    };
+    let answered = timeout_at(conn.deadline, httpupgrade::answer(&request, &mut stream)).await;
+    if !matches!(answered, Ok(Ok(()))) {
+        return None;
+    }
+    // The bytes behind the request head are the protocol's header: read first, and
+    // like everything below, gated until the client authenticates.
+    let gated = Gated::new(stream, conn.gate.clone(), MAX_WS_UNAUTHENTICATED);
+    Some(Box::new(Prefixed::new(rest, gated)))
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod config_hardening;
 mod config_paths;
 mod control_api;
 mod control_auth;
+mod httpupgrade;
 mod inline_tls;
 mod journal_disk;
 mod live_config;

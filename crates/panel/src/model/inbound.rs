@@ -56,6 +56,18 @@ pub enum InboundTransport {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         host: Option<String>,
     },
+    /// HTTPUpgrade: an HTTP/1.1 upgrade request, answered `101`, then the bytes as
+    /// they are (no WebSocket framing). Every client app family of the
+    /// subscription formats speaks it (Xray-based apps, sing-box 1.8+, mihomo).
+    #[serde(rename = "httpupgrade")]
+    HttpUpgrade {
+        /// The request path, starting with `/`, without a query.
+        #[schema(max_length = 256, pattern = r"^/[^?\x00-\x1f\x7f-\x9f]*$")]
+        path: String,
+        /// The `Host` the node expects and clients send; any when unset.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
+    },
 }
 
 /// Where a TLS inbound's certificate comes from.
@@ -263,6 +275,21 @@ pub fn check_inbound(
             return Err(FieldError::new(
                 "transport.path",
                 "must start with / and be at most 256 characters",
+            ));
+        }
+        if let Some(h) = host {
+            check_host("transport.host", h)?;
+        }
+    }
+    if let InboundTransport::HttpUpgrade { path, host } = transport {
+        if !path.starts_with('/')
+            || path.len() > 256
+            || path.contains('?')
+            || path.chars().any(char::is_control)
+        {
+            return Err(FieldError::new(
+                "transport.path",
+                "must start with /, have no query and be at most 256 characters",
             ));
         }
         if let Some(h) = host {
@@ -661,6 +688,65 @@ mod tests {
                 2.0
             )
             .is_ok()
+        );
+    }
+
+    #[test]
+    fn httpupgrade_errors_name_the_field() {
+        let up = |path: &str, host: Option<&str>| InboundTransport::HttpUpgrade {
+            path: path.into(),
+            host: host.map(str::to_owned),
+        };
+        let none = InboundSecurity::None;
+        let check = |protocol, transport: &InboundTransport| {
+            check_inbound(protocol, 443, transport, &none, None, 1.0).map_err(|e| e.field)
+        };
+        assert_eq!(
+            check(Protocol::Vless, &up("/up", Some("cdn.example.com"))),
+            Ok(())
+        );
+        assert_eq!(check(Protocol::Trojan, &up("/", None)), Ok(()));
+        for path in [
+            "up",
+            "/up?ed=2048",
+            "/a\u{7}",
+            &format!("/{}", "a".repeat(256)),
+        ] {
+            let e =
+                check_inbound(Protocol::Vless, 443, &up(path, None), &none, None, 1.0).unwrap_err();
+            assert_eq!(e.field, "transport.path", "{path:?}");
+            assert_eq!(
+                e.message,
+                "must start with /, have no query and be at most 256 characters"
+            );
+        }
+        assert_eq!(
+            check(Protocol::Vless, &up("/up", Some("bad host"))),
+            Err("transport.host".to_owned())
+        );
+        let ss = check_inbound(
+            Protocol::Shadowsocks,
+            443,
+            &up("/up", None),
+            &none,
+            Some("2022-blake3-aes-128-gcm"),
+            1.0,
+        );
+        assert_eq!(ss.map_err(|e| e.field), Err("transport".to_owned()));
+        // Vision is for VLESS over TCP only.
+        let tls = InboundSecurity::Tls {
+            certificate: TlsCertificate::SelfSigned,
+        };
+        assert_eq!(
+            check_reality_and_flow(
+                Protocol::Vless,
+                &up("/up", None),
+                &tls,
+                Some(Flow::Vision),
+                None
+            )
+            .map_err(|e| e.field),
+            Err("flow".to_owned())
         );
     }
 }

@@ -67,6 +67,10 @@ pub fn entry(
             path: path.clone(),
             host: host.clone(),
         },
+        InboundTransport::HttpUpgrade { path, host } => EntryTransport::HttpUpgrade {
+            path: path.clone(),
+            host: host.clone(),
+        },
     };
     let tls = match &inbound.security {
         InboundSecurity::None => None,

@@ -1,5 +1,6 @@
 // Creating and editing an inbound: its server, display name, protocol, port,
-// transport, security (TLS or REALITY), flow and weight. A REALITY inbound's public
+// transport (TCP, WebSocket or HTTPUpgrade, the last two with a path and a Host
+// header), security (TLS or REALITY), flow and weight. A REALITY inbound's public
 // key (the panel makes the pair; the private key is never shown) is shown once it is
 // saved, with a copy button.
 
@@ -26,7 +27,7 @@ export function inboundForm(servers, inbound) {
         .map((m) => h("option", { value: m, selected: i.method === m }, m)));
     const port = h("input", { name: "port", type: "number", min: 1, max: 65535, required: true, value: i.port });
     const transport = h("select", { name: "transport" },
-      [["tcp", "TCP"], ["ws", "WebSocket"]].map(([v, t]) => h("option", { value: v, selected: i.transport.type === v }, t)));
+      [["tcp", "TCP"], ["ws", "WebSocket"], ["httpupgrade", "HTTPUpgrade"]].map(([v, t]) => h("option", { value: v, selected: i.transport.type === v }, t)));
     const path = h("input", { name: "transport.path", value: i.transport.path || "/", placeholder: "/ws" });
     const wsHost = h("input", { name: "transport.host", value: i.transport.host || "" });
     const tls = i.security.type === "reality" ? "reality"
@@ -66,7 +67,9 @@ export function inboundForm(servers, inbound) {
     const flowBox = h("div", { class: "group" }, field("Flow", flow, "VLESS over TCP with TLS or REALITY"));
     const sniBox = h("div", { class: "group" }, field("TLS server name (SNI)", sni));
     const sync = () => {
-      ws.hidden = transport.value !== "ws";
+      // WebSocket and HTTPUpgrade both have a path and a Host header.
+      ws.hidden = transport.value === "tcp";
+      path.placeholder = transport.value === "httpupgrade" ? "/up" : "/ws";
       files.hidden = security.value !== "files";
       ss.hidden = protocol.value !== "shadowsocks";
       reality.hidden = security.value !== "reality";
@@ -92,7 +95,8 @@ export function inboundForm(servers, inbound) {
       const body = {
         server_id: Number(server.value), name: name.value.trim(), protocol: protocol.value,
         port: Number(port.value),
-        transport: transport.value === "ws" ? { type: "ws", path: path.value, host: wsHost.value.trim() || undefined } : { type: "tcp" },
+        transport: transport.value === "tcp" ? { type: "tcp" }
+          : { type: transport.value, path: path.value, host: wsHost.value.trim() || undefined },
         security: security.value === "none" ? { type: "none" }
           : security.value === "reality" ? {
             type: "reality", dest: dest.value.trim(), server_names: list(serverNames), short_ids: list(shortIds),

@@ -9,6 +9,7 @@
 //! ```text
 //! vless://UUID@HOST:PORT?type=ws&path=%2Fws&host=H&security=tls&sni=S&allowInsecure=1&alpn=h2%2Chttp%2F1.1&fp=chrome&encryption=none&flow=F#NAME
 //! vless://UUID@HOST:PORT?type=tcp&security=reality&sni=S&fp=chrome&pbk=PUBLICKEY&sid=SHORTID&encryption=none&flow=xtls-rprx-vision#NAME
+//! vless://UUID@HOST:PORT?type=httpupgrade&path=%2Fup&host=H&security=tls&sni=S&encryption=none#NAME
 //! trojan://PASSWORD@HOST:PORT?type=tcp&security=tls&sni=S#NAME
 //! ss://2022-blake3-aes-128-gcm:SERVERKEY%3AUSERKEY@HOST:PORT#NAME      (SIP002, 2022 methods)
 //! ss://BASE64URL(method:password)@HOST:PORT#NAME                         (SIP002, other methods)
@@ -58,6 +59,8 @@
 //! [`EntryTls::certificate_pem`]: crate::entry::EntryTls::certificate_pem
 //! [`EntryTls::certificate_sha256`]: crate::entry::EntryTls::certificate_sha256
 
+#[cfg(test)]
+mod httpupgrade_tests;
 mod parse;
 mod percent;
 #[cfg(test)]
@@ -109,8 +112,9 @@ pub enum LinkError {
     /// A part of the link has a malformed `%XX` escape or is not UTF-8 once decoded.
     #[error("the link's {0} has a malformed %-escape or is not UTF-8")]
     BadEncoding(&'static str),
-    /// The `type` parameter names a transport other than `tcp` and `ws`.
-    #[error("unsupported transport type={0:?}: only tcp and ws are read")]
+    /// The `type` parameter names a transport other than `tcp`, `ws` and
+    /// `httpupgrade`.
+    #[error("unsupported transport type={0:?}: only tcp, ws and httpupgrade are read")]
     UnsupportedTransport(String),
     /// The `security` parameter names something other than `none`, `tls` and
     /// `reality`.
@@ -227,6 +231,13 @@ fn query(entry: &Entry) -> Vec<(&'static str, String)> {
         EntryTransport::Tcp => params.push(("type", "tcp".to_owned())),
         EntryTransport::Ws { path, host } => {
             params.push(("type", "ws".to_owned()));
+            params.push(("path", path.clone()));
+            if let Some(host) = host {
+                params.push(("host", host.clone()));
+            }
+        }
+        EntryTransport::HttpUpgrade { path, host } => {
+            params.push(("type", "httpupgrade".to_owned()));
             params.push(("path", path.clone()));
             if let Some(host) = host {
                 params.push(("host", host.clone()));

@@ -190,6 +190,10 @@ fn transport(params: &Params) -> Result<EntryTransport, LinkError> {
             path: params.get("path").unwrap_or("/").to_owned(),
             host: params.non_empty("host").map(str::to_owned),
         }),
+        "httpupgrade" => Ok(EntryTransport::HttpUpgrade {
+            path: params.get("path").unwrap_or("/").to_owned(),
+            host: params.non_empty("host").map(str::to_owned),
+        }),
         other => Err(LinkError::UnsupportedTransport(excerpt(other))),
     }
 }

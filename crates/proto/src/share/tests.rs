@@ -466,6 +466,8 @@ pub(crate) fn linkable_entry() -> impl Strategy<Value = Entry> {
         Just(EntryTransport::Tcp),
         (text, proptest::option::of(some_text))
             .prop_map(|(path, host)| EntryTransport::Ws { path, host }),
+        (text, proptest::option::of(some_text))
+            .prop_map(|(path, host)| EntryTransport::HttpUpgrade { path, host }),
     ];
     let protocol = prop_oneof![
         (some_text, proptest::option::of(some_text))
@@ -523,6 +525,7 @@ fn foreign_link() -> impl Strategy<Value = String> {
     let known = prop_oneof![
         Just("tcp".to_owned()),
         Just("ws".to_owned()),
+        Just("httpupgrade".to_owned()),
         Just("tls".to_owned()),
         Just("none".to_owned()),
         Just("reality".to_owned()),
@@ -620,7 +623,7 @@ fn every_served_shape_round_trips_into_the_same_client_configs() {
 
     let mut served = Vec::new();
     for protocol in [e::vless(), e::trojan()] {
-        for transport in [EntryTransport::Tcp, e::ws()] {
+        for transport in [EntryTransport::Tcp, e::ws(), e::httpupgrade()] {
             let insecure = Some(EntryTls {
                 insecure: true,
                 ..EntryTls::default()

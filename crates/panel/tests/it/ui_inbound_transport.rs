@@ -1,0 +1,96 @@
+//! In a real headless Chromium: the inbound form's transport select offers
+//! HTTPUpgrade, shows the path and Host header fields for it (as for WebSocket, none
+//! for TCP), and saves an HTTPUpgrade inbound with them.
+
+use crate::live;
+use crate::ui_common::{click, password, type_into, unlabelled};
+
+use switchyard_panel::model::InboundTransport;
+use switchyard_testkit::Browser;
+use switchyard_testkit::browser::DEFAULT_WAIT;
+
+/// Picks `value` in the open dialog's transport select, as a person would.
+async fn pick_transport(b: &Browser, value: &str) {
+    b.execute(
+        "const s = document.querySelector('dialog[open] select[name=transport]'); \
+         s.value = arguments[0]; s.dispatchEvent(new Event('change'));",
+        vec![serde_json::json!(value)],
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_httpupgrade_inbound_through_the_form_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let (panel, http) = live::panel(dir.path()).await;
+    let store = panel.state.store().clone();
+    let cluster = store
+        .create_cluster("Europe", live::now())
+        .await
+        .unwrap()
+        .id;
+    let server = live::server(&panel, cluster, "de-1").await;
+    let b = Browser::start().await.unwrap();
+    b.goto(&format!("http://{http}/")).await.unwrap();
+    type_into(&b, "form.login input[name=username]", "admin").await;
+    type_into(&b, "form.login input[name=password]", &password(dir.path())).await;
+    b.press("Enter").await.unwrap();
+    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
+    b.goto(&format!("http://{http}/#/clusters/{cluster}"))
+        .await
+        .unwrap();
+
+    click(&b, "[data-new-inbound]").await;
+    b.wait_for("dialog[open] select[name=transport]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let options = b
+        .execute(
+            "return [...document.querySelectorAll('dialog[open] select[name=transport] option')]
+                .map((o) => [o.value, o.textContent]);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        options,
+        serde_json::json!([
+            ["tcp", "TCP"],
+            ["ws", "WebSocket"],
+            ["httpupgrade", "HTTPUpgrade"]
+        ])
+    );
+    let path = "dialog[open] input[name='transport.path']";
+    let host = "dialog[open] input[name='transport.host']";
+    for (transport, shown) in [("tcp", false), ("httpupgrade", true)] {
+        pick_transport(&b, transport).await;
+        for css in [path, host] {
+            let displayed = b.find(css).await.unwrap().is_displayed().await.unwrap();
+            assert_eq!(displayed, shown, "{transport}: {css}");
+        }
+    }
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the HTTPUpgrade inbound form"
+    );
+    type_into(&b, "dialog[open] input[name=name]", "Frankfurt up").await;
+    let field = b.find(path).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys("/up").await.unwrap();
+    type_into(&b, host, "cdn.example.com").await;
+    click(&b, "dialog[open] button[type=submit]").await;
+    b.wait_until_text(".inbound-chip .chip-name", "Frankfurt up", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let saved = store.inbounds(Some(server), None).await.unwrap();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(
+        saved[0].transport,
+        InboundTransport::HttpUpgrade {
+            path: "/up".into(),
+            host: Some("cdn.example.com".into()),
+        }
+    );
+}
