@@ -20,7 +20,7 @@
 //! Early data (Xray's `?ed=` in `Sec-WebSocket-Protocol`) is not supported: a
 //! request carrying it is an ordinary request whose header is ignored.
 
-use crate::websocket::accept_key;
+use crate::websocket::{accept_key, has_token, same_host};
 
 /// The longest request or response head read; a longer one is
 /// [`HttpUpgradeError::TooLarge`].
@@ -213,24 +213,6 @@ pub fn parse_response(buf: &[u8]) -> Result<Option<(Response, usize)>, HttpUpgra
         return Err(HttpUpgradeError::NotUpgrade);
     }
     Ok(Some((response, used)))
-}
-
-/// Whether a comma-separated header value holds `token`, case-insensitively.
-fn has_token(value: &str, token: &str) -> bool {
-    value
-        .split(',')
-        .any(|t| t.trim().eq_ignore_ascii_case(token))
-}
-
-/// Compares a `Host` header with a configured host, ignoring the port and case.
-fn same_host(header: &str, want: &str) -> bool {
-    let name = if let Some(rest) = header.strip_prefix('[') {
-        rest.split_once(']').map_or(rest, |(ip, _)| ip)
-    } else {
-        header.rsplit_once(':').map_or(header, |(name, _)| name)
-    };
-    let want = want.trim_start_matches('[').trim_end_matches(']');
-    name.eq_ignore_ascii_case(want)
 }
 
 #[cfg(test)]

@@ -209,14 +209,14 @@ fn decode_early(text: &str) -> Result<Vec<u8>, WebSocketError> {
 }
 
 /// Whether a comma-separated header value holds `token`, case-insensitively.
-fn has_token(value: &str, token: &str) -> bool {
+pub(crate) fn has_token(value: &str, token: &str) -> bool {
     value
         .split(',')
         .any(|t| t.trim().eq_ignore_ascii_case(token))
 }
 
 /// Compares a `Host` header with a configured host, ignoring the port and case.
-fn same_host(header: &str, want: &str) -> bool {
+pub(crate) fn same_host(header: &str, want: &str) -> bool {
     let name = if let Some(rest) = header.strip_prefix('[') {
         rest.split_once(']').map_or(rest, |(ip, _)| ip)
     } else {

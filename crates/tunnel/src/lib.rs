@@ -34,7 +34,5 @@ pub mod mux;
 pub mod placement;
 pub mod pool;
 pub mod pump;
-pub use switchyard_transport::reality;
 pub mod supervise;
 pub mod user_limits;
-pub use switchyard_transport::ws;

@@ -90,7 +90,7 @@ impl Tunnel {
             },
             window: switchyard_tunnel::half::DEFAULT_WINDOW,
             // No REALITY profile here: private targets stay refused.
-            site: switchyard_tunnel::reality::SiteDialer::checked(false),
+            site: switchyard_transport::reality::SiteDialer::checked(false),
         };
         let relay = relay_rt
             .spawn(RelayHalf::start(spec))

@@ -18,8 +18,8 @@ use crate::link::cert::swappable_server_config;
 use crate::link::transport::{Acceptor, Target};
 use crate::link::{AddressStatus, Admitted, Dialer, DialerConfig, Pin};
 use crate::pool::{Balancing, Pool};
-use crate::reality::SiteDialer;
 use crate::user_limits::UserLimits;
+use switchyard_transport::reality::SiteDialer;
 
 /// An origin as the relay dials it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,7 +248,7 @@ pub struct OriginListenSpec {
     /// The largest receive window of a stream, bytes ([`super::DEFAULT_WINDOW`]).
     pub window: u32,
     /// How REALITY profiles reach their target site to splice probers to it
-    /// ([`crate::reality::site`]).
+    /// ([`switchyard_transport::reality::site`]).
     pub site: SiteDialer,
 }
 

@@ -17,8 +17,8 @@ use crate::link::transport::Acceptor;
 use crate::mux::MuxConfig;
 use crate::mux::MuxStream;
 use crate::pool::{Balancing, OriginStatus, Pool, PoolError};
-use crate::reality::SiteDialer;
 use crate::user_limits::UserLimits;
+use switchyard_transport::reality::SiteDialer;
 
 /// What a relay half needs (reverse mode).
 #[derive(Clone, Debug)]
@@ -42,7 +42,7 @@ pub struct RelaySpec {
     /// The largest receive window of a stream, bytes ([`super::DEFAULT_WINDOW`]).
     pub window: u32,
     /// How REALITY profiles reach their target site to splice probers to it
-    /// ([`crate::reality::site`]).
+    /// ([`switchyard_transport::reality::site`]).
     pub site: SiteDialer,
 }
 

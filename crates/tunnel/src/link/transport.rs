@@ -29,7 +29,7 @@ use switchyard_transport::{BoxIo, ws};
 
 use super::cert::client_config;
 use super::pin::{Pin, PinError, pin_error_in};
-use crate::reality::{self, Accepted, ClientSettings, ServerSettings, SiteDialer};
+use switchyard_transport::reality::{self, Accepted, ClientSettings, ServerSettings, SiteDialer};
 
 /// A link's byte stream after TLS, whatever carries it: the transport layer's
 /// [`BoxIo`].
@@ -83,7 +83,7 @@ pub enum Transport {
     },
     /// TLS 1.3 with REALITY on TCP: the listening side answers only hellos sealed
     /// with its key and splices everyone else to a real site; its public key is the
-    /// pin ([`crate::reality`]).
+    /// pin ([`switchyard_transport::reality`]).
     Reality(RealityLink),
 }
 

@@ -113,7 +113,7 @@ pub async fn relay(
         limits: Default::default(),
         window: switchyard_tunnel::half::DEFAULT_WINDOW,
         // No REALITY profile here: private targets stay refused.
-        site: switchyard_tunnel::reality::SiteDialer::checked(false),
+        site: switchyard_transport::reality::SiteDialer::checked(false),
     })
     .await
     .unwrap()
@@ -209,6 +209,6 @@ pub fn listen_spec(
         profiles: profiles.to_vec(),
         window: switchyard_tunnel::half::DEFAULT_WINDOW,
         // No REALITY profile here: private targets stay refused.
-        site: switchyard_tunnel::reality::SiteDialer::checked(false),
+        site: switchyard_transport::reality::SiteDialer::checked(false),
     }
 }

@@ -59,7 +59,7 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
         limits: Default::default(),
         window: switchyard_tunnel::half::DEFAULT_WINDOW,
         // No REALITY profile here: private targets stay refused.
-        site: switchyard_tunnel::reality::SiteDialer::checked(false),
+        site: switchyard_transport::reality::SiteDialer::checked(false),
     })
     .await
     .unwrap();
@@ -281,7 +281,7 @@ async fn a_reissued_certificate_applies_live_and_key_pins_keep_working() {
         limits: Default::default(),
         window: switchyard_tunnel::half::DEFAULT_WINDOW,
         // No REALITY profile here: private targets stay refused.
-        site: switchyard_tunnel::reality::SiteDialer::checked(false),
+        site: switchyard_transport::reality::SiteDialer::checked(false),
     })
     .await
     .unwrap();

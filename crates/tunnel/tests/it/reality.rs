@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use rustls::pki_types::ServerName;
 use switchyard_proto::client_hello;
 use switchyard_proto::reality::{Policy, PrivateKey, ReplayFilter, SealForm, ShortId};
+use switchyard_transport::reality::{Accepted, ClientSettings, ServerSettings, accept, connect};
 use switchyard_tunnel::link::cert::{issue, server_config};
-use switchyard_tunnel::reality::{Accepted, ClientSettings, ServerSettings, accept, connect};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -74,7 +74,7 @@ async fn server(key: &PrivateKey, dest: SocketAddr) -> (SocketAddr, mpsc::Receiv
         },
         dest: dest.to_string(),
         // The test's site is on 127.0.0.1: allowed here, explicitly.
-        site: switchyard_tunnel::reality::SiteDialer::checked(true),
+        site: switchyard_transport::reality::SiteDialer::checked(true),
         replay: Arc::new(Mutex::new(ReplayFilter::new(60_000, now().1))),
     });
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use switchyard_proto::reality::{PrivateKey, ShortId};
+use switchyard_transport::reality::SiteDialer;
 use switchyard_tunnel::half::{DEFAULT_WINDOW, Profile, RelayHalf, RelaySpec};
 use switchyard_tunnel::link::cert::issue;
 use switchyard_tunnel::link::transport::{RealityLink, Transport};
 use switchyard_tunnel::pool::Balancing;
-use switchyard_tunnel::reality::SiteDialer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -125,7 +125,7 @@ async fn the_guard_refuses_private_addresses_and_names_and_says_why() {
     for dest in ["127.0.0.1:9", "[::1]:9", "10.0.0.1:9", "localhost:9"] {
         let e = SiteDialer::checked(false).dial(dest).await.unwrap_err();
         assert!(
-            matches!(e, switchyard_tunnel::reality::SiteError::Refused { .. }),
+            matches!(e, switchyard_transport::reality::SiteError::Refused { .. }),
             "{dest}: {e}"
         );
         assert!(
