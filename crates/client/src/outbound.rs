@@ -208,8 +208,15 @@ impl Outbound {
                     .unwrap_or_else(|| entry.server.clone());
                 let server_name = ServerName::try_from(name.clone())
                     .map_err(|_| unsupported(UnsupportedEntry::ServerName(name.clone())))?;
+                let mut config = tls::tls_config(t, &name).map_err(unsupported)?;
+                if matches!(entry.transport, EntryTransport::Grpc { .. }) {
+                    // gRPC is HTTP/2: servers (and CDNs) pick it by ALPN.
+                    let mut h2 = rustls::ClientConfig::clone(&config);
+                    h2.alpn_protocols = vec![b"h2".to_vec()];
+                    config = std::sync::Arc::new(h2);
+                }
                 layers.push(Layer::Tls {
-                    config: tls::tls_config(t, &name).map_err(unsupported)?,
+                    config,
                     server_name,
                 });
             }
@@ -230,6 +237,16 @@ impl Outbound {
                 host: http_host(host),
                 path: path.clone(),
             }),
+            // Streams of this outbound (and its clones) share one HTTP/2 connection.
+            EntryTransport::Grpc {
+                service_name,
+                authority,
+                multi,
+            } => layers.push(Layer::grpc(
+                http_host(authority),
+                service_name.clone(),
+                *multi,
+            )),
             _ => {}
         }
         let stack = Stack::to(&entry.server, entry.port, layers);
@@ -367,7 +384,7 @@ impl Outbound {
 
     /// The transport to the server: TCP, then TLS and WebSocket or HTTPUpgrade when
     /// the entry has them, before the protocol's request. A failure names its step as the
-    /// client's errors always did: `tcp`, `tls`, `websocket` or `httpupgrade`.
+    /// client's errors always did: `tcp`, `tls`, `websocket`, `httpupgrade` or `grpc`.
     async fn stream(&self) -> Result<BoxIo, OutboundError> {
         self.stack
             .connect()
@@ -383,6 +400,7 @@ fn step_name(step: Step) -> &'static str {
         Step::Tls => "tls",
         Step::WebSocket => "websocket",
         Step::HttpUpgrade => "httpupgrade",
+        Step::Grpc => "grpc",
         // The client refuses REALITY entries; any other step is the transport's own.
         Step::Reality => "reality",
         _ => "transport",

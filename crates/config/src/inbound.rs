@@ -19,6 +19,10 @@ pub enum Protocol {
     Shadowsocks,
     /// SOCKS5 with username/password, for local use and tests.
     Socks,
+    /// Hysteria 2: QUIC on the inbound's UDP port, under TLS, with HTTP/3
+    /// authentication (users' `hysteria2` passwords); its own settings are
+    /// [`InboundConfig::hysteria2`].
+    Hysteria2,
 }
 
 /// How bytes travel under the protocol.
@@ -44,6 +48,13 @@ pub enum Transport {
         /// The expected `Host` header; any when unset.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         host: Option<String>,
+    },
+    /// gRPC ("gun"): HTTP/2 requests for `/{service_name}/Tun` (and, Xray's multi mode,
+    /// `/{service_name}/TunMulti`), each one a stream carried in gRPC messages;
+    /// several streams share one connection.
+    Grpc {
+        /// The gRPC service name: letters, digits, `_`, `.` and `-`.
+        service_name: String,
     },
 }
 
@@ -242,6 +253,53 @@ pub struct InboundConfig {
     /// Shadowsocks only: the server key (base64), the first part of users' passwords.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<Secret>,
+    /// Hysteria 2 only: its settings; unset, every default of
+    /// [`Hysteria2Settings`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hysteria2: Option<Hysteria2Settings>,
+}
+
+/// A Hysteria 2 inbound's own settings (docs/node.md, "Hysteria 2").
+///
+/// The rates are in megabits per second from the node's side, as the official
+/// server's `bandwidth` names them: `up_mbps` is what the node sends a client,
+/// `down_mbps` what it takes from one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hysteria2Settings {
+    /// Salamander obfuscation: with a password every UDP packet is scrambled with it
+    /// (no QUIC or TLS visible on the wire) and clients must give the same one
+    /// (`obfs: salamander`); unset, plain QUIC. A secret: reads show `"<redacted>"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub obfs_password: Option<Secret>,
+    /// The most the node sends one client, Mbit/s: a client that declares its
+    /// download rate gets Brutal at the lower of the two. Unset: the client's rate
+    /// as it declares it (BBR for a client that declares none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_mbps: Option<u64>,
+    /// The most the node takes from one client, Mbit/s, told to clients at
+    /// authentication (`Hysteria-CC-RX`). Unset: no limit (`0`), clients send at
+    /// their own declared rate or congestion control.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_mbps: Option<u64>,
+    /// Whether users' UDP is carried (QUIC datagrams). On by default.
+    #[serde(default = "yes")]
+    pub udp: bool,
+}
+
+impl Default for Hysteria2Settings {
+    fn default() -> Self {
+        Self {
+            obfs_password: None,
+            up_mbps: None,
+            down_mbps: None,
+            udp: true,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn unspecified() -> IpAddr {

@@ -38,11 +38,13 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use inbound::{Flow, InboundConfig, Protocol, Security, SsMethod, TlsSource, Transport};
+pub use inbound::{
+    Flow, Hysteria2Settings, InboundConfig, Protocol, Security, SsMethod, TlsSource, Transport,
+};
 pub use outbound::{OutboundConfig, OutboundKind, RouteConfig, Via};
 pub use secret::{REDACTED, Secret, constant_time_eq};
 pub use tunnel::{
-    Balancing, MAX_PROFILES, OriginHalfConfig, RelayHalfConfig, TunnelConfig, TunnelMode,
+    Balancing, MAX_PROFILES, OriginHalfConfig, OuterTls, RelayHalfConfig, TunnelConfig, TunnelMode,
     TunnelOrigin, TunnelProfile, TunnelTransport,
 };
 pub use user::UserConfig;

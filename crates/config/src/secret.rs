@@ -44,6 +44,9 @@ impl super::NodeConfig {
             if let Some(s) = &mut ib.password {
                 out.push((format!("inbounds[{i}].password"), s));
             }
+            if let Some(s) = ib.hysteria2.as_mut().and_then(|h| h.obfs_password.as_mut()) {
+                out.push((format!("inbounds[{i}].hysteria2.obfs_password"), s));
+            }
             match &mut ib.security {
                 super::Security::Tls {
                     key_pem: Some(s), ..
@@ -60,6 +63,7 @@ impl super::NodeConfig {
                 ("trojan", &mut u.trojan),
                 ("shadowsocks", &mut u.shadowsocks),
                 ("socks", &mut u.socks),
+                ("hysteria2", &mut u.hysteria2),
             ];
             for (name, s) in fields {
                 if let Some(s) = s {
@@ -104,8 +108,8 @@ impl super::NodeConfig {
         out
     }
 
-    /// The config with every secret (user credentials, Shadowsocks server keys, inline
-    /// TLS keys, REALITY private keys, tunnel credentials) replaced by [`REDACTED`], for reads.
+    /// The config with every secret (user credentials, Shadowsocks server keys, Hysteria 2
+    /// obfs passwords, inline TLS keys, REALITY private keys, tunnel credentials) replaced by [`REDACTED`], for reads.
     pub fn redacted(&self) -> Self {
         let mut c = self.clone();
         for (_, s) in c.secrets_mut() {

@@ -154,6 +154,24 @@ pub enum TunnelTransport {
         /// The `Host` the dialing side sends.
         #[serde(default)]
         host: String,
+        /// The dialing side only: TLS to the CDN or reverse proxy in front of the
+        /// listening side, under the upgrade.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outer_tls: Option<OuterTls>,
+    },
+    /// An HTTP/1.1 upgrade on `path` answered `101`, then the bytes as they are
+    /// (HTTPUpgrade), pinned TLS inside: what a CDN that passes upgrades but not
+    /// WebSocket framing carries.
+    HttpUpgrade {
+        /// The request path.
+        path: String,
+        /// The `Host` the dialing side sends.
+        #[serde(default)]
+        host: String,
+        /// The dialing side only: TLS to the CDN or reverse proxy in front of the
+        /// listening side, under the upgrade.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outer_tls: Option<OuterTls>,
     },
     /// TLS 1.3 with REALITY on TCP: the listening side answers only the tunnel's
     /// dialing side (its hello sealed with the listening side's key) and splices
@@ -170,6 +188,20 @@ pub enum TunnelTransport {
         #[serde(default)]
         short_id: String,
     },
+}
+
+/// TLS to a CDN or reverse proxy in front of a profile's listening side: it ends
+/// this TLS and passes the upgrade on; the tunnel's own pinned TLS runs inside, end to
+/// end, so the proxy never holds the link's key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OuterTls {
+    /// The CDN's name: the SNI sent and the name its certificate must carry.
+    pub server_name: String,
+    /// A root to trust besides the web's (PEM), for a proxy with a private CA; unset:
+    /// the web's roots only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_pem: Option<String>,
 }
 
 /// The relay's half.

@@ -25,6 +25,9 @@ pub struct UserConfig {
     /// SOCKS5 password (the user name is `name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socks: Option<Secret>,
+    /// Hysteria 2 password (what the client sends as `Hysteria-Auth`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hysteria2: Option<Secret>,
     /// The most distinct source addresses the user may have online at once.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address_limit: Option<u32>,

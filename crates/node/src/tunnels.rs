@@ -14,7 +14,7 @@ use switchyard_tunnel::half::{
 };
 use switchyard_tunnel::link::Pin;
 use switchyard_tunnel::link::pin::PinError;
-use switchyard_tunnel::link::transport::{RealityLink, Transport};
+use switchyard_tunnel::link::transport::{OuterTls, RealityLink, Transport};
 use switchyard_tunnel::mux::MuxStream;
 use switchyard_tunnel::pump::relay;
 use switchyard_tunnel::user_limits::UserLimits;
@@ -87,9 +87,23 @@ fn profiles(ps: &[TunnelProfile], reality_key: Option<&crate::config::Secret>) -
             port: p.port,
             transport: match &p.transport {
                 TunnelTransport::Tls => Transport::Tls,
-                TunnelTransport::Ws { path, host } => Transport::WebSocket {
+                TunnelTransport::Ws {
+                    path,
+                    host,
+                    outer_tls,
+                } => Transport::WebSocket {
                     path: path.clone(),
                     host: host.clone(),
+                    outer: outer_tls.as_ref().map(outer),
+                },
+                TunnelTransport::HttpUpgrade {
+                    path,
+                    host,
+                    outer_tls,
+                } => Transport::HttpUpgrade {
+                    path: path.clone(),
+                    host: host.clone(),
+                    outer: outer_tls.as_ref().map(outer),
                 },
                 TunnelTransport::Reality {
                     server_name,
@@ -108,6 +122,14 @@ fn profiles(ps: &[TunnelProfile], reality_key: Option<&crate::config::Secret>) -
             links: p.links,
         })
         .collect()
+}
+
+/// A profile's TLS to the CDN in front of the listening side.
+fn outer(o: &crate::config::OuterTls) -> OuterTls {
+    OuterTls {
+        server_name: o.server_name.clone(),
+        ca_pem: o.ca_pem.clone(),
+    }
 }
 
 /// The private key of the REALITY profiles when this node is the listening side.

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use sha2::{Digest, Sha224};
+use sha2::{Digest, Sha224, Sha256};
 
 use crate::config::{NodeConfig, constant_time_eq, parse_uuid};
 
@@ -24,6 +24,9 @@ pub struct Users {
     socks: HashMap<String, (String, Arc<User>)>,
     /// Shadowsocks user keys (raw bytes) with their users, in config order.
     pub shadowsocks: Vec<(Vec<u8>, Arc<User>)>,
+    /// Hysteria 2 passwords by their SHA-256, so a look-up's timing says nothing of
+    /// the passwords.
+    hysteria2: HashMap<[u8; 32], Arc<User>>,
 }
 
 /// The hex SHA-224 of a Trojan password, as clients send it.
@@ -58,6 +61,10 @@ impl Users {
                 t.socks
                     .insert(u.name.clone(), (pw.expose().to_owned(), user.clone()));
             }
+            if let Some(pw) = &u.hysteria2 {
+                t.hysteria2
+                    .insert(Sha256::digest(pw.expose().as_bytes()).into(), user.clone());
+            }
             if let Some(key) = &u.shadowsocks {
                 use base64::Engine as _;
                 if let Ok(raw) = base64::engine::general_purpose::STANDARD.decode(key.expose()) {
@@ -78,6 +85,12 @@ impl Users {
         let mut lower = *hash;
         lower.make_ascii_lowercase();
         self.trojan.get(&lower)
+    }
+
+    /// The user with this Hysteria 2 password (a client's `Hysteria-Auth`).
+    pub fn hysteria2(&self, password: &str) -> Option<&Arc<User>> {
+        let digest: [u8; 32] = Sha256::digest(password.as_bytes()).into();
+        self.hysteria2.get(&digest)
     }
 
     /// The user with this SOCKS5 name and password.
@@ -112,10 +125,12 @@ mod tests {
             vless = "b831381d-6324-4d53-ad4f-8cda48b30811"
             trojan = "pw-a"
             socks = "s-a"
+            hysteria2 = "hy-a"
             [[users]]
             name = "bob"
             enabled = false
             trojan = "pw-b"
+            hysteria2 = "hy-b"
             "#,
         )
         .unwrap();
@@ -129,5 +144,8 @@ mod tests {
         assert!(users.trojan(&trojan_hash("pw-b")).is_none());
         assert!(users.socks("alice", "s-a").is_some());
         assert!(users.socks("alice", "wrong").is_none());
+        assert_eq!(users.hysteria2("hy-a").unwrap().name, "alice");
+        assert!(users.hysteria2("hy-b").is_none(), "disabled");
+        assert!(users.hysteria2("HY-A").is_none());
     }
 }

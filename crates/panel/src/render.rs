@@ -74,6 +74,11 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
                     Some(h) => json!({ "type": "httpupgrade", "path": path, "host": h }),
                     None => json!({ "type": "httpupgrade", "path": path }),
                 },
+                // The node serves plain gun and multi mode on the one service name;
+                // multi mode is the clients' choice (their subscription entries).
+                InboundTransport::Grpc { service_name, .. } => {
+                    json!({ "type": "grpc", "service_name": service_name })
+                }
             };
             v["security"] = match &i.security {
                 InboundSecurity::None => json!({ "type": "none" }),
@@ -416,6 +421,15 @@ mod tests {
                 Transport::Ws {
                     path: "/ws".into(),
                     host: None,
+                },
+            ),
+            (
+                InboundTransport::Grpc {
+                    service_name: "tun".into(),
+                    multi_mode: true,
+                },
+                Transport::Grpc {
+                    service_name: "tun".into(),
                 },
             ),
         ];

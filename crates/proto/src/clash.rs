@@ -21,7 +21,9 @@
 //! [`EntryTls::fingerprint`] is `client-fingerprint` (uTLS), and REALITY is
 //! `reality-opts` (`public-key`, `short-id`) beside `tls: true` and `servername`.
 //! HTTPUpgrade is mihomo's `network: ws` with `ws-opts.v2ray-http-upgrade: true`
-//! (`path`, `headers.Host`). An entry's route id is the proxy's `switchyard-route`
+//! (`path`, `headers.Host`); gRPC is `network: grpc` with
+//! `grpc-opts.grpc-service-name`, plain gun (mihomo has neither multi mode nor an
+//! authority). An entry's route id is the proxy's `switchyard-route`
 //! ([`ROUTE_KEY`]), a key mihomo ignores.
 //!
 //! [`entries`] and [`read`] are the reverse: the entries of a Clash config, ours or
@@ -173,6 +175,10 @@ pub fn proxy(entry: &Entry, name: &str) -> Value {
                     put("servername", json!(name));
                 }
                 tls_fields(tls, &mut put);
+                // mihomo 1.19.2 builds VLESS-over-gRPC's TLS without the pin
+                // (`fingerprint`), so it refuses a pinned self-signed certificate
+                // there. The entry keeps its pin all the same: an unverified
+                // connection is no answer (docs/subscriptions.md, "gRPC").
             }
         }
         EntryProtocol::Trojan { password } => {
@@ -208,6 +214,11 @@ pub fn proxy(entry: &Entry, name: &str) -> Value {
             }
             put("network", json!("ws"));
             put("ws-opts", opts);
+        }
+        EntryTransport::Grpc { service_name, .. } => {
+            // mihomo speaks plain gun (no multi mode); the node accepts both.
+            put("network", json!("grpc"));
+            put("grpc-opts", json!({ "grpc-service-name": service_name }));
         }
     }
     Value::Object(out)

@@ -2,7 +2,10 @@
 //! `ss` proxies of its `proxies` list, each an [`Entry`] named by its name, in order.
 //! The reverse of [`client_config`](super::client_config) for what entries hold: a
 //! config written from entries reads back as the same entries (early data,
-//! `/ws?ed=N`, included; HTTPUpgrade, `ws` with `v2ray-http-upgrade: true`, too),
+//! `/ws?ed=N`, included; HTTPUpgrade, `ws` with `v2ray-http-upgrade: true`, too,
+//! its fast open read and taken as the plain upgrade; gRPC, `network: grpc` with
+//! `grpc-opts.grpc-service-name`, plain gun, as mihomo has neither multi mode nor
+//! an authority),
 //! except that a pinned certificate comes back as the
 //! `fingerprint` the config holds ([`EntryTls::certificate_sha256`]), not as the PEM.
 //! It reads the configs other panels serve in the same format too (Marzban,
@@ -12,7 +15,7 @@
 //!
 //! A proxy this crate has no form for is skipped and listed in
 //! [`Proxies::skipped`] with the reason: another type (`vmess`, `hysteria2`...),
-//! another transport (`grpc`, `h2`), HTTPUpgrade's fast open, ECH, a Shadowsocks plugin, VLESS
+//! another transport (`h2`, `http`...), ECH, a Shadowsocks plugin, VLESS
 //! encryption, Trojan's `ss-opts`, a `dialer-proxy` chain. Dropping such a setting
 //! would connect differently from what the config says, so the proxy is left out
 //! rather than read without it. `client-fingerprint` (uTLS) and `reality-opts`
@@ -119,13 +122,9 @@ pub enum SkipReason {
     /// ECH (`ech-opts.enable`).
     #[error("ECH is not read")]
     Ech,
-    /// A transport other than tcp and ws (its first 64 characters).
-    #[error("network {0:?} is not read (only tcp and ws)")]
+    /// A transport other than tcp, ws and grpc (its first 64 characters).
+    #[error("network {0:?} is not read (only tcp, ws and grpc)")]
     Network(String),
-    /// HTTPUpgrade's fast open (`ws-opts.v2ray-http-upgrade-fast-open`): the
-    /// client sends before the server's `101`, which Switchyard's client does not.
-    #[error("HTTPUpgrade fast open is not read (the client waits for the upgrade)")]
-    HttpUpgradeFastOpen,
     /// VLESS encryption other than `none` (its first 64 characters).
     #[error("VLESS encryption {0:?} is not read (only none)")]
     VlessEncryption(String),
@@ -161,11 +160,15 @@ pub fn entries(yaml: &str) -> Result<Vec<Entry>, ReadError> {
 /// SHA-256, which pins it: [`EntryTls::certificate_sha256`]), `network: ws` with
 /// `ws-opts` (`path`, `headers.Host`, `max-early-data` with
 /// `early-data-header-name: Sec-WebSocket-Protocol`; with `v2ray-http-upgrade: true`
-/// it is HTTPUpgrade, [`EntryTransport::HttpUpgrade`]). Numbers and booleans are
+/// it is HTTPUpgrade, [`EntryTransport::HttpUpgrade`], `v2ray-http-upgrade-fast-open`
+/// read and taken as the plain upgrade: it only changes when the client sends its
+/// first bytes), `network: grpc` with `grpc-opts.grpc-service-name`
+/// ([`EntryTransport::Grpc`], plain gun; none or an empty one is mihomo's default,
+/// `GunService`). Numbers and booleans are
 /// taken as mihomo's weakly typed decoder takes them, `<<` merge keys and aliases
 /// are followed; `client-fingerprint` and `reality-opts` (`public-key`,
 /// `short-id`) too. Left out, with the reason ([`Proxies::skipped`]): other types,
-/// other transports, HTTPUpgrade's fast open, ECH, Shadowsocks plugins, VLESS encryption,
+/// other transports, ECH, Shadowsocks plugins, VLESS encryption,
 /// Trojan's `ss-opts` and `dialer-proxy` chains, which an entry cannot express and
 /// which would connect differently without. Ignored: what changes nothing an entry
 /// holds (`udp`, `smux`, `packet-encoding`...). A malformed proxy of a type read is a
@@ -327,17 +330,11 @@ fn unsupported(map: &Hash, kind: &str) -> Result<Option<SkipReason>, Problem> {
         return Ok(Some(SkipReason::Ech));
     }
     let network = text(map, "network").map_err(top("network"))?;
-    if let Some(n) = network.as_deref().filter(|n| !n.is_empty() && *n != "tcp") {
-        if n != "ws" {
-            return Ok(Some(SkipReason::Network(excerpt(n))));
-        }
-        if let Some(ws) = submap(map, "ws-opts").map_err(top("ws-opts"))?
-            && flag(ws, "v2ray-http-upgrade").map_err(top("ws-opts.v2ray-http-upgrade"))?
-            && flag(ws, "v2ray-http-upgrade-fast-open")
-                .map_err(top("ws-opts.v2ray-http-upgrade-fast-open"))?
-        {
-            return Ok(Some(SkipReason::HttpUpgradeFastOpen));
-        }
+    if let Some(n) = network
+        .as_deref()
+        .filter(|n| !["", "tcp", "ws", "grpc"].contains(n))
+    {
+        return Ok(Some(SkipReason::Network(excerpt(n))));
     }
     match kind {
         "vless" => {
@@ -369,11 +366,15 @@ fn unsupported(map: &Hash, kind: &str) -> Result<Option<SkipReason>, Problem> {
 /// `Sec-WebSocket-Protocol` header, as the writer puts it) becomes Xray's path form,
 /// `/ws?ed=2048`; early data in another header is left unused, which servers accept.
 /// With `v2ray-http-upgrade: true` it is HTTPUpgrade, its path taken as it is and
-/// its early data left unused.
+/// its early data left unused; its fast open (the client sends before the `101`)
+/// is checked and taken as the plain upgrade, which every server accepts the same.
+/// `network: grpc` is gRPC ([`grpc_of`]).
 fn transport_of(map: &Hash) -> Result<EntryTransport, Problem> {
     let top = |f: &'static str| move |p: &'static str| (f.to_owned(), p);
-    if text(map, "network").map_err(top("network"))?.as_deref() != Some("ws") {
-        return Ok(EntryTransport::Tcp);
+    match text(map, "network").map_err(top("network"))?.as_deref() {
+        Some("ws") => {}
+        Some("grpc") => return grpc_of(map),
+        _ => return Ok(EntryTransport::Tcp),
     }
     let Some(ws) = submap(map, "ws-opts").map_err(top("ws-opts"))? else {
         return Ok(EntryTransport::Ws {
@@ -399,6 +400,8 @@ fn transport_of(map: &Hash) -> Result<EntryTransport, Problem> {
     };
     let host = host.filter(|h| !h.is_empty());
     if flag(ws, "v2ray-http-upgrade").map_err(top("ws-opts.v2ray-http-upgrade"))? {
+        flag(ws, "v2ray-http-upgrade-fast-open")
+            .map_err(top("ws-opts.v2ray-http-upgrade-fast-open"))?;
         return Ok(EntryTransport::HttpUpgrade { path, host });
     }
     let early = match field(ws, "max-early-data") {
@@ -417,6 +420,26 @@ fn transport_of(map: &Hash) -> Result<EntryTransport, Problem> {
         path = format!("{path}?ed={early}");
     }
     Ok(EntryTransport::Ws { path, host })
+}
+
+/// `grpc-opts.grpc-service-name`: mihomo dials `/{name}/Tun`, `GunService` when
+/// the name is missing or empty. mihomo speaks plain gun only and sends its
+/// `servername` (else the server) as the authority, so the entry has neither multi
+/// mode nor an authority; its other `grpc-opts` (a user agent, pings, connection
+/// counts) change nothing an entry holds.
+fn grpc_of(map: &Hash) -> Result<EntryTransport, Problem> {
+    let top = |f: &'static str| move |p: &'static str| (f.to_owned(), p);
+    let name = match submap(map, "grpc-opts").map_err(top("grpc-opts"))? {
+        Some(opts) => text(opts, "grpc-service-name")
+            .map_err(top("grpc-opts.grpc-service-name"))?
+            .filter(|n| !n.is_empty()),
+        None => None,
+    };
+    Ok(EntryTransport::Grpc {
+        service_name: name.unwrap_or_else(|| "GunService".into()),
+        authority: None,
+        multi: false,
+    })
 }
 
 /// The TLS of a VLESS (SNI in `servername`) or Trojan (`sni`) proxy. A
@@ -575,3 +598,7 @@ fn excerpt(text: &str) -> String {
 #[cfg(test)]
 #[path = "clash_read_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "clash_grpc_tests.rs"]
+mod grpc_tests;

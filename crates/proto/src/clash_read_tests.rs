@@ -10,7 +10,9 @@ use crate::testing::entries::{
 
 /// What a Clash config carries of `entry`: nothing of a Trojan entry without TLS
 /// (it has no Clash form), a pinned certificate as its SHA-256 (which then pins
-/// whatever `skip-cert-verify` says), early data split out of the path and put back.
+/// whatever `skip-cert-verify` says), early data split out of the path and put back,
+/// gRPC as plain gun without an authority (an empty service name is mihomo's
+/// `GunService`).
 fn clash_limited(entry: &Entry) -> Option<Entry> {
     if matches!(entry.protocol, EntryProtocol::Trojan { .. }) && entry.tls.is_none() {
         return None;
@@ -28,6 +30,18 @@ fn clash_limited(entry: &Entry) -> Option<Entry> {
             (base, Some(_)) => base.to_owned(),
             (_, None) => path.clone(),
         };
+    }
+    if let EntryTransport::Grpc {
+        service_name,
+        authority,
+        multi,
+    } = &mut limited.transport
+    {
+        if service_name.is_empty() {
+            *service_name = "GunService".into();
+        }
+        *authority = None;
+        *multi = false;
     }
     Some(limited)
 }
@@ -283,6 +297,20 @@ rules:
                     tls("tr.example.com", vec![], false),
                 )
             ),
+            at(
+                "grpc.example.com",
+                443,
+                entry(
+                    "gRPC",
+                    vless(),
+                    EntryTransport::Grpc {
+                        service_name: "gun".into(),
+                        authority: None,
+                        multi: false,
+                    },
+                    Some(EntryTls::default()),
+                )
+            ),
             // Read whole, though Switchyard's client cannot use it (it leaves it out).
             at(
                 "r.example.com",
@@ -318,10 +346,7 @@ rules:
     let skipped: Vec<String> = read_back.skipped.iter().map(Skipped::to_string).collect();
     assert_eq!(
         skipped,
-        [
-            r#"proxies[4] ("VMess"): type "vmess" is not read (only vless, trojan and ss)"#,
-            r#"proxies[5] ("gRPC"): network "grpc" is not read (only tcp and ws)"#,
-        ]
+        [r#"proxies[4] ("VMess"): type "vmess" is not read (only vless, trojan and ss)"#,]
     );
 }
 
@@ -407,12 +432,22 @@ proxy-groups:
     );
     ss.server = "2001:db8::5".into();
     ss.port = 8388;
-    assert_eq!(read_back.entries, vec![first, ss]);
+    // HTTPUpgrade's fast open only changes when the client sends: read as the upgrade.
+    let mut upgrade = entry(
+        "Upgrade",
+        vless(),
+        EntryTransport::HttpUpgrade {
+            path: "/up".into(),
+            host: Some("nl.example.com".into()),
+        },
+        None,
+    );
+    upgrade.server = "nl.example.com".into();
+    assert_eq!(read_back.entries, vec![first, upgrade, ss]);
     let skipped: Vec<String> = read_back.skipped.iter().map(Skipped::to_string).collect();
     assert_eq!(
         skipped,
         [
-            r#"proxies[1] ("Upgrade"): HTTPUpgrade fast open is not read (the client waits for the upgrade)"#,
             r#"proxies[2] ("PQ"): VLESS encryption "mlkem768x25519plus.native.0rtt.abc" is not read (only none)"#,
         ]
     );
@@ -655,7 +690,8 @@ proptest! {
 
 /// HTTPUpgrade as mihomo writes it, `ws` with `v2ray-http-upgrade: true`: the path
 /// as it is (no early-data form), the `Host` header in any case, an empty one none;
-/// fast open is left out with its reason.
+/// fast open is read and taken as the plain upgrade (it only changes when the
+/// client sends its first bytes), a malformed one an error naming it.
 #[test]
 fn httpupgrade_proxies() {
     let yaml = r#"proxies:
@@ -693,6 +729,13 @@ fn httpupgrade_proxies() {
                 }
             ),
             (
+                "fast",
+                &EntryTransport::HttpUpgrade {
+                    path: "/f".into(),
+                    host: None,
+                }
+            ),
+            (
                 "plain ws",
                 &EntryTransport::Ws {
                     path: "/w".into(),
@@ -708,12 +751,12 @@ fn httpupgrade_proxies() {
             ..EntryTls::default()
         })
     );
-    let skipped: Vec<String> = read_back.skipped.iter().map(Skipped::to_string).collect();
+    assert_eq!(read_back.skipped, []);
+    let fast = "proxies: [{name: x, type: vless, server: h, port: 1, uuid: u, network: ws, \
+                ws-opts: {v2ray-http-upgrade: true, v2ray-http-upgrade-fast-open: maybe}}]";
     assert_eq!(
-        skipped,
-        [
-            r#"proxies[2] ("fast"): HTTPUpgrade fast open is not read (the client waits for the upgrade)"#
-        ]
+        entries(fast).unwrap_err().to_string(),
+        r#"proxies[0] ("x"): `ws-opts.v2ray-http-upgrade-fast-open` must be true or false"#
     );
     let bad = "proxies: [{name: x, type: vless, server: h, port: 1, uuid: u, network: ws, \
                ws-opts: {v2ray-http-upgrade: [1]}}]";

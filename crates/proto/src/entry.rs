@@ -124,6 +124,16 @@ pub enum EntryTransport {
         /// The `Host` header, when it differs from the TLS name or server.
         host: Option<String>,
     },
+    /// gRPC ("gun"): streams as HTTP/2 requests to `/{service_name}/Tun`.
+    Grpc {
+        /// The gRPC service name.
+        service_name: String,
+        /// The HTTP/2 `:authority`, when it differs from the TLS name or server.
+        authority: Option<String>,
+        /// Xray's multi mode (`/{service_name}/TunMulti`), for the apps that speak it;
+        /// the others speak plain gun, which every node accepts as well.
+        multi: bool,
+    },
 }
 
 /// TLS settings of an [`Entry`].

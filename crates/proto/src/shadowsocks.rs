@@ -23,6 +23,7 @@ use shadowsocks_crypto::v2::udp::UdpCipher;
 
 use crate::address::{Address, AddressError};
 
+pub mod aead;
 pub mod keys;
 pub mod tcp;
 pub mod udp_client;

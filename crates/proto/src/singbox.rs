@@ -372,7 +372,7 @@ struct Reality<'a> {
     short_id: &'a str,
 }
 
-/// The `ws` transport. Xray's early-data path (`/ws?ed=2048`: the first bytes go in
+/// The `ws`, `httpupgrade` and `grpc` transports. Xray's early-data path (`/ws?ed=2048`: the first bytes go in
 /// `Sec-WebSocket-Protocol`) becomes sing-box's `max_early_data` with that header.
 #[derive(Serialize)]
 struct Ws<'a> {
@@ -381,7 +381,11 @@ struct Ws<'a> {
     /// HTTPUpgrade's `Host` (WebSocket's goes in `headers`).
     #[serde(skip_serializing_if = "Option::is_none")]
     host: Option<&'a str>,
-    path: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    path: Option<&'a str>,
+    /// gRPC's service name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_name: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     headers: Option<Host<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -460,7 +464,8 @@ fn outbound<'a>(entry: &'a Entry, tag: &'a str) -> Outbound<'a> {
             Some(Ws {
                 kind: "ws",
                 host: None,
-                path,
+                path: Some(path),
+                service_name: None,
                 headers: host.as_deref().map(|host| Host { host }),
                 max_early_data: early,
                 early_data_header_name: early.map(|_| "Sec-WebSocket-Protocol"),
@@ -469,7 +474,18 @@ fn outbound<'a>(entry: &'a Entry, tag: &'a str) -> Outbound<'a> {
         EntryTransport::HttpUpgrade { path, host } => Some(Ws {
             kind: "httpupgrade",
             host: host.as_deref(),
-            path,
+            path: Some(path),
+            service_name: None,
+            headers: None,
+            max_early_data: None,
+            early_data_header_name: None,
+        }),
+        // sing-box speaks plain gun only; every node accepts it next to multi mode.
+        EntryTransport::Grpc { service_name, .. } => Some(Ws {
+            kind: "grpc",
+            host: None,
+            path: None,
+            service_name: Some(service_name),
             headers: None,
             max_early_data: None,
             early_data_header_name: None,

@@ -4,7 +4,9 @@
 //! `reality` are read into [`EntryTls::fingerprint`] and [`EntryTls::reality`]. The reverse of
 //! [`client_config`](super::client_config) for what entries hold: a config written
 //! from entries reads back as the same entries (early data, `/ws?ed=N`, included;
-//! HTTPUpgrade's `host` and `path` too),
+//! HTTPUpgrade's `host` and `path` too; gRPC's `service_name`, which sing-box speaks
+//! as plain gun only, so an entry's multi mode and authority are not in the config
+//! and read back as none),
 //! route ids too (read from the route rules that carry them).
 
 use serde::Deserialize;
@@ -36,8 +38,8 @@ pub enum OutboundProblem {
     /// Its fields are not those of its type (what the JSON reader said).
     #[error("{0}")]
     Fields(String),
-    /// A transport other than WebSocket and HTTPUpgrade.
-    #[error("transport {0:?} is not read (only ws and httpupgrade)")]
+    /// A transport other than WebSocket, HTTPUpgrade and gRPC.
+    #[error("transport {0:?} is not read (only ws, httpupgrade and grpc)")]
     Transport(String),
     /// `server_port` is 0.
     #[error("server_port 0")]
@@ -135,6 +137,9 @@ struct Transport {
     headers: Option<Headers>,
     #[serde(default)]
     max_early_data: Option<u32>,
+    /// gRPC's service name (a string; taken as any JSON so an error can name it).
+    #[serde(default)]
+    service_name: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -309,6 +314,22 @@ fn transport_of(t: Option<Transport>) -> Result<EntryTransport, OutboundProblem>
                     .filter(|h| !h.is_empty()),
             })
         }
+        // Plain gun to `/{service_name}/Tun` (an empty name is sing-box's default);
+        // sing-box has neither multi mode nor an authority of its own (it sends the
+        // server's address), and its timeouts change nothing an entry holds.
+        "grpc" => Ok(EntryTransport::Grpc {
+            service_name: match t.service_name {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(name)) => name,
+                Some(_) => {
+                    return Err(OutboundProblem::Fields(
+                        "transport.service_name: expected a string".into(),
+                    ));
+                }
+            },
+            authority: None,
+            multi: false,
+        }),
         other => Err(OutboundProblem::Transport(other.to_owned())),
     }
 }

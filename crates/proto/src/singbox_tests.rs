@@ -8,8 +8,8 @@ fn outbound(entry: &Entry, tag: &str) -> Value {
 }
 use crate::entry::EntryTransport;
 use crate::testing::entries::{
-    PBK, PEM, UUID, entry, httpupgrade, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
-    vision_over_reality, vless, ws,
+    PBK, PEM, UUID, entry, grpc, httpupgrade, merged, shadowsocks, tls, trojan,
+    vision_over_insecure_ws, vision_over_reality, vless, ws,
 };
 
 #[test]
@@ -203,10 +203,10 @@ fn a_written_config_reads_back_as_its_entries() {
     let e = entries_of(&bad).unwrap_err().to_string();
     assert!(e.starts_with("outbounds[1]: missing field `uuid`"), "{e}");
     let grpc = json!({"outbounds": [{"type": "trojan", "tag": "g", "server": "h",
-        "server_port": 443, "password": "p", "transport": {"type": "grpc"}}]});
+        "server_port": 443, "password": "p", "transport": {"type": "quic"}}]});
     assert_eq!(
         entries_of(&grpc).unwrap_err().to_string(),
-        "outbounds[0]: transport \"grpc\" is not read (only ws and httpupgrade)"
+        "outbounds[0]: transport \"quic\" is not read (only ws, httpupgrade and grpc)"
     );
 }
 
@@ -341,5 +341,65 @@ fn httpupgrade_transport() {
             .unwrap_err()
             .to_string(),
         "outbounds[0]: transport.host: expected a string"
+    );
+}
+
+/// gRPC is sing-box's `grpc` transport with `service_name`: plain gun, so an entry's
+/// multi mode and authority are left out (every node serves gun too) and read back
+/// as none; a config another writer made reads with sing-box's defaults, and a
+/// service name that is no string is an error naming the field.
+#[test]
+fn grpc_transport() {
+    let grpc_of = |name: &str, authority: Option<&str>, multi| EntryTransport::Grpc {
+        service_name: name.into(),
+        authority: authority.map(str::to_owned),
+        multi,
+    };
+    assert_eq!(
+        outbound(&entry("t", vless(), grpc(), tls()), "t")["transport"],
+        json!({ "type": "grpc", "service_name": "tun" })
+    );
+    let multi = entry(
+        "m",
+        trojan(),
+        grpc_of("m", Some("cdn.example.com"), true),
+        tls(),
+    );
+    assert_eq!(
+        outbound(&multi, "m")["transport"],
+        json!({ "type": "grpc", "service_name": "m" })
+    );
+    let entries = vec![
+        entry("g tls", vless(), grpc(), tls()),
+        entry("g", trojan(), grpc_of("a.b_c-d", None, false), None),
+    ];
+    let config = client_config(&entries, &SingBoxOptions::default());
+    assert_eq!(entries_of(&config).unwrap(), entries);
+    let config = client_config(std::slice::from_ref(&multi), &SingBoxOptions::default());
+    assert_eq!(
+        entries_of(&config).unwrap()[0].transport,
+        grpc_of("m", None, false)
+    );
+    let foreign = |transport: Value| {
+        let config = json!({"outbounds": [{"type": "trojan", "tag": "x", "server": "h",
+            "server_port": 443, "password": "p", "transport": transport}]});
+        entries_of(&config).map(|e| e[0].transport.clone())
+    };
+    assert_eq!(
+        foreign(json!({"type": "grpc"})),
+        Ok(grpc_of("", None, false))
+    );
+    assert_eq!(
+        foreign(
+            json!({"type": "grpc", "service_name": "svc", "idle_timeout": "15s",
+            "ping_timeout": "15s", "permit_without_stream": false})
+        ),
+        Ok(grpc_of("svc", None, false))
+    );
+    assert_eq!(
+        foreign(json!({"type": "grpc", "service_name": 7}))
+            .unwrap_err()
+            .to_string(),
+        "outbounds[0]: transport.service_name: expected a string"
     );
 }

@@ -108,6 +108,15 @@ pub(crate) mod entries {
         }
     }
 
+    /// gRPC ("gun") with the service name `tun`, no authority of its own.
+    pub(crate) fn grpc() -> EntryTransport {
+        EntryTransport::Grpc {
+            service_name: "tun".into(),
+            authority: None,
+            multi: false,
+        }
+    }
+
     /// TLS with a name, ALPN and a pinned certificate ([`PEM`]).
     pub(crate) fn tls() -> Option<EntryTls> {
         Some(EntryTls {

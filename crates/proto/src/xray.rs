@@ -8,7 +8,7 @@
 //! ```text
 //! inbounds:  socks (with UDP) on 127.0.0.1:options.socks_port, http on 127.0.0.1:options.http_port
 //! outbounds: proxy (the entry: vless vnext / trojan servers / shadowsocks servers,
-//!            streamSettings tcp|ws|httpupgrade and tls), direct (freedom), block (blackhole)
+//!            streamSettings tcp|ws|httpupgrade|grpc and tls), direct (freedom), block (blackhole)
 //! routing:   AsIs; both inbounds -> proxy
 //! ```
 //!
@@ -164,6 +164,17 @@ fn stream_settings(entry: &Entry) -> Value {
                 up["host"] = json!(host);
             }
             json!({ "network": "httpupgrade", "httpupgradeSettings": up })
+        }
+        EntryTransport::Grpc {
+            service_name,
+            authority,
+            multi,
+        } => {
+            let mut grpc = json!({ "serviceName": service_name, "multiMode": multi });
+            if let Some(authority) = authority {
+                grpc["authority"] = json!(authority);
+            }
+            json!({ "network": "grpc", "grpcSettings": grpc })
         }
     };
     match &entry.tls {

@@ -3,7 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::entry::EntryTransport;
 use crate::testing::entries::{
-    PBK, UUID, entry, httpupgrade, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
+    PBK, UUID, entry, grpc, httpupgrade, merged, shadowsocks, tls, trojan, vision_over_insecure_ws,
     vision_over_reality, vless, ws,
 };
 
@@ -207,6 +207,38 @@ fn httpupgrade_stream_settings() {
         json!({
             "network": "httpupgrade",
             "httpupgradeSettings": { "path": "/t" },
+            "security": "none",
+        })
+    );
+}
+
+/// gRPC is Xray's `grpc` network with `grpcSettings`: `serviceName`, `multiMode`
+/// always, `authority` when the entry has one (else Xray sends the TLS server name).
+#[test]
+fn grpc_stream_settings() {
+    let e = entry("t", vless(), grpc(), tls());
+    assert_eq!(
+        outbound(&e)["streamSettings"],
+        merged(
+            json!({
+                "network": "grpc",
+                "grpcSettings": { "serviceName": "tun", "multiMode": false },
+            }),
+            tls_json()
+        )
+    );
+    let multi = EntryTransport::Grpc {
+        service_name: "m".into(),
+        authority: Some("cdn.example.com".into()),
+        multi: true,
+    };
+    assert_eq!(
+        outbound(&entry("t", trojan(), multi, None))["streamSettings"],
+        json!({
+            "network": "grpc",
+            "grpcSettings": {
+                "serviceName": "m", "multiMode": true, "authority": "cdn.example.com",
+            },
             "security": "none",
         })
     );

@@ -1,5 +1,5 @@
 //! The pinned sing-box (1.14) accepts the client configs `client_config` renders:
-//! `sing-box check` on every protocol, transport (HTTPUpgrade included) and TLS
+//! `sing-box check` on every protocol, transport (HTTPUpgrade and gRPC included) and TLS
 //! combination, a pinned certificate, repeated names, non-default options, no
 //! entries, and a subscription read back from its base64 body as the client would. The pinned
 //! mihomo (1.19.2, `mihomo -t`) and Xray (24.11.21, `xray run -test`) accept the
@@ -35,6 +35,17 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
         EntryTransport::HttpUpgrade {
             path: "/up".into(),
             host: Some("cdn.example.com".into()),
+        },
+        // gRPC: plain gun everywhere; multi mode and an authority reach Xray only.
+        EntryTransport::Grpc {
+            service_name: "tun".into(),
+            authority: None,
+            multi: false,
+        },
+        EntryTransport::Grpc {
+            service_name: "a.b_c-d".into(),
+            authority: Some("cdn.example.com".into()),
+            multi: true,
         },
     ];
     let tls = [

@@ -33,6 +33,9 @@
 //!   Debian package that `cargo xtask peers` installs), killed with its driver on
 //!   drop.
 //! - [`TestCert`]: a self-signed certificate for a name, as PEM text and files.
+//! - [`Nginx`]: Debian's nginx standing in for a CDN in front of a node (its own
+//!   TLS, WebSocket and HTTPUpgrade passed on with the upgrade headers, gRPC through
+//!   `grpc_pass`, buffering off).
 //! - [`fault::FaultProxy`]: a TCP proxy that passes, refuses, blackholes or cuts
 //!   connections on command.
 //! - [`netns`]: a real "no network": two network namespaces joined by a veth
@@ -60,6 +63,7 @@ pub mod http;
 pub mod load;
 pub mod mihomo;
 pub mod netns;
+pub mod nginx;
 pub mod pattern;
 mod peer;
 pub mod ports;
@@ -79,6 +83,7 @@ pub use browser::Browser;
 pub use cert::TestCert;
 pub use http::HttpTarget;
 pub use mihomo::Mihomo;
+pub use nginx::Nginx;
 pub use postgres::Postgres;
 pub use sing_box::SingBox;
 pub use udp_echo::UdpEcho;

@@ -152,7 +152,8 @@ async fn check_file(binary: &Path, config_path: &Path) -> Result<Result<(), Stri
 struct Inbound {
     tag: Option<String>,
     addr: SocketAddr,
-    /// Whether it accepts TCP (a `"network": "udp"` inbound does not).
+    /// Whether it accepts TCP (a `"network": "udp"` inbound and the QUIC protocols'
+    /// do not).
     tcp: bool,
 }
 
@@ -171,9 +172,15 @@ fn inbounds(config: &Value) -> Vec<Inbound> {
             Some(Inbound {
                 tag: inbound["tag"].as_str().map(str::to_owned),
                 addr: SocketAddr::new(ip, port),
-                tcp: match &inbound["network"] {
-                    Value::String(n) => n == "tcp",
-                    Value::Array(ns) => ns.iter().any(|n| n == "tcp"),
+                tcp: match (&inbound["type"], &inbound["network"]) {
+                    // The QUIC protocols listen on UDP only.
+                    (Value::String(t), _)
+                        if ["hysteria", "hysteria2", "tuic"].contains(&t.as_str()) =>
+                    {
+                        false
+                    }
+                    (_, Value::String(n)) => n == "tcp",
+                    (_, Value::Array(ns)) => ns.iter().any(|n| n == "tcp"),
                     _ => true,
                 },
             })

@@ -6,7 +6,13 @@
 //! tunnel link, WebSocket:       TCP ─ WebSocket ─ TLS (pinned) ─ link bytes
 //! tunnel link, REALITY:         TCP ─ REALITY ─ link bytes
 //! client, HTTPUpgrade:          TCP ─ (TLS) ─ HTTPUpgrade ─ (VLESS, Trojan)
+//! client, gRPC:                 TCP ─ (TLS, ALPN h2) ─ HTTP/2 stream ─ (VLESS, Trojan)
 //! ```
+//!
+//! gRPC is the one layer that multiplexes: the streams of a stack (and of its
+//! clones) share one HTTP/2 connection, kept in the layer's [`grpc::Pool`]; a
+//! connect opens a stream on it, and dials TCP and the layers below gRPC only when
+//! there is no live connection or it is full.
 //!
 //! A stack has no deadline of its own: the caller puts one around
 //! [`Connector::connect`], the whole of it (each part does today: the client's
@@ -22,6 +28,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
+use crate::grpc;
 use crate::io::BoxIo;
 use crate::reality::ClientSettings;
 use crate::ws::{self, WsStream};
@@ -60,6 +67,30 @@ pub enum Layer {
     },
     /// TLS 1.3 with REALITY's seal in the hello; the server's REALITY key is the pin.
     Reality(ClientSettings),
+    /// gRPC ("gun", [`crate::grpc`]): a stream on an HTTP/2 connection shared by
+    /// the stack's connects (the TLS below should offer ALPN `h2`).
+    Grpc {
+        /// The `:authority`.
+        authority: String,
+        /// The service name: requests go to `/{service_name}/Tun`.
+        service_name: String,
+        /// Xray's multi mode (`/{service_name}/TunMulti`).
+        multi: bool,
+        /// The shared connection; clones of the layer share it.
+        pool: grpc::Pool,
+    },
+}
+
+impl Layer {
+    /// A gRPC layer with a pool of its own.
+    pub fn grpc(authority: String, service_name: String, multi: bool) -> Self {
+        Self::Grpc {
+            authority,
+            service_name,
+            multi,
+            pool: grpc::Pool::default(),
+        }
+    }
 }
 
 impl fmt::Debug for Layer {
@@ -69,6 +100,12 @@ impl fmt::Debug for Layer {
             Self::WebSocket { host, path } => write!(f, "WebSocket({host}{path})"),
             Self::HttpUpgrade { host, path } => write!(f, "HttpUpgrade({host}{path})"),
             Self::Reality(s) => write!(f, "Reality({})", s.server_name),
+            Self::Grpc {
+                authority,
+                service_name,
+                multi,
+                ..
+            } => write!(f, "Grpc({authority}/{service_name}, multi: {multi})"),
         }
     }
 }
@@ -87,6 +124,8 @@ pub enum Step {
     HttpUpgrade,
     /// The REALITY handshake.
     Reality,
+    /// The HTTP/2 connection or the gRPC stream's request.
+    Grpc,
 }
 
 impl fmt::Display for Step {
@@ -97,6 +136,7 @@ impl fmt::Display for Step {
             Self::WebSocket => "websocket",
             Self::HttpUpgrade => "httpupgrade",
             Self::Reality => "reality",
+            Self::Grpc => "grpc",
         })
     }
 }
@@ -151,12 +191,58 @@ impl Stack {
 
 impl Connector for Stack {
     async fn connect(&self) -> Result<BoxIo, DialError> {
+        let grpc_at = self
+            .layers
+            .iter()
+            .position(|l| matches!(l, Layer::Grpc { .. }));
+        let Some(at) = grpc_at else {
+            return self.over(self.tcp().await?).await;
+        };
+        let Layer::Grpc {
+            authority,
+            service_name,
+            multi,
+            pool,
+        } = &self.layers[at]
+        else {
+            unreachable!("found above")
+        };
+        let (below, above) = (&self.layers[..at], &self.layers[at + 1..]);
+        let target = grpc::Target {
+            authority,
+            service_name,
+            multi: *multi,
+            tls: below
+                .iter()
+                .any(|l| matches!(l, Layer::Tls { .. } | Layer::Reality(_))),
+        };
+        let dial = || async {
+            let mut io = self.tcp().await?;
+            for layer in below {
+                io = speak(layer, io).await?;
+            }
+            Ok(io)
+        };
+        let mut io: BoxIo = Box::new(
+            pool.open(&target, dial, |e| DialError::at(Step::Grpc)(e))
+                .await?,
+        );
+        for layer in above {
+            io = speak(layer, io).await?;
+        }
+        Ok(io)
+    }
+}
+
+impl Stack {
+    /// The TCP connection, Nagle off.
+    async fn tcp(&self) -> Result<BoxIo, DialError> {
         let tcp = TcpStream::connect(self.addr.as_str())
             .await
             .map_err(DialError::at(Step::Tcp))?;
         // Layers above write whole records and frames: Nagle would only hold them.
         let _ = tcp.set_nodelay(true);
-        self.over(Box::new(tcp)).await
+        Ok(Box::new(tcp))
     }
 }
 
@@ -194,6 +280,24 @@ async fn speak(layer: &Layer, io: BoxIo) -> Result<BoxIo, DialError> {
                 .await
                 .map_err(DialError::at(Step::Reality))?;
             Ok(Box::new(tls))
+        }
+        // Spoken over a stream already connected: a connection of its own.
+        Layer::Grpc {
+            authority,
+            service_name,
+            multi,
+            ..
+        } => {
+            let target = grpc::Target {
+                authority,
+                service_name,
+                multi: *multi,
+                tls: false,
+            };
+            let stream = grpc::client::over(io, &target)
+                .await
+                .map_err(DialError::at(Step::Grpc))?;
+            Ok(Box::new(stream))
         }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! Every byte stream Switchyard carries (a node inbound's client, a client outbound's
 //! server, a tunnel link) is the same stack: TCP at the bottom, then layers, each
-//! turning one byte stream into another: TLS, REALITY, WebSocket. The node, the
+//! turning one byte stream into another: TLS, REALITY, WebSocket, HTTPUpgrade, gRPC. The node, the
 //! client and the tunnel describe *which* layers in their own config; this crate is
 //! the only place that knows *how* each one is spoken, so a new transport (XHTTP,
 //! gRPC, HTTPUpgrade, QUIC) is written once and every part gets it.
@@ -20,16 +20,22 @@
 //!   answers the upgrade ([`ws::read_upgrade`], [`ws::accept`]) and frames bytes as
 //!   binary messages; [`httpupgrade`] reads and answers its upgrade
 //!   ([`httpupgrade::read_upgrade`], [`httpupgrade::accept`]), then the bytes go as
-//!   they are; [`reality`] answers its own clients and splices everyone else to
-//!   the target site.
+//!   they are; [`grpc`] tells HTTP/2 from a probe ([`grpc::read_preface`]) and
+//!   serves one HTTP/2 connection, each gun request a stream ([`grpc::serve`]);
+//!   [`reality`] answers its own clients and splices everyone else to the target
+//!   site.
+//! - gRPC on the dialing side shares one HTTP/2 connection among a stack's
+//!   streams ([`grpc::Pool`], [`Layer::Grpc`](dial::Layer::Grpc)).
 //! - [`io::Prefixed`]: bytes already read put back in front of a stream (a header's
 //!   tail, a ClientHello), so a refused handshake can go to a fallback intact.
 
 #![warn(missing_docs)]
 
 pub mod dial;
+pub mod grpc;
 pub mod header;
 pub mod httpupgrade;
+pub mod hysteria2;
 pub mod io;
 pub mod listen;
 pub mod reality;

@@ -5,6 +5,7 @@
 //! refused request keeps every byte it sent, for a fallback. Used by the tunnel's
 //! WebSocket profiles, the node's WebSocket inbounds and the client's outbounds.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -14,6 +15,8 @@ use switchyard_proto::websocket::{self, UpgradeConfig, UpgradeRequest};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Bytes, Message};
 
@@ -37,7 +40,22 @@ pub fn config() -> WebSocketConfig {
 pub struct WsStream<S> {
     inner: WebSocketStream<S>,
     pending: Bytes,
+    /// Our side is done: since when the Close frame waits ([`LINGER`]).
+    linger: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Our Close frame is queued.
+    closing: bool,
+    /// The peer's side is done (its Close frame, or the end of the connection).
+    peer_done: bool,
+    /// The shutdown waiting out its linger, woken when the peer is done.
+    shutdown_waker: Option<std::task::Waker>,
 }
+
+/// How long our Close frame waits, once our side is done, for the peer to finish
+/// first. WebSocket has no half-close: a Close ends both ways, and Xray's client drops
+/// what it has read but not passed on yet when one arrives (a 1000 close included), so
+/// the end of a download would be lost. Xray's own server waits 2 s (its policy's
+/// `uplinkOnly`) before closing after the downlink; so do we.
+pub const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl<S> WsStream<S> {
     /// Wraps an upgraded connection (either side).
@@ -45,6 +63,17 @@ impl<S> WsStream<S> {
         Self {
             inner,
             pending: Bytes::new(),
+            linger: None,
+            closing: false,
+            peer_done: false,
+            shutdown_waker: None,
+        }
+    }
+
+    fn peer_is_done(&mut self) {
+        self.peer_done = true;
+        if let Some(waker) = self.shutdown_waker.take() {
+            waker.wake();
         }
     }
 }
@@ -67,7 +96,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for WsStream<S> {
                 return Poll::Ready(Ok(()));
             }
             match ready!(Pin::new(&mut self.inner).poll_next(cx)) {
-                None | Some(Ok(Message::Close(_))) => return Poll::Ready(Ok(())),
+                None | Some(Ok(Message::Close(_))) => {
+                    self.peer_is_done();
+                    return Poll::Ready(Ok(()));
+                }
                 Some(Ok(Message::Binary(b))) => self.pending = b,
                 Some(Ok(Message::Text(_))) => {
                     return Poll::Ready(Err(io::Error::new(
@@ -77,7 +109,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for WsStream<S> {
                 }
                 // Pings are answered by tungstenite on the next write or flush.
                 Some(Ok(_)) => {}
-                Some(Err(e)) => return Poll::Ready(Err(ws_err(e))),
+                Some(Err(e)) => {
+                    self.peer_is_done();
+                    return Poll::Ready(Err(ws_err(e)));
+                }
             }
         }
     }
@@ -100,7 +135,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for WsStream<S> {
         Pin::new(&mut self.inner).poll_flush(cx).map_err(ws_err)
     }
 
+    /// Ends our side: what is written goes out, then, once the peer is done or after
+    /// [`LINGER`], a Close frame saying 1000 (normal closure).
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if !self.closing && !self.peer_done {
+            ready!(Pin::new(&mut self.inner).poll_flush(cx)).map_err(ws_err)?;
+            let linger = self
+                .linger
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(LINGER)));
+            if linger.as_mut().poll(cx).is_pending() {
+                self.shutdown_waker = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+        }
+        if !self.closing {
+            match ready!(Pin::new(&mut self.inner).poll_ready(cx)) {
+                Ok(()) => {
+                    let normal = CloseFrame {
+                        code: CloseCode::Normal,
+                        reason: "".into(),
+                    };
+                    match Pin::new(&mut self.inner).start_send(Message::Close(Some(normal))) {
+                        Ok(()) | Err(tokio_tungstenite::tungstenite::Error::ConnectionClosed) => {}
+                        Err(e) => return Poll::Ready(Err(ws_err(e))),
+                    }
+                }
+                Err(tokio_tungstenite::tungstenite::Error::ConnectionClosed) => {}
+                Err(e) => return Poll::Ready(Err(ws_err(e))),
+            }
+            self.closing = true;
+        }
         match ready!(Pin::new(&mut self.inner).poll_close(cx)) {
             Ok(()) | Err(tokio_tungstenite::tungstenite::Error::ConnectionClosed) => {
                 Poll::Ready(Ok(()))

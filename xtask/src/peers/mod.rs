@@ -19,16 +19,18 @@
 //! Clash and Xray subscription formats, mihomo ([`MIHOMO`]) and Xray-core ([`XRAY`]),
 //! each taken out of a PyPI wheel whose sha256 is pinned (installed by [`clients`];
 //! Xray is only ever run as `nobody`); and Debian's `chromium` and `chromium-driver`
-//! (the distribution's version, from apt, for the panel's web UI tests: [`chromium`]).
+//! (the distribution's version, from apt, for the panel's web UI tests: [`chromium`]);
+//! and Debian's `nginx` (a stand-in CDN in front of a node: [`nginx`]).
 //! The tests find them through each pin's variable (`env`), PostgreSQL's
-//! (`switchyard_peers::postgres::BIN_ENV`), [`chromium::CHROMIUM_ENV`] and
-//! [`chromium::CHROMEDRIVER_ENV`],
+//! (`switchyard_peers::postgres::BIN_ENV`), [`chromium::CHROMIUM_ENV`],
+//! [`chromium::CHROMEDRIVER_ENV`] and [`nginx::ENV`],
 //! which `cargo xtask test` sets, or at their default places (`crates/testkit` looks
 //! there when the variables are unset).
 
 mod apt;
 mod chromium;
 mod clients;
+mod nginx;
 mod postgres;
 mod schemathesis;
 
@@ -66,6 +68,8 @@ pub(crate) struct Peers {
     pub(crate) xray: PathBuf,
     /// Debian's Chromium and chromedriver.
     pub(crate) chromium: chromium::Chromium,
+    /// Debian's nginx.
+    pub(crate) nginx: PathBuf,
 }
 
 impl Peers {
@@ -87,6 +91,7 @@ impl Peers {
                 chromium::CHROMEDRIVER_ENV,
                 self.chromium.driver.display()
             ),
+            format!("{}={}", nginx::ENV, self.nginx.display()),
         ]
     }
 }
@@ -110,6 +115,7 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         mihomo: clients::mihomo(&peers_dir)?,
         xray: clients::xray(&peers_dir)?,
         chromium: chromium::chromium()?,
+        nginx: nginx::nginx()?,
     })
 }
 

@@ -96,6 +96,14 @@ fn http_upgrade(path: &str) -> EntryTransport {
     }
 }
 
+fn grpc(service_name: &str, multi: bool) -> EntryTransport {
+    EntryTransport::Grpc {
+        service_name: service_name.into(),
+        authority: None,
+        multi,
+    }
+}
+
 fn ws(path: &str) -> EntryTransport {
     EntryTransport::Ws {
         path: path.into(),
@@ -113,7 +121,7 @@ async fn start_node(method: &str) -> Fixture {
     } else {
         (SERVER_32, ALICE_32)
     };
-    let ports: Vec<u16> = (0..7).map(|_| free_port().unwrap()).collect();
+    let ports: Vec<u16> = (0..9).map(|_| free_port().unwrap()).collect();
     let inbounds = [
         inbound("vless", ports[0], "protocol = \"vless\""),
         inbound(
@@ -139,6 +147,18 @@ async fn start_node(method: &str) -> Fixture {
             ports[6],
             &format!(
                 "protocol = \"trojan\"\ntransport = {{ type = \"httpupgrade\", path = \"/tu\" }}\n{TLS}"
+            ),
+        ),
+        inbound(
+            "vless-grpc",
+            ports[7],
+            "protocol = \"vless\"\ntransport = { type = \"grpc\", service_name = \"g\" }",
+        ),
+        inbound(
+            "trojan-grpc",
+            ports[8],
+            &format!(
+                "protocol = \"trojan\"\ntransport = {{ type = \"grpc\", service_name = \"tg\" }}\n{TLS}"
             ),
         ),
         inbound(
@@ -205,6 +225,14 @@ shadowsocks = "{alice_key}"
             ports[6],
             trojan(),
             http_upgrade("/tu"),
+            pinned(&cert),
+        ),
+        entry("VLESS gRPC", ports[7], vless(), grpc("g", false), None),
+        entry(
+            "Trojan gRPC TLS",
+            ports[8],
+            trojan(),
+            grpc("tg", false),
             pinned(&cert),
         ),
         entry(
@@ -546,6 +574,68 @@ async fn our_httpupgrade_client_works_with_xray() {
         .download_via_socks(proxy.addr(), DOWN)
         .await
         .unwrap_or_else(|e| panic!("{e:#}\n{}", server.log_tail()));
+}
+
+/// Our gRPC client against sing-box's gRPC server (VLESS, plain and TLS) and
+/// Xray's (gun and multi mode, plain): 4 MiB down, every byte checked, and UDP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_grpc_client_works_with_sing_box_and_xray() {
+    let target = HttpTarget::start().await.unwrap();
+    let cert = TestCert::new("node.test").unwrap();
+    let vless = || EntryProtocol::Vless {
+        uuid: UUID.into(),
+        flow: None,
+    };
+    for tls in [false, true] {
+        let port = free_port().unwrap();
+        let mut inbound = config::vless_inbound(port, UUID);
+        if tls {
+            inbound["tls"] = config::tls_server(&cert);
+        }
+        inbound["transport"] = json!({ "type": "grpc", "service_name": "svc" });
+        let server = SingBox::start(config::server(inbound)).await.unwrap();
+        let tls_entry = if tls { pinned(&cert) } else { None };
+        let e = entry(
+            &format!("sing-box VLESS gRPC tls={tls}"),
+            port,
+            vless(),
+            grpc("svc", false),
+            tls_entry,
+        );
+        let proxy = proxy_through(&e).await;
+        target
+            .download_via_socks(proxy.addr(), DOWN)
+            .await
+            .unwrap_or_else(|e| panic!("{e:#}\n{}", server.log_tail()));
+        udp_through(&e).await;
+    }
+    for multi in [false, true] {
+        let port = free_port().unwrap();
+        let server = Xray::start(json!({
+            "log": { "loglevel": "info" },
+            "inbounds": [{
+                "protocol": "vless", "listen": "127.0.0.1", "port": port,
+                "settings": { "clients": [{ "id": UUID }], "decryption": "none" },
+                "streamSettings": { "network": "grpc", "grpcSettings": { "serviceName": "svc" } }
+            }],
+            "outbounds": [{ "protocol": "freedom" }]
+        }))
+        .await
+        .unwrap();
+        let e = entry(
+            &format!("Xray VLESS gRPC multi={multi}"),
+            port,
+            vless(),
+            grpc("svc", multi),
+            None,
+        );
+        let proxy = proxy_through(&e).await;
+        target
+            .download_via_socks(proxy.addr(), DOWN)
+            .await
+            .unwrap_or_else(|e| panic!("{e:#}\n{}", server.log_tail()));
+        udp_through(&e).await;
+    }
 }
 
 /// A wrong user key carries nothing: the node never answers, TCP or UDP.

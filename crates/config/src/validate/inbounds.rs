@@ -115,6 +115,98 @@ fn validate_http_upgrade(
     Ok(())
 }
 
+/// The longest gRPC service name.
+const MAX_GRPC_SERVICE_NAME: usize = 128;
+
+/// A gRPC inbound: a service name of letters, digits, `_`, `.` and `-` (it is the
+/// first segment of the request path), under TLS or nothing (REALITY not yet). Its
+/// protocol (VLESS or Trojan) is checked with the protocols': SOCKS and Shadowsocks
+/// take plain TCP only.
+fn validate_grpc(
+    service_name: &str,
+    security: &Security,
+    f: &impl Fn(&str) -> String,
+) -> Result<(), ConfigError> {
+    if service_name.is_empty() {
+        return Err(invalid(f("transport.service_name"), "must not be empty"));
+    }
+    if service_name.len() > MAX_GRPC_SERVICE_NAME {
+        return Err(invalid(
+            f("transport.service_name"),
+            format!("longer than {MAX_GRPC_SERVICE_NAME} characters"),
+        ));
+    }
+    if !service_name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    {
+        return Err(invalid(
+            f("transport.service_name"),
+            "use letters, digits, '_', '.' and '-' only",
+        ));
+    }
+    if matches!(security, Security::Reality { .. }) {
+        return Err(invalid(
+            f("security"),
+            "gRPC runs over TLS or nothing (not REALITY, yet)",
+        ));
+    }
+    Ok(())
+}
+
+/// The highest rate a Hysteria 2 inbound may name, Mbit/s: 100 Gbit/s.
+const MAX_HYSTERIA2_MBPS: u64 = 100_000;
+
+/// A Hysteria 2 inbound: QUIC under TLS on its UDP port, nothing under it (no
+/// transport, fallback or REALITY), its obfs password non-empty and its rates
+/// 1 to [`MAX_HYSTERIA2_MBPS`] Mbit/s.
+fn validate_hysteria2(ib: &InboundConfig, f: &impl Fn(&str) -> String) -> Result<(), ConfigError> {
+    if !matches!(ib.security, Security::Tls { .. }) {
+        return Err(invalid(
+            f("security"),
+            "hysteria2 runs over QUIC, which needs TLS: give a certificate (type = \"tls\")",
+        ));
+    }
+    if ib.transport != Transport::Tcp {
+        return Err(invalid(
+            f("transport"),
+            "hysteria2 is its own transport (QUIC over UDP): leave transport unset",
+        ));
+    }
+    if ib.fallback.is_some() {
+        return Err(invalid(
+            f("fallback"),
+            "hysteria2 has no fallback: a client that does not authenticate gets a web server's 404",
+        ));
+    }
+    let Some(h) = &ib.hysteria2 else {
+        return Ok(());
+    };
+    if h.obfs_password
+        .as_ref()
+        .is_some_and(|p| p.expose().is_empty())
+    {
+        return Err(invalid(
+            f("hysteria2.obfs_password"),
+            "must not be empty (leave it out for no obfuscation)",
+        ));
+    }
+    for (field, rate) in [
+        ("hysteria2.up_mbps", h.up_mbps),
+        ("hysteria2.down_mbps", h.down_mbps),
+    ] {
+        if let Some(rate) = rate
+            && !(1..=MAX_HYSTERIA2_MBPS).contains(&rate)
+        {
+            return Err(invalid(
+                f(field),
+                format!("must be 1-{MAX_HYSTERIA2_MBPS} Mbit/s (leave it out for no limit)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Whether `host` is an IP address (IPv6 bracketed or not) or a DNS name: labels of
 /// 1-63 letters, digits, '-' or '_', not starting or ending with '-', 253 bytes at
 /// most.
@@ -247,6 +339,9 @@ impl NodeConfig {
             if let Transport::HttpUpgrade { path, host } = &ib.transport {
                 validate_http_upgrade(path, host.as_deref(), &f)?;
             }
+            if let Transport::Grpc { service_name } = &ib.transport {
+                validate_grpc(service_name, &ib.security, &f)?;
+            }
             if let Security::Tls {
                 cert,
                 key,
@@ -334,7 +429,11 @@ impl NodeConfig {
                         return Err(invalid(f("fallback"), "socks has no fallback"));
                     }
                 }
+                Protocol::Hysteria2 => validate_hysteria2(ib, &f)?,
                 Protocol::Vless | Protocol::Trojan => {}
+            }
+            if ib.protocol != Protocol::Hysteria2 && ib.hysteria2.is_some() {
+                return Err(invalid(f("hysteria2"), "is for hysteria2 inbounds"));
             }
             crate::reality::check_flow(
                 ib.flow.is_some(),

@@ -39,6 +39,9 @@ impl NodeConfig {
                         "must be 1 to 64",
                     ));
                 }
+                upgrade_profile(&p.transport).map_err(|(field, why)| {
+                    invalid(f(&format!("profiles[{j}].transport.{field}")), why)
+                })?;
             }
             if !(1..=64).contains(&t.window_mib) {
                 return Err(invalid(f("window_mib"), "must be 1 to 64 (MiB)"));
@@ -238,4 +241,75 @@ impl NodeConfig {
         }
         Ok(())
     }
+}
+
+/// A WebSocket or HTTPUpgrade profile's request and its CDN's TLS: the field that is
+/// wrong and why.
+fn upgrade_profile(t: &TunnelTransport) -> Result<(), (&'static str, &'static str)> {
+    let (path, host, outer) = match t {
+        TunnelTransport::Ws {
+            path,
+            host,
+            outer_tls,
+        }
+        | TunnelTransport::HttpUpgrade {
+            path,
+            host,
+            outer_tls,
+        } => (path, host, outer_tls),
+        _ => return Ok(()),
+    };
+    let plain = |s: &str| !s.chars().any(|c| c.is_control() || c.is_whitespace());
+    if !path.starts_with('/') || path.len() > 256 || !plain(path) {
+        return Err((
+            "path",
+            "must start with / and be at most 256 characters, without spaces",
+        ));
+    }
+    if host.len() > 253 || !plain(host) {
+        return Err(("host", "a host name of at most 253 characters"));
+    }
+    let Some(outer) = outer else {
+        return Ok(());
+    };
+    let name = &outer.server_name;
+    let name_ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':'));
+    if !name_ok {
+        return Err((
+            "outer_tls.server_name",
+            "the CDN's DNS name (or IP address) its certificate carries",
+        ));
+    }
+    if outer
+        .ca_pem
+        .as_deref()
+        .is_some_and(|pem| !holds_certificate(pem))
+    {
+        return Err((
+            "outer_tls.ca_pem",
+            "must hold a PEM certificate (-----BEGIN CERTIFICATE-----)",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `pem` holds at least one certificate block whose body is base64.
+fn holds_certificate(pem: &str) -> bool {
+    use base64::Engine as _;
+    const BEGIN: &str = "-----BEGIN CERTIFICATE-----";
+    const END: &str = "-----END CERTIFICATE-----";
+    let Some((_, rest)) = pem.split_once(BEGIN) else {
+        return false;
+    };
+    let Some((body, _)) = rest.split_once(END) else {
+        return false;
+    };
+    let body: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .is_ok_and(|der| !der.is_empty())
 }

@@ -42,6 +42,18 @@ impl NodeConfig {
                     }
                 }
             }
+            if let Some(pw) = &u.hysteria2 {
+                if pw.expose().is_empty() {
+                    return Err(invalid(f("hysteria2"), "must not be empty"));
+                }
+                // Never the password in the message: it is a secret.
+                if pw.expose().chars().any(char::is_control) {
+                    return Err(invalid(
+                        f("hysteria2"),
+                        "must not hold control characters (clients send it in an HTTP header)",
+                    ));
+                }
+            }
             if u.address_limit == Some(0) {
                 return Err(invalid(
                     f("address_limit"),
@@ -59,6 +71,10 @@ impl NodeConfig {
                 (
                     "shadowsocks",
                     u.shadowsocks.as_ref().map(|s| s.expose().to_owned()),
+                ),
+                (
+                    "hysteria2",
+                    u.hysteria2.as_ref().map(|s| s.expose().to_owned()),
                 ),
             ];
             for (kind, cred) in creds {

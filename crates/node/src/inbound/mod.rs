@@ -1,7 +1,7 @@
 //! Inbounds: listeners, the transport and security layers, and the hand-off to each
 //! protocol.
 //!
-//! The layers (TCP listener, TLS, REALITY, WebSocket, HTTPUpgrade) are the shared transport
+//! The layers (TCP listener, TLS, REALITY, WebSocket, HTTPUpgrade, gRPC) are the shared transport
 //! layer's ([`switchyard_transport`]); the node adds its policy: deadlines,
 //! pre-authentication limits, gates and fallbacks. Every connection gets one deadline
 //! for its whole handshake (TLS, WebSocket upgrade, protocol header); a connection
@@ -9,6 +9,8 @@
 //! held silently and closed.
 
 mod fallback;
+mod grpc;
+mod hysteria2;
 mod io;
 pub(crate) mod reality;
 mod records;
@@ -66,10 +68,16 @@ pub(crate) enum Layer {
 /// A listener bound for an inbound, not yet serving.
 pub(crate) struct Bound {
     pub(crate) config: InboundConfig,
-    listener: TcpListener,
+    sockets: Sockets,
     layer: Layer,
-    /// Shadowsocks: the UDP socket on the same port.
-    udp: Option<tokio::net::UdpSocket>,
+}
+
+/// What an inbound's port is bound to.
+enum Sockets {
+    /// A TCP listener; Shadowsocks: with the UDP socket on the same port.
+    Tcp(TcpListener, Option<tokio::net::UdpSocket>),
+    /// Hysteria 2: QUIC's UDP socket, nothing on TCP.
+    Quic(std::net::UdpSocket),
 }
 
 /// A serving inbound.
@@ -110,10 +118,10 @@ pub enum BindError {
     /// `port N on IP: ...` when another program holds it, listen).
     #[error(transparent)]
     Tcp(#[from] switchyard_transport::listen::BindError),
-    /// The system gave no UDP socket (Shadowsocks), or it could not be set up.
+    /// The system gave no UDP socket (Shadowsocks, Hysteria 2), or it could not be set up.
     #[error("UDP socket: {0}")]
     UdpSocket(#[source] std::io::Error),
-    /// An option of the UDP socket (Shadowsocks) could not be set.
+    /// An option of the UDP socket (Shadowsocks, Hysteria 2) could not be set.
     #[error("{option}: {source}")]
     Option {
         /// `SO_REUSEADDR` or `SO_REUSEPORT`.
@@ -121,7 +129,7 @@ pub enum BindError {
         /// Why.
         source: std::io::Error,
     },
-    /// The UDP port can't be bound (Shadowsocks; another program holds it:
+    /// The UDP port can't be bound (Shadowsocks, Hysteria 2; another program holds it:
     /// `AddrInUse`).
     #[error("UDP port {} on {}: {source}", .addr.port(), .addr.ip())]
     UdpPort {
@@ -147,9 +155,22 @@ impl BindError {
 /// old listener still serves); `layer` (TLS with its certificate, or REALITY) is
 /// built by the caller.
 pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, BindError> {
+    let layer = match (layer, &config.transport) {
+        (Layer::Tls(acceptor), Transport::Grpc { .. }) => Layer::Tls(with_h2(&acceptor)),
+        (layer, _) => layer,
+    };
     let addr = SocketAddr::new(config.listen, config.port);
     let udp = match config.protocol {
         Protocol::Shadowsocks => Some(shadowsocks::bind_udp(addr)?),
+        Protocol::Hysteria2 => {
+            let socket = shadowsocks::bind_udp(addr)?;
+            let socket = socket.into_std().map_err(BindError::UdpSocket)?;
+            return Ok(Bound {
+                config: config.clone(),
+                sockets: Sockets::Quic(socket),
+                layer,
+            });
+        }
         _ => None,
     };
     let listener = TcpListener::bind(
@@ -161,14 +182,23 @@ pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, 
     )?;
     Ok(Bound {
         config: config.clone(),
-        listener,
+        sockets: Sockets::Tcp(listener, udp),
         layer,
-        udp,
     })
 }
 
+/// A gRPC inbound's TLS offers ALPN `h2` (gRPC clients require it), then
+/// `http/1.1` (a browser or prober still gets the fallback); the other inbounds
+/// offer none (`crate::tls`).
+fn with_h2(acceptor: &TlsAcceptor) -> TlsAcceptor {
+    let mut config = rustls::ServerConfig::clone(acceptor.config());
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    TlsAcceptor::from(Arc::new(config))
+}
+
 impl Bound {
-    /// Starts serving: the accept loop (and Shadowsocks' UDP loop) run supervised.
+    /// Starts serving: the accept loop (and Shadowsocks' UDP loop; Hysteria 2's QUIC
+    /// accept loop) run supervised.
     pub(crate) fn start(self, shared: Arc<Shared>) -> Running {
         let cancel = CancellationToken::new();
         let state = shared.inbound_states.get(&self.config.tag);
@@ -179,8 +209,14 @@ impl Bound {
             state,
             shared,
         });
-        let listener = Arc::new(self.listener);
-        match self.udp {
+        let (listener, udp) = match self.sockets {
+            Sockets::Tcp(listener, udp) => (Arc::new(listener), udp),
+            Sockets::Quic(socket) => {
+                hysteria2::start(ctx, socket);
+                return Running { cancel };
+            }
+        };
+        match udp {
             Some(udp) => shadowsocks::start(ctx, listener, Arc::new(udp)),
             None => {
                 let each = ctx.clone();
@@ -347,12 +383,16 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
                 None => return,
             }
         }
+        Transport::Grpc { service_name } => {
+            return grpc::serve(&ctx, &rt, stream, conn, service_name).await;
+        }
     };
     match ctx.config.protocol {
         Protocol::Vless => vless::serve(&ctx, &rt, stream, conn).await,
         Protocol::Trojan => trojan::serve(&ctx, &rt, stream, conn).await,
         Protocol::Socks => socks::serve(&ctx, &rt, stream, conn, local).await,
         Protocol::Shadowsocks => {} // served by shadowsocks::start
+        Protocol::Hysteria2 => {}   // served by hysteria2::start
     }
 }
 

@@ -45,29 +45,9 @@ pub(crate) async fn proxy(
         .shared
         .sessions
         .register(&user.name, &ctx.config.tag, &ctx.cancel);
-    let plan = match rt.dialer.plan(&dest, Network::Tcp).await {
-        Ok(p) => p,
-        Err(e) => return tracing::debug!(user = %user.name, "{e}"),
-    };
-    let mut remote: BoxIo = match plan {
-        Plan::Tunnel(tag) => {
-            let open = Open {
-                network: TunnelNetwork::Tcp,
-                user: user.name.clone(),
-                destination: dest.clone(),
-            };
-            match rt.relays.get(&tag).map(|r| r.open(open, now_ms())) {
-                Some(Ok(stream)) => Box::new(stream),
-                Some(Err(e)) => {
-                    return tracing::debug!(user = %user.name, %dest, "tunnel {tag}: {e}");
-                }
-                None => return tracing::warn!(%dest, "tunnel {tag} is not running"),
-            }
-        }
-        Plan::Direct(addrs) => match Dialer::connect_to(&dest, &addrs).await {
-            Ok(r) => Box::new(r),
-            Err(e) => return tracing::debug!(user = %user.name, "{e}"),
-        },
+    let mut remote = match dial(rt, user, &dest).await {
+        Ok(r) => r,
+        Err(e) => return e.log(user, &dest),
     };
     if !response.is_empty()
         && (stream.write_all(response).await.is_err() || stream.flush().await.is_err())
@@ -85,4 +65,61 @@ pub(crate) async fn proxy(
     })
     .await;
     tracing::trace!(user = %user.name, %dest, ?ended, "connection closed");
+}
+
+/// Why a user's TCP connection could not be opened to its destination.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum DialFailure {
+    /// The route refused the destination, or dialing it failed.
+    #[error(transparent)]
+    Dial(#[from] crate::outbound::DialError),
+    /// The route's tunnel is not running.
+    #[error("tunnel {0} is not running")]
+    TunnelDown(String),
+    /// No stream could be opened in the route's tunnel.
+    #[error("tunnel {tag}: {source}")]
+    Tunnel {
+        /// The tunnel's tag.
+        tag: String,
+        /// Why.
+        source: switchyard_tunnel::pool::PoolError,
+    },
+}
+
+impl DialFailure {
+    /// Logs it for `user`'s connection to `dest` (a tunnel that is down is the
+    /// operator's business: a warning).
+    pub(crate) fn log(&self, user: &User, dest: &Destination) {
+        match self {
+            Self::TunnelDown(_) => tracing::warn!(%dest, "{self}"),
+            Self::Tunnel { .. } => tracing::debug!(user = %user.name, %dest, "{self}"),
+            Self::Dial(_) => tracing::debug!(user = %user.name, "{self}"),
+        }
+    }
+}
+
+/// Opens `user`'s connection to `dest` by the route's plan: a direct dial, or a stream
+/// in a tunnel. The destination checks (blocked, private, the control API) are the
+/// dialer's.
+pub(crate) async fn dial(
+    rt: &Runtime,
+    user: &User,
+    dest: &Destination,
+) -> Result<BoxIo, DialFailure> {
+    match rt.dialer.plan(dest, Network::Tcp).await? {
+        Plan::Tunnel(tag) => {
+            let open = Open {
+                network: TunnelNetwork::Tcp,
+                user: user.name.clone(),
+                destination: dest.clone(),
+            };
+            match rt.relays.get(&tag).map(|r| r.open(open, now_ms())) {
+                Some(Ok(stream)) => Ok(Box::new(stream)),
+                Some(Err(source)) => Err(DialFailure::Tunnel { tag, source }),
+                None => Err(DialFailure::TunnelDown(tag)),
+            }
+        }
+        Plan::Direct(addrs) => Ok(Box::new(Dialer::connect_to(dest, &addrs).await?)),
+    }
 }

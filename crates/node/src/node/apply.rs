@@ -46,6 +46,7 @@ fn users_to_close(old: &[UserConfig], new: &[UserConfig]) -> HashSet<String> {
                     || n.trojan != o.trojan
                     || n.shadowsocks != o.shadowsocks
                     || n.socks != o.socks
+                    || n.hysteria2 != o.hysteria2
             }
         })
         .map(|o| o.name.clone())

@@ -42,7 +42,7 @@ async fn node(protocol: &str, path: &str, host: Option<&str>, tls: bool) -> Fixt
 
 /// Downloads [`DOWN`] and uploads [`UP`] through the SOCKS5 proxy at `proxy`, every
 /// byte checked, then waits for Alice's counters to show them; panics with `log`.
-async fn carry(f: &Fixture, proxy: SocketAddr, what: &str, log: impl Fn() -> String) {
+pub(crate) async fn carry(f: &Fixture, proxy: SocketAddr, what: &str, log: impl Fn() -> String) {
     let (up0, down0) = f.alice();
     let transfers = async {
         f.http.download_via_socks(proxy, DOWN).await?;
@@ -75,7 +75,7 @@ async fn carry(f: &Fixture, proxy: SocketAddr, what: &str, log: impl Fn() -> Str
 }
 
 /// An Xray client with a SOCKS inbound and `outbound`; its SOCKS address.
-async fn xray(outbound: Value) -> (Xray, SocketAddr) {
+pub(crate) async fn xray(outbound: Value) -> (Xray, SocketAddr) {
     let config = json!({
         "log": { "loglevel": "info" },
         "inbounds": [{
@@ -252,7 +252,7 @@ async fn our_dial_layer_carries_vless_through_the_inbound() {
 
 /// A local "website": answers any request with a fixed page, and records what it
 /// was sent.
-async fn website() -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
+pub(crate) async fn website() -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
@@ -282,7 +282,7 @@ async fn website() -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>
     (addr, rx)
 }
 
-const SITE_ANSWER: &[u8] =
+pub(crate) const SITE_ANSWER: &[u8] =
     b"HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\nConnection: close\r\n\r\nnope!";
 
 /// Whatever is not an upgrade for this inbound (another path, another host, a plain

@@ -108,6 +108,7 @@ fn toml_user(name: &str, uuid: &str) -> switchyard_node::config::UserConfig {
         trojan: None,
         shadowsocks: None,
         socks: None,
+        hysteria2: None,
         address_limit: None,
     }
 }

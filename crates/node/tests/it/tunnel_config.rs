@@ -176,3 +176,55 @@ fn a_profile_names_its_own_links_or_takes_the_tunnels() {
         assert!(e.starts_with("tunnels[0].profiles[1].links:"), "{e:?}");
     }
 }
+
+#[test]
+fn an_upgrade_profile_and_its_cdn_tls_name_their_fields() {
+    let p = format!("pin = \"{}\"\n", pin("aa"));
+    let with = |transport: &str| {
+        reverse_origin(&p).replace(
+            "addresses = [\"r:7443\"]\n",
+            &format!("addresses = [\"r:7443\"]\ntransport = {transport}\n"),
+        )
+    };
+    let good = with(
+        "{ type = \"httpupgrade\", path = \"/t\", host = \"cdn.example\", outer_tls = { server_name = \"cdn.example\" } }",
+    );
+    let c = NodeConfig::from_toml(&good).unwrap();
+    assert_eq!(
+        c.tunnels[0].profiles[0].transport,
+        switchyard_node::config::TunnelTransport::HttpUpgrade {
+            path: "/t".into(),
+            host: "cdn.example".into(),
+            outer_tls: Some(switchyard_node::config::OuterTls {
+                server_name: "cdn.example".into(),
+                ca_pem: None,
+            }),
+        }
+    );
+    let cases = [
+        (
+            "{ type = \"httpupgrade\", path = \"t\" }",
+            "tunnels[0].profiles[0].transport.path:",
+        ),
+        (
+            "{ type = \"ws\", path = \"/a b\" }",
+            "tunnels[0].profiles[0].transport.path:",
+        ),
+        (
+            "{ type = \"ws\", path = \"/t\", host = \"a b\" }",
+            "tunnels[0].profiles[0].transport.host:",
+        ),
+        (
+            "{ type = \"ws\", path = \"/t\", outer_tls = { server_name = \"\" } }",
+            "tunnels[0].profiles[0].transport.outer_tls.server_name:",
+        ),
+        (
+            "{ type = \"httpupgrade\", path = \"/t\", outer_tls = { server_name = \"cdn.example\", ca_pem = \"not a certificate\" } }",
+            "tunnels[0].profiles[0].transport.outer_tls.ca_pem:",
+        ),
+    ];
+    for (transport, field) in cases {
+        let e = err(&with(transport));
+        assert!(e.starts_with(field), "{field}: got {e:?} for {transport}");
+    }
+}

@@ -68,6 +68,29 @@ pub enum InboundTransport {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         host: Option<String>,
     },
+    /// gRPC ("gun"): each stream an HTTP/2 request to `/{service_name}/Tun`, several
+    /// on one connection. VLESS or Trojan, plain or TLS (not REALITY). Every client
+    /// app family speaks plain gun; Xray's multi mode (`/{service_name}/TunMulti`)
+    /// reaches Xray-based apps only, the others get plain gun, which the node
+    /// serves as well.
+    Grpc {
+        /// The gRPC service name: 1 to 128 letters, digits, `_`, `.` and `-`.
+        #[schema(min_length = 1, max_length = 128, pattern = r"^[A-Za-z0-9_.-]{1,128}$")]
+        service_name: String,
+        /// Xray's multi mode for the apps that speak it (default false).
+        #[serde(default)]
+        multi_mode: bool,
+    },
+}
+
+/// Whether `name` is a gRPC service name the panel accepts: 1 to 128 letters, digits,
+/// `_`, `.` and `-` (what gRPC's own service names use, so it passes every app's
+/// path handling and a CDN unescaped).
+pub fn is_grpc_service_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 /// Where a TLS inbound's certificate comes from.
@@ -296,6 +319,14 @@ pub fn check_inbound(
             check_host("transport.host", h)?;
         }
     }
+    if let InboundTransport::Grpc { service_name, .. } = transport
+        && !is_grpc_service_name(service_name)
+    {
+        return Err(FieldError::new(
+            "transport.service_name",
+            "must be 1 to 128 letters, digits, _, . and -",
+        ));
+    }
     match (protocol, method) {
         (Protocol::Shadowsocks, None) => {
             return Err(FieldError::new(
@@ -427,6 +458,10 @@ pub fn check_reality_and_flow(
     }
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "inbound_grpc_tests.rs"]
+mod grpc_tests;
 
 #[cfg(test)]
 mod tests {

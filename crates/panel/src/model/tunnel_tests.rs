@@ -100,6 +100,7 @@ fn every_error_names_its_field() {
                 t.profiles[0].transport = LinkTransport::Ws {
                     path: "ws".into(),
                     host: String::new(),
+                    outer_tls: None,
                 }
             }),
             "profiles[0].transport.path",
@@ -109,9 +110,36 @@ fn every_error_names_its_field() {
                 t.profiles[0].transport = LinkTransport::Ws {
                     path: "/ws".into(),
                     host: "bad host".into(),
+                    outer_tls: None,
                 }
             }),
             "profiles[0].transport.host",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0].transport = LinkTransport::HttpUpgrade {
+                    path: "/up".into(),
+                    host: String::new(),
+                    outer_tls: Some(crate::model::tunnel::OuterTls {
+                        server_name: "bad name".into(),
+                        ca_pem: None,
+                    }),
+                }
+            }),
+            "profiles[0].transport.outer_tls.server_name",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0].transport = LinkTransport::Ws {
+                    path: "/ws".into(),
+                    host: String::new(),
+                    outer_tls: Some(crate::model::tunnel::OuterTls {
+                        server_name: "cdn.example.com".into(),
+                        ca_pem: Some("not pem".into()),
+                    }),
+                }
+            }),
+            "profiles[0].transport.outer_tls.ca_pem",
         ),
         (
             Box::new(|t| t.profiles[0].addresses = vec!["relay.example.com".into()]),
@@ -146,6 +174,7 @@ fn every_error_names_its_field() {
                 t.profiles[0].transport = LinkTransport::Ws {
                     path: "/t".into(),
                     host: String::new(),
+                    outer_tls: None,
                 };
             }),
             "profiles[0].transport",
@@ -311,6 +340,7 @@ fn good_shapes_pass() {
             transport: LinkTransport::Ws {
                 path: "/t".into(),
                 host: "cdn.example.com".into(),
+                outer_tls: None,
             },
             ..TunnelProfile::default()
         },

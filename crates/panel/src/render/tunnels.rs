@@ -32,8 +32,8 @@ use switchyard_tunnel::credentials::{TunnelSecret, origin_credential_at, tunnel_
 use crate::model::Server;
 use crate::model::snapshot::SnapshotTunnel;
 use crate::model::tunnel::{
-    LinkSecurity, LinkTransport, TunnelBalancing, TunnelMode, TunnelProfile, TunnelRealityKeys,
-    origin_name,
+    LinkSecurity, LinkTransport, OuterTls, TunnelBalancing, TunnelMode, TunnelProfile,
+    TunnelRealityKeys, origin_name,
 };
 
 /// `host:port`, the host bracketed when it is an IPv6 address.
@@ -60,9 +60,28 @@ fn profile(
             "short_id": reality.short_id,
         }),
         (LinkSecurity::Tls, LinkTransport::Tcp) => json!({ "type": "tls" }),
-        (LinkSecurity::Tls, LinkTransport::Ws { path, host }) => {
-            json!({ "type": "ws", "path": path, "host": host })
-        }
+        (
+            LinkSecurity::Tls,
+            LinkTransport::Ws {
+                path,
+                host,
+                outer_tls,
+            },
+        ) => upgrade("ws", path, host, outer_tls.as_ref(), dialed.is_some()),
+        (
+            LinkSecurity::Tls,
+            LinkTransport::HttpUpgrade {
+                path,
+                host,
+                outer_tls,
+            },
+        ) => upgrade(
+            "httpupgrade",
+            path,
+            host,
+            outer_tls.as_ref(),
+            dialed.is_some(),
+        ),
     };
     let addresses: Vec<String> = match dialed {
         Some(_) if !p.addresses.is_empty() => p.addresses.clone(),
@@ -75,6 +94,22 @@ fn profile(
         "addresses": addresses,
         "links": p.links.unwrap_or(links),
     })
+}
+
+/// A WebSocket or HTTPUpgrade profile's transport; the CDN's TLS goes to the dialing
+/// side only (`dialing`), the listening side serves plain HTTP behind the CDN.
+fn upgrade(
+    kind: &str,
+    path: &str,
+    host: &str,
+    outer_tls: Option<&OuterTls>,
+    dialing: bool,
+) -> Value {
+    let mut transport = json!({ "type": kind, "path": path, "host": host });
+    if let Some(outer) = outer_tls.filter(|_| dialing) {
+        transport["outer_tls"] = json!(outer);
+    }
+    transport
 }
 
 fn pins(c: &SnapshotTunnel) -> Vec<&str> {

@@ -110,6 +110,7 @@ fn a_reverse_tunnel_gives_each_side_only_its_half() {
             transport: LinkTransport::Ws {
                 path: "/t".into(),
                 host: "cdn.example.com".into(),
+                outer_tls: None,
             },
             addresses: vec!["cdn.example.com:443".into()],
             reality_dest: None,
@@ -176,7 +177,8 @@ fn a_reverse_tunnel_gives_each_side_only_its_half() {
         half.profiles[1].transport,
         TunnelTransport::Ws {
             path: "/t".into(),
-            host: "cdn.example.com".into()
+            host: "cdn.example.com".into(),
+            outer_tls: None,
         }
     );
     // Each origin has its own credential; none is another's.
@@ -184,6 +186,49 @@ fn a_reverse_tunnel_gives_each_side_only_its_half() {
     assert!(Credential::from_hex(&credential("eu", 2)).is_some());
     // A server in no tunnel gets none.
     assert!(config_of(4, vec![]).tunnels.is_empty());
+}
+
+#[test]
+fn only_the_dialing_side_gets_the_cdns_tls() {
+    let outer = crate::model::tunnel::OuterTls {
+        server_name: "cdn.example.com".into(),
+        ca_pem: None,
+    };
+    let t = tunnel(1, "eu", |i| {
+        i.profiles.push(TunnelProfile {
+            port: 8080,
+            security: Some(LinkSecurity::Tls),
+            transport: LinkTransport::HttpUpgrade {
+                path: "/eu".into(),
+                host: "cdn.example.com".into(),
+                outer_tls: Some(outer.clone()),
+            },
+            addresses: vec!["cdn.example.com:443".into()],
+            ..TunnelProfile::default()
+        });
+    });
+    let relay = config_of(1, vec![t.clone()]);
+    assert_eq!(
+        relay.tunnels[0].profiles[1].transport,
+        TunnelTransport::HttpUpgrade {
+            path: "/eu".into(),
+            host: "cdn.example.com".into(),
+            outer_tls: None,
+        },
+        "the relay serves plain HTTP behind the CDN"
+    );
+    let origin = config_of(2, vec![t]);
+    assert_eq!(
+        origin.tunnels[0].profiles[1].transport,
+        TunnelTransport::HttpUpgrade {
+            path: "/eu".into(),
+            host: "cdn.example.com".into(),
+            outer_tls: Some(switchyard_config::OuterTls {
+                server_name: "cdn.example.com".into(),
+                ca_pem: None,
+            }),
+        }
+    );
 }
 
 #[test]

@@ -71,6 +71,17 @@ pub fn entry(
             path: path.clone(),
             host: host.clone(),
         },
+        // No authority of its own: Xray sends the TLS server name (the inbound's
+        // `sni`, else the address clients dial), else that address, which is what a
+        // CDN in front routes by; sing-box and mihomo cannot set one anyway.
+        InboundTransport::Grpc {
+            service_name,
+            multi_mode,
+        } => EntryTransport::Grpc {
+            service_name: service_name.clone(),
+            authority: None,
+            multi: *multi_mode,
+        },
     };
     let tls = match &inbound.security {
         InboundSecurity::None => None,

@@ -1,6 +1,7 @@
 //! In a real headless Chromium: the inbound form's transport select offers
-//! HTTPUpgrade, shows the path and Host header fields for it (as for WebSocket, none
-//! for TCP), and saves an HTTPUpgrade inbound with them.
+//! HTTPUpgrade and gRPC, shows the path and Host header fields for HTTPUpgrade (as
+//! for WebSocket, none for TCP), the service name and multi mode for gRPC, and saves
+//! an inbound of each with them.
 
 use crate::live;
 use crate::ui_common::{click, password, type_into, unlabelled};
@@ -58,12 +59,13 @@ async fn an_httpupgrade_inbound_through_the_form_in_a_real_browser() {
         serde_json::json!([
             ["tcp", "TCP"],
             ["ws", "WebSocket"],
-            ["httpupgrade", "HTTPUpgrade"]
+            ["httpupgrade", "HTTPUpgrade"],
+            ["grpc", "gRPC"]
         ])
     );
     let path = "dialog[open] input[name='transport.path']";
     let host = "dialog[open] input[name='transport.host']";
-    for (transport, shown) in [("tcp", false), ("httpupgrade", true)] {
+    for (transport, shown) in [("tcp", false), ("grpc", false), ("httpupgrade", true)] {
         pick_transport(&b, transport).await;
         for css in [path, host] {
             let displayed = b.find(css).await.unwrap().is_displayed().await.unwrap();
@@ -91,6 +93,65 @@ async fn an_httpupgrade_inbound_through_the_form_in_a_real_browser() {
         InboundTransport::HttpUpgrade {
             path: "/up".into(),
             host: Some("cdn.example.com".into()),
+        }
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_inbound_through_the_form_in_a_real_browser() {
+    let dir = tempfile::tempdir().unwrap();
+    let (panel, http) = live::panel(dir.path()).await;
+    let store = panel.state.store().clone();
+    let cluster = store
+        .create_cluster("Europe", live::now())
+        .await
+        .unwrap()
+        .id;
+    let server = live::server(&panel, cluster, "de-1").await;
+    let b = Browser::start().await.unwrap();
+    b.goto(&format!("http://{http}/")).await.unwrap();
+    type_into(&b, "form.login input[name=username]", "admin").await;
+    type_into(&b, "form.login input[name=password]", &password(dir.path())).await;
+    b.press("Enter").await.unwrap();
+    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
+    b.goto(&format!("http://{http}/#/clusters/{cluster}"))
+        .await
+        .unwrap();
+
+    click(&b, "[data-new-inbound]").await;
+    b.wait_for("dialog[open] select[name=transport]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let name = "dialog[open] input[name='transport.service_name']";
+    let multi = "dialog[open] input[name='transport.multi_mode']";
+    for (transport, shown) in [("tcp", false), ("ws", false), ("grpc", true)] {
+        pick_transport(&b, transport).await;
+        for css in [name, multi] {
+            let displayed = b.find(css).await.unwrap().is_displayed().await.unwrap();
+            assert_eq!(displayed, shown, "{transport}: {css}");
+        }
+    }
+    let path = "dialog[open] input[name='transport.path']";
+    assert!(!b.find(path).await.unwrap().is_displayed().await.unwrap());
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the gRPC inbound form"
+    );
+    type_into(&b, "dialog[open] input[name=name]", "Frankfurt gRPC").await;
+    type_into(&b, name, "tun.v1").await;
+    click(&b, multi).await;
+    click(&b, "dialog[open] button[type=submit]").await;
+    b.wait_until_text(".inbound-chip .chip-name", "Frankfurt gRPC", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let saved = store.inbounds(Some(server), None).await.unwrap();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(
+        saved[0].transport,
+        InboundTransport::Grpc {
+            service_name: "tun.v1".into(),
+            multi_mode: true,
         }
     );
 }

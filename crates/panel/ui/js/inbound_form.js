@@ -1,6 +1,7 @@
 // Creating and editing an inbound: its server, display name, protocol, port,
 // transport (TCP, WebSocket or HTTPUpgrade, the last two with a path and a Host
-// header), security (TLS or REALITY), flow and weight. A REALITY inbound's public
+// header, or gRPC with a service name and Xray's multi mode), security (TLS or
+// REALITY), flow and weight. A REALITY inbound's public
 // key (the panel makes the pair; the private key is never shown) is shown once it is
 // saved, with a copy button.
 
@@ -27,9 +28,12 @@ export function inboundForm(servers, inbound) {
         .map((m) => h("option", { value: m, selected: i.method === m }, m)));
     const port = h("input", { name: "port", type: "number", min: 1, max: 65535, required: true, value: i.port });
     const transport = h("select", { name: "transport" },
-      [["tcp", "TCP"], ["ws", "WebSocket"], ["httpupgrade", "HTTPUpgrade"]].map(([v, t]) => h("option", { value: v, selected: i.transport.type === v }, t)));
+      [["tcp", "TCP"], ["ws", "WebSocket"], ["httpupgrade", "HTTPUpgrade"], ["grpc", "gRPC"]].map(([v, t]) => h("option", { value: v, selected: i.transport.type === v }, t)));
     const path = h("input", { name: "transport.path", value: i.transport.path || "/", placeholder: "/ws" });
     const wsHost = h("input", { name: "transport.host", value: i.transport.host || "" });
+    const serviceName = h("input", { name: "transport.service_name", maxlength: 128,
+      value: i.transport.service_name || "", placeholder: "tun" });
+    const multiMode = h("input", { type: "checkbox", name: "transport.multi_mode", checked: Boolean(i.transport.multi_mode) });
     const tls = i.security.type === "reality" ? "reality"
       : i.security.type === "tls" ? (i.security.certificate.source === "files" ? "files" : "self_signed") : "none";
     const security = h("select", { name: "security" },
@@ -55,6 +59,9 @@ export function inboundForm(servers, inbound) {
     const sni = h("input", { name: "sni", value: i.sni || "" });
     const coefficient = h("input", { name: "coefficient", type: "number", step: "0.1", min: "0.1", value: i.coefficient });
     const ws = h("div", { class: "group" }, field("Path", path), field("Host header", wsHost, "Any when empty"));
+    const grpc = h("div", { class: "group" },
+      field("Service name", serviceName, "Letters, digits, _ . and -; clients ask for /NAME/Tun"),
+      field("Multi mode", multiMode, "For Xray-based apps (v2rayN, v2rayNG, Streisand...); the others use plain gun, which the node serves too"));
     const files = h("div", { class: "group" }, field("Certificate file", certFile), field("Key file", keyFile));
     const ss = h("div", { class: "group" }, field("Method", method));
     const reality = h("div", { class: "group" },
@@ -68,7 +75,9 @@ export function inboundForm(servers, inbound) {
     const sniBox = h("div", { class: "group" }, field("TLS server name (SNI)", sni));
     const sync = () => {
       // WebSocket and HTTPUpgrade both have a path and a Host header.
-      ws.hidden = transport.value === "tcp";
+      ws.hidden = transport.value === "tcp" || transport.value === "grpc";
+      grpc.hidden = transport.value !== "grpc";
+      serviceName.required = !grpc.hidden;
       path.placeholder = transport.value === "httpupgrade" ? "/up" : "/ws";
       files.hidden = security.value !== "files";
       ss.hidden = protocol.value !== "shadowsocks";
@@ -81,7 +90,7 @@ export function inboundForm(servers, inbound) {
     const form = h("form", {},
       field("Server", server), field("Display name", name, "Shown in the panel; users see the name of the route it is in"),
       field("Protocol", protocol), ss, field("Port", port),
-      field("Transport", transport), ws, field("Security", security), files, reality, flowBox,
+      field("Transport", transport), ws, grpc, field("Security", security), files, reality, flowBox,
       field("Client address", host, "The address clients dial; the server's when empty"),
       sniBox,
       field("Coefficient", coefficient, "Weight in round-robin: 2 takes about twice the users of 1"),
@@ -96,6 +105,7 @@ export function inboundForm(servers, inbound) {
         server_id: Number(server.value), name: name.value.trim(), protocol: protocol.value,
         port: Number(port.value),
         transport: transport.value === "tcp" ? { type: "tcp" }
+          : transport.value === "grpc" ? { type: "grpc", service_name: serviceName.value.trim(), multi_mode: multiMode.checked }
           : { type: transport.value, path: path.value, host: wsHost.value.trim() || undefined },
         security: security.value === "none" ? { type: "none" }
           : security.value === "reality" ? {

@@ -146,7 +146,9 @@ export async function tunnelPage(main, id, ctx) {
 function profileText(p) {
   const links = `, ${p.links} link(s) per origin`;
   if (p.security === "reality") return `${p.port} REALITY (target ${p.reality_dest}, server name ${p.reality_server_name})${links}`;
-  return `${p.port} ${p.transport.type === "ws" ? `TLS in WebSocket ${p.transport.path}` : "TLS"}${links}`;
+  const over = { ws: "WebSocket", httpupgrade: "HTTPUpgrade" }[p.transport.type];
+  const cdn = p.transport.outer_tls ? ` behind ${p.transport.outer_tls.server_name}` : "";
+  return `${p.port} ${over ? `TLS in ${over} ${p.transport.path}${cdn}` : "TLS"}${links}`;
 }
 
 /** The host of `host:port` (`[v6]:port` unbracketed). */
@@ -237,7 +239,7 @@ function tunnelForm(servers, t) {
       const security = h("select", {},
         [["reality", "REALITY"], ["tls", "TLS (pinned certificate)"]].map(([v, x]) => h("option", { value: v, selected: (p.security || "tls") === v }, x)));
       const kind = h("select", {},
-        [["tcp", "TCP"], ["ws", "WebSocket (TLS only)"]].map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, x)));
+        [["tcp", "TCP"], ["ws", "WebSocket (TLS only)"], ["httpupgrade", "HTTPUpgrade (TLS only)"]].map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, x)));
       // Blank: the panel fills in its default target, and the server name from it.
       const dest = h("input", { value: p.reality_dest || "", placeholder: "blank: the panel's default target" });
       const serverName = h("input", { value: p.reality_server_name || "", placeholder: "blank: the target's host" });
@@ -249,12 +251,18 @@ function tunnelForm(servers, t) {
       });
       const path = h("input", { value: p.transport.path || "/tunnel" });
       const host = h("input", { value: p.transport.host || "" });
+      // A CDN in front of the listening side: the dialing side speaks TLS to it first.
+      const outer = p.transport.outer_tls || {};
+      const cdnName = h("input", { value: outer.server_name || "", placeholder: "blank: no CDN in front" });
+      const cdnCa = h("textarea", { rows: 3, placeholder: "blank: the web's roots" }, outer.ca_pem || "");
       const addresses = h("input", { value: (p.addresses || []).join(", "), placeholder: "the relay's address at this port" });
       // A profile's links are its weight: six take three times the streams of two.
       const links = h("input", { type: "number", min: 1, max: 16, value: p.links || 4 });
       const controls = [[port, "port", "port"], [security, "security", "security"], [kind, "transport", "transport"], [links, "links", "links"],
         [dest, "reality_dest", "REALITY target"], [serverName, "reality_server_name", "REALITY server name"],
-        [path, "transport.path", "WebSocket path"], [host, "transport.host", "WebSocket host"], [addresses, "addresses", "link addresses"]];
+        [path, "transport.path", "upgrade path"], [host, "transport.host", "upgrade host"],
+        [cdnName, "transport.outer_tls.server_name", "CDN name"], [cdnCa, "transport.outer_tls.ca_pem", "CDN root certificate"],
+        [addresses, "addresses", "link addresses"]];
       for (const [c, key] of controls) c.setAttribute("name", `profiles[0].${key}`);
       const legend = h("legend", {});
       const row = h("fieldset", { class: "profile" },
@@ -263,7 +271,9 @@ function tunnelForm(servers, t) {
         field("Links per origin", links, "This profile's weight: a profile with six links takes three times the streams of one with two"),
         field("REALITY target (host:port)", dest, "The site a prober sees at this port: everyone but the tunnel is passed to it"),
         field("REALITY server name", serverName),
-        field("WebSocket path", path), field("WebSocket host", host),
+        field("Upgrade path", path), field("Upgrade host", host),
+        field("CDN name (TLS to the CDN in front)", cdnName, "The dialing side speaks TLS to this name first; the CDN passes the upgrade on, the pinned link runs inside"),
+        field("CDN root certificate (PEM, optional)", cdnCa),
         field("Link addresses (host:port, comma-separated)", addresses),
         h("button", { type: "button", class: "danger-text", onclick: () => { row.remove(); renumber(); } }, "Remove profile"),
         h("small", { class: "error", role: "alert" }));
@@ -281,10 +291,18 @@ function tunnelForm(servers, t) {
         for (const c of [dest, serverName]) c.closest(".field").hidden = security.value !== "reality";
       };
       security.addEventListener("change", showReality);
+      // Path, host and the CDN belong to the upgrade transports only.
+      const showUpgrade = () => {
+        for (const c of [path, host, cdnName, cdnCa]) c.closest(".field").hidden = kind.value === "tcp";
+      };
+      kind.addEventListener("change", showUpgrade);
       row.read = () => ({
         port: Number(port.value),
         security: security.value,
-        transport: kind.value === "ws" ? { type: "ws", path: path.value, host: host.value.trim() } : { type: "tcp" },
+        transport: kind.value === "tcp" ? { type: "tcp" } : {
+          type: kind.value, path: path.value, host: host.value.trim(),
+          ...(cdnName.value.trim() ? { outer_tls: { server_name: cdnName.value.trim(), ...(cdnCa.value.trim() ? { ca_pem: cdnCa.value.trim() + "\n" } : {}) } } : {}),
+        },
         addresses: addresses.value.split(",").map((a) => a.trim()).filter(Boolean),
         links: Number(links.value),
         // Blank fields are left out: the panel fills them in (undefined is not sent).
@@ -296,6 +314,7 @@ function tunnelForm(servers, t) {
       profiles.append(row);
       renumber();
       showReality();
+      showUpgrade();
     };
     // A new tunnel's first profile starts on REALITY, as the API's default.
     for (const p of t ? t.profiles : [{ port: 7443, security: "reality", transport: { type: "tcp" }, addresses: [], links: 4 }]) addProfile(p);

@@ -12,7 +12,7 @@
 //! Each direction derives its session subkey from the user's key and its own salt
 //! (`BLAKE3-derive("shadowsocks 2022 session subkey", key ‖ salt)`), and counts a
 //! 12-byte little-endian nonce up by one per AEAD operation (the ciphers come from
-//! `shadowsocks-crypto`). An identity header is
+//! [`super::aead`], on ring). An identity header is
 //! `AES(BLAKE3-derive("shadowsocks 2022 identity subkey", iPSK ‖ salt), BLAKE3(next key)[..16])`.
 //!
 //! The [`Opener`] checks what SIP022 asks a client to check of the response header:
@@ -21,7 +21,7 @@
 
 use std::ops::Range;
 
-use shadowsocks_crypto::v2::tcp::TcpCipher;
+use super::aead::TcpAead;
 
 use super::keys::ClientKeys;
 use super::{MAX_CLOCK_SKEW, Method};
@@ -142,7 +142,7 @@ pub fn request(
         out.extend_from_slice(&block);
     }
     let mut sealer = Sealer {
-        cipher: TcpCipher::new(method.kind(), keys.user(), salt),
+        cipher: TcpAead::new(method, keys.user(), salt),
     };
     let at = out.len();
     out.push(REQUEST_TYPE);
@@ -180,7 +180,7 @@ fn check_key(method: Method, key: &[u8]) -> Result<(), TcpError> {
 
 /// Seals one direction's chunks: each payload as a length chunk and a payload chunk.
 pub struct Sealer {
-    cipher: TcpCipher,
+    cipher: TcpAead,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -240,7 +240,7 @@ pub struct Opener {
     method: Method,
     key: Vec<u8>,
     request_salt: Vec<u8>,
-    cipher: Option<TcpCipher>,
+    cipher: Option<TcpAead>,
     next: Next,
 }
 
@@ -289,7 +289,7 @@ impl Opener {
                 let salt_len = self.method.key_len();
                 let (salt, sealed) = head.split_at_mut(salt_len);
                 check_key(self.method, &self.key)?;
-                let mut cipher = TcpCipher::new(self.method.kind(), &self.key, salt);
+                let mut cipher = TcpAead::new(self.method, &self.key, salt);
                 if !cipher.decrypt_packet(sealed) {
                     return Err(TcpError::Decrypt("response header"));
                 }
@@ -384,7 +384,7 @@ impl Response<'_> {
         check_key(self.method, self.key)?;
         let first = &first[..first.len().min(MAX_CHUNK)];
         let mut sealer = Sealer {
-            cipher: TcpCipher::new(self.method.kind(), self.key, self.salt),
+            cipher: TcpAead::new(self.method, self.key, self.salt),
         };
         out.extend_from_slice(self.salt);
         let at = out.len();

@@ -70,7 +70,7 @@ fn httpupgrade_links_written_by_other_apps() {
     );
     assert_eq!(
         LinkError::UnsupportedTransport("xhttp".into()).to_string(),
-        "unsupported transport type=\"xhttp\": only tcp, ws and httpupgrade are read"
+        "unsupported transport type=\"xhttp\": only tcp, ws, httpupgrade and grpc are read"
     );
 }
 

@@ -10,6 +10,7 @@
 //! vless://UUID@HOST:PORT?type=ws&path=%2Fws&host=H&security=tls&sni=S&allowInsecure=1&alpn=h2%2Chttp%2F1.1&fp=chrome&encryption=none&flow=F#NAME
 //! vless://UUID@HOST:PORT?type=tcp&security=reality&sni=S&fp=chrome&pbk=PUBLICKEY&sid=SHORTID&encryption=none&flow=xtls-rprx-vision#NAME
 //! vless://UUID@HOST:PORT?type=httpupgrade&path=%2Fup&host=H&security=tls&sni=S&encryption=none#NAME
+//! vless://UUID@HOST:PORT?type=grpc&serviceName=NAME&authority=A&mode=gun&security=tls&sni=S&encryption=none#NAME
 //! trojan://PASSWORD@HOST:PORT?type=tcp&security=tls&sni=S#NAME
 //! ss://2022-blake3-aes-128-gcm:SERVERKEY%3AUSERKEY@HOST:PORT#NAME      (SIP002, 2022 methods)
 //! ss://BASE64URL(method:password)@HOST:PORT#NAME                         (SIP002, other methods)
@@ -59,6 +60,8 @@
 //! [`EntryTls::certificate_pem`]: crate::entry::EntryTls::certificate_pem
 //! [`EntryTls::certificate_sha256`]: crate::entry::EntryTls::certificate_sha256
 
+#[cfg(test)]
+mod grpc_tests;
 #[cfg(test)]
 mod httpupgrade_tests;
 mod parse;
@@ -112,10 +115,13 @@ pub enum LinkError {
     /// A part of the link has a malformed `%XX` escape or is not UTF-8 once decoded.
     #[error("the link's {0} has a malformed %-escape or is not UTF-8")]
     BadEncoding(&'static str),
-    /// The `type` parameter names a transport other than `tcp`, `ws` and
-    /// `httpupgrade`.
-    #[error("unsupported transport type={0:?}: only tcp, ws and httpupgrade are read")]
+    /// The `type` parameter names a transport other than `tcp`, `ws`,
+    /// `httpupgrade` and `grpc`.
+    #[error("unsupported transport type={0:?}: only tcp, ws, httpupgrade and grpc are read")]
     UnsupportedTransport(String),
+    /// A `type=grpc` link's `mode` is neither `gun` nor `multi`.
+    #[error("unsupported gRPC mode={0:?}: only gun and multi are read")]
+    UnsupportedGrpcMode(String),
     /// The `security` parameter names something other than `none`, `tls` and
     /// `reality`.
     #[error("unsupported security={0:?}: only none, tls and reality are read")]
@@ -242,6 +248,19 @@ fn query(entry: &Entry) -> Vec<(&'static str, String)> {
             if let Some(host) = host {
                 params.push(("host", host.clone()));
             }
+        }
+        EntryTransport::Grpc {
+            service_name,
+            authority,
+            multi,
+        } => {
+            params.push(("type", "grpc".to_owned()));
+            params.push(("serviceName", service_name.clone()));
+            if let Some(authority) = authority {
+                params.push(("authority", authority.clone()));
+            }
+            let mode = if *multi { "multi" } else { "gun" };
+            params.push(("mode", mode.to_owned()));
         }
     }
     match &entry.tls {

@@ -194,6 +194,17 @@ fn transport(params: &Params) -> Result<EntryTransport, LinkError> {
             path: params.get("path").unwrap_or("/").to_owned(),
             host: params.non_empty("host").map(str::to_owned),
         }),
+        // Xray's share-link form (v2rayN, v2rayNG): no `serviceName` is the empty
+        // one (writers leave it out then), no `mode` is plain gun.
+        "grpc" => Ok(EntryTransport::Grpc {
+            service_name: params.get("serviceName").unwrap_or_default().to_owned(),
+            authority: params.non_empty("authority").map(str::to_owned),
+            multi: match params.get("mode").unwrap_or_default() {
+                "" | "gun" => false,
+                "multi" => true,
+                other => return Err(LinkError::UnsupportedGrpcMode(excerpt(other))),
+            },
+        }),
         other => Err(LinkError::UnsupportedTransport(excerpt(other))),
     }
 }

@@ -315,8 +315,12 @@ fn errors_name_what_is_wrong() {
             LinkError::BadEncoding("name (#fragment)"),
         ),
         (
-            "trojan://pw@h:1?type=grpc",
-            LinkError::UnsupportedTransport("grpc".into()),
+            "trojan://pw@h:1?type=h2",
+            LinkError::UnsupportedTransport("h2".into()),
+        ),
+        (
+            "trojan://pw@h:1?type=grpc&mode=guna",
+            LinkError::UnsupportedGrpcMode("guna".into()),
         ),
         (
             "vless://u@h:1?security=xtls",
@@ -468,6 +472,13 @@ pub(crate) fn linkable_entry() -> impl Strategy<Value = Entry> {
             .prop_map(|(path, host)| EntryTransport::Ws { path, host }),
         (text, proptest::option::of(some_text))
             .prop_map(|(path, host)| EntryTransport::HttpUpgrade { path, host }),
+        (text, proptest::option::of(some_text), any::<bool>()).prop_map(
+            |(service_name, authority, multi)| EntryTransport::Grpc {
+                service_name,
+                authority,
+                multi
+            }
+        ),
     ];
     let protocol = prop_oneof![
         (some_text, proptest::option::of(some_text))
@@ -521,11 +532,17 @@ fn foreign_link() -> impl Strategy<Value = String> {
         Just("fp"),
         Just("pbk"),
         Just("sid"),
+        Just("serviceName"),
+        Just("authority"),
+        Just("mode"),
     ];
     let known = prop_oneof![
         Just("tcp".to_owned()),
         Just("ws".to_owned()),
         Just("httpupgrade".to_owned()),
+        Just("grpc".to_owned()),
+        Just("gun".to_owned()),
+        Just("multi".to_owned()),
         Just("tls".to_owned()),
         Just("none".to_owned()),
         Just("reality".to_owned()),
@@ -623,7 +640,7 @@ fn every_served_shape_round_trips_into_the_same_client_configs() {
 
     let mut served = Vec::new();
     for protocol in [e::vless(), e::trojan()] {
-        for transport in [EntryTransport::Tcp, e::ws(), e::httpupgrade()] {
+        for transport in [EntryTransport::Tcp, e::ws(), e::httpupgrade(), e::grpc()] {
             let insecure = Some(EntryTls {
                 insecure: true,
                 ..EntryTls::default()

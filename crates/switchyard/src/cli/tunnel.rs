@@ -40,7 +40,8 @@ pub(crate) struct Init {
     /// `reverse` (the relay listens; origins dial) or `direct`.
     #[arg(long, default_value = "reverse")]
     mode: String,
-    /// A profile: `tls:PORT` or `ws:PORT:PATH[:HOST]` (repeat, up to 8). Default
+    /// A profile: `tls:PORT`, `ws:PORT:PATH[:HOST]` or `httpupgrade:PORT:PATH[:HOST]`
+    /// (repeat, up to 8). Default
     /// `tls:7443`.
     #[arg(long = "profile")]
     profiles: Vec<String>,
@@ -69,16 +70,20 @@ fn parse_profile(text: &str) -> anyhow::Result<ProfileArg> {
             port: port(p)?,
             transport: String::new(),
         }),
-        ["ws", p, path] | ["ws", p, path, _] if path.starts_with('/') => {
+        [kind @ ("ws" | "httpupgrade"), p, path] | [kind @ ("ws" | "httpupgrade"), p, path, _]
+            if path.starts_with('/') =>
+        {
             let host = parts.get(3).copied().unwrap_or_default();
             Ok(ProfileArg {
                 port: port(p)?,
                 transport: format!(
-                    "transport = {{ type = \"ws\", path = \"{path}\", host = \"{host}\" }}\n"
+                    "transport = {{ type = \"{kind}\", path = \"{path}\", host = \"{host}\" }}\n"
                 ),
             })
         }
-        _ => bail!("--profile {text}: expected tls:PORT or ws:PORT:/PATH[:HOST]"),
+        _ => bail!(
+            "--profile {text}: expected tls:PORT, ws:PORT:/PATH[:HOST] or httpupgrade:PORT:/PATH[:HOST]"
+        ),
     }
 }
 

@@ -17,7 +17,7 @@ fn free_port() -> u16 {
 #[tokio::test]
 async fn init_writes_configs_that_connect_an_origin_to_the_relay() {
     let dir = tempfile::tempdir().unwrap();
-    let (p1, p2) = (free_port(), free_port());
+    let (p1, p2, p3) = (free_port(), free_port(), free_port());
     let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
         .args([
             "tunnel",
@@ -36,6 +36,8 @@ async fn init_writes_configs_that_connect_an_origin_to_the_relay() {
             &format!("tls:{p1}"),
             "--profile",
             &format!("ws:{p2}:/eu:cdn.test"),
+            "--profile",
+            &format!("httpupgrade:{p3}:/eu-up:cdn.test"),
             "--links",
             "2",
         ])
@@ -80,13 +82,14 @@ async fn init_writes_configs_that_connect_an_origin_to_the_relay() {
         .await
         .unwrap();
     for _ in 0..200 {
-        if relay.tunnel("eu").await.unwrap()["links"] == 4 {
+        if relay.tunnel("eu").await.unwrap()["links"] == 6 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     let status = relay.tunnel("eu").await.unwrap();
-    assert_eq!(status["links"], 4, "{status}");
+    // 3 profiles (TLS, WebSocket, HTTPUpgrade) × 2 links.
+    assert_eq!(status["links"], 6, "{status}");
     // The relay's routing sends everything into the tunnel by default.
     assert_eq!(
         relay.config().await.final_tag(),

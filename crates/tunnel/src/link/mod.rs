@@ -6,8 +6,9 @@
 //! - [`cert`]: the tunnel certificate the panel issues, and both sides' TLS configs;
 //! - [`pin`]: [`Pin`] and the dialing side's verifier, which accepts exactly the pinned
 //!   certificate or key, never a CA chain;
-//! - [`transport`]: TCP+TLS and WebSocket+TLS, dialed or accepted, as one
-//!   [`LinkStream`];
+//! - [`transport`]: TCP+TLS, WebSocket+TLS, HTTPUpgrade+TLS and REALITY, dialed or
+//!   accepted, as one [`LinkStream`]; [`outer`]: the TLS to a CDN in front of the
+//!   listening side;
 //! - [`handshake`]: the hello after TLS, the listening side's live [`Admitted`] table
 //!   and its [`Refusals`];
 //! - [`listener`]: the listening side's accept loop (transport, then hello);
@@ -22,6 +23,7 @@ mod dial_error;
 pub mod dialer;
 pub mod handshake;
 pub mod listener;
+pub mod outer;
 pub mod pin;
 pub mod schedule;
 mod tracked;
@@ -31,5 +33,6 @@ pub use cert::{IssuedCert, issue};
 pub use dialer::{AddressStatus, Dialer, DialerConfig, Link};
 pub use handshake::{Admitted, Gate, Refusal, Refusals};
 pub use listener::{Accepted, Listener};
+pub use outer::OuterTls;
 pub use pin::Pin;
 pub use transport::{LinkStream, Target, Transport};

@@ -4,12 +4,15 @@
 //! speaks, and what a failure means for a link.
 //!
 //! ```text
-//! Tls:        TCP ─ TLS 1.3 (pinned) ─ link bytes
-//! WebSocket:  TCP ─ HTTP/1.1 Upgrade (path, Host) ─ binary messages ─ TLS 1.3 (pinned) ─ link bytes
+//! Tls:          TCP ─ TLS 1.3 (pinned) ─ link bytes
+//! WebSocket:    TCP ─ (TLS to a CDN) ─ HTTP/1.1 Upgrade (path, Host) ─ binary messages ─ TLS 1.3 (pinned) ─ link bytes
+//! HttpUpgrade:  TCP ─ (TLS to a CDN) ─ HTTP/1.1 Upgrade (path, Host), 101 ─ TLS 1.3 (pinned) ─ link bytes
 //! ```
-//! The WebSocket profile carries the pinned TLS *inside* the messages, so an HTTP
-//! reverse proxy or CDN that passes WebSocket upgrades can carry the link without
-//! holding its key: trust stays end to end, the proxy sees only an ordinary upgrade.
+//! The WebSocket and HTTPUpgrade profiles carry the pinned TLS *inside* the upgraded
+//! stream, so an HTTP reverse proxy or CDN that passes upgrades can carry the link
+//! without holding its key: trust stays end to end, the proxy sees only an ordinary
+//! upgrade. The dialing side may speak TLS to that CDN first ([`OuterTls`]); the CDN
+//! ends it and passes the upgrade on, so the listening side serves plain HTTP.
 
 use std::io;
 use std::net::SocketAddr;
@@ -25,9 +28,10 @@ use tokio_rustls::TlsAcceptor;
 use switchyard_proto::reality::{Policy, PrivateKey, PublicKey, ReplayFilter, ShortId};
 use switchyard_proto::websocket::{EarlyData, UpgradeConfig};
 use switchyard_transport::dial::{Connector as _, Layer, Stack, Step};
-use switchyard_transport::{BoxIo, ws};
+use switchyard_transport::{BoxIo, httpupgrade, ws};
 
 use super::cert::client_config;
+pub use super::outer::OuterTls;
 use super::pin::{Pin, PinError, pin_error_in};
 use switchyard_transport::reality::{self, Accepted, ClientSettings, ServerSettings, SiteDialer};
 
@@ -80,6 +84,18 @@ pub enum Transport {
         /// The `Host` the dialing side sends (what a proxy or CDN routes on); the
         /// listening side does not check it, since proxies may rewrite it.
         host: String,
+        /// The dialing side's TLS to a CDN in front of the listening side, if any.
+        outer: Option<OuterTls>,
+    },
+    /// TLS inside an HTTP/1.1 upgrade answered `101`, then the bytes as they are
+    /// (HTTPUpgrade): for a CDN that passes upgrades but not WebSocket framing.
+    HttpUpgrade {
+        /// The request path; the listening side accepts only this one.
+        path: String,
+        /// The `Host` the dialing side sends; not checked by the listening side.
+        host: String,
+        /// The dialing side's TLS to a CDN in front of the listening side, if any.
+        outer: Option<OuterTls>,
     },
     /// TLS 1.3 with REALITY on TCP: the listening side answers only hellos sealed
     /// with its key and splices everyone else to a real site; its public key is the
@@ -105,7 +121,14 @@ impl core::fmt::Display for Target {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match &self.transport {
             Transport::Tls => write!(f, "tls://{}", self.addr),
-            Transport::WebSocket { path, .. } => write!(f, "ws://{}{path}", self.addr),
+            Transport::WebSocket {
+                path, outer: None, ..
+            } => write!(f, "ws://{}{path}", self.addr),
+            Transport::WebSocket { path, .. } => write!(f, "wss://{}{path}", self.addr),
+            Transport::HttpUpgrade {
+                path, outer: None, ..
+            } => write!(f, "http://{}{path}", self.addr),
+            Transport::HttpUpgrade { path, .. } => write!(f, "https://{}{path}", self.addr),
             Transport::Reality(_) => write!(f, "reality://{}", self.addr),
         }
     }
@@ -128,6 +151,24 @@ pub enum ConnectError {
     /// The WebSocket upgrade failed (wrong path, a proxy that does not pass upgrades).
     #[error("{target}: WebSocket upgrade failed: {reason}; check the profile's path and host")]
     WebSocket {
+        /// Where to.
+        target: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The HTTPUpgrade request was not answered `101` (wrong path, a proxy that does
+    /// not pass upgrades).
+    #[error("{target}: HTTPUpgrade failed: {reason}; check the profile's path and host")]
+    HttpUpgrade {
+        /// Where to.
+        target: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The TLS to the CDN in front of the listening side failed (its certificate, its
+    /// name, or the profile's `outer_tls`).
+    #[error("{target}: TLS to the CDN failed: {reason}")]
+    OuterTls {
         /// Where to.
         target: String,
         /// What failed.
@@ -186,14 +227,44 @@ pub async fn connect(target: &Target, deadline: Duration) -> Result<LinkStream, 
 }
 
 async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
-    let stack = stack(target)?;
-    stack.connect().await.map_err(|e| match e.step {
+    let (outer, stack) = stack(target)?;
+    // TCP and the CDN's TLS first, when there is one, so its failure is named apart
+    // from the link's own TLS.
+    let io = match outer {
+        None => None,
+        Some(outer) => {
+            let to_cdn = Stack {
+                addr: stack.addr.clone(),
+                layers: vec![outer],
+            };
+            Some(to_cdn.connect().await.map_err(|e| match e.step {
+                Step::Tcp => ConnectError::Tcp {
+                    target: target.to_string(),
+                    kind: e.source.kind(),
+                    reason: e.source.to_string(),
+                },
+                _ => ConnectError::OuterTls {
+                    target: target.to_string(),
+                    reason: e.source.to_string(),
+                },
+            })?)
+        }
+    };
+    let linked = match io {
+        Some(io) => stack.over(io).await,
+        None => stack.connect().await,
+    };
+    linked.map_err(|e| match e.step {
         Step::Tcp => ConnectError::Tcp {
             target: target.to_string(),
             kind: e.source.kind(),
             reason: e.source.to_string(),
         },
         Step::WebSocket => ConnectError::WebSocket {
+            target: target.to_string(),
+            reason: e.source.to_string(),
+        },
+        Step::HttpUpgrade => ConnectError::HttpUpgrade {
             target: target.to_string(),
             reason: e.source.to_string(),
         },
@@ -209,8 +280,9 @@ async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
 }
 
 /// The transport layers a target's profile speaks: TLS (pinned) on TCP, TLS inside
-/// WebSocket, or REALITY.
-fn stack(target: &Target) -> Result<Stack, ConnectError> {
+/// WebSocket or HTTPUpgrade, or REALITY; and apart, the TLS to a CDN in front, when
+/// the profile has one (spoken first).
+fn stack(target: &Target) -> Result<(Option<Layer>, Stack), ConnectError> {
     let tls = || {
         let server_name =
             ServerName::try_from(target.name.clone()).map_err(|e| ConnectError::Tls {
@@ -222,6 +294,7 @@ fn stack(target: &Target) -> Result<Stack, ConnectError> {
             server_name,
         })
     };
+    let mut cdn = None;
     let layers = match &target.transport {
         Transport::Reality(r) => vec![Layer::Reality(ClientSettings {
             server_name: r.server_name.clone(),
@@ -229,22 +302,29 @@ fn stack(target: &Target) -> Result<Stack, ConnectError> {
             short_id: r.short_id,
         })],
         Transport::Tls => vec![tls()?],
-        Transport::WebSocket { path, host } => {
+        Transport::WebSocket { path, host, outer }
+        | Transport::HttpUpgrade { path, host, outer } => {
             // No configured Host: the address dialed, as a browser would send.
-            let host = if host.is_empty() { &target.addr } else { host };
-            vec![
-                Layer::WebSocket {
-                    host: host.clone(),
-                    path: path.clone(),
-                },
-                tls()?,
-            ]
+            let host = if host.is_empty() { &target.addr } else { host }.clone();
+            let path = path.clone();
+            let upgrade = match &target.transport {
+                Transport::WebSocket { .. } => Layer::WebSocket { host, path },
+                _ => Layer::HttpUpgrade { host, path },
+            };
+            if let Some(outer) = outer {
+                cdn = Some(outer.layer().map_err(|e| ConnectError::OuterTls {
+                    target: target.to_string(),
+                    reason: e.to_string(),
+                })?);
+            }
+            vec![upgrade, tls()?]
         }
     };
-    Ok(Stack {
+    let stack = Stack {
         addr: target.addr.clone(),
         layers,
-    })
+    };
+    Ok((cdn, stack))
 }
 
 /// Why an incoming connection did not become a link's byte stream.
@@ -254,6 +334,14 @@ pub enum AcceptError {
     /// The WebSocket upgrade was missing, malformed or for another path.
     #[error("from {peer}: WebSocket upgrade refused: {reason}")]
     WebSocket {
+        /// Who connected.
+        peer: SocketAddr,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The HTTPUpgrade request was missing, malformed or for another path.
+    #[error("from {peer}: HTTPUpgrade refused: {reason}")]
+    HttpUpgrade {
         /// Who connected.
         peer: SocketAddr,
         /// What was wrong.
@@ -394,6 +482,26 @@ impl Acceptor {
                     }
                 };
                 let s = self.tls.accept(ws).await.map_err(tls_fail)?;
+                Ok(Box::new(s))
+            }
+            Transport::HttpUpgrade { path, .. } => {
+                let config = switchyard_proto::httpupgrade::Config {
+                    path: path.clone(),
+                    host: None,
+                };
+                let up = match httpupgrade::accept(tcp, &config, Instant::now() + deadline).await {
+                    Ok(up) => up,
+                    Err(refused) => {
+                        httpupgrade::refuse(refused.stream).await;
+                        return Err(AcceptError::HttpUpgrade {
+                            peer,
+                            reason: refused.why.unwrap_or_else(|| {
+                                "the peer stopped before a whole upgrade request".into()
+                            }),
+                        });
+                    }
+                };
+                let s = self.tls.accept(up).await.map_err(tls_fail)?;
                 Ok(Box::new(s))
             }
         }

@@ -33,6 +33,7 @@ async fn streams_go_through_the_users_origin_and_a_removed_origin_drops_at_once(
             transport: Transport::WebSocket {
                 path: "/t".into(),
                 host: "cdn.test".into(),
+                outer: None,
             },
             addresses: vec![],
             links: None,
@@ -180,6 +181,7 @@ async fn direct_mode_the_relay_dials_listening_origins() {
                 transport: Transport::WebSocket {
                     path: "/t".into(),
                     host: "x".into(),
+                    outer: None,
                 },
                 addresses: vec![],
                 links: None,

@@ -35,6 +35,15 @@ pub fn ws() -> Transport {
     Transport::WebSocket {
         path: "/t".into(),
         host: "cdn.example".into(),
+        outer: None,
+    }
+}
+
+pub fn httpupgrade() -> Transport {
+    Transport::HttpUpgrade {
+        path: "/t".into(),
+        host: "cdn.example".into(),
+        outer: None,
     }
 }
 

@@ -41,9 +41,9 @@ async fn serve_raw(cert: &IssuedCert, transport: Transport) -> std::net::SocketA
 }
 
 #[tokio::test]
-async fn the_pinned_certificate_connects_over_both_transports() {
+async fn the_pinned_certificate_connects_over_every_transport() {
     let cert = issue(TUNNEL).unwrap();
-    for transport in [Transport::Tls, ws()] {
+    for transport in [Transport::Tls, ws(), httpupgrade()] {
         let addr = serve_raw(&cert, transport.clone()).await;
         for pin in [cert.pin, cert.key_pin] {
             let mut s = connect(&target(addr, pin, transport.clone()), DEADLINE)
@@ -61,7 +61,7 @@ async fn the_pinned_certificate_connects_over_both_transports() {
 async fn another_certificate_for_the_same_name_is_a_pin_mismatch() {
     let pinned = issue(TUNNEL).unwrap();
     let other = issue(TUNNEL).unwrap();
-    for transport in [Transport::Tls, ws()] {
+    for transport in [Transport::Tls, ws(), httpupgrade()] {
         let addr = serve_raw(&other, transport.clone()).await;
         for pin in [pinned.pin, pinned.key_pin] {
             let t = target(addr, pin, transport.clone());
@@ -146,6 +146,7 @@ async fn a_websocket_on_another_path_is_refused_before_tls() {
     let wrong = Transport::WebSocket {
         path: "/other".into(),
         host: "cdn.example".into(),
+        outer: None,
     };
     let err = connect(&target(addr, cert.pin, wrong), DEADLINE)
         .await
@@ -157,6 +158,46 @@ async fn a_websocket_on_another_path_is_refused_before_tls() {
         .err()
         .unwrap();
     assert!(matches!(err, ConnectError::Tls { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn an_httpupgrade_on_another_path_is_refused_before_tls() {
+    let cert = issue(TUNNEL).unwrap();
+    let addr = serve_raw(&cert, httpupgrade()).await;
+    let wrong = Transport::HttpUpgrade {
+        path: "/other".into(),
+        host: "cdn.example".into(),
+        outer: None,
+    };
+    let err = connect(&target(addr, cert.pin, wrong), DEADLINE)
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, ConnectError::HttpUpgrade { .. }), "{err}");
+    assert!(
+        err.to_string().contains("check the profile's path"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn an_outer_tls_to_a_plain_listener_fails_as_the_cdns_tls() {
+    let cert = issue(TUNNEL).unwrap();
+    let addr = serve_raw(&cert, httpupgrade()).await;
+    let behind_a_cdn = Transport::HttpUpgrade {
+        path: "/t".into(),
+        host: "cdn.example".into(),
+        outer: Some(switchyard_tunnel::link::OuterTls {
+            server_name: "cdn.example".into(),
+            ca_pem: None,
+        }),
+    };
+    let err = connect(&target(addr, cert.pin, behind_a_cdn), DEADLINE)
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, ConnectError::OuterTls { .. }), "{err}");
+    assert!(err.to_string().contains("https://"), "{err}");
 }
 
 #[tokio::test]

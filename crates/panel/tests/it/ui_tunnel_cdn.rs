@@ -1,0 +1,125 @@
+//! In a real headless Chromium: a tunnel profile behind a CDN, made in the tunnel
+//! form. The transport select offers HTTPUpgrade next to TCP and WebSocket; the path,
+//! host and CDN fields show only for the upgrade transports; the saved profile
+//! carries the CDN's TLS name (and no root: the web's roots).
+
+use crate::live;
+use crate::ui_common::{click, password, type_into, unlabelled};
+
+use serde_json::json;
+use switchyard_panel::model::tunnel::{LinkSecurity, LinkTransport, OuterTls};
+use switchyard_testkit::Browser;
+use switchyard_testkit::browser::DEFAULT_WAIT;
+
+/// Sets the open dialog's select `name` to `value` and tells the form, as a person's
+/// pick would.
+async fn pick(b: &Browser, name: &str, value: &str) {
+    b.execute(
+        "const s = document.querySelector(`dialog[open] select[name=\"${arguments[0]}\"]`); \
+         s.value = arguments[1]; s.dispatchEvent(new Event('change'));",
+        vec![json!(name), json!(value)],
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tunnel_profile_behind_a_cdn_through_the_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let (panel, http) = live::panel(dir.path()).await;
+    let store = panel.state.store().clone();
+    let cluster = store
+        .create_cluster("Europe", live::now())
+        .await
+        .unwrap()
+        .id;
+    let _relay = live::server(&panel, cluster, "relay").await;
+    let origin = live::server(&panel, cluster, "origin").await;
+    let b = Browser::start().await.unwrap();
+    b.goto(&format!("http://{http}/")).await.unwrap();
+    type_into(&b, "form.login input[name=username]", "admin").await;
+    type_into(&b, "form.login input[name=password]", &password(dir.path())).await;
+    b.press("Enter").await.unwrap();
+    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
+    b.goto(&format!("http://{http}/#/tunnels")).await.unwrap();
+    click(&b, "[data-new-tunnel]").await;
+    type_into(&b, "dialog[open] input[name=name]", "cdn").await;
+    click(
+        &b,
+        &format!("dialog[open] input[name=origin][value=\"{origin}\"]"),
+    )
+    .await;
+    pick(&b, "profiles[0].security", "tls").await;
+    let options = b
+        .execute(
+            "return [...document.querySelectorAll('dialog[open] select[name=\"profiles[0].transport\"] option')]
+                .map((o) => o.value);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(options, json!(["tcp", "ws", "httpupgrade"]));
+    let fields = [
+        "profiles[0].transport.path",
+        "profiles[0].transport.host",
+        "profiles[0].transport.outer_tls.server_name",
+        "profiles[0].transport.outer_tls.ca_pem",
+    ];
+    for (transport, shown) in [("tcp", false), ("httpupgrade", true)] {
+        pick(&b, "profiles[0].transport", transport).await;
+        for name in fields {
+            let css = format!("dialog[open] [name=\"{name}\"]");
+            let displayed = b.find(&css).await.unwrap().is_displayed().await.unwrap();
+            assert_eq!(displayed, shown, "{transport}: {name}");
+        }
+    }
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the tunnel form with a CDN profile"
+    );
+    let path = b
+        .find("dialog[open] input[name=\"profiles[0].transport.path\"]")
+        .await
+        .unwrap();
+    path.clear().await.unwrap();
+    path.send_keys("/cdn-link").await.unwrap();
+    type_into(
+        &b,
+        "dialog[open] input[name=\"profiles[0].transport.host\"]",
+        "cdn.example.com",
+    )
+    .await;
+    type_into(
+        &b,
+        "dialog[open] input[name=\"profiles[0].transport.outer_tls.server_name\"]",
+        "cdn.example.com",
+    )
+    .await;
+    type_into(
+        &b,
+        "dialog[open] input[name=\"profiles[0].addresses\"]",
+        "cdn.example.com:443",
+    )
+    .await;
+    click(&b, "dialog[open] button[type=submit]").await;
+    b.wait_until_text("[data-tunnel-state]", "Relay unreachable", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let tunnels = store.tunnels().await.unwrap();
+    assert_eq!(tunnels.len(), 1);
+    let p = &tunnels[0].profiles[0];
+    assert_eq!(p.security, Some(LinkSecurity::Tls));
+    assert_eq!(
+        p.transport,
+        LinkTransport::HttpUpgrade {
+            path: "/cdn-link".into(),
+            host: "cdn.example.com".into(),
+            outer_tls: Some(OuterTls {
+                server_name: "cdn.example.com".into(),
+                ca_pem: None,
+            }),
+        }
+    );
+    assert_eq!(p.addresses, ["cdn.example.com:443"]);
+}

@@ -1,0 +1,159 @@
+//! The server side: the HTTP/2 preface checked (anything else goes back to the
+//! caller, every byte of it), then one HTTP/2 connection served, each gun request a
+//! [`GrpcStream`] handed to the caller.
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Response, StatusCode};
+use switchyard_proto::grpc::match_path;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::time::{Instant, timeout_at};
+
+use super::GrpcStream;
+use crate::header::Refused;
+use crate::io::{Io, Prefixed};
+
+/// The client's connection preface (RFC 9113, section 3.4).
+pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// How a node serves one HTTP/2 connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// Streams open at once on one connection (128): Xray opens one per proxied
+    /// connection, and a client over the cap opens another connection.
+    pub max_streams: u32,
+    /// Each stream's receive window (1 MiB): one stream reaches full speed on a
+    /// path of 100 ms at 80 Mbit/s.
+    pub stream_window: u32,
+    /// The connection's receive window (4 MiB): a few busy streams at once; memory
+    /// held per connection is bounded by it.
+    pub connection_window: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            max_streams: 128,
+            stream_window: 1024 * 1024,
+            connection_window: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// Why a served connection ended in error (a clean close is `Ok`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The HTTP/2 handshake did not finish by the deadline.
+    #[error("HTTP/2 handshake timed out")]
+    Timeout,
+    /// HTTP/2 failed (the peer's protocol error, a reset connection).
+    #[error("HTTP/2: {0}")]
+    Http2(#[from] h2::Error),
+}
+
+/// Reads the HTTP/2 preface by `deadline`. Gives back the stream with the preface
+/// in front of it (for [`serve`]), or, when the bytes are not the preface (an
+/// HTTP/1.1 probe, anything else) or stop coming, the stream and every byte read,
+/// for a fallback. Reading stops at the first byte that differs.
+pub async fn read_preface<S: AsyncRead + Unpin>(
+    mut stream: S,
+    deadline: Instant,
+) -> Result<Prefixed<S>, Refused<S>> {
+    let mut read = Vec::with_capacity(PREFACE.len());
+    let mut buf = [0u8; 24];
+    while read.len() < PREFACE.len() {
+        let want = PREFACE.len() - read.len();
+        let n = match timeout_at(deadline, stream.read(&mut buf[..want])).await {
+            Ok(Ok(n)) if n > 0 => n,
+            _ => {
+                return Err(Refused {
+                    stream,
+                    read,
+                    why: None,
+                });
+            }
+        };
+        let at = read.len();
+        read.extend_from_slice(&buf[..n]);
+        if read[..] != PREFACE[..at + n] {
+            return Err(Refused {
+                stream,
+                read,
+                why: Some("not an HTTP/2 connection preface".into()),
+            });
+        }
+    }
+    Ok(Prefixed::new(read, stream))
+}
+
+/// Serves one HTTP/2 connection on `io` (its preface unread, as [`read_preface`]
+/// gives it back) until it closes: each `POST /{service_name}/Tun` (or `TunMulti`)
+/// with a gRPC content type is answered `200` and handed to `each` with its mode;
+/// `each` must not wait (spawn the stream's work). Another gRPC request is answered
+/// as a gRPC server does, `grpc-status: 12` (UNIMPLEMENTED) in a trailers-only
+/// answer; anything else `404`. The handshake must be done by `deadline`.
+pub async fn serve<S: Io + 'static>(
+    io: S,
+    service_name: &str,
+    settings: &Settings,
+    deadline: Instant,
+    mut each: impl FnMut(GrpcStream),
+) -> Result<(), ServeError> {
+    let handshake = h2::server::Builder::new()
+        .max_concurrent_streams(settings.max_streams)
+        .initial_window_size(settings.stream_window)
+        .initial_connection_window_size(settings.connection_window)
+        .max_header_list_size(16 * 1024)
+        .handshake::<_, Bytes>(io);
+    let mut connection = timeout_at(deadline, handshake)
+        .await
+        .map_err(|_| ServeError::Timeout)??;
+    while let Some(accepted) = connection.accept().await {
+        let (request, mut respond) = accepted?;
+        let grpc = request
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+        let mode = match_path(request.uri().path(), service_name)
+            .filter(|_| request.method() == Method::POST && grpc);
+        let Some(mode) = mode else {
+            tracing::debug!(
+                path = request.uri().path(),
+                "gRPC request for another service"
+            );
+            let _ = respond.send_response(refusal(grpc), true);
+            continue;
+        };
+        let answer = Response::builder()
+            .status(StatusCode::OK)
+            .header(http::header::CONTENT_TYPE, "application/grpc")
+            .body(())
+            .unwrap_or_default();
+        let Ok(send) = respond.send_response(answer, false) else {
+            continue;
+        };
+        each(GrpcStream::server(send, request.into_body(), mode));
+    }
+    Ok(())
+}
+
+/// What a gRPC server answers a request it does not serve: a gRPC one gets
+/// trailers-only `grpc-status: 12`, anything else `404`.
+fn refusal(grpc: bool) -> Response<()> {
+    let mut response = Response::new(());
+    if grpc {
+        let headers = response.headers_mut();
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/grpc"),
+        );
+        headers.insert("grpc-status", HeaderValue::from_static("12"));
+        headers.insert(
+            "grpc-message",
+            HeaderValue::from_static("unknown service or method"),
+        );
+    } else {
+        *response.status_mut() = StatusCode::NOT_FOUND;
+    }
+    response
+}

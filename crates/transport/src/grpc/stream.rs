@@ -1,0 +1,282 @@
+//! [`GrpcStream`]: one gun stream (an HTTP/2 request and its response) as a byte
+//! stream.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll, ready};
+
+use bytes::{Buf, Bytes};
+use h2::{RecvStream, SendStream};
+use http::HeaderMap;
+use switchyard_proto::grpc::{self, Decoder, Mode};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The most payload one write frames in one gRPC message (64 KiB); a longer write
+/// is taken in parts, as `AsyncWrite` allows.
+pub const MAX_WRITE: usize = 64 * 1024;
+
+/// The side of the request a stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// Answered a request: ends with trailers `grpc-status: 0`.
+    Server,
+    /// Made the request: ends with an empty DATA frame flagged END_STREAM.
+    Client,
+}
+
+/// Where the response of a client's request is.
+enum Recv {
+    /// The response head has not come yet (a gRPC server may send it with its first
+    /// message, after the client's first one).
+    Waiting(h2::client::ResponseFuture),
+    /// The body.
+    Open(RecvStream),
+    /// The body ended; its trailers are being read.
+    Trailers(RecvStream),
+    /// Ended cleanly.
+    Done,
+}
+
+/// Counts a connection's open streams while alive (the client's pool opens
+/// another connection at its cap).
+pub(crate) struct Counted(pub(crate) Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// One gun (or multi) stream as bytes: what is written goes out as gRPC messages,
+/// what comes is decoded from them. Flow control is HTTP/2's: a write waits for
+/// send capacity (so nothing queues beyond one message), and the receive window is
+/// released as the bytes are read, so a slow reader slows its peer. Shutting down
+/// ends the request (a client) or answers trailers `grpc-status: 0` (a server).
+pub struct GrpcStream {
+    send: SendStream<Bytes>,
+    recv: Recv,
+    decoder: Decoder,
+    /// Received bytes not yet decoded (the rest of one DATA frame).
+    chunk: Bytes,
+    side: Side,
+    mode: Mode,
+    shut: bool,
+    _counted: Option<Counted>,
+}
+
+impl std::fmt::Debug for GrpcStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcStream")
+            .field("side", &self.side)
+            .field("mode", &self.mode)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GrpcStream {
+    /// A server's stream: the request's body and the answer's.
+    pub(crate) fn server(send: SendStream<Bytes>, recv: RecvStream, mode: Mode) -> Self {
+        Self::new(send, Recv::Open(recv), Side::Server, mode, None)
+    }
+
+    /// A client's stream: the answer is read when it comes.
+    pub(crate) fn client(
+        send: SendStream<Bytes>,
+        response: h2::client::ResponseFuture,
+        mode: Mode,
+        counted: Option<Counted>,
+    ) -> Self {
+        Self::new(send, Recv::Waiting(response), Side::Client, mode, counted)
+    }
+
+    fn new(
+        send: SendStream<Bytes>,
+        recv: Recv,
+        side: Side,
+        mode: Mode,
+        counted: Option<Counted>,
+    ) -> Self {
+        Self {
+            send,
+            recv,
+            decoder: Decoder::new(),
+            chunk: Bytes::new(),
+            side,
+            mode,
+            shut: false,
+            _counted: counted,
+        }
+    }
+
+    /// Plain gun or multi mode, as the request's path said.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+}
+
+fn h2_io(e: h2::Error) -> std::io::Error {
+    if e.is_io() {
+        return e
+            .into_io()
+            .unwrap_or_else(|| std::io::Error::other("HTTP/2 I/O"));
+    }
+    let kind = if e.is_reset() || e.is_go_away() {
+        std::io::ErrorKind::ConnectionReset
+    } else {
+        std::io::ErrorKind::Other
+    };
+    std::io::Error::new(kind, e)
+}
+
+/// A `grpc-status` other than 0 in `headers`, as an error.
+fn status_error(headers: &HeaderMap) -> Option<std::io::Error> {
+    let status = headers.get("grpc-status")?;
+    if status.as_bytes() == b"0" {
+        return None;
+    }
+    let status = String::from_utf8_lossy(status.as_bytes()).into_owned();
+    Some(std::io::Error::new(
+        std::io::ErrorKind::ConnectionRefused,
+        format!("grpc-status {status}"),
+    ))
+}
+
+impl AsyncRead for GrpcStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if buf.remaining() == 0 {
+            return Poll::Ready(Ok(()));
+        }
+        loop {
+            if !this.chunk.is_empty() {
+                let limit = this.chunk.len().min(buf.remaining());
+                let (taken, payload) = this
+                    .decoder
+                    .feed(&this.chunk[..limit])
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+                buf.put_slice(payload);
+                let got = !payload.is_empty();
+                this.chunk.advance(taken);
+                if let Recv::Open(recv) = &mut this.recv {
+                    // The window opens again as the bytes are read.
+                    let _ = recv.flow_control().release_capacity(taken);
+                }
+                if got {
+                    return Poll::Ready(Ok(()));
+                }
+                continue;
+            }
+            match &mut this.recv {
+                Recv::Waiting(response) => {
+                    let response = ready!(Pin::new(response).poll(cx)).map_err(h2_io)?;
+                    let status = response.status();
+                    if let Some(e) = status_error(response.headers()) {
+                        this.recv = Recv::Done;
+                        return Poll::Ready(Err(e));
+                    }
+                    if status != http::StatusCode::OK {
+                        this.recv = Recv::Done;
+                        return Poll::Ready(Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionRefused,
+                            format!("server answered {status}"),
+                        )));
+                    }
+                    this.recv = Recv::Open(response.into_body());
+                }
+                Recv::Open(recv) => match ready!(recv.poll_data(cx)) {
+                    Some(Ok(data)) => this.chunk = data,
+                    Some(Err(e)) => return Poll::Ready(Err(h2_io(e))),
+                    None => {
+                        let Recv::Open(recv) = std::mem::replace(&mut this.recv, Recv::Done) else {
+                            unreachable!("matched above")
+                        };
+                        this.recv = Recv::Trailers(recv);
+                    }
+                },
+                Recv::Trailers(recv) => {
+                    let trailers = ready!(recv.poll_trailers(cx));
+                    this.recv = Recv::Done;
+                    if let Ok(Some(trailers)) = trailers
+                        && let Some(e) = status_error(&trailers)
+                    {
+                        return Poll::Ready(Err(e));
+                    }
+                    if !this.decoder.at_boundary() {
+                        return Poll::Ready(Err(std::io::ErrorKind::UnexpectedEof.into()));
+                    }
+                    return Poll::Ready(Ok(()));
+                }
+                Recv::Done => return Poll::Ready(Ok(())),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for GrpcStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        if data.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        if this.shut {
+            return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
+        }
+        let want = data.len().min(MAX_WRITE);
+        this.send.reserve_capacity(want + grpc::MAX_HEADER_LEN);
+        while this.send.capacity() == 0 {
+            match ready!(this.send.poll_capacity(cx)) {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Poll::Ready(Err(h2_io(e))),
+                None => return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into())),
+            }
+        }
+        // The header goes with its payload; it may pass the capacity by at most its
+        // own few bytes, which h2 holds until the window opens.
+        let n = this
+            .send
+            .capacity()
+            .saturating_sub(grpc::MAX_HEADER_LEN)
+            .clamp(1, want);
+        let mut message = Vec::with_capacity(grpc::MAX_HEADER_LEN + n);
+        grpc::encode_header(n, &mut message);
+        message.extend_from_slice(&data[..n]);
+        this.send
+            .send_data(Bytes::from(message), false)
+            .map_err(h2_io)?;
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        // The connection's task writes what was sent.
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        if this.shut {
+            return Poll::Ready(Ok(()));
+        }
+        this.shut = true;
+        let ended = match this.side {
+            Side::Server => {
+                let mut trailers = HeaderMap::new();
+                trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+                this.send.send_trailers(trailers)
+            }
+            Side::Client => this.send.send_data(Bytes::new(), true),
+        };
+        // A stream the peer reset already has nothing to end.
+        let _ = ended;
+        Poll::Ready(Ok(()))
+    }
+}

@@ -1,0 +1,98 @@
+//! TLS to a CDN or reverse proxy in front of a profile's listening side.
+//!
+//! ```text
+//! WebSocket behind a CDN:    TCP ─ TLS (the CDN's certificate) ─ HTTP/1.1 Upgrade ─ messages ─ TLS 1.3 (pinned) ─ link bytes
+//! HTTPUpgrade behind a CDN:  TCP ─ TLS (the CDN's certificate) ─ HTTP/1.1 Upgrade ─ TLS 1.3 (pinned) ─ link bytes
+//! ```
+//! The CDN ends the outer TLS and passes the upgrade on to the listening side in
+//! plain HTTP; the link's own TLS, pinned, runs inside, end to end. The outer
+//! certificate is checked the way a browser checks it: the web's roots (and, for a
+//! proxy with a private CA, the one root the profile names), for the CDN's name.
+
+use std::sync::Arc;
+
+use rustls::ClientConfig;
+use rustls::pki_types::ServerName;
+use switchyard_transport::dial::Layer;
+
+use super::pin::provider;
+
+/// What the dialing side needs for the outer TLS.
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+pub struct OuterTls {
+    /// The CDN's name: the SNI sent and the name checked.
+    pub server_name: String,
+    /// A root trusted besides the web's, PEM.
+    pub ca_pem: Option<String>,
+}
+
+/// Why the outer TLS cannot be set up (the profile's config; validation catches these
+/// first).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OuterTlsError {
+    /// `server_name` is not a DNS name or an IP address.
+    #[error("outer_tls.server_name {0:?} is not a DNS name or an IP address")]
+    Name(String),
+    /// `ca_pem` holds no certificate the verifier takes.
+    #[error("outer_tls.ca_pem: {0}")]
+    Ca(String),
+}
+
+impl OuterTls {
+    /// The transport layer that speaks it: TLS for `server_name`, offering HTTP/1.1
+    /// (the upgrade above is HTTP/1.1), checked against the web's roots and `ca_pem`.
+    pub fn layer(&self) -> Result<Layer, OuterTlsError> {
+        let server_name = ServerName::try_from(self.server_name.clone())
+            .map_err(|_| OuterTlsError::Name(self.server_name.clone()))?;
+        let mut roots =
+            rustls::RootCertStore::from_iter(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        if let Some(pem) = &self.ca_pem {
+            let mut added = 0;
+            for cert in rustls_pemfile::certs(&mut pem.as_bytes()) {
+                let cert = cert.map_err(|e| OuterTlsError::Ca(e.to_string()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| OuterTlsError::Ca(e.to_string()))?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(OuterTlsError::Ca("no certificate in it".into()));
+            }
+        }
+        let mut config = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| OuterTlsError::Ca(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Layer::Tls {
+            config: Arc::new(config),
+            server_name,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_name_or_ca_is_named() {
+        let outer = |name: &str, ca: Option<&str>| OuterTls {
+            server_name: name.into(),
+            ca_pem: ca.map(str::to_owned),
+        };
+        assert!(outer("cdn.example.com", None).layer().is_ok());
+        assert_eq!(
+            outer("not a name", None).layer().err(),
+            Some(OuterTlsError::Name("not a name".into()))
+        );
+        assert!(matches!(
+            outer("cdn.example.com", Some("no pem here")).layer(),
+            Err(OuterTlsError::Ca(_))
+        ));
+        let cert = rcgen::generate_simple_self_signed(vec!["cdn.test".into()]).unwrap();
+        assert!(outer("cdn.test", Some(&cert.cert.pem())).layer().is_ok());
+    }
+}
