@@ -285,6 +285,35 @@ pub struct Hysteria2Settings {
     /// Whether users' UDP is carried (QUIC datagrams). On by default.
     #[serde(default = "yes")]
     pub udp: bool,
+    /// Port hopping: more UDP ports the inbound serves besides `port`, `"first-last"`
+    /// (at most [`MAX_HOP_PORTS`]), one QUIC endpoint on all of them; clients hop
+    /// across them (sing-box `server_ports`, mihomo `ports`). Unset: `port` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ports: Option<String>,
+}
+
+/// The most ports a Hysteria 2 inbound hops across: each is a socket the endpoint
+/// polls. A wider range is a firewall's job (a redirect of the range to `port`).
+pub const MAX_HOP_PORTS: u32 = 100;
+
+impl Hysteria2Settings {
+    /// The hopping range of [`Self::ports`], or why it does not read.
+    pub fn hop_ports(&self) -> Result<Option<std::ops::RangeInclusive<u16>>, &'static str> {
+        let Some(text) = &self.ports else {
+            return Ok(None);
+        };
+        let form = "write it first-last, e.g. \"20000-20099\"";
+        let (first, last) = text.split_once('-').ok_or(form)?;
+        let first: u16 = first.trim().parse().map_err(|_| form)?;
+        let last: u16 = last.trim().parse().map_err(|_| form)?;
+        if first == 0 || first > last {
+            return Err("first-last with 1 <= first <= last");
+        }
+        if u32::from(last - first) + 1 > MAX_HOP_PORTS {
+            return Err("at most 100 ports (a wider range: redirect it to `port` in the firewall)");
+        }
+        Ok(Some(first..=last))
+    }
 }
 
 impl Default for Hysteria2Settings {
@@ -294,6 +323,7 @@ impl Default for Hysteria2Settings {
             up_mbps: None,
             down_mbps: None,
             udp: true,
+            ports: None,
         }
     }
 }

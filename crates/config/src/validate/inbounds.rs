@@ -320,6 +320,28 @@ impl NodeConfig {
                 ));
             }
             same_port.push((ib.listen, i));
+            // A Hysteria 2 inbound's hopping ports are its ports too.
+            let hops = match (&ib.protocol, &ib.hysteria2) {
+                (Protocol::Hysteria2, Some(h)) => h
+                    .hop_ports()
+                    .map_err(|e| invalid(f("hysteria2.ports"), e))?,
+                _ => None,
+            };
+            for port in hops.into_iter().flatten().filter(|p| *p != ib.port) {
+                let same_port = ports.entry(port).or_default();
+                if let Some((_, j)) = same_port.iter().find(|(ip, _)| {
+                    *ip == ib.listen || ip.is_unspecified() || ib.listen.is_unspecified()
+                }) {
+                    return Err(invalid(
+                        f("hysteria2.ports"),
+                        format!(
+                            "{}:{port} overlaps inbounds[{j}] ({:?})",
+                            ib.listen, self.inbounds[*j].tag
+                        ),
+                    ));
+                }
+                same_port.push((ib.listen, i));
+            }
             if let Transport::Ws { path, .. } = &ib.transport
                 && !path.starts_with('/')
             {

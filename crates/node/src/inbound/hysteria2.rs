@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use switchyard_proto::hysteria2::Salamander;
 use switchyard_transport::hysteria2::{
-    Authenticated, PendingTcp, ServerSettings, endpoint, handshake,
+    Authenticated, PendingTcp, ServerSettings, endpoint_on, handshake,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -77,7 +77,7 @@ fn settings(config: &InboundConfig) -> ServerSettings {
 
 /// Serves QUIC on `socket` until the inbound stops: the accept loop runs supervised;
 /// stopping closes the endpoint and with it every connection.
-pub(crate) fn start(ctx: Arc<Ctx>, socket: std::net::UdpSocket) {
+pub(crate) fn start(ctx: Arc<Ctx>, sockets: Vec<std::net::UdpSocket>) {
     let tag = ctx.config.tag.clone();
     let Layer::Tls(acceptor) = &ctx.layer else {
         // Validation rules this out.
@@ -87,7 +87,7 @@ pub(crate) fn start(ctx: Arc<Ctx>, socket: std::net::UdpSocket) {
     // connections here too.
     let tls = rustls::ServerConfig::clone(acceptor.config());
     let settings = Arc::new(settings(&ctx.config));
-    let ep = match endpoint(socket, tls, &settings) {
+    let ep = match endpoint_on(sockets, tls, &settings) {
         Ok(ep) => ep,
         Err(e) => return tracing::error!(inbound = %tag, "hysteria2: QUIC endpoint: {e}"),
     };

@@ -76,8 +76,9 @@ pub(crate) struct Bound {
 enum Sockets {
     /// A TCP listener; Shadowsocks: with the UDP socket on the same port.
     Tcp(TcpListener, Option<tokio::net::UdpSocket>),
-    /// Hysteria 2: QUIC's UDP socket, nothing on TCP.
-    Quic(std::net::UdpSocket),
+    /// Hysteria 2: QUIC's UDP sockets (`port`, then its hopping ports), nothing on
+    /// TCP.
+    Quic(Vec<std::net::UdpSocket>),
 }
 
 /// A serving inbound.
@@ -163,11 +164,20 @@ pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, 
     let udp = match config.protocol {
         Protocol::Shadowsocks => Some(shadowsocks::bind_udp(addr)?),
         Protocol::Hysteria2 => {
-            let socket = shadowsocks::bind_udp(addr)?;
-            let socket = socket.into_std().map_err(BindError::UdpSocket)?;
+            // `port`, then the hopping range's other ports (validated: at most 100).
+            let hops = config
+                .hysteria2
+                .as_ref()
+                .and_then(|h| h.hop_ports().ok().flatten());
+            let others = hops.into_iter().flatten().filter(|p| *p != config.port);
+            let mut sockets = Vec::new();
+            for port in std::iter::once(config.port).chain(others) {
+                let socket = shadowsocks::bind_udp(SocketAddr::new(config.listen, port))?;
+                sockets.push(socket.into_std().map_err(BindError::UdpSocket)?);
+            }
             return Ok(Bound {
                 config: config.clone(),
-                sockets: Sockets::Quic(socket),
+                sockets: Sockets::Quic(sockets),
                 layer,
             });
         }
@@ -211,8 +221,8 @@ impl Bound {
         });
         let (listener, udp) = match self.sockets {
             Sockets::Tcp(listener, udp) => (Arc::new(listener), udp),
-            Sockets::Quic(socket) => {
-                hysteria2::start(ctx, socket);
+            Sockets::Quic(sockets) => {
+                hysteria2::start(ctx, sockets);
                 return Running { cancel };
             }
         };

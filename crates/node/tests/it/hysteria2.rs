@@ -425,3 +425,92 @@ async fn a_busy_udp_port_is_an_apply_error_naming_the_inbound() {
     let e = f.node.apply(c).await.unwrap_err().to_string();
     assert!(e.starts_with("inbound \"second\": UDP port "), "{e}");
 }
+
+/// A free port of 127.0.0.1 with the next `n - 1` free as well (for UDP).
+fn consecutive_free(n: u16) -> u16 {
+    for _ in 0..200 {
+        let first = free_port().unwrap();
+        if first > u16::MAX - n {
+            continue;
+        }
+        let free = (first..first + n).all(|p| std::net::UdpSocket::bind(("127.0.0.1", p)).is_ok());
+        if free {
+            return first;
+        }
+    }
+    panic!("no {n} consecutive free UDP ports");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_range_serves_clients_on_any_of_its_ports() {
+    let first = consecutive_free(4);
+    let last = first + 3;
+    let dir = tempfile::tempdir().unwrap();
+    let cert = TestCert::new("node.test").unwrap();
+    let inbound =
+        format!("protocol = \"hysteria2\"\n{TLS}\nhysteria2 = {{ ports = \"{first}-{last}\" }}");
+    let text = config_text(first, &inbound, &cert, dir.path(), "").replace(
+        "socks = \"alice-socks\"\n",
+        &format!("socks = \"alice-socks\"\nhysteria2 = \"{ALICE_PASSWORD}\"\n"),
+    );
+    let f = start_text(text, dir, cert, first).await;
+    // Every port of the range is the node's now.
+    for port in first..=last {
+        assert!(
+            std::net::UdpSocket::bind(("127.0.0.1", port)).is_err(),
+            "port {port} is not bound"
+        );
+    }
+    // sing-box picks its port in the range; mihomo goes to its last port.
+    let mut out = sing_box_outbound(first, ALICE_PASSWORD, false);
+    out.as_object_mut().unwrap().remove("server_port");
+    out["server_ports"] = json!([format!("{first}:{last}")]);
+    let client = SingBox::client(out).await.unwrap();
+    carry(
+        &f,
+        client.proxy_addr().unwrap(),
+        "sing-box on the range",
+        || client.log_tail(),
+    )
+    .await;
+    let client = mihomo(last, ALICE_PASSWORD, false).await;
+    carry(
+        &f,
+        client.proxy_addr(),
+        "mihomo on the range's last port",
+        || client.log_tail(),
+    )
+    .await;
+}
+
+#[test]
+fn a_port_range_that_does_not_read_or_overlaps_names_its_field() {
+    let cert = TestCert::new("node.test").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (ports, why) in [
+        ("20000", "first-last"),
+        ("20010-20000", "first <= last"),
+        ("0-10", "first <= last"),
+        ("20000-20100", "at most 100"),
+    ] {
+        let inbound =
+            format!("protocol = \"hysteria2\"\n{TLS}\nhysteria2 = {{ ports = \"{ports}\" }}");
+        let text = config_text(443, &inbound, &cert, dir.path(), "");
+        let e = NodeConfig::from_toml(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with("inbounds[0].hysteria2.ports:") && e.contains(why),
+            "{ports}: {e}"
+        );
+    }
+    // A range over another inbound's port.
+    let inbound = format!(
+        "protocol = \"hysteria2\"\n{TLS}\nhysteria2 = {{ ports = \"20000-20010\" }}\n\
+         [[inbounds]]\ntag = \"other\"\nname = \"other\"\nprotocol = \"vless\"\nport = 20005\nlisten = \"127.0.0.1\""
+    );
+    let text = config_text(443, &inbound, &cert, dir.path(), "");
+    let e = NodeConfig::from_toml(&text).unwrap_err().to_string();
+    assert!(
+        e.starts_with("inbounds[1].port:") && e.contains("overlaps inbounds[0]"),
+        "{e}"
+    );
+}
