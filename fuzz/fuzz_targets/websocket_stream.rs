@@ -11,14 +11,15 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 
 fuzz_target!(|data: &[u8]| {
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .unwrap();
     runtime.block_on(async {
         let (ours, mut peer) = tokio::io::duplex(64 * 1024);
-        let mut config = switchyard_tunnel::ws::config();
+        let mut config = switchyard_transport::ws::config();
         config.read_buffer_size = 16 * 1024;
         let ws = WebSocketStream::from_raw_socket(ours, Role::Server, Some(config)).await;
-        let mut stream = switchyard_tunnel::ws::WsStream::new(ws);
+        let mut stream = switchyard_transport::ws::WsStream::new(ws);
         let input = data.to_vec();
         let writer = async move {
             let _ = peer.write_all(&input).await;

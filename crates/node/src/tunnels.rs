@@ -126,10 +126,7 @@ fn profiles(ps: &[TunnelProfile], reality_key: Option<&crate::config::Secret>) -
 
 /// A profile's TLS to the CDN in front of the listening side.
 fn outer(o: &crate::config::OuterTls) -> OuterTls {
-    OuterTls {
-        server_name: o.server_name.clone(),
-        ca_pem: o.ca_pem.clone(),
-    }
+    OuterTls::new(o.server_name.clone(), o.ca_pem.clone())
 }
 
 /// The private key of the REALITY profiles when this node is the listening side.

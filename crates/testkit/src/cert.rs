@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use tempfile::TempDir;
@@ -72,5 +73,42 @@ impl TestCert {
     /// The private key's PEM file.
     pub fn key_path(&self) -> &Path {
         &self.key_path
+    }
+
+    /// A rustls server config serving this certificate (TLS 1.3 and 1.2, ring), for
+    /// the tests' own TLS servers; the caller sets ALPN.
+    pub fn server_config(&self) -> Result<rustls::ServerConfig> {
+        let chain = rustls_pemfile::certs(&mut self.cert_pem.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .context("reading the test certificate")?;
+        let key = rustls_pemfile::private_key(&mut self.key_pem.as_bytes())
+            .context("reading the test key")?
+            .context("no key in the test key's PEM")?;
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .context("TLS versions")?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .context("a server config with the test certificate")
+    }
+
+    /// A rustls client config that trusts this certificate alone (its name checked),
+    /// for the tests' own TLS clients; the caller sets ALPN.
+    pub fn client_config(&self) -> Result<rustls::ClientConfig> {
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls_pemfile::certs(&mut self.cert_pem.as_bytes()) {
+            roots
+                .add(cert.context("reading the test certificate")?)
+                .context("trusting the test certificate")?;
+        }
+        Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .context("TLS versions")?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
     }
 }

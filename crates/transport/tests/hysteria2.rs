@@ -29,18 +29,7 @@ const PASSWORD: &str = "alice-pass";
 const OBFS: &str = "cry_me_a_r1ver";
 
 fn tls(cert: &TestCert) -> rustls::ServerConfig {
-    let chain = rustls_pemfile::certs(&mut cert.cert_pem().as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    let key = rustls_pemfile::private_key(&mut cert.key_pem().as_bytes())
-        .unwrap()
-        .unwrap();
-    rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap()
+    cert.server_config().unwrap()
 }
 
 /// A Hysteria 2 relay on a free UDP port of 127.0.0.1: its clients' TCP streams and
@@ -264,17 +253,7 @@ async fn a_wrong_password_or_obfs_gets_nowhere() {
 /// An HTTP/3 client of the relay at `port` trusting `cert`; `(status, body)` of a
 /// request for `path` by `method`.
 async fn http3(port: u16, cert: &TestCert, method: &str, path: &str) -> (u16, String) {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut cert.cert_pem().as_bytes()) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let mut tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_protocol_versions(&[&rustls::version::TLS13])
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let mut tls = cert.client_config().unwrap();
     tls.alpn_protocols = vec![b"h3".to_vec()];
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
     let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();

@@ -29,17 +29,7 @@ const PASSWORD: &str = "alice-pass";
 const OBFS: &str = "cry_me_a_r1ver";
 
 fn settings(cert: &TestCert, password: &str, salamander: bool) -> ClientSettings {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut cert.cert_pem().as_bytes()) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_protocol_versions(&[&rustls::version::TLS13])
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let tls = cert.client_config().unwrap();
     ClientSettings {
         tls,
         server_name: "node.test".into(),
@@ -54,20 +44,7 @@ fn settings(cert: &TestCert, password: &str, salamander: bool) -> ClientSettings
 /// Our server on a free UDP port: TCP requests to 127.0.0.1 are connected (others
 /// refused with a message), UDP is echoed back as if from its destination.
 fn our_server(cert: &TestCert, salamander: bool) -> SocketAddr {
-    let chain = rustls_pemfile::certs(&mut cert.cert_pem().as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    let key = rustls_pemfile::private_key(&mut cert.key_pem().as_bytes())
-        .unwrap()
-        .unwrap();
-    let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_protocol_versions(&[&rustls::version::TLS13])
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .unwrap();
+    let tls = cert.server_config().unwrap();
     let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let addr = socket.local_addr().unwrap();
     let settings = ServerSettings {

@@ -15,9 +15,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 
 use super::obfs::SalamanderSocket;
-use super::server::padding;
 use super::stream::QuicStream;
 use super::udp::{SendUdpError, Udp, UdpPacket};
+use super::wire::{padding, size_buffers};
 
 /// The longest TCP response read.
 const MAX_RESPONSE: usize = 8 * 1024;
@@ -131,7 +131,7 @@ pub async fn connect(server: SocketAddr, settings: &ClientSettings) -> Result<Cl
         "0.0.0.0:0".parse().map_err(io::Error::other)?
     };
     let socket = std::net::UdpSocket::bind(local)?;
-    super::server::size_buffers(&socket);
+    size_buffers(&socket);
     let runtime =
         quinn::default_runtime().ok_or_else(|| io::Error::other("no async runtime for QUIC"))?;
     let inner = runtime.wrap_udp_socket(socket)?;

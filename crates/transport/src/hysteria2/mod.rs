@@ -32,6 +32,7 @@ mod obfs;
 mod server;
 mod stream;
 mod udp;
+mod wire;
 
 pub use client::{Client, ClientError, ClientSettings, connect};
 pub use obfs::SalamanderSocket;

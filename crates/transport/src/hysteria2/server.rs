@@ -18,6 +18,7 @@ use super::hop::HopSocket;
 use super::obfs::{OVERHEAD, SalamanderSocket};
 use super::stream::QuicStream;
 use super::udp::{SendUdpError, Udp, UdpPacket};
+use super::wire::{padding, size_buffers};
 
 /// The largest UDP payload QUIC probes for: an Ethernet MTU of 1500 less the IPv6
 /// and UDP headers.
@@ -181,29 +182,6 @@ pub fn endpoint_on(
     )
 }
 
-/// The UDP socket buffers asked for: a second of 32 Mbit/s each way. The kernel's
-/// defaults (about 200 KiB) drop packets in bursts at hundreds of Mbit/s.
-const UDP_BUFFER: usize = 4 << 20;
-
-/// Asks for [`UDP_BUFFER`] each way and says (at debug) when the kernel gave less
-/// (`net.core.rmem_max` and `wmem_max` cap what a process may ask).
-pub(super) fn size_buffers(socket: &std::net::UdpSocket) {
-    let s = socket2::SockRef::from(socket);
-    let _ = s.set_recv_buffer_size(UDP_BUFFER);
-    let _ = s.set_send_buffer_size(UDP_BUFFER);
-    let got = (s.recv_buffer_size(), s.send_buffer_size());
-    if let (Ok(recv), Ok(send)) = got
-        && (recv < UDP_BUFFER || send < UDP_BUFFER)
-    {
-        tracing::debug!(
-            recv,
-            send,
-            wanted = UDP_BUFFER,
-            "UDP socket buffers are smaller than asked (net.core.rmem_max / wmem_max cap them)"
-        );
-    }
-}
-
 /// Takes `incoming` through the QUIC handshake and HTTP/3 until it authenticates:
 /// `authenticate` maps a `Hysteria-Auth` value to its user. Every other request is
 /// answered by the masquerade; a peer that never authenticates is closed when it
@@ -322,18 +300,6 @@ where
             }
         }
     }
-}
-
-/// 1 to 80 random letters and digits.
-pub(super) fn padding() -> String {
-    let mut bytes = [0u8; 81];
-    let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes);
-    const SET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let len = 1 + usize::from(bytes[0]) % 80;
-    bytes[1..=len]
-        .iter()
-        .map(|b| char::from(SET[usize::from(*b) % SET.len()]))
-        .collect()
 }
 
 /// A connection whose client authenticated: its TCP streams and UDP packets.

@@ -9,7 +9,7 @@
 //! certificate is checked the way a browser checks it: the web's roots (and, for a
 //! proxy with a private CA, the one root the profile names), for the CDN's name.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
@@ -17,13 +17,49 @@ use switchyard_transport::dial::Layer;
 
 use super::pin::provider;
 
-/// What the dialing side needs for the outer TLS.
-#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+/// What the dialing side needs for the outer TLS. Its client config is built once,
+/// on the first dial, and shared by the dials after it (and by clones).
+#[derive(Clone)]
 pub struct OuterTls {
     /// The CDN's name: the SNI sent and the name checked.
     pub server_name: String,
     /// A root trusted besides the web's, PEM.
     pub ca_pem: Option<String>,
+    built: Arc<OnceLock<Result<Layer, OuterTlsError>>>,
+}
+
+impl OuterTls {
+    /// TLS to the CDN `server_name`, trusting the web's roots and `ca_pem`.
+    pub fn new(server_name: String, ca_pem: Option<String>) -> Self {
+        Self {
+            server_name,
+            ca_pem,
+            built: Arc::default(),
+        }
+    }
+}
+
+impl PartialEq for OuterTls {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.server_name, &self.ca_pem) == (&other.server_name, &other.ca_pem)
+    }
+}
+
+impl Eq for OuterTls {}
+
+impl std::hash::Hash for OuterTls {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.server_name, &self.ca_pem).hash(state);
+    }
+}
+
+impl std::fmt::Debug for OuterTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OuterTls")
+            .field("server_name", &self.server_name)
+            .field("ca_pem", &self.ca_pem.is_some())
+            .finish()
+    }
 }
 
 /// Why the outer TLS cannot be set up (the profile's config; validation catches these
@@ -43,6 +79,10 @@ impl OuterTls {
     /// The transport layer that speaks it: TLS for `server_name`, offering HTTP/1.1
     /// (the upgrade above is HTTP/1.1), checked against the web's roots and `ca_pem`.
     pub fn layer(&self) -> Result<Layer, OuterTlsError> {
+        self.built.get_or_init(|| self.build()).clone()
+    }
+
+    fn build(&self) -> Result<Layer, OuterTlsError> {
         let server_name = ServerName::try_from(self.server_name.clone())
             .map_err(|_| OuterTlsError::Name(self.server_name.clone()))?;
         let mut roots =
@@ -79,10 +119,8 @@ mod tests {
 
     #[test]
     fn a_bad_name_or_ca_is_named() {
-        let outer = |name: &str, ca: Option<&str>| OuterTls {
-            server_name: name.into(),
-            ca_pem: ca.map(str::to_owned),
-        };
+        let outer =
+            |name: &str, ca: Option<&str>| OuterTls::new(name.into(), ca.map(str::to_owned));
         assert!(outer("cdn.example.com", None).layer().is_ok());
         assert_eq!(
             outer("not a name", None).layer().err(),
@@ -92,6 +130,13 @@ mod tests {
             outer("cdn.example.com", Some("no pem here")).layer(),
             Err(OuterTlsError::Ca(_))
         ));
+        // Built once: later dials and clones share the client config.
+        let once = outer("cdn.example.com", None);
+        let config = |o: &OuterTls| match o.layer() {
+            Ok(Layer::Tls { config, .. }) => config,
+            other => panic!("{other:?}"),
+        };
+        assert!(Arc::ptr_eq(&config(&once), &config(&once.clone())));
         let cert = rcgen::generate_simple_self_signed(vec!["cdn.test".into()]).unwrap();
         assert!(outer("cdn.test", Some(&cert.cert.pem())).layer().is_ok());
     }

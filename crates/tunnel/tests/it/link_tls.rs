@@ -187,10 +187,10 @@ async fn an_outer_tls_to_a_plain_listener_fails_as_the_cdns_tls() {
     let behind_a_cdn = Transport::HttpUpgrade {
         path: "/t".into(),
         host: "cdn.example".into(),
-        outer: Some(switchyard_tunnel::link::OuterTls {
-            server_name: "cdn.example".into(),
-            ca_pem: None,
-        }),
+        outer: Some(switchyard_tunnel::link::OuterTls::new(
+            "cdn.example".into(),
+            None,
+        )),
     };
     let err = connect(&target(addr, cert.pin, behind_a_cdn), DEADLINE)
         .await
