@@ -18,6 +18,8 @@ fuzz_target!(|data: &[u8]| {
         format: Format::Xray,
         since: Some(since.to_owned()),
         older: Some(Format::Clash),
+        lacks: Vec::new(),
+        runs: Vec::new(),
     }];
     assert_eq!(format_for(ua, &[]), format_for(ua, &[]));
     let picked = format_for(&format!("fuzz/{ua}"), &rules);

@@ -3,20 +3,23 @@
 //! - **TCP** ([`Outbound::connect`]): TCP, then TLS ([`tls`]: the web's roots, a
 //!   pinned self-signed certificate, or none when the entry says `insecure`), then
 //!   WebSocket, then the protocol's request: VLESS (no flow), Trojan, or Shadowsocks
-//!   2022 ([`ss`]: plain TCP, its own encryption). The result is a stream to the
-//!   destination. TCP, TLS and WebSocket are the shared transport layer's
+//!   2022 ([`ss`]: plain TCP, its own encryption); or Hysteria 2 ([`hysteria2`]: a
+//!   QUIC stream in the outbound's one QUIC connection). The result is a stream to
+//!   the destination. TCP, TLS and WebSocket are the shared transport layer's
 //!   ([`switchyard_transport::dial::Stack`], built once per server); the protocols
 //!   are the client's.
 //! - **UDP** ([`Outbound::udp`], [`udp`]): datagrams to any destination and back
 //!   with their source, over VLESS (XUDP: one Mux.Cool session in one stream, each
 //!   packet with its address, what the node and sing-box speak by default), Trojan
 //!   (UDP ASSOCIATE, its framing in the stream) or Shadowsocks 2022 (UDP packets of
-//!   one session to the server's port).
+//!   one session to the server's port) or Hysteria 2 (QUIC datagrams, a connection
+//!   of its own per association).
 //!
 //! Every step has a deadline ([`CONNECT_TIMEOUT`] for all of them together) and every
 //! failure names the server and the step, so a probe or a user's app learns what went
 //! wrong where.
 
+mod hysteria2;
 mod ss;
 mod tls;
 pub mod udp;
@@ -35,7 +38,8 @@ use switchyard_transport::BoxIo;
 use switchyard_transport::dial::{Connector, DialError, Layer, Stack, Step};
 use tokio::io::AsyncWriteExt;
 
-pub use ss::SsStream;
+pub use hysteria2::Hysteria2Stream;
+pub use switchyard_transport::shadowsocks::SsStream;
 pub use udp::{UdpReceiver, UdpSender};
 pub use vless::VlessResponse;
 
@@ -59,7 +63,7 @@ pub enum OutboundError {
     Failed {
         /// The entry's name.
         server: String,
-        /// `tcp`, `tls`, `websocket`, `request` or `udp`.
+        /// `tcp`, `tls`, `websocket`, `hysteria2`, `request` or `udp`.
         step: &'static str,
         /// Why.
         reason: StepError,
@@ -105,6 +109,9 @@ pub enum UnsupportedEntry {
     /// The pinned certificate is not PEM.
     #[error("the pinned certificate is not PEM")]
     PinNotPem,
+    /// Hysteria 2 without TLS, over REALITY or a transport: it is QUIC under TLS.
+    #[error("Hysteria 2 runs over QUIC under TLS only (no REALITY, no transport)")]
+    Hysteria2Transport,
 }
 
 /// Why a step towards a server failed.
@@ -128,6 +135,9 @@ pub enum StepError {
         /// The server's name.
         host: String,
     },
+    /// Hysteria 2's QUIC connection, its authentication or a request failed.
+    #[error(transparent)]
+    Hysteria2(#[from] switchyard_transport::hysteria2::ClientError),
     /// The UDP socket can't be connected to the server's address.
     #[error("{address}: {source}")]
     Connect {
@@ -163,6 +173,7 @@ enum Header {
     Vless(vless_proto::Uuid),
     Trojan([u8; trojan::HASH_LEN]),
     Shadowsocks(ClientKeys),
+    Hysteria2(std::sync::Arc<hysteria2::Hysteria2>),
 }
 
 impl Outbound {
@@ -195,6 +206,40 @@ impl Outbound {
                         .map_err(|e| unsupported(UnsupportedEntry::ShadowsocksKey(e)))?,
                 )
             }
+            EntryProtocol::Hysteria2 {
+                password,
+                obfs_password,
+                down_mbps,
+                ..
+            } => {
+                let t = match &entry.tls {
+                    Some(t) if t.reality.is_none() && entry.transport == EntryTransport::Tcp => t,
+                    _ => return Err(unsupported(UnsupportedEntry::Hysteria2Transport)),
+                };
+                let name = t
+                    .server_name
+                    .clone()
+                    .unwrap_or_else(|| entry.server.clone());
+                ServerName::try_from(name.clone())
+                    .map_err(|_| unsupported(UnsupportedEntry::ServerName(name.clone())))?;
+                let config = tls::tls_config(t, &name).map_err(unsupported)?;
+                let hy2 = hysteria2::Hysteria2::new(
+                    &entry.server,
+                    entry.port,
+                    rustls::ClientConfig::clone(&config),
+                    name,
+                    password,
+                    obfs_password.as_deref(),
+                    *down_mbps,
+                );
+                // QUIC is all its transport: no stack of layers.
+                return Ok(Self {
+                    stack: Stack::to(&entry.server, entry.port, Vec::new()),
+                    entry,
+                    header: Header::Hysteria2(std::sync::Arc::new(hy2)),
+                    route_identity: None,
+                });
+            }
         };
         let mut layers = Vec::with_capacity(2);
         match &entry.tls {
@@ -214,6 +259,13 @@ impl Outbound {
                     let mut h2 = rustls::ClientConfig::clone(&config);
                     h2.alpn_protocols = vec![b"h2".to_vec()];
                     config = std::sync::Arc::new(h2);
+                } else if matches!(entry.transport, EntryTransport::Xhttp { .. })
+                    && t.alpn.is_empty()
+                {
+                    // XHTTP runs on HTTP/2 where the server agrees, as Xray's client.
+                    let mut both = rustls::ClientConfig::clone(&config);
+                    both.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+                    config = std::sync::Arc::new(both);
                 }
                 layers.push(Layer::Tls {
                     config,
@@ -247,6 +299,21 @@ impl Outbound {
                 service_name.clone(),
                 *multi,
             )),
+            // Streams of this outbound (and its clones) share its connections (XMUX).
+            EntryTransport::Xhttp {
+                path,
+                host,
+                mode,
+                extra,
+            } => {
+                let mut settings = switchyard_proto::xhttp::Settings::new(path.clone());
+                settings.host = host.clone();
+                settings.mode = *mode;
+                if let Some(extra) = extra {
+                    extra.apply(&mut settings);
+                }
+                layers.push(Layer::xhttp(settings, &http_host(&None)));
+            }
             _ => {}
         }
         let stack = Stack::to(&entry.server, entry.port, layers);
@@ -303,6 +370,7 @@ impl Outbound {
             EntryProtocol::Shadowsocks { method, password } => {
                 ("shadowsocks", format!("{method}:{password}"))
             }
+            EntryProtocol::Hysteria2 { password, .. } => ("hysteria2", password.clone()),
         };
         switchyard_auto::ServerId::derive(
             protocol,
@@ -345,6 +413,12 @@ impl Outbound {
     }
 
     async fn connect_now(&self, destination: &Address) -> Result<BoxIo, OutboundError> {
+        if let Header::Hysteria2(hy2) = &self.header {
+            let fail = |step, e| self.fail(step)(e);
+            return hysteria2::connect_tcp(hy2, destination, fail)
+                .await
+                .map(|s| Box::new(s) as BoxIo);
+        }
         let mut stream = self.stream().await?;
         let mut head = Vec::with_capacity(64);
         let request = self.fail("request");
@@ -379,6 +453,10 @@ impl Outbound {
                 .await
                 .map(|s| Box::new(s) as BoxIo)
                 .map_err(request),
+            // Answered above: its QUIC connection is its transport.
+            Header::Hysteria2(_) => Err(request(StepError::Io(std::io::Error::other(
+                "Hysteria 2 has no stream transport",
+            )))),
         }
     }
 

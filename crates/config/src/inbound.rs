@@ -56,6 +56,9 @@ pub enum Transport {
         /// The gRPC service name: letters, digits, `_`, `.` and `-`.
         service_name: String,
     },
+    /// XHTTP: the stream in ordinary HTTP/1.1 or HTTP/2 requests under `path`
+    /// (`switchyard_proto::xhttp`), as Xray speaks it.
+    Xhttp(switchyard_proto::xhttp::Settings),
 }
 
 /// What protects the transport.
@@ -290,6 +293,12 @@ pub struct Hysteria2Settings {
     /// across them (sing-box `server_ports`, mihomo `ports`). Unset: `port` alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ports: Option<String>,
+    /// The masquerade: a web site (`http://host[:port]` or `https://host[:port]`)
+    /// whose answers everyone who does not authenticate gets, passed through over
+    /// HTTP/1.1 (`https` checked against the web's roots). Unset: a bare web server's
+    /// `404 page not found`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub masquerade: Option<String>,
 }
 
 /// The most ports a Hysteria 2 inbound hops across: each is a socket the endpoint
@@ -297,6 +306,12 @@ pub struct Hysteria2Settings {
 pub const MAX_HOP_PORTS: u32 = 100;
 
 impl Hysteria2Settings {
+    /// Whether `url` is a masquerade site the node takes: `http://` or `https://`, a
+    /// host name or IP address, an optional port 1-65535, at most 2048 bytes.
+    pub fn masquerade_ok(url: &str) -> bool {
+        crate::validate::inbounds::masquerade_ok(url)
+    }
+
     /// The hopping range of [`Self::ports`], or why it does not read.
     pub fn hop_ports(&self) -> Result<Option<std::ops::RangeInclusive<u16>>, &'static str> {
         let Some(text) = &self.ports else {
@@ -324,6 +339,7 @@ impl Default for Hysteria2Settings {
             down_mbps: None,
             udp: true,
             ports: None,
+            masquerade: None,
         }
     }
 }

@@ -35,7 +35,8 @@ impl FieldProblem {
 /// The settings of a REALITY inbound that the panel and the node both hold.
 #[derive(Clone, Copy, Debug)]
 pub struct RealityInbound<'a> {
-    /// Whether the inbound is VLESS over plain TCP, the only kind REALITY serves.
+    /// Whether the inbound is of a kind REALITY serves: VLESS over plain TCP, or VLESS
+    /// or Trojan over gRPC or XHTTP (HTTP/2 inside REALITY's TLS).
     pub vless_tcp: bool,
     /// The target site, `host:port`.
     pub dest: &'a str,
@@ -56,7 +57,7 @@ pub fn check_inbound(r: &RealityInbound<'_>) -> Result<(), FieldProblem> {
     if !r.vless_tcp {
         return Err(FieldProblem::new(
             "security",
-            "REALITY is served for VLESS over plain TCP (transport tcp) only",
+            "REALITY is served for VLESS over plain TCP, and for VLESS or Trojan over gRPC or XHTTP",
         ));
     }
     switchyard_proto::dest::check(r.dest, r.allow_private)

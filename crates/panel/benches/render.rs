@@ -99,6 +99,7 @@ fn snapshot() -> ServerSnapshot {
                 reality_public_key: None,
                 route_id: Some(1),
                 created_ms: 0,
+                hysteria2: None,
             },
             InboundSecrets {
                 ss_server_key: None,

@@ -108,6 +108,7 @@ fn topology() -> Topology {
                     reality_public_key: None,
                     route_id: Some(r),
                     created_ms: 0,
+                    hysteria2: None,
                 },
                 InboundSecrets {
                     ss_server_key: Some("AAECAwQFBgcICQoLDA0ODw==".into()),

@@ -23,8 +23,8 @@ use sha2::{Digest, Sha256};
 use switchyard_config::{ConfigError, NodeConfig};
 
 use crate::model::snapshot::ServerSnapshot;
-use crate::model::{InboundSecurity, InboundTransport, Protocol, TlsCertificate};
-use crate::service::ss_user_key;
+use crate::model::{InboundHysteria2, InboundSecurity, InboundTransport, Protocol, TlsCertificate};
+use crate::service::{hysteria2_password, ss_user_key};
 
 pub mod tunnels;
 
@@ -60,6 +60,7 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
                     Protocol::Vless => "vless",
                     Protocol::Trojan => "trojan",
                     Protocol::Shadowsocks => "shadowsocks",
+                    Protocol::Hysteria2 => "hysteria2",
                 },
                 "listen": listen,
                 "port": i.port,
@@ -78,6 +79,13 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
                 // multi mode is the clients' choice (their subscription entries).
                 InboundTransport::Grpc { service_name, .. } => {
                     json!({ "type": "grpc", "service_name": service_name })
+                }
+                InboundTransport::Xhttp(x) => {
+                    let mut v = json!({ "type": "xhttp", "path": x.path, "mode": x.mode().name() });
+                    if let Some(h) = &x.host {
+                        v["host"] = json!(h);
+                    }
+                    v
                 }
             };
             v["security"] = match &i.security {
@@ -114,6 +122,11 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
                 v["method"] = json!(i.method);
                 v["password"] = json!(secrets.ss_server_key);
             }
+            if i.protocol == Protocol::Hysteria2 {
+                let settings = i.hysteria2.clone().unwrap_or_default();
+                v["hysteria2"] =
+                    hysteria2_settings(&settings, secrets.hy2_obfs_password.as_deref());
+            }
             v
         })
         .collect();
@@ -122,6 +135,10 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
         .iter()
         .filter_map(|(i, _)| i.method.as_deref())
         .collect();
+    let has_hysteria2 = snapshot
+        .inbounds
+        .iter()
+        .any(|(i, _)| i.protocol == Protocol::Hysteria2);
     let users: Vec<Value> = snapshot
         .users
         .iter()
@@ -136,6 +153,9 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
             // counts it (the source there is the relay).
             if let Some(limit) = u.address_limit {
                 v["address_limit"] = json!(limit);
+            }
+            if has_hysteria2 {
+                v["hysteria2"] = json!(hysteria2_password(c));
             }
             // One key for every Shadowsocks inbound of the server: the longest
             // method's length; shorter methods would need their own key, so a server
@@ -167,6 +187,26 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
         config["route"] = json!({ "rules": rules });
     }
     config
+}
+
+/// A Hysteria 2 inbound's `hysteria2` table as the node reads it, its obfs password
+/// in the clear (the node's config reads redact it, not this).
+fn hysteria2_settings(settings: &InboundHysteria2, obfs_password: Option<&str>) -> Value {
+    let node = settings.node_settings(obfs_password);
+    let mut v = json!({ "udp": node.udp });
+    if let Some(p) = &node.obfs_password {
+        v["obfs_password"] = json!(p.expose());
+    }
+    if let Some(up) = node.up_mbps {
+        v["up_mbps"] = json!(up);
+    }
+    if let Some(down) = node.down_mbps {
+        v["down_mbps"] = json!(down);
+    }
+    if let Some(ports) = &node.ports {
+        v["ports"] = json!(ports);
+    }
+    v
 }
 
 /// Why a rendered config is not one the node would take.
@@ -286,6 +326,7 @@ mod tests {
                     reality_public_key: None,
                     route_id: None,
                     created_ms: 0,
+                    hysteria2: None,
                 },
                 InboundSecrets {
                     tls_cert_pem: Some(cert.cert.pem()),
@@ -431,6 +472,19 @@ mod tests {
                 Transport::Grpc {
                     service_name: "tun".into(),
                 },
+            ),
+            (
+                InboundTransport::Xhttp(crate::model::xhttp::InboundXhttp {
+                    path: "/xh".into(),
+                    host: Some("cdn.example.com".into()),
+                    mode: "stream-up".into(),
+                }),
+                Transport::Xhttp({
+                    let mut s = switchyard_proto::xhttp::Settings::new("/xh");
+                    s.host = Some("cdn.example.com".into());
+                    s.mode = switchyard_proto::xhttp::Mode::StreamUp;
+                    s
+                }),
             ),
         ];
         for (panel, node) in cases {

@@ -107,6 +107,46 @@ pub fn ss_user_key(credentials: &Credentials, method: &str) -> Option<String> {
     (seed.len() >= len).then(|| STANDARD.encode(&seed[..len]))
 }
 
+/// The user's Hysteria 2 password, derived from their credential seed as the
+/// Shadowsocks keys are ([`ss_user_key`]), so no column holds it: 32 hex digits of
+/// SHA-256 over a label and the seed. Distinct from the Trojan password and from
+/// every Shadowsocks key (those are the seed's bytes themselves); it changes when
+/// the seed does (never, today).
+pub fn hysteria2_password(credentials: &Credentials) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    hash.update(b"switchyard hysteria2 password\0");
+    hash.update(credentials.ss_seed.as_bytes());
+    hash.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The Salamander password a Hysteria 2 inbound `input` should have: the one it
+/// gives, else `kept` (the inbound's current one), else a new random one; none when
+/// it does not obfuscate.
+fn hy2_obfs_password(input: &InboundInput, kept: Option<String>) -> Option<String> {
+    let settings = input.hysteria2.as_ref()?;
+    if input.protocol != Protocol::Hysteria2 || !settings.obfs {
+        return None;
+    }
+    settings
+        .obfs_password
+        .clone()
+        .or(kept)
+        .or_else(|| Some(URL_SAFE_NO_PAD.encode(random_bytes(24))))
+}
+
+/// `input` with Hysteria 2's default settings when a Hysteria 2 inbound is given
+/// none, so reads always show them.
+fn with_hysteria2_defaults(mut input: InboundInput) -> InboundInput {
+    if input.protocol == Protocol::Hysteria2 && input.hysteria2.is_none() {
+        input.hysteria2 = Some(model::InboundHysteria2::default());
+    }
+    input
+}
+
 /// `input` with one short id when a REALITY inbound is given none: the current
 /// inbound's, when it is a REALITY inbound with some, else 8 random bytes in hex.
 fn with_short_id(input: &InboundInput, current: Option<&InboundSecurity>) -> InboundInput {
@@ -243,6 +283,12 @@ impl Service {
             input.flow,
             input.sni.as_deref(),
         )?;
+        model::check_hysteria2(
+            input.protocol,
+            &input.transport,
+            &input.security,
+            input.hysteria2.as_ref(),
+        )?;
         if let Some(h) = &input.host {
             model::check_host("host", h)?;
         }
@@ -252,10 +298,26 @@ impl Service {
         Ok(())
     }
 
+    /// The secrets `inbound` has now (none found: the defaults, nothing).
+    async fn secrets_of(&self, inbound: &Inbound) -> Result<InboundSecrets, ServiceError> {
+        let server = self.store.server(inbound.server_id).await?;
+        Ok(self
+            .store
+            .cluster_inbounds(server.cluster_id)
+            .await?
+            .into_iter()
+            .find(|(i, _)| i.id == inbound.id)
+            .map(|(_, s)| s)
+            .unwrap_or_default())
+    }
+
     /// What the panel generates for an inbound: a Shadowsocks server key, a
     /// self-signed certificate for its server name, a REALITY key pair.
     async fn secrets_for(&self, input: &InboundInput) -> Result<InboundSecrets, ServiceError> {
-        let mut secrets = InboundSecrets::default();
+        let mut secrets = InboundSecrets {
+            hy2_obfs_password: hy2_obfs_password(input, None),
+            ..InboundSecrets::default()
+        };
         if let InboundSecurity::Reality { .. } = input.security {
             let keys = switchyard_config::reality::generate()
                 .map_err(|e| ServiceError::Keys(e.to_string()))?;
@@ -304,7 +366,7 @@ impl Service {
     ) -> Result<Inbound, ServiceError> {
         Self::validate_inbound(input)?;
         self.check_inbound_dest(input).await?;
-        let input = with_short_id(input, None);
+        let input = with_hysteria2_defaults(with_short_id(input, None));
         let secrets = self.secrets_for(&input).await?;
         Ok(self.store.create_inbound(&input, &secrets, now_ms).await?)
     }
@@ -321,7 +383,7 @@ impl Service {
         Self::validate_inbound(input)?;
         self.check_inbound_dest(input).await?;
         let current = self.store.inbound(id).await?;
-        let input = &with_short_id(input, Some(&current.security));
+        let input = &with_hysteria2_defaults(with_short_id(input, Some(&current.security)));
         let both_reality = matches!(current.security, InboundSecurity::Reality { .. })
             && matches!(input.security, InboundSecurity::Reality { .. });
         // REALITY's keys depend on nothing else of the inbound (it is VLESS, no
@@ -332,11 +394,27 @@ impl Service {
                 || current.security != input.security
                 || current.sni != input.sni
                 || current.host != input.host);
-        let secrets = if regenerate {
+        let mut secrets = if regenerate {
             Some(self.secrets_for(input).await?)
         } else {
             None
         };
+        // A Hysteria 2 inbound keeps its Salamander password unless a new one is
+        // given or obfuscation is turned off.
+        if input.protocol == Protocol::Hysteria2 || current.protocol == Protocol::Hysteria2 {
+            let kept = self.secrets_of(&current).await?;
+            let want = hy2_obfs_password(input, kept.hy2_obfs_password.clone());
+            match &mut secrets {
+                Some(s) => s.hy2_obfs_password = want,
+                None if want != kept.hy2_obfs_password => {
+                    secrets = Some(InboundSecrets {
+                        hy2_obfs_password: want,
+                        ..kept
+                    });
+                }
+                None => {}
+            }
+        }
         Ok(self
             .store
             .update_inbound(id, input, secrets.as_ref())

@@ -23,7 +23,9 @@
 //! HTTPUpgrade is mihomo's `network: ws` with `ws-opts.v2ray-http-upgrade: true`
 //! (`path`, `headers.Host`); gRPC is `network: grpc` with
 //! `grpc-opts.grpc-service-name`, plain gun (mihomo has neither multi mode nor an
-//! authority). An entry's route id is the proxy's `switchyard-route`
+//! authority). Hysteria 2 is `type: hysteria2` with `password`, `ports` (the hop
+//! range, `first-last`), `obfs: salamander` and `obfs-password`, `up`/`down`
+//! (Mbit/s), `sni` and the pin as above. An entry's route id is the proxy's `switchyard-route`
 //! ([`ROUTE_KEY`]), a key mihomo ignores.
 //!
 //! [`entries`] and [`read`] are the reverse: the entries of a Clash config, ours or
@@ -138,9 +140,17 @@ pub(crate) fn config_value(entries: &[Entry], options: &ClashOptions) -> Value {
     })
 }
 
-/// Whether mihomo can express `entry` (a Trojan entry needs TLS).
+/// Whether mihomo can express `entry` (a Trojan or Hysteria 2 entry needs TLS).
 fn has_clash_form(entry: &Entry) -> bool {
-    !matches!(entry.protocol, EntryProtocol::Trojan { .. }) || entry.tls.is_some()
+    // mihomo 1.19.2 has no XHTTP: such an entry is left out (the panel leaves it
+    // out before, with the reason in the subscription's announce).
+    if matches!(entry.transport, EntryTransport::Xhttp { .. }) {
+        return false;
+    }
+    !matches!(
+        entry.protocol,
+        EntryProtocol::Trojan { .. } | EntryProtocol::Hysteria2 { .. }
+    ) || entry.tls.is_some()
 }
 
 /// mihomo's proxy for `entry`, named `name`.
@@ -199,6 +209,38 @@ pub fn proxy(entry: &Entry, name: &str) -> Value {
             put("password", json!(password));
             return Value::Object(out);
         }
+        EntryProtocol::Hysteria2 {
+            password,
+            obfs_password,
+            ports,
+            up_mbps,
+            down_mbps,
+        } => {
+            // mihomo's hysteria2: QUIC under TLS, no transport of its own; the hop
+            // range as `ports: first-last`, Brutal's rates as whole Mbit/s.
+            put("type", json!("hysteria2"));
+            put("password", json!(password));
+            if let Some(ports) = ports {
+                put("ports", json!(ports));
+            }
+            if let Some(obfs) = obfs_password {
+                put("obfs", json!("salamander"));
+                put("obfs-password", json!(obfs));
+            }
+            if let Some(up) = up_mbps {
+                put("up", json!(up.to_string()));
+            }
+            if let Some(down) = down_mbps {
+                put("down", json!(down.to_string()));
+            }
+            if let Some(tls) = &entry.tls {
+                if let Some(name) = &tls.server_name {
+                    put("sni", json!(name));
+                }
+                tls_fields(tls, &mut put);
+            }
+            return Value::Object(out);
+        }
     }
     match &entry.transport {
         EntryTransport::Tcp => put("network", json!("tcp")),
@@ -220,6 +262,8 @@ pub fn proxy(entry: &Entry, name: &str) -> Value {
             put("network", json!("grpc"));
             put("grpc-opts", json!({ "grpc-service-name": service_name }));
         }
+        // Never reached from a config: `has_clash_form` leaves XHTTP out.
+        EntryTransport::Xhttp { .. } => {}
     }
     Value::Object(out)
 }
@@ -233,8 +277,10 @@ fn tls_fields(tls: &EntryTls, put: &mut impl FnMut(&str, Value)) {
         put("skip-cert-verify", json!(true));
     }
     if let Some(digest) = tls.pin_sha256() {
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        put("fingerprint", json!(hex));
+        put(
+            "fingerprint",
+            json!(crate::entry::hysteria2::pin_hex(&digest)),
+        );
     }
     if let Some(fp) = &tls.fingerprint {
         put("client-fingerprint", json!(fp));

@@ -1,5 +1,5 @@
-//! Reading entries back out of a Clash (mihomo) config: the `vless`, `trojan` and
-//! `ss` proxies of its `proxies` list, each an [`Entry`] named by its name, in order.
+//! Reading entries back out of a Clash (mihomo) config: the `vless`, `trojan`, `ss`
+//! and `hysteria2` proxies of its `proxies` list, each an [`Entry`] named by its name, in order.
 //! The reverse of [`client_config`](super::client_config) for what entries hold: a
 //! config written from entries reads back as the same entries (early data,
 //! `/ws?ed=N`, included; HTTPUpgrade, `ws` with `v2ray-http-upgrade: true`, too,
@@ -45,7 +45,7 @@ pub const MAX_YAML: usize = 4 << 20;
 const EXCERPT: usize = 64;
 
 /// The proxy types read, as mihomo names them.
-const READ: [&str; 3] = ["vless", "trojan", "ss"];
+const READ: [&str; 4] = ["vless", "trojan", "ss", "hysteria2"];
 
 /// Why a Clash config could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -102,7 +102,7 @@ pub struct Skipped {
     pub index: usize,
     /// Its name (its first 64 characters; empty when it has none).
     pub name: String,
-    /// Why, e.g. `type "vmess" is not read (only vless, trojan and ss)`.
+    /// Why, e.g. `type "vmess" is not read (only vless, trojan, ss and hysteria2)`.
     pub reason: SkipReason,
 }
 
@@ -110,8 +110,9 @@ pub struct Skipped {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SkipReason {
-    /// A proxy type other than vless, trojan and ss (its first 64 characters).
-    #[error("type {0:?} is not read (only vless, trojan and ss)")]
+    /// A proxy type other than vless, trojan, ss and hysteria2 (its first 64
+    /// characters).
+    #[error("type {0:?} is not read (only vless, trojan, ss and hysteria2)")]
     Type(String),
     /// A `dialer-proxy` chain.
     #[error("dialer-proxy chains are not read")]
@@ -134,6 +135,13 @@ pub enum SkipReason {
     /// A Trojan `flow`.
     #[error("Trojan flows are not read")]
     TrojanFlow,
+    /// Hysteria 2 `obfs` other than `salamander` (its first 64 characters).
+    #[error("Hysteria 2 obfs {0:?} is not read (only salamander)")]
+    Hysteria2Obfs(String),
+    /// Hysteria 2 `ports` other than one range `first-last` or one port (its first
+    /// 64 characters).
+    #[error("Hysteria 2 ports {0:?} are not read (only one range, first-last)")]
+    Hysteria2Ports(String),
 }
 
 impl fmt::Display for Skipped {
@@ -262,6 +270,9 @@ fn proxy(map: &Hash, at: &At<'_>) -> Result<Result<Entry, SkipReason>, ReadError
         "trojan" => EntryProtocol::Trojan {
             password: required("password")?,
         },
+        "hysteria2" => {
+            hysteria2_of(map, required("password")?).map_err(|(f, p)| at.error(&f, p))?
+        }
         _ => EntryProtocol::Shadowsocks {
             method: required("cipher")?,
             password: required("password")?,
@@ -273,6 +284,11 @@ fn proxy(map: &Hash, at: &At<'_>) -> Result<Result<Entry, SkipReason>, ReadError
         // mihomo's Trojan always speaks TLS, whatever `tls` says.
         "trojan" => (
             transport_of(map).map_err(|(f, p)| at.error(&f, p))?,
+            Some(tls_of(map, "sni").map_err(|(f, p)| at.error(&f, p))?),
+        ),
+        // Hysteria 2 is QUIC: always TLS, no transport of its own.
+        "hysteria2" => (
+            EntryTransport::Tcp,
             Some(tls_of(map, "sni").map_err(|(f, p)| at.error(&f, p))?),
         ),
         _ => {
@@ -318,6 +334,21 @@ fn unsupported(map: &Hash, kind: &str) -> Result<Option<SkipReason>, Problem> {
     {
         return Ok(Some(SkipReason::DialerProxy));
     }
+    if kind == "hysteria2" {
+        if let Some(obfs) = text(map, "obfs")
+            .map_err(top("obfs"))?
+            .filter(|o| !o.is_empty() && o != "salamander")
+        {
+            return Ok(Some(SkipReason::Hysteria2Obfs(excerpt(&obfs))));
+        }
+        if let Some(ports) = text(map, "ports")
+            .map_err(top("ports"))?
+            .filter(|p| !p.is_empty() && crate::entry::hysteria2::hop_range(p).is_none())
+        {
+            return Ok(Some(SkipReason::Hysteria2Ports(excerpt(&ports))));
+        }
+        return Ok(None);
+    }
     if kind == "ss" {
         return Ok(text(map, "plugin")
             .map_err(top("plugin"))?
@@ -360,6 +391,46 @@ fn unsupported(map: &Hash, kind: &str) -> Result<Option<SkipReason>, Problem> {
         }
     }
     Ok(None)
+}
+
+/// A `hysteria2` proxy's protocol: `obfs-password` when `obfs: salamander`,
+/// `ports` as one range (checked by [`unsupported`]), `up`/`down` in mihomo's
+/// units (a bare number is Mbit/s) as whole Mbit/s.
+fn hysteria2_of(map: &Hash, password: String) -> Result<EntryProtocol, Problem> {
+    let top = |f: &'static str| move |p: &'static str| (f.to_owned(), p);
+    let salamander = text(map, "obfs")
+        .map_err(top("obfs"))?
+        .is_some_and(|o| o == "salamander");
+    let obfs_password = if salamander {
+        Some(
+            text(map, "obfs-password")
+                .map_err(top("obfs-password"))?
+                .filter(|p| !p.is_empty())
+                .ok_or(top("obfs-password")(MISSING))?,
+        )
+    } else {
+        None
+    };
+    let ports = text(map, "ports")
+        .map_err(top("ports"))?
+        .and_then(|p| crate::entry::hysteria2::hop_range(&p))
+        .map(|(first, last)| format!("{first}-{last}"));
+    let rate = |f: &'static str| -> Result<Option<u32>, Problem> {
+        match text(map, f).map_err(top(f))? {
+            None => Ok(None),
+            Some(t) if t.trim().is_empty() => Ok(None),
+            Some(t) => crate::entry::hysteria2::mbps(&t)
+                .map(|n| (n > 0).then_some(n))
+                .ok_or(top(f)("must be a bandwidth such as 100 or \"100 Mbps\"")),
+        }
+    };
+    Ok(EntryProtocol::Hysteria2 {
+        password,
+        obfs_password,
+        ports,
+        up_mbps: rate("up")?,
+        down_mbps: rate("down")?,
+    })
 }
 
 /// `network` and `ws-opts`. Early data (`max-early-data` with the

@@ -14,6 +14,14 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+#[path = "entry_hysteria2.rs"]
+pub mod hysteria2;
+#[cfg(test)]
+#[path = "hysteria2_formats_tests.rs"]
+mod hysteria2_formats_tests;
+#[path = "entry_xhttp.rs"]
+pub mod xhttp;
+
 /// What `Debug` prints in place of a secret.
 pub const REDACTED: &str = "<redacted>";
 
@@ -80,6 +88,21 @@ pub enum EntryProtocol {
         /// (SIP022 identity headers), `"<server key>:<user key>"`, both base64.
         password: String,
     },
+    /// Hysteria 2: QUIC on the entry's UDP port under the entry's TLS (always
+    /// present: its server name and pin), HTTP/3 authentication with the user's
+    /// password. Its transport is [`EntryTransport::Tcp`] (none of its own).
+    Hysteria2 {
+        /// The user's password.
+        password: String,
+        /// Salamander obfuscation's password, when the inbound obfuscates.
+        obfs_password: Option<String>,
+        /// The port range the server also accepts on (port hopping), `first-last`.
+        ports: Option<String>,
+        /// The upload bandwidth the client declares, Mbit/s (Brutal); none: BBR.
+        up_mbps: Option<u32>,
+        /// The download bandwidth the client declares, Mbit/s.
+        down_mbps: Option<u32>,
+    },
 }
 
 impl fmt::Debug for EntryProtocol {
@@ -98,6 +121,20 @@ impl fmt::Debug for EntryProtocol {
                 .debug_struct("Shadowsocks")
                 .field("method", method)
                 .field("password", &REDACTED)
+                .finish(),
+            Self::Hysteria2 {
+                obfs_password,
+                ports,
+                up_mbps,
+                down_mbps,
+                ..
+            } => f
+                .debug_struct("Hysteria2")
+                .field("password", &REDACTED)
+                .field("obfs_password", &obfs_password.as_ref().map(|_| REDACTED))
+                .field("ports", ports)
+                .field("up_mbps", up_mbps)
+                .field("down_mbps", down_mbps)
                 .finish(),
         }
     }
@@ -133,6 +170,19 @@ pub enum EntryTransport {
         /// Xray's multi mode (`/{service_name}/TunMulti`), for the apps that speak it;
         /// the others speak plain gun, which every node accepts as well.
         multi: bool,
+    },
+    /// XHTTP (Xray's SplitHTTP successor): the stream as ordinary HTTP requests under
+    /// `path` ([`crate::xhttp`]). Only Xray-based apps run it (sing-box and mihomo
+    /// configs never carry it).
+    Xhttp {
+        /// The path requests go under, e.g. `/xh`.
+        path: String,
+        /// The `Host` header, when it differs from the TLS name or server.
+        host: Option<String>,
+        /// How the upload travels.
+        mode: crate::xhttp::Mode,
+        /// Padding, upload limits and XMUX when not Xray's defaults.
+        extra: Option<xhttp::XhttpExtra>,
     },
 }
 

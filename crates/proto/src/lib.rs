@@ -79,6 +79,7 @@ pub mod trojan;
 pub mod vision;
 pub mod vless;
 pub mod websocket;
+pub mod xhttp;
 pub mod xray;
 pub mod xudp;
 mod yaml;

@@ -26,6 +26,7 @@ use crate::address::{Address, AddressError};
 pub mod aead;
 pub mod keys;
 pub mod tcp;
+pub mod tcp_server;
 pub mod udp_client;
 pub mod window;
 

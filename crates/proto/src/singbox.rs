@@ -89,7 +89,8 @@ pub fn client_config(entries: &[Entry], options: &SingBoxOptions) -> Value {
 /// from the entries it borrows: `serde_json::to_string(&ClientConfig::new(..))`.
 #[derive(Debug, Clone)]
 pub struct ClientConfig<'a> {
-    entries: &'a [Entry],
+    /// The entries sing-box can run ([`has_singbox_form`]).
+    entries: Vec<&'a Entry>,
     tags: Vec<String>,
     options: &'a SingBoxOptions,
 }
@@ -97,12 +98,19 @@ pub struct ClientConfig<'a> {
 impl<'a> ClientConfig<'a> {
     /// The config of `entries` with `options`; each entry's tag is made unique here.
     pub fn new(entries: &'a [Entry], options: &'a SingBoxOptions) -> Self {
+        let entries: Vec<&Entry> = entries.iter().filter(|e| has_singbox_form(e)).collect();
         Self {
+            tags: unique_tags(entries.iter().copied(), options),
             entries,
-            tags: unique_tags(entries, options),
             options,
         }
     }
+}
+
+/// Whether sing-box can run `entry`: not over XHTTP, which sing-box lacks (the panel
+/// leaves such entries out before, with the reason in the subscription's announce).
+pub fn has_singbox_form(entry: &Entry) -> bool {
+    !matches!(entry.transport, EntryTransport::Xhttp { .. })
 }
 
 impl Serialize for ClientConfig<'_> {
@@ -334,9 +342,34 @@ enum Outbound<'a> {
         method: &'a str,
         password: &'a str,
     },
+    Hysteria2 {
+        tag: &'a str,
+        server: &'a str,
+        server_port: u16,
+        /// The hop range, `first:last` (sing-box's form of a range).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        server_ports: Option<[String; 1]>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        up_mbps: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        down_mbps: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        obfs: Option<Obfs<'a>>,
+        password: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tls: Option<Tls<'a>>,
+    },
     Direct {
         tag: &'a str,
     },
+}
+
+/// Hysteria 2's obfuscation: Salamander with its password.
+#[derive(Serialize)]
+struct Obfs<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    password: &'a str,
 }
 
 /// An outbound's TLS.
@@ -401,7 +434,10 @@ struct Host<'a> {
 }
 
 /// One tag per entry (see [`unique_names`]), the groups' tags and `direct` taken.
-fn unique_tags(entries: &[Entry], options: &SingBoxOptions) -> Vec<String> {
+fn unique_tags<'e>(
+    entries: impl IntoIterator<Item = &'e Entry>,
+    options: &SingBoxOptions,
+) -> Vec<String> {
     unique_names(
         entries,
         [
@@ -415,13 +451,13 @@ fn unique_tags(entries: &[Entry], options: &SingBoxOptions) -> Vec<String> {
 /// One name per entry: its name, or `"server"` when empty, with ` 2`, ` 3`, ...
 /// added when a name is taken (by an earlier entry or one of `reserved`). The
 /// Clash config uses it too.
-pub(crate) fn unique_names<'a>(
-    entries: &[Entry],
+pub(crate) fn unique_names<'a, 'e>(
+    entries: impl IntoIterator<Item = &'e Entry>,
     reserved: impl IntoIterator<Item = &'a str>,
 ) -> Vec<String> {
     let mut taken: HashSet<String> = reserved.into_iter().map(str::to_owned).collect();
     entries
-        .iter()
+        .into_iter()
         .map(|entry| {
             let base = if entry.name.is_empty() {
                 UNNAMED
@@ -491,6 +527,8 @@ fn outbound<'a>(entry: &'a Entry, tag: &'a str) -> Outbound<'a> {
             early_data_header_name: None,
         }),
         EntryTransport::Tcp => None,
+        // Never reached from a config: `has_singbox_form` leaves XHTTP out.
+        EntryTransport::Xhttp { .. } => None,
     };
     let (server, server_port) = (entry.server.as_str(), entry.port);
     match &entry.protocol {
@@ -519,6 +557,30 @@ fn outbound<'a>(entry: &'a Entry, tag: &'a str) -> Outbound<'a> {
             server_port,
             method,
             password,
+        },
+        // Hysteria 2 is QUIC under the entry's TLS, no transport of its own.
+        EntryProtocol::Hysteria2 {
+            password,
+            obfs_password,
+            ports,
+            up_mbps,
+            down_mbps,
+        } => Outbound::Hysteria2 {
+            tag,
+            server,
+            server_port,
+            server_ports: ports
+                .as_deref()
+                .and_then(crate::entry::hysteria2::hop_range)
+                .map(|(first, last)| [format!("{first}:{last}")]),
+            up_mbps: *up_mbps,
+            down_mbps: *down_mbps,
+            obfs: obfs_password.as_deref().map(|password| Obfs {
+                kind: "salamander",
+                password,
+            }),
+            password,
+            tls,
         },
     }
 }

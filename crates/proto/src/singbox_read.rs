@@ -1,5 +1,5 @@
-//! Reading entries back out of a sing-box client config: the `vless`, `trojan` and
-//! `shadowsocks` outbounds, each an [`Entry`] named by its tag, in order. Other
+//! Reading entries back out of a sing-box client config: the `vless`, `trojan`,
+//! `shadowsocks` and `hysteria2` outbounds, each an [`Entry`] named by its tag, in order. Other
 //! outbounds (selectors, `urltest`, `direct`) are skipped. TLS's `utls` and
 //! `reality` are read into [`EntryTls::fingerprint`] and [`EntryTls::reality`]. The reverse of
 //! [`client_config`](super::client_config) for what entries hold: a config written
@@ -78,6 +78,32 @@ enum Out {
         method: String,
         password: String,
     },
+    Hysteria2 {
+        tag: String,
+        server: String,
+        server_port: u16,
+        /// One range or a list of them (sing-box's JSON lets one item stand
+        /// alone); only one range is read.
+        #[serde(default)]
+        server_ports: Option<Value>,
+        #[serde(default)]
+        up_mbps: Option<u32>,
+        #[serde(default)]
+        down_mbps: Option<u32>,
+        #[serde(default)]
+        obfs: Option<Obfs>,
+        password: String,
+        #[serde(default)]
+        tls: Option<Tls>,
+    },
+}
+
+#[derive(Deserialize)]
+struct Obfs {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    password: String,
 }
 
 #[derive(Deserialize)]
@@ -148,7 +174,7 @@ struct Headers {
     host: Option<String>,
 }
 
-const READ: [&str; 3] = ["vless", "trojan", "shadowsocks"];
+const READ: [&str; 4] = ["vless", "trojan", "shadowsocks", "hysteria2"];
 
 /// The entries of a sing-box client config, in order.
 pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
@@ -212,6 +238,32 @@ pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
                 tls: None,
                 route: None,
             },
+            Out::Hysteria2 {
+                tag,
+                server,
+                server_port,
+                server_ports,
+                up_mbps,
+                down_mbps,
+                obfs,
+                password,
+                tls,
+            } => Entry {
+                name: tag,
+                server,
+                port: server_port,
+                protocol: EntryProtocol::Hysteria2 {
+                    password,
+                    obfs_password: obfs_of(obfs).map_err(problem)?,
+                    ports: hop_ports_of(server_ports).map_err(problem)?,
+                    up_mbps: up_mbps.filter(|n| *n > 0),
+                    down_mbps: down_mbps.filter(|n| *n > 0),
+                },
+                transport: EntryTransport::Tcp,
+                // QUIC always speaks TLS, whatever `enabled` says.
+                tls: Some(tls_of(tls.map(|t| Tls { enabled: true, ..t })).unwrap_or_default()),
+                route: None,
+            },
         };
         if entry.port == 0 {
             return Err(problem(OutboundProblem::PortZero));
@@ -252,6 +304,40 @@ fn routes(config: &Value) -> std::collections::HashMap<&str, &str> {
         }
     }
     out
+}
+
+/// Hysteria 2's `obfs`: Salamander's password, none when `type` is empty.
+fn obfs_of(obfs: Option<Obfs>) -> Result<Option<String>, OutboundProblem> {
+    match obfs {
+        None => Ok(None),
+        Some(o) if o.kind.is_empty() => Ok(None),
+        Some(o) if o.kind == "salamander" && !o.password.is_empty() => Ok(Some(o.password)),
+        Some(o) if o.kind == "salamander" => Err(OutboundProblem::Fields(
+            "obfs.password: missing for salamander".into(),
+        )),
+        Some(_) => Err(OutboundProblem::Fields(
+            "obfs.type: only salamander is read".into(),
+        )),
+    }
+}
+
+/// Hysteria 2's `server_ports`: one range `first:last` (or `first-last`, or one
+/// port), as the entry's `first-last`.
+fn hop_ports_of(ports: Option<Value>) -> Result<Option<String>, OutboundProblem> {
+    const ONE: &str = "server_ports: only one range first:last is read";
+    let text = match ports {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(one)) => one,
+        Some(Value::Array(items)) if items.is_empty() => return Ok(None),
+        Some(Value::Array(mut items)) if items.len() == 1 => match items.pop() {
+            Some(Value::String(one)) => one,
+            _ => return Err(OutboundProblem::Fields(ONE.into())),
+        },
+        Some(_) => return Err(OutboundProblem::Fields(ONE.into())),
+    };
+    let (first, last) = crate::entry::hysteria2::hop_range(&text.replacen(':', "-", 1))
+        .ok_or_else(|| OutboundProblem::Fields(ONE.into()))?;
+    Ok(Some(format!("{first}-{last}")))
 }
 
 fn tls_of(tls: Option<Tls>) -> Option<EntryTls> {

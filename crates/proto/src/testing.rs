@@ -117,6 +117,16 @@ pub(crate) mod entries {
         }
     }
 
+    /// XHTTP on `/xh` in `auto` mode, Xray's defaults otherwise.
+    pub(crate) fn xhttp() -> EntryTransport {
+        EntryTransport::Xhttp {
+            path: "/xh".into(),
+            host: None,
+            mode: crate::xhttp::Mode::Auto,
+            extra: None,
+        }
+    }
+
     /// TLS with a name, ALPN and a pinned certificate ([`PEM`]).
     pub(crate) fn tls() -> Option<EntryTls> {
         Some(EntryTls {

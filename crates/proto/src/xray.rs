@@ -8,7 +8,7 @@
 //! ```text
 //! inbounds:  socks (with UDP) on 127.0.0.1:options.socks_port, http on 127.0.0.1:options.http_port
 //! outbounds: proxy (the entry: vless vnext / trojan servers / shadowsocks servers,
-//!            streamSettings tcp|ws|httpupgrade|grpc and tls), direct (freedom), block (blackhole)
+//!            streamSettings tcp|ws|httpupgrade|grpc|xhttp and tls), direct (freedom), block (blackhole)
 //! routing:   AsIs; both inbounds -> proxy
 //! ```
 //!
@@ -22,7 +22,10 @@
 //! `realitySettings` (`serverName`, `fingerprint`, `publicKey`, `shortId`,
 //! `spiderX: "/"`); its VLESS user carries the flow.
 //!
-//! With no entries there is no config: the array is empty.
+//! A Hysteria 2 entry has no Xray form (Xray 24.11.21 has no Hysteria 2 outbound):
+//! [`client_configs`] leaves it out, and [`outbound`] of one is a `blackhole`, so
+//! nothing leaves unproxied. With no entries there is no config: the array is
+//! empty.
 
 use std::net::Ipv4Addr;
 
@@ -66,7 +69,18 @@ impl Default for XrayOptions {
 /// One complete Xray config per entry, as a JSON array (see the
 /// [module docs](self)).
 pub fn client_configs(entries: &[Entry], options: &XrayOptions) -> Value {
-    Value::Array(entries.iter().map(|e| client_config(e, options)).collect())
+    Value::Array(
+        entries
+            .iter()
+            .filter(|e| has_xray_form(e))
+            .map(|e| client_config(e, options))
+            .collect(),
+    )
+}
+
+/// Whether Xray can run `entry`: not Hysteria 2, which it has no outbound for.
+pub fn has_xray_form(entry: &Entry) -> bool {
+    !matches!(entry.protocol, EntryProtocol::Hysteria2 { .. })
 }
 
 /// The complete Xray config for one entry.
@@ -134,6 +148,9 @@ pub fn outbound(entry: &Entry) -> Value {
             });
             ("shadowsocks", json!({ "servers": [server] }))
         }
+        EntryProtocol::Hysteria2 { .. } => {
+            return json!({ "tag": PROXY_TAG, "protocol": "blackhole" });
+        }
     };
     json!({
         "tag": PROXY_TAG,
@@ -175,6 +192,21 @@ fn stream_settings(entry: &Entry) -> Value {
                 grpc["authority"] = json!(authority);
             }
             json!({ "network": "grpc", "grpcSettings": grpc })
+        }
+        EntryTransport::Xhttp {
+            path,
+            host,
+            mode,
+            extra,
+        } => {
+            let mut xhttp = json!({ "path": path, "mode": mode.name() });
+            if let Some(host) = host {
+                xhttp["host"] = json!(host);
+            }
+            if let Some(extra) = extra {
+                xhttp["extra"] = extra.to_xray();
+            }
+            json!({ "network": "xhttp", "xhttpSettings": xhttp })
         }
     };
     match &entry.tls {

@@ -243,3 +243,67 @@ fn grpc_stream_settings() {
         })
     );
 }
+
+/// XHTTP is Xray's `xhttp` network with `xhttpSettings`: `path` and `mode` always,
+/// `host` when the entry has one, `extra` (Xray's names, ranges as strings) when
+/// anything differs from Xray's defaults.
+#[test]
+fn xhttp_stream_settings() {
+    let e = entry("x", vless(), crate::testing::entries::xhttp(), tls());
+    assert_eq!(
+        outbound(&e)["streamSettings"],
+        merged(
+            json!({
+                "network": "xhttp",
+                "xhttpSettings": { "path": "/xh", "mode": "auto" },
+            }),
+            tls_json()
+        )
+    );
+    let extra = crate::entry::xhttp::XhttpExtra {
+        x_padding_bytes: Some(crate::xhttp::Range { from: 200, to: 400 }),
+        sc_min_posts_interval_ms: Some(crate::xhttp::Range::fixed(10)),
+        max_connections: Some(crate::xhttp::Range::fixed(2)),
+        c_max_lifetime_ms: Some(crate::xhttp::Range {
+            from: 1000,
+            to: 2000,
+        }),
+        ..Default::default()
+    };
+    let transport = EntryTransport::Xhttp {
+        path: "/p".into(),
+        host: Some("cdn.example.com".into()),
+        mode: crate::xhttp::Mode::PacketUp,
+        extra: Some(extra),
+    };
+    assert_eq!(
+        outbound(&entry("t", trojan(), transport, None))["streamSettings"],
+        json!({
+            "network": "xhttp",
+            "xhttpSettings": {
+                "path": "/p", "mode": "packet-up", "host": "cdn.example.com",
+                "extra": {
+                    "xPaddingBytes": "200-400",
+                    "scMinPostsIntervalMs": "10",
+                    "xmux": { "maxConnections": "2", "cMaxLifetimeMs": "1000-2000" },
+                },
+            },
+            "security": "none",
+        })
+    );
+    // Read back as Xray reads it, and from the settings the node has.
+    assert_eq!(
+        crate::entry::xhttp::XhttpExtra::from_xray(&extra.to_xray()),
+        Some(extra)
+    );
+    let mut settings = crate::xhttp::Settings::new("/p");
+    assert_eq!(
+        crate::entry::xhttp::XhttpExtra::from_settings(&settings),
+        None
+    );
+    extra.apply(&mut settings);
+    assert_eq!(
+        crate::entry::xhttp::XhttpExtra::from_settings(&settings),
+        Some(extra)
+    );
+}

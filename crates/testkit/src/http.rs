@@ -54,6 +54,17 @@ impl HttpTarget {
         let listener = TcpListener::bind((crate::LOCALHOST, 0))
             .await
             .context("binding the HTTP target to 127.0.0.1:0")?;
+        Self::accept_on(listener)
+    }
+
+    /// Serves on `listener`, bound elsewhere: in a network namespace
+    /// ([`crate::netns::NetNs::tcp_listener`]), on the current tokio runtime.
+    pub fn start_on(listener: std::net::TcpListener) -> Result<Self> {
+        listener.set_nonblocking(true)?;
+        Self::accept_on(TcpListener::from_std(listener)?)
+    }
+
+    fn accept_on(listener: TcpListener) -> Result<Self> {
         let addr = listener.local_addr()?;
         let counters = Arc::new(Counters::default());
         let shared = Arc::clone(&counters);

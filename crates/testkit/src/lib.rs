@@ -61,6 +61,7 @@ pub mod config;
 pub mod fault;
 pub mod http;
 pub mod load;
+pub mod lossy;
 pub mod mihomo;
 pub mod netns;
 pub mod nginx;

@@ -1,7 +1,8 @@
 //! A real nginx (Debian's package) standing in for a CDN in front of a node: it ends
 //! the user's TLS with its own certificate and passes requests on to the node as a
 //! CDN does, WebSocket and HTTPUpgrade through `proxy_pass` with the upgrade headers,
-//! gRPC through `grpc_pass`, buffering off.
+//! XHTTP through `proxy_pass` as plain HTTP/1.1, gRPC through `grpc_pass`, buffering
+//! off.
 //!
 //! [`binary`] finds it: the path in [`ENV`] when set (`cargo xtask test` sets it),
 //! else `/usr/sbin/nginx`; a missing binary is an error telling to run `cargo xtask
@@ -58,6 +59,15 @@ pub enum Pass {
         /// The node's plain address.
         upstream: SocketAddr,
     },
+    /// Requests under `prefix` go to `upstream` over HTTP/1.1 as a CDN passes
+    /// ordinary requests (XHTTP): no upgrade headers, buffering off both ways
+    /// (request bodies passed on as they stream, chunked), no body size cap.
+    Http {
+        /// The path prefix, e.g. `/xh/`.
+        prefix: String,
+        /// The node's plain address.
+        upstream: SocketAddr,
+    },
     /// Requests under `/{service}/` go to `upstream` over cleartext HTTP/2
     /// (`grpc_pass grpc://`).
     Grpc {
@@ -80,6 +90,19 @@ impl Pass {
                  proxy_set_header Host $host;\n\
                  proxy_buffering off;\n\
                  proxy_request_buffering off;\n\
+                 proxy_read_timeout 300s;\n\
+                 proxy_send_timeout 300s;\n\
+                 }}\n"
+            ),
+            Self::Http { prefix, upstream } => format!(
+                "location {prefix} {{\n\
+                 proxy_pass http://{upstream};\n\
+                 proxy_http_version 1.1;\n\
+                 proxy_set_header Connection \"\";\n\
+                 proxy_set_header Host $host;\n\
+                 proxy_buffering off;\n\
+                 proxy_request_buffering off;\n\
+                 client_max_body_size 0;\n\
                  proxy_read_timeout 300s;\n\
                  proxy_send_timeout 300s;\n\
                  }}\n"

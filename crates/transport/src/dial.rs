@@ -7,12 +7,14 @@
 //! tunnel link, REALITY:         TCP ─ REALITY ─ link bytes
 //! client, HTTPUpgrade:          TCP ─ (TLS) ─ HTTPUpgrade ─ (VLESS, Trojan)
 //! client, gRPC:                 TCP ─ (TLS, ALPN h2) ─ HTTP/2 stream ─ (VLESS, Trojan)
+//! client, XHTTP:                TCP ─ (TLS, REALITY) ─ HTTP/1.1 or HTTP/2 requests ─ (VLESS)
 //! ```
 //!
-//! gRPC is the one layer that multiplexes: the streams of a stack (and of its
-//! clones) share one HTTP/2 connection, kept in the layer's [`grpc::Pool`]; a
-//! connect opens a stream on it, and dials TCP and the layers below gRPC only when
-//! there is no live connection or it is full.
+//! gRPC and XHTTP multiplex: the streams of a stack (and of its clones) share
+//! connections, kept in the layer's pool ([`grpc::Pool`], [`xhttp::client::Pool`]);
+//! a connect opens a stream on one, and dials TCP and the layers below only when
+//! the pool needs a new connection (XHTTP over HTTP/1.1: for every download, and
+//! for uploads when no kept-alive connection is idle).
 //!
 //! A stack has no deadline of its own: the caller puts one around
 //! [`Connector::connect`], the whole of it (each part does today: the client's
@@ -32,6 +34,7 @@ use crate::grpc;
 use crate::io::BoxIo;
 use crate::reality::ClientSettings;
 use crate::ws::{self, WsStream};
+use crate::xhttp::{self, Dialed};
 
 /// Something that makes byte streams to one place: a [`Stack`], or a test's own.
 pub trait Connector: Send + Sync {
@@ -79,6 +82,17 @@ pub enum Layer {
         /// The shared connection; clones of the layer share it.
         pool: grpc::Pool,
     },
+    /// XHTTP ([`crate::xhttp::client`]): each stream a session of HTTP requests on
+    /// connections shared by the stack's connects. HTTP/2 over REALITY or over TLS
+    /// that agrees on ALPN `h2`, HTTP/1.1 otherwise.
+    Xhttp {
+        /// The transport's settings.
+        settings: Arc<switchyard_proto::xhttp::Settings>,
+        /// The `Host` (`:authority`) sent: the settings' `host`, else the address.
+        host: String,
+        /// The shared connections; clones of the layer share them.
+        pool: xhttp::client::Pool,
+    },
 }
 
 impl Layer {
@@ -89,6 +103,18 @@ impl Layer {
             service_name,
             multi,
             pool: grpc::Pool::default(),
+        }
+    }
+
+    /// An XHTTP layer with a pool of its own; `address` (the server's name or IP
+    /// address, with its port unless it is the scheme's) is the `Host` when the
+    /// settings name none.
+    pub fn xhttp(settings: switchyard_proto::xhttp::Settings, address: &str) -> Self {
+        let host = settings.host.clone().unwrap_or_else(|| address.to_owned());
+        Self::Xhttp {
+            settings: Arc::new(settings),
+            host,
+            pool: xhttp::client::Pool::default(),
         }
     }
 }
@@ -106,6 +132,9 @@ impl fmt::Debug for Layer {
                 multi,
                 ..
             } => write!(f, "Grpc({authority}/{service_name}, multi: {multi})"),
+            Self::Xhttp { settings, host, .. } => {
+                write!(f, "Xhttp({host}{}, {})", settings.path, settings.mode)
+            }
         }
     }
 }
@@ -126,6 +155,8 @@ pub enum Step {
     Reality,
     /// The HTTP/2 connection or the gRPC stream's request.
     Grpc,
+    /// XHTTP's HTTP connection or a stream's first request.
+    Xhttp,
 }
 
 impl fmt::Display for Step {
@@ -137,6 +168,7 @@ impl fmt::Display for Step {
             Self::HttpUpgrade => "httpupgrade",
             Self::Reality => "reality",
             Self::Grpc => "grpc",
+            Self::Xhttp => "xhttp",
         })
     }
 }
@@ -180,24 +212,140 @@ impl Stack {
         Self { addr, layers }
     }
 
-    /// Speaks the layers over `io`, a stream already connected.
-    pub async fn over(&self, mut io: BoxIo) -> Result<BoxIo, DialError> {
-        for layer in &self.layers {
-            io = speak(layer, io).await?;
+    /// Speaks the layers over `io`, a stream already connected. XHTTP here has only
+    /// that one connection: HTTP/2 carries the stream, HTTP/1.1's packet-up (which
+    /// needs more connections) fails at its first upload.
+    pub async fn over(&self, io: BoxIo) -> Result<BoxIo, DialError> {
+        let mut dialed = Dialed { io, h2: false };
+        for (at, layer) in self.layers.iter().enumerate() {
+            dialed = match layer {
+                Layer::Xhttp {
+                    settings,
+                    host,
+                    pool,
+                } => {
+                    let once = Arc::new(std::sync::Mutex::new(Some(dialed)));
+                    let dial: xhttp::client::Dial<DialError> = Arc::new(move || {
+                        let given = once.lock().unwrap_or_else(|p| p.into_inner()).take();
+                        Box::pin(async move {
+                            given.ok_or_else(|| {
+                                DialError::at(Step::Xhttp)(std::io::Error::other(
+                                    "a stack spoken over one connection has no other to dial",
+                                ))
+                            })
+                        })
+                    });
+                    let target = xhttp_target(settings, host, &self.layers[..at]);
+                    let stream = pool.open(&target, dial, xhttp_failed).await?;
+                    Dialed {
+                        io: Box::new(stream),
+                        h2: false,
+                    }
+                }
+                _ => speak_tracked(layer, dialed.io).await?,
+            };
         }
-        Ok(io)
+        Ok(dialed.io)
+    }
+
+    /// TCP and every layer, noting whether the last one agreed on HTTP/2.
+    async fn dial_tracked(&self) -> Result<Dialed, DialError> {
+        let mut dialed = Dialed {
+            io: self.tcp().await?,
+            h2: false,
+        };
+        for layer in &self.layers {
+            dialed = speak_tracked(layer, dialed.io).await?;
+        }
+        Ok(dialed)
+    }
+}
+
+/// An XHTTP layer's HTTP failure as the stack's error.
+fn xhttp_failed(e: xhttp::client::ClientError) -> DialError {
+    DialError::at(Step::Xhttp)(std::io::Error::other(e))
+}
+
+/// Where an XHTTP layer's requests go, given the layers below it.
+fn xhttp_target<'a>(
+    settings: &'a switchyard_proto::xhttp::Settings,
+    host: &'a str,
+    below: &[Layer],
+) -> xhttp::client::Target<'a> {
+    let stream_up_auto = match below.last() {
+        Some(Layer::Reality(_)) => true,
+        Some(Layer::Tls { config, .. }) => config.alpn_protocols.iter().any(|p| p == b"h2"),
+        _ => false,
+    };
+    xhttp::client::Target {
+        settings,
+        host,
+        tls: below
+            .iter()
+            .any(|l| matches!(l, Layer::Tls { .. } | Layer::Reality(_))),
+        stream_up_auto,
+    }
+}
+
+/// A layer spoken, and whether HTTP/2 is what goes over it next: REALITY, or TLS
+/// that agreed on ALPN `h2`.
+async fn speak_tracked(layer: &Layer, io: BoxIo) -> Result<Dialed, DialError> {
+    match layer {
+        Layer::Tls {
+            config,
+            server_name,
+        } => {
+            let tls = TlsConnector::from(config.clone())
+                .connect(server_name.clone(), io)
+                .await
+                .map_err(DialError::at(Step::Tls))?;
+            let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            Ok(Dialed {
+                io: Box::new(tls),
+                h2,
+            })
+        }
+        Layer::Reality(_) => Ok(Dialed {
+            io: speak(layer, io).await?,
+            h2: true,
+        }),
+        _ => Ok(Dialed {
+            io: speak(layer, io).await?,
+            h2: false,
+        }),
     }
 }
 
 impl Connector for Stack {
     async fn connect(&self) -> Result<BoxIo, DialError> {
-        let grpc_at = self
+        let shared_at = self
             .layers
             .iter()
-            .position(|l| matches!(l, Layer::Grpc { .. }));
-        let Some(at) = grpc_at else {
+            .position(|l| matches!(l, Layer::Grpc { .. } | Layer::Xhttp { .. }));
+        let Some(at) = shared_at else {
             return self.over(self.tcp().await?).await;
         };
+        if let Layer::Xhttp {
+            settings,
+            host,
+            pool,
+        } = &self.layers[at]
+        {
+            let below = Arc::new(Self {
+                addr: self.addr.clone(),
+                layers: self.layers[..at].to_vec(),
+            });
+            let dial: xhttp::client::Dial<DialError> = Arc::new(move || {
+                let below = below.clone();
+                Box::pin(async move { below.dial_tracked().await })
+            });
+            let target = xhttp_target(settings, host, &self.layers[..at]);
+            let mut io: BoxIo = Box::new(pool.open(&target, dial, xhttp_failed).await?);
+            for layer in &self.layers[at + 1..] {
+                io = speak(layer, io).await?;
+            }
+            return Ok(io);
+        }
         let Layer::Grpc {
             authority,
             service_name,
@@ -299,6 +447,11 @@ async fn speak(layer: &Layer, io: BoxIo) -> Result<BoxIo, DialError> {
                 .map_err(DialError::at(Step::Grpc))?;
             Ok(Box::new(stream))
         }
+        // Only above another multiplexing layer (`connect` and `over` speak it
+        // themselves): it needs connections of its own.
+        Layer::Xhttp { .. } => Err(DialError::at(Step::Xhttp)(std::io::Error::other(
+            "XHTTP cannot run over gRPC's stream",
+        ))),
     }
 }
 

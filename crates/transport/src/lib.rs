@@ -24,8 +24,16 @@
 //!   serves one HTTP/2 connection, each gun request a stream ([`grpc::serve`]);
 //!   [`reality`] answers its own clients and splices everyone else to the target
 //!   site.
+//! - [`xhttp`] (Xray's XHTTP) on the serving side: an inbound's
+//!   [`xhttp::Server`] holds the sessions all its connections share; its first
+//!   request tells our client from a probe ([`xhttp::Server::read_first`], a probe
+//!   comes back with every byte), then hyper serves HTTP/1.1 or HTTP/2 and each
+//!   stream is handed over as an [`xhttp::ServerStream`] ([`xhttp::Server::serve`]).
 //! - gRPC on the dialing side shares one HTTP/2 connection among a stack's
 //!   streams ([`grpc::Pool`], [`Layer::Grpc`](dial::Layer::Grpc)).
+//! - XHTTP on the dialing side: each stream a session of HTTP/1.1 or HTTP/2
+//!   requests on connections a stack's clones share, as XMUX says
+//!   ([`xhttp::client::Pool`], [`Layer::Xhttp`](dial::Layer::Xhttp)).
 //! - [`io::Prefixed`]: bytes already read put back in front of a stream (a header's
 //!   tail, a ClientHello), so a refused handshake can go to a fallback intact.
 
@@ -39,6 +47,8 @@ pub mod hysteria2;
 pub mod io;
 pub mod listen;
 pub mod reality;
+pub mod shadowsocks;
 pub mod ws;
+pub mod xhttp;
 
 pub use io::{BoxIo, Io, Prefixed};

@@ -3,7 +3,8 @@
 //! (echoed datagrams, fragmented ones among them) through a relay built on
 //! [`switchyard_transport::hysteria2`], with and without Salamander; a wrong password
 //! gets nowhere; an HTTP/3 prober (the `h3` crate's client) gets a web server's
-//! `404 page not found`, whatever it asks, `POST /auth` without credentials included.
+//! `404 page not found`, whatever it asks, `POST /auth` without credentials included,
+//! or, with a proxy masquerade, the answer of the site behind it.
 
 #![allow(
     clippy::disallowed_types,
@@ -47,6 +48,11 @@ fn relay_on(cert: &TestCert, salamander: bool, sockets: Vec<std::net::UdpSocket>
         salamander: salamander.then(|| Salamander::new(OBFS.as_bytes())),
         ..ServerSettings::default()
     };
+    relay_with(cert, settings, sockets);
+}
+
+/// [`relay`] with `settings`, on `sockets`.
+fn relay_with(cert: &TestCert, settings: ServerSettings, sockets: Vec<std::net::UdpSocket>) {
     let ep = endpoint_on(sockets, tls(cert), &settings).unwrap();
     tokio::spawn(async move {
         while let Some(incoming) = ep.accept().await {
@@ -297,6 +303,115 @@ async fn an_http3_prober_gets_a_web_servers_404() {
             (404, "404 page not found\n".to_owned()),
             "{method} {path}"
         );
+    }
+}
+
+/// A web site on 127.0.0.1 answering every request with [`PAGE`]; the `Host` header
+/// of each request it got comes out of the receiver.
+async fn site() -> (SocketAddr, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&head).to_lowercase();
+                let host = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("host: "))
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned();
+                let _ = tx.send(host);
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nServer: site\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{PAGE}",
+                    PAGE.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (addr, rx)
+}
+
+/// What the masquerade's site answers.
+const PAGE: &str = "<html><body>a real site</body></html>";
+
+/// With a proxy masquerade a prober gets the site's own answer (over `http://` and
+/// `https://`, the site seeing its own name as `Host`); a site that is down gives
+/// `502 Bad Gateway`, as a reverse proxy answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http3_prober_gets_the_masquerade_sites_answer() {
+    use switchyard_transport::hysteria2::{Masquerade, ProxySite};
+    let cert = TestCert::new("node.test").unwrap();
+    let (plain, mut hosts) = site().await;
+    // The same site behind TLS, for the https:// form.
+    let site_cert = TestCert::new("localhost").unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(site_cert.server_config().unwrap()));
+    let tls_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let tls_port = tls_listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((s, _)) = tls_listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(s).await else {
+                    return;
+                };
+                let Ok(mut up) = TcpStream::connect(plain).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut up).await;
+            });
+        }
+    });
+    let roots = Arc::new(site_cert.client_config().unwrap());
+    let dead = free_port().unwrap();
+    for (url, want_host, want) in [
+        (
+            format!("http://{plain}"),
+            plain.to_string(),
+            (200, PAGE.to_owned()),
+        ),
+        (
+            format!("https://localhost:{tls_port}"),
+            format!("localhost:{tls_port}"),
+            (200, PAGE.to_owned()),
+        ),
+        (
+            format!("http://127.0.0.1:{dead}"),
+            String::new(),
+            (502, String::new()),
+        ),
+    ] {
+        let site = ProxySite::new(&url, roots.clone()).unwrap();
+        let settings = ServerSettings {
+            masquerade: Masquerade::Proxy(site),
+            ..ServerSettings::default()
+        };
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = socket.local_addr().unwrap().port();
+        relay_with(&cert, settings, vec![socket]);
+        for (method, path) in [("GET", "/"), ("POST", "/auth")] {
+            assert_eq!(
+                http3(port, &cert, method, path).await,
+                want,
+                "{url}: {method} {path}"
+            );
+            if want.0 == 200 {
+                assert_eq!(hosts.recv().await.unwrap(), want_host, "{url}");
+            }
+        }
     }
 }
 

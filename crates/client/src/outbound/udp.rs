@@ -12,6 +12,9 @@
 //!   server's port from a socket of its own; answers are opened and checked by
 //!   `switchyard_proto::shadowsocks::udp_client`, and any that fails is dropped.
 //!
+//! - **Hysteria 2**: a QUIC connection of the association's own, one session in its
+//!   datagrams ([`super::hysteria2`]).
+//!
 //! The sender and the receiver are apart so a slow stream one way never holds the
 //! other way up.
 
@@ -62,6 +65,7 @@ enum Sending {
         sealer: Box<UdpSealer>,
         out: Vec<u8>,
     },
+    Hysteria2(Arc<switchyard_transport::hysteria2::Client>),
 }
 
 /// Receives an association's answers from the server.
@@ -82,6 +86,7 @@ enum Receiving {
         opener: Box<UdpOpener>,
         buf: Vec<u8>,
     },
+    Hysteria2(Arc<switchyard_transport::hysteria2::Client>),
 }
 
 impl std::fmt::Debug for UdpSender {
@@ -104,6 +109,19 @@ pub(super) async fn open(
     let request = outbound.fail("request");
     let (stream, framing): (BoxIo, Framing) = match &outbound.header {
         Header::Shadowsocks(keys) => return shadowsocks(outbound, keys.clone()).await,
+        Header::Hysteria2(hy2) => {
+            let client = super::hysteria2::open_udp(hy2)
+                .await
+                .map_err(outbound.fail("udp"))?;
+            return Ok((
+                UdpSender {
+                    kind: Sending::Hysteria2(client.clone()),
+                },
+                UdpReceiver {
+                    kind: Receiving::Hysteria2(client),
+                },
+            ));
+        }
         Header::Vless(uuid) => {
             let mut stream = outbound.stream().await?;
             let mut head = Vec::with_capacity(20);
@@ -273,6 +291,14 @@ impl UdpSender {
                 }
                 socket.send(out).await.map(drop)
             }
+            Sending::Hysteria2(client) => {
+                use switchyard_transport::hysteria2::SendUdpError;
+                match client.send_udp(super::hysteria2::SESSION, to, payload) {
+                    Ok(()) => Ok(()),
+                    Err(SendUdpError::Packet(_)) => Err(too_large(payload.len())),
+                    Err(e) => Err(io::Error::other(e.to_string())),
+                }
+            }
         }
     }
 }
@@ -315,6 +341,15 @@ impl UdpReceiver {
                     Ok(packet) => return Ok(Some((packet.source, packet.payload.to_vec()))),
                     Err(e) => tracing::debug!("shadowsocks: dropped an answer: {e}"),
                 }
+            },
+            // The connection's end is the association's (Hysteria 2 has no end of
+            // its own): an error naming why it closed.
+            Receiving::Hysteria2(client) => match client.recv_udp().await {
+                Ok(packet) => Ok(Some((packet.address, packet.payload))),
+                Err(e) => Err(io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    format!("Hysteria 2: {e}"),
+                )),
             },
         }
     }

@@ -119,14 +119,10 @@ fn validate_http_upgrade(
 const MAX_GRPC_SERVICE_NAME: usize = 128;
 
 /// A gRPC inbound: a service name of letters, digits, `_`, `.` and `-` (it is the
-/// first segment of the request path), under TLS or nothing (REALITY not yet). Its
-/// protocol (VLESS or Trojan) is checked with the protocols': SOCKS and Shadowsocks
-/// take plain TCP only.
-fn validate_grpc(
-    service_name: &str,
-    security: &Security,
-    f: &impl Fn(&str) -> String,
-) -> Result<(), ConfigError> {
+/// first segment of the request path), under nothing, TLS or REALITY (REALITY's rules
+/// are checked with REALITY's). Its protocol (VLESS or Trojan) is checked with the
+/// protocols': SOCKS and Shadowsocks take plain TCP only.
+fn validate_grpc(service_name: &str, f: &impl Fn(&str) -> String) -> Result<(), ConfigError> {
     if service_name.is_empty() {
         return Err(invalid(f("transport.service_name"), "must not be empty"));
     }
@@ -145,10 +141,87 @@ fn validate_grpc(
             "use letters, digits, '_', '.' and '-' only",
         ));
     }
-    if matches!(security, Security::Reality { .. }) {
+    Ok(())
+}
+
+/// The longest `x_padding_bytes` an XHTTP inbound may ask for (16 KiB: the padding
+/// travels in request lines and response headers).
+const MAX_XHTTP_PADDING: u32 = 16 * 1024;
+/// The largest `sc_max_each_post_bytes` (16 MiB: one POST is held whole).
+const MAX_XHTTP_POST: u32 = 16 * 1024 * 1024;
+/// The most `sc_max_buffered_posts`.
+const MAX_XHTTP_BUFFERED_POSTS: u32 = 1024;
+
+/// An XHTTP inbound: a path (`/` first, visible ASCII, at most one `?` followed by
+/// `name=value` pairs sent with every request, `x_padding` not among them), a host,
+/// and its ranges within bounds. Its protocol (VLESS or Trojan) is checked with the
+/// protocols': SOCKS and Shadowsocks take plain TCP only.
+fn validate_xhttp(
+    settings: &switchyard_proto::xhttp::Settings,
+    f: &impl Fn(&str) -> String,
+) -> Result<(), ConfigError> {
+    let path = settings.path.as_str();
+    if !path.starts_with('/') {
+        return Err(invalid(f("transport.path"), "must start with '/'"));
+    }
+    if path.len() > MAX_HTTP_UPGRADE_PATH {
         return Err(invalid(
-            f("security"),
-            "gRPC runs over TLS or nothing (not REALITY, yet)",
+            f("transport.path"),
+            format!("longer than {MAX_HTTP_UPGRADE_PATH} bytes"),
+        ));
+    }
+    if !path.bytes().all(|b| b.is_ascii_graphic()) || path.contains('#') {
+        return Err(invalid(
+            f("transport.path"),
+            "use visible ASCII only, no '#' (no spaces or control characters; percent-encode the rest)",
+        ));
+    }
+    if let Some((_, query)) = path.split_once('?') {
+        let pairs_ok = !query.is_empty()
+            && !query.contains('?')
+            && query.split('&').all(|pair| {
+                pair.split_once('=').is_some_and(|(name, _)| {
+                    !name.is_empty() && name != switchyard_proto::xhttp::PADDING_PARAM
+                })
+            });
+        if !pairs_ok {
+            return Err(invalid(
+                f("transport.path"),
+                "after '?' only name=value pairs joined by '&' (sent with every request; x_padding is the node's)",
+            ));
+        }
+    }
+    if let Some(host) = settings.host.as_deref()
+        && !host_ok(host)
+    {
+        return Err(invalid(
+            f("transport.host"),
+            format!("{host:?} is not a host name or IP address (give it without port)"),
+        ));
+    }
+    if settings.x_padding_bytes.to > MAX_XHTTP_PADDING {
+        return Err(invalid(
+            f("transport.x_padding_bytes"),
+            format!("at most {MAX_XHTTP_PADDING} bytes"),
+        ));
+    }
+    let post = settings.sc_max_each_post_bytes;
+    if post.to == 0 || post.to > MAX_XHTTP_POST {
+        return Err(invalid(
+            f("transport.sc_max_each_post_bytes"),
+            format!("the largest must be 1 to {MAX_XHTTP_POST} bytes"),
+        ));
+    }
+    if !(1..=MAX_XHTTP_BUFFERED_POSTS).contains(&settings.sc_max_buffered_posts) {
+        return Err(invalid(
+            f("transport.sc_max_buffered_posts"),
+            format!("must be 1 to {MAX_XHTTP_BUFFERED_POSTS}"),
+        ));
+    }
+    if settings.xmux.max_concurrency.is_some() && settings.xmux.max_connections.is_some() {
+        return Err(invalid(
+            f("transport.xmux.max_connections"),
+            "give max_concurrency or max_connections, not both",
         ));
     }
     Ok(())
@@ -191,6 +264,14 @@ fn validate_hysteria2(ib: &InboundConfig, f: &impl Fn(&str) -> String) -> Result
             "must not be empty (leave it out for no obfuscation)",
         ));
     }
+    if let Some(url) = &h.masquerade
+        && !masquerade_ok(url)
+    {
+        return Err(invalid(
+            f("hysteria2.masquerade"),
+            "a web site's URL, http://host[:port] or https://host[:port] (no user name)",
+        ));
+    }
     for (field, rate) in [
         ("hysteria2.up_mbps", h.up_mbps),
         ("hysteria2.down_mbps", h.down_mbps),
@@ -205,6 +286,30 @@ fn validate_hysteria2(ib: &InboundConfig, f: &impl Fn(&str) -> String) -> Result
         }
     }
     Ok(())
+}
+
+/// Whether `url` is `http://` or `https://`, a host ([`host_ok`]), an optional port
+/// 1-65535, then nothing or a path; at most 2048 bytes.
+pub(crate) fn masquerade_ok(url: &str) -> bool {
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => match v6.split_once(']') {
+            Some((ip, after)) => (&authority[..ip.len() + 2], after.strip_prefix(':')),
+            None => return false,
+        },
+        None => match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        },
+    };
+    let port_ok = port.is_none_or(|p| p.parse::<u16>().is_ok_and(|p| p > 0));
+    url.len() <= 2048 && port_ok && host_ok(host)
 }
 
 /// Whether `host` is an IP address (IPv6 bracketed or not) or a DNS name: labels of
@@ -250,7 +355,10 @@ fn validate_reality(
         return Ok(());
     };
     crate::reality::check_inbound(&RealityInbound {
-        vless_tcp: ib.protocol == Protocol::Vless && ib.transport == Transport::Tcp,
+        // gRPC and XHTTP (VLESS or Trojan) run over REALITY too, as Xray's clients
+        // speak them: HTTP/2 inside REALITY's TLS.
+        vless_tcp: (ib.protocol == Protocol::Vless && ib.transport == Transport::Tcp)
+            || matches!(ib.transport, Transport::Grpc { .. } | Transport::Xhttp(_)),
         dest,
         allow_private,
         server_names,
@@ -362,7 +470,10 @@ impl NodeConfig {
                 validate_http_upgrade(path, host.as_deref(), &f)?;
             }
             if let Transport::Grpc { service_name } = &ib.transport {
-                validate_grpc(service_name, &ib.security, &f)?;
+                validate_grpc(service_name, &f)?;
+            }
+            if let Transport::Xhttp(settings) = &ib.transport {
+                validate_xhttp(settings, &f)?;
             }
             if let Security::Tls {
                 cert,

@@ -2,7 +2,7 @@
 //! here, then `inbounds`, `users`, `tunnels` and `outbounds` (with the
 //! routing). Every error names the field.
 
-mod inbounds;
+pub(crate) mod inbounds;
 mod outbounds;
 mod tunnels;
 mod users;

@@ -18,6 +18,10 @@ const SS_METHOD: &str = "2022-blake3-aes-128-gcm";
 const SS_SERVER_KEY: &str = "YmVuY2gtc2VydmVyLWtleQ=="; // "bench-server-key"
 const SS_USER_KEY: &str = "YmVuY2gtdXNlci1rZXkhIQ=="; // "bench-user-key!!"
 const VISION: &str = "xtls-rprx-vision";
+/// The gRPC service name on every side.
+const GRPC_SERVICE: &str = "bench";
+/// The Hysteria 2 user's password.
+const HY2_PASSWORD: &str = "bench-hysteria2";
 
 /// The name REALITY clients send and the TLS 1.3 site ([`crate::target::TlsSite`])
 /// has its certificate for.
@@ -32,6 +36,10 @@ pub(crate) enum Protocol {
     /// VLESS over REALITY with the `xtls-rprx-vision` flow; the REALITY `dest` is the
     /// local TLS 1.3 site.
     VlessRealityVision,
+    /// VLESS over gRPC ("gun", service [`GRPC_SERVICE`]) over TLS with ALPN `h2`.
+    VlessGrpcTls,
+    /// Hysteria 2 over QUIC (UDP), no obfuscation, no declared bandwidth (BBR).
+    Hysteria2,
 }
 
 impl Protocol {
@@ -41,12 +49,19 @@ impl Protocol {
             Self::TrojanTls => "Trojan+TLS",
             Self::Shadowsocks => "SS-2022 aes-128-gcm",
             Self::VlessRealityVision => "VLESS+REALITY+Vision",
+            Self::VlessGrpcTls => "VLESS+gRPC+TLS",
+            Self::Hysteria2 => "Hysteria 2",
         }
     }
 
     /// Whether the client and the server speak TLS (whose suite is worth reporting).
     pub(crate) fn tls(self) -> bool {
         self != Self::Shadowsocks
+    }
+
+    /// Whether the servers listen on UDP (QUIC) rather than TCP.
+    pub(crate) fn udp(self) -> bool {
+        self == Self::Hysteria2
     }
 }
 
@@ -90,7 +105,7 @@ pub(crate) struct Case {
 }
 
 /// Every case, in the order run and reported.
-pub(crate) const CASES: [Case; 7] = [
+pub(crate) const CASES: [Case; 10] = [
     Case::new(Protocol::VlessTls, Peer::SingBox, Inner::Http),
     Case::new(Protocol::TrojanTls, Peer::SingBox, Inner::Http),
     Case::new(Protocol::Shadowsocks, Peer::SingBox, Inner::Http),
@@ -98,6 +113,9 @@ pub(crate) const CASES: [Case; 7] = [
     Case::new(Protocol::VlessRealityVision, Peer::Xray, Inner::Http),
     Case::new(Protocol::VlessTls, Peer::Xray, Inner::Tls13),
     Case::new(Protocol::VlessRealityVision, Peer::Xray, Inner::Tls13),
+    Case::new(Protocol::VlessGrpcTls, Peer::SingBox, Inner::Http),
+    Case::new(Protocol::VlessGrpcTls, Peer::Xray, Inner::Http),
+    Case::new(Protocol::Hysteria2, Peer::SingBox, Inner::Http),
 ];
 
 impl Case {
@@ -145,6 +163,11 @@ impl Case {
         );
         match self.protocol {
             Protocol::VlessTls => format!("protocol = \"vless\"\n{tls}"),
+            Protocol::VlessGrpcTls => format!(
+                "protocol = \"vless\"\n{tls}\n\
+                 transport = {{ type = \"grpc\", service_name = \"{GRPC_SERVICE}\" }}"
+            ),
+            Protocol::Hysteria2 => format!("protocol = \"hysteria2\"\n{tls}"),
             Protocol::TrojanTls => format!("protocol = \"trojan\"\n{tls}"),
             Protocol::Shadowsocks => format!(
                 "protocol = \"shadowsocks\"\nmethod = \"{SS_METHOD}\"\npassword = \"{SS_SERVER_KEY}\""
@@ -164,6 +187,7 @@ impl Case {
     pub(crate) fn ours_user(self) -> String {
         let ss = match self.protocol {
             Protocol::Shadowsocks => format!("shadowsocks = \"{SS_USER_KEY}\"\n"),
+            Protocol::Hysteria2 => format!("hysteria2 = \"{HY2_PASSWORD}\"\n"),
             _ => String::new(),
         };
         format!(
@@ -181,6 +205,18 @@ impl Case {
                 inbound
             }
             Protocol::TrojanTls => trojan_inbound(port, TROJAN_PASSWORD, tls_server(cert)),
+            Protocol::VlessGrpcTls => {
+                let mut inbound = vless_inbound(port, UUID);
+                inbound["tls"] = tls_server(cert);
+                inbound["tls"]["alpn"] = json!(["h2"]);
+                inbound["transport"] = grpc_transport();
+                inbound
+            }
+            Protocol::Hysteria2 => json!({
+                "type": "hysteria2", "tag": "in", "listen": "127.0.0.1", "listen_port": port,
+                "users": [{ "name": "bench", "password": HY2_PASSWORD }],
+                "tls": tls_server(cert),
+            }),
             Protocol::Shadowsocks => {
                 let mut inbound = shadowsocks_inbound(port, SS_METHOD, SS_SERVER_KEY);
                 inbound["users"] = json!([{ "name": "bench", "password": SS_USER_KEY }]);
@@ -200,6 +236,19 @@ impl Case {
                 out
             }
             Protocol::TrojanTls => trojan_outbound(server, TROJAN_PASSWORD, tls_client(cert)),
+            Protocol::VlessGrpcTls => {
+                let mut out = vless_outbound(server, UUID);
+                out["tls"] = tls_client(cert);
+                out["tls"]["alpn"] = json!(["h2"]);
+                out["transport"] = grpc_transport();
+                out
+            }
+            Protocol::Hysteria2 => json!({
+                "type": "hysteria2", "tag": "proxy",
+                "server": server.ip().to_string(), "server_port": server.port(),
+                "password": HY2_PASSWORD,
+                "tls": tls_client(cert),
+            }),
             Protocol::Shadowsocks => {
                 shadowsocks_outbound(server, SS_METHOD, &format!("{SS_SERVER_KEY}:{SS_USER_KEY}"))
             }
@@ -218,6 +267,17 @@ impl Case {
     /// Xray's server config: the one VLESS inbound on `port` and `freedom` out.
     pub(crate) fn xray_server(self, port: u16, fx: &Fixture) -> Value {
         let stream = match self.protocol {
+            Protocol::VlessGrpcTls => json!({
+                "network": "grpc", "security": "tls",
+                "grpcSettings": { "serviceName": GRPC_SERVICE },
+                "tlsSettings": {
+                    "alpn": ["h2"],
+                    "certificates": [{
+                        "certificate": pem_lines(fx.cert.cert_pem()),
+                        "key": pem_lines(fx.cert.key_pem()),
+                    }],
+                },
+            }),
             Protocol::VlessTls => json!({
                 "network": "tcp", "security": "tls",
                 "tlsSettings": { "certificates": [{
@@ -254,6 +314,18 @@ impl Case {
     /// `server_port`. TLS trusts exactly the bench's certificate, as sing-box's does.
     pub(crate) fn xray_client(self, socks_port: u16, server_port: u16, fx: &Fixture) -> Value {
         let stream = match self.protocol {
+            Protocol::VlessGrpcTls => json!({
+                "network": "grpc", "security": "tls",
+                "grpcSettings": { "serviceName": GRPC_SERVICE },
+                "tlsSettings": {
+                    "serverName": fx.cert.name(),
+                    "alpn": ["h2"],
+                    "disableSystemRoot": true,
+                    "certificates": [{
+                        "usage": "verify", "certificate": pem_lines(fx.cert.cert_pem()),
+                    }],
+                },
+            }),
             Protocol::VlessTls => json!({
                 "network": "tcp", "security": "tls",
                 "tlsSettings": {
@@ -299,6 +371,11 @@ impl Case {
             vec![Side::Ours, self.peer.side()]
         }
     }
+}
+
+/// sing-box's gRPC transport for [`GRPC_SERVICE`] (the same on both sides).
+fn grpc_transport() -> Value {
+    json!({ "type": "grpc", "service_name": GRPC_SERVICE })
 }
 
 /// Warnings only, and no access log: the level of the other servers' configs, no

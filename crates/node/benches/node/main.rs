@@ -32,6 +32,7 @@ mod case;
 mod client;
 mod hello;
 mod load;
+mod lossy;
 mod plan;
 mod report;
 mod server;
@@ -194,7 +195,11 @@ async fn main() -> Result<()> {
         );
         println!("   ({:.0} s)", started.elapsed().as_secs_f64());
     }
-    let markdown = report::markdown(&rows, &notes, &plan);
+    let mut markdown = report::markdown(&rows, &notes, &plan);
+    if plan.wants("lossy") {
+        println!("\n== lossy path");
+        markdown.push_str(&lossy::run(&fx, &plan).await.context("the lossy path")?);
+    }
     println!("\n{markdown}");
     if let Some(path) = std::env::var_os("SWITCHYARD_NODE_BENCH_REPORT").map(PathBuf::from) {
         fs::write(&path, &markdown).with_context(|| format!("writing {}", path.display()))?;
@@ -243,7 +248,8 @@ async fn bench_case(case: Case, fx: &Fixture, plan: &Plan, notes: &mut Notes) ->
             }
         }
         sides.retain(|s| pairs.iter().any(|(p, _)| p == s));
-        if case.protocol.tls() && case.inner == Inner::Http {
+        // The suite is read off a TCP relay: not for QUIC (always TLS 1.3 there).
+        if case.protocol.tls() && !case.protocol.udp() && case.inner == Inner::Http {
             for (side, pair) in &pairs {
                 let suite = hello::negotiated(case, pair.server.port(), fx).await?;
                 println!("{}: the client negotiated {suite}", side.name());

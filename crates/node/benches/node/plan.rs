@@ -9,7 +9,9 @@ use crate::case::{CASES, Case};
 /// seconds. Its numbers only show that everything works.
 pub(crate) const QUICK_ENV: &str = "SWITCHYARD_NODE_BENCH_QUICK";
 /// Comma-separated words: only the cases whose name (`VLESS+TLS / Xray`,
-/// `VLESS+REALITY+Vision / Xray (inner TLS 1.3)`, …) holds one of them, ignoring case.
+/// `VLESS+REALITY+Vision / Xray (inner TLS 1.3)`, …) holds one of them, ignoring case;
+/// the word `lossy` also runs the lossy path ([`crate::lossy`]), which a filter
+/// without it leaves out.
 pub(crate) const CASES_ENV: &str = "SWITCHYARD_NODE_BENCH_CASES";
 
 /// Parallel connections of the wide bulk case.
@@ -74,9 +76,10 @@ impl Plan {
                 .filter(|w| !w.is_empty())
                 .collect();
         }
-        if plan.cases().is_empty() {
+        if plan.cases().is_empty() && !plan.wants("lossy") {
             bail!(
-                "{CASES_ENV}={:?} matches no case; the cases are: {}",
+                "{CASES_ENV}={:?} matches no case; the cases are: {}; and `lossy` (the \
+                 lossy path)",
                 plan.only.join(","),
                 CASES.map(Case::name).join("; ")
             );
@@ -93,6 +96,12 @@ impl Plan {
                 self.only.is_empty() || self.only.iter().any(|w| name.contains(w.as_str()))
             })
             .collect()
+    }
+
+    /// Whether this run measures what `word` names beside the cases (`lossy`): every
+    /// full run does, a filtered one when a word of its filter is in `word`.
+    pub(crate) fn wants(&self, word: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|w| word.contains(w.as_str()))
     }
 
     /// Whether this is less than the full run (smaller or fewer cases).

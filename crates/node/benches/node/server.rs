@@ -11,7 +11,9 @@ use anyhow::{Context, Result, bail};
 use tempfile::TempDir;
 use tokio::time::{Instant, sleep};
 
-use switchyard_testkit::{Xray, config, free_port};
+use std::net::{IpAddr, Ipv4Addr};
+
+use switchyard_testkit::{LOCALHOST, Xray, config, free_port};
 
 use crate::Fixture;
 use crate::case::{Case, Side};
@@ -52,6 +54,8 @@ pub(crate) fn ours_binary() -> Result<PathBuf> {
 pub(crate) struct Server {
     side: Side,
     port: u16,
+    /// Whether it listens on UDP (QUIC).
+    udp: bool,
     process: Process,
 }
 
@@ -78,6 +82,7 @@ impl Server {
             return Ok(Self {
                 side,
                 port,
+                udp: false,
                 process: Process::Xray(xray),
             });
         }
@@ -87,7 +92,8 @@ impl Server {
         let mut command = match side {
             Side::Ours => {
                 let path = dir.path().join("node.toml");
-                fs::write(&path, ours_config(case, port, fx, dir.path())?)?;
+                let listen = IpAddr::V4(LOCALHOST);
+                fs::write(&path, ours_config(case, listen, port, fx, dir.path())?)?;
                 let mut c = Command::new(ours_binary()?);
                 c.arg("node").arg("--config").arg(&path);
                 // The same level as sing-box's configs (warn): no per-connection logs.
@@ -116,6 +122,7 @@ impl Server {
         let mut server = Self {
             side,
             port,
+            udp: case.protocol.udp(),
             process: Process::Child {
                 child,
                 log,
@@ -201,7 +208,7 @@ impl Server {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             self.ensure_running()?;
-            if listens(self.pid(), self.port)? {
+            if listens(self.pid(), LOCALHOST, self.port, self.udp)? {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -226,7 +233,14 @@ impl Drop for Server {
     }
 }
 
-fn ours_config(case: Case, port: u16, fx: &Fixture, dir: &Path) -> Result<String> {
+/// Our node's config: `case`'s inbound on `listen`:`port`, its state under `dir`.
+pub(crate) fn ours_config(
+    case: Case,
+    listen: IpAddr,
+    port: u16,
+    fx: &Fixture,
+    dir: &Path,
+) -> Result<String> {
     Ok(format!(
         r#"version = 1
 [node]
@@ -238,7 +252,7 @@ listen = "127.0.0.1:{control}"
 [[inbounds]]
 tag = "bench"
 name = "Benchmark"
-listen = "127.0.0.1"
+listen = "{listen}"
 port = {port}
 {inbound}
 
@@ -250,9 +264,11 @@ port = {port}
     ))
 }
 
-/// Whether process `pid` holds a TCP socket listening on `port`: its socket inodes
-/// (`/proc/<pid>/fd`) against the listening sockets of `/proc/<pid>/net/tcp`.
-fn listens(pid: u32, port: u16) -> Result<bool> {
+/// Whether process `pid` holds a TCP socket listening on `ip`:`port` (a UDP socket
+/// bound to it, with `udp`): its socket inodes (`/proc/<pid>/fd`) against the sockets of
+/// `/proc/<pid>/net/tcp` in state `LISTEN` (`/proc/<pid>/net/udp`, state `CLOSE`,
+/// how an unconnected UDP socket shows).
+pub(crate) fn listens(pid: u32, ip: Ipv4Addr, port: u16, udp: bool) -> Result<bool> {
     let mut inodes = HashSet::new();
     let fd_dir = format!("/proc/{pid}/fd");
     for entry in fs::read_dir(&fd_dir).with_context(|| format!("reading {fd_dir}"))? {
@@ -267,10 +283,12 @@ fn listens(pid: u32, port: u16) -> Result<bool> {
             inodes.insert(inode.to_owned());
         }
     }
-    let table = fs::read_to_string(format!("/proc/{pid}/net/tcp"))?;
-    let local = format!("0100007F:{port:04X}");
+    let (file, state) = if udp { ("udp", "07") } else { ("tcp", "0A") };
+    let table = fs::read_to_string(format!("/proc/{pid}/net/{file}"))?;
+    // The address as the kernel prints it: the u32 in host (little-endian) order.
+    let local = format!("{:08X}:{port:04X}", u32::from_le_bytes(ip.octets()));
     Ok(table.lines().skip(1).any(|line| {
         let f: Vec<&str> = line.split_whitespace().collect();
-        f.len() > 9 && f[1] == local && f[3] == "0A" && inodes.contains(f[9])
+        f.len() > 9 && f[1] == local && f[3] == state && inodes.contains(f[9])
     }))
 }

@@ -54,6 +54,7 @@ pub(super) async fn serve(
         cancel: ctx.cancel.clone(),
         state: ctx.state.clone(),
         shared: ctx.shared.clone(),
+        xhttp: None,
     });
     let open = Arc::new(AtomicUsize::new(0));
     let mut outer = Some(conn);

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use switchyard_proto::hysteria2::Salamander;
 use switchyard_transport::hysteria2::{
-    Authenticated, PendingTcp, ServerSettings, endpoint_on, handshake,
+    Authenticated, Masquerade, PendingTcp, ProxySite, ServerSettings, endpoint_on, handshake,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -71,7 +71,26 @@ fn settings(config: &InboundConfig) -> ServerSettings {
         salamander: h
             .obfs_password
             .map(|p| Salamander::new(p.expose().as_bytes())),
+        masquerade: masquerade(&config.tag, h.masquerade.as_deref()),
         ..ServerSettings::default()
+    }
+}
+
+/// The masquerade for `url` (validated): its site, behind the web's roots; a bare
+/// 404 without one (or, logged, when the URL does not read after all).
+fn masquerade(tag: &str, url: Option<&str>) -> Masquerade {
+    let Some(url) = url else {
+        return Masquerade::NotFound;
+    };
+    let site = switchyard_transport::hysteria2::masquerade::web_roots()
+        .map_err(|e| e.to_string())
+        .and_then(|roots| ProxySite::new(url, roots).map_err(|e| e.to_string()));
+    match site {
+        Ok(site) => Masquerade::Proxy(site),
+        Err(e) => {
+            tracing::warn!(inbound = %tag, "hysteria2.masquerade: {e}; answering 404 instead");
+            Masquerade::NotFound
+        }
     }
 }
 

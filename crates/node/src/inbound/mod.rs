@@ -22,6 +22,7 @@ mod trojan;
 pub(crate) mod udp;
 mod vision;
 mod vless;
+mod xhttp;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -157,7 +158,9 @@ impl BindError {
 /// built by the caller.
 pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, BindError> {
     let layer = match (layer, &config.transport) {
-        (Layer::Tls(acceptor), Transport::Grpc { .. }) => Layer::Tls(with_h2(&acceptor)),
+        (Layer::Tls(acceptor), Transport::Grpc { .. } | Transport::Xhttp(_)) => {
+            Layer::Tls(with_h2(&acceptor))
+        }
         (layer, _) => layer,
     };
     let addr = SocketAddr::new(config.listen, config.port);
@@ -197,9 +200,9 @@ pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, 
     })
 }
 
-/// A gRPC inbound's TLS offers ALPN `h2` (gRPC clients require it), then
-/// `http/1.1` (a browser or prober still gets the fallback); the other inbounds
-/// offer none (`crate::tls`).
+/// A gRPC or XHTTP inbound's TLS offers ALPN `h2` (gRPC clients require it; XHTTP
+/// runs on either), then `http/1.1` (a browser or prober still gets the fallback;
+/// XHTTP's packet-up runs on it); the other inbounds offer none (`crate::tls`).
 fn with_h2(acceptor: &TlsAcceptor) -> TlsAcceptor {
     let mut config = rustls::ServerConfig::clone(acceptor.config());
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -212,7 +215,14 @@ impl Bound {
     pub(crate) fn start(self, shared: Arc<Shared>) -> Running {
         let cancel = CancellationToken::new();
         let state = shared.inbound_states.get(&self.config.tag);
+        let xhttp = match &self.config.transport {
+            Transport::Xhttp(settings) => Some(Arc::new(switchyard_transport::xhttp::Server::new(
+                settings.clone(),
+            ))),
+            _ => None,
+        };
         let ctx = Arc::new(Ctx {
+            xhttp,
             config: self.config,
             layer: self.layer,
             cancel: cancel.clone(),
@@ -249,6 +259,8 @@ pub(crate) struct Ctx {
     /// What the inbound's tag keeps across rebuilds.
     pub(crate) state: Arc<state::InboundState>,
     pub(crate) shared: Arc<Shared>,
+    /// An XHTTP inbound's server: its sessions, shared by all its connections.
+    pub(crate) xhttp: Option<Arc<switchyard_transport::xhttp::Server>>,
 }
 
 /// Runs an inbound's long-lived task (`what`: its accept or receive loop) under
@@ -396,6 +408,7 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
         Transport::Grpc { service_name } => {
             return grpc::serve(&ctx, &rt, stream, conn, service_name).await;
         }
+        Transport::Xhttp(_) => return xhttp::serve(&ctx, &rt, stream, conn).await,
     };
     match ctx.config.protocol {
         Protocol::Vless => vless::serve(&ctx, &rt, stream, conn).await,
@@ -518,6 +531,7 @@ mod tests {
             layer: Layer::Plain,
             cancel: CancellationToken::new(),
             shared,
+            xhttp: None,
         })
     }
 

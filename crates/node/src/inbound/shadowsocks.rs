@@ -1,19 +1,24 @@
 //! Shadowsocks 2022 (SIP022), TCP and UDP on the inbound's port, several users on one
 //! server key.
 //!
-//! The `shadowsocks` crate does the protocol: AEAD framing, timestamps, the salt replay
-//! filter (one [`Context`] per inbound), the identity header check. This module only
-//! finds out *which* user a connection belongs to, so it can be counted and limited:
+//! TCP is ours: this module finds out *which* user a connection belongs to, opens the
+//! request's head with that user's key (`switchyard_proto::shadowsocks::tcp_server`:
+//! type, timestamp, padding, destination), refuses a salt seen in the last minute
+//! ([`replay::Salts`], one per inbound tag, kept across rebuilds), and hands the rest
+//! to the transport layer's [`SsStream`], whose first write carries the response's
+//! head. UDP packets are opened by our decoder; the `shadowsocks` crate seals the
+//! answers.
 //!
 //! - AES methods carry an identity header (EIH): the user's key hash, encrypted under a
-//!   key derived from the server key and the salt. We decrypt it to pick the user, then
-//!   the crate checks it again and authenticates the stream with that user's key.
+//!   key derived from the server key and the salt. We decrypt it to pick the user; the
+//!   session is under that user's key.
 //! - `2022-blake3-chacha20-poly1305` has no identity header (SIP022 defines it for AES
 //!   only, and clients refuse `serverKey:userKey` there), so a client's password is its
 //!   user key alone and the user is the one whose key opens the first header chunk.
 //!
 //! Whatever fails (unknown user, bad tag, replayed salt, stale timestamp) is never
-//! answered: TCP connections are held silently and closed, UDP packets are dropped.
+//! answered: TCP connections go to the fallback or are held silently and closed, UDP
+//! packets are dropped.
 
 #[path = "ss/replay.rs"]
 pub(crate) mod replay;
@@ -23,25 +28,24 @@ mod udp;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use ::shadowsocks::config::{ServerUser, ServerUserManager};
 use ::shadowsocks::context::SharedContext;
 use ::shadowsocks::crypto::CipherKind;
-use ::shadowsocks::crypto::v2::tcp::TcpCipher;
 use ::shadowsocks::crypto::v2::udp::UdpCipher;
-use ::shadowsocks::relay::socks5::Address;
-use ::shadowsocks::relay::tcprelay::ProxyServerStream;
 use aes::cipher::{BlockDecrypt, KeyInit};
 use bytes::Bytes;
+use ring::rand::{SecureRandom, SystemRandom};
+use switchyard_proto::shadowsocks::aead::TcpAead;
+use switchyard_proto::shadowsocks::tcp_server;
+use switchyard_transport::shadowsocks::{PendingResponse, SsStream};
 use tokio::io::AsyncReadExt;
 use tokio::net::{TcpStream, UdpSocket};
-use tokio::time::timeout_at;
+use tokio::time::{Instant, timeout_at};
 
 use switchyard_transport::listen::TcpListener;
 
 use super::state::InboundState;
-use super::{BoxIo, Conn, Ctx, Prefixed, fallback, tcp};
+use super::{Conn, Ctx, fallback, tcp};
 use crate::config::SsMethod;
-use crate::outbound::Destination;
 use crate::runtime::Runtime;
 use crate::users::User;
 
@@ -53,6 +57,9 @@ const IDENTITY_SUBKEY: &str = "shadowsocks 2022 identity subkey";
 const EIH_LEN: usize = 16;
 /// The first header chunk of a request: type, timestamp, length, then the AEAD tag.
 const FIXED_CHUNK_LEN: usize = 1 + 8 + 2 + 16;
+/// The longest request head: salt, an identity header, the fixed header chunk and
+/// the variable one at its longest (a whole chunk and its tag).
+const MAX_HEAD: usize = 32 + EIH_LEN + 1 + 8 + 2 + 16 + u16::MAX as usize + 16;
 
 /// A serving Shadowsocks inbound: what its TCP and UDP sides share.
 pub(crate) struct Inbound {
@@ -72,8 +79,6 @@ pub(crate) struct Inbound {
 /// The users' keys of one runtime, in the forms the look-ups need.
 pub(crate) struct Keys {
     runtime: Weak<Runtime>,
-    /// For the crate's identity header check (AES methods).
-    manager: Arc<ServerUserManager>,
     /// Identity hash (BLAKE3 of the key, first 16 bytes) → key and user.
     by_hash: HashMap<Bytes, (Bytes, Arc<User>)>,
     /// Every key of the method's length, in config order.
@@ -85,7 +90,6 @@ pub(crate) struct Keys {
 
 impl Keys {
     fn build(rt: &Arc<Runtime>, method: CipherKind) -> Self {
-        let mut manager = ServerUserManager::new();
         let mut by_hash = HashMap::new();
         let mut all = Vec::new();
         let mut chacha = Vec::new();
@@ -94,9 +98,9 @@ impl Keys {
                 continue; // validation rules this out; never hand the crate a bad key
             }
             let key = Bytes::copy_from_slice(key);
-            let entry = ServerUser::new(user.name.clone(), key.clone());
-            by_hash.insert(entry.clone_identity_hash(), (key.clone(), user.clone()));
-            manager.add_user(entry);
+            // SIP022's identity hash: BLAKE3 of the user's key, its first 16 bytes.
+            let hash = Bytes::copy_from_slice(&blake3::hash(&key).as_bytes()[..EIH_LEN]);
+            by_hash.insert(hash, (key.clone(), user.clone()));
             if !has_eih(method) {
                 let cipher = Arc::new(UdpCipher::new(method, &key, 0));
                 chacha.push((key.clone(), cipher, user.clone()));
@@ -105,7 +109,6 @@ impl Keys {
         }
         Self {
             runtime: Arc::downgrade(rt),
-            manager: Arc::new(manager),
             by_hash,
             all,
             chacha,
@@ -177,8 +180,9 @@ impl Inbound {
         keys.clone()
     }
 
-    /// The user whose identity header `eih` follows `salt` (AES methods).
-    fn user_by_eih(&self, keys: &Keys, salt: &[u8], eih: &[u8]) -> Option<Arc<User>> {
+    /// The user whose identity header `eih` follows `salt` (AES methods), with their
+    /// key.
+    fn user_by_eih(&self, keys: &Keys, salt: &[u8], eih: &[u8]) -> Option<(Bytes, Arc<User>)> {
         let material = [self.server_key.as_ref(), salt].concat();
         let subkey = blake3::derive_key(IDENTITY_SUBKEY, &material);
         let mut block = aes::Block::clone_from_slice(eih);
@@ -195,7 +199,7 @@ impl Inbound {
             }
             _ => return None,
         }
-        keys.by_hash(&block).map(|(_, user)| user.clone())
+        keys.by_hash(&block).cloned()
     }
 
     /// The user whose key opens the request's first header chunk (methods without
@@ -206,7 +210,7 @@ impl Inbound {
             .iter()
             .find(|(key, _)| {
                 scratch.copy_from_slice(chunk);
-                TcpCipher::new(self.method, key, salt).decrypt_packet(&mut scratch)
+                TcpAead::new(self.ss_method, key, salt).decrypt_packet(&mut scratch)
             })
             .cloned()
     }
@@ -241,61 +245,59 @@ async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, mut conn: Conn) {
     let (peer, deadline) = (conn.peer, conn.deadline);
     let salt_len = inbound.method.salt_len();
     let eih = has_eih(inbound.method);
-    // The whole fixed part: the crate reads it in a single read, which must not come
-    // up short. A client that stops short is failed like any other, with what it sent.
-    let want = salt_len + if eih { EIH_LEN } else { 0 } + FIXED_CHUNK_LEN;
-    let mut head = Vec::with_capacity(want);
-    while head.len() < want {
-        let mut limited = (&mut tcp).take((want - head.len()) as u64);
-        match timeout_at(deadline, limited.read_buf(&mut head)).await {
-            Ok(Ok(n)) if n > 0 => {}
-            _ => {
-                let stream: BoxIo = Box::new(tcp);
-                return fallback::reject(ctx, &rt, stream, head, &conn).await;
-            }
-        }
+    let identities = usize::from(eih);
+    // The fixed part first: salt, identity header, the first header chunk.
+    let want = tcp_server::fixed_len(inbound.ss_method, identities);
+    let mut head = Vec::with_capacity(want + 512);
+    if !read_to(&mut tcp, &mut head, want, deadline).await {
+        return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
     }
     let (salt, rest) = head.split_at(salt_len);
     let found = if eih {
-        inbound
-            .user_by_eih(&keys, salt, &rest[..EIH_LEN])
-            .map(|user| (inbound.server_key.clone(), Some(keys.manager.clone()), user))
+        inbound.user_by_eih(&keys, salt, &rest[..EIH_LEN])
     } else {
-        inbound
-            .user_by_trial(&keys, salt, rest)
-            .map(|(key, user)| (key, None, user))
+        inbound.user_by_trial(&keys, salt, &rest[..FIXED_CHUNK_LEN])
     };
-    let Some((key, manager, user)) = found else {
+    let Some((key, user)) = found else {
         tracing::debug!(%peer, inbound = %ctx.config.tag, "shadowsocks: unknown user");
         return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
     };
-    let mut stream = ProxyServerStream::from_stream_with_user_manager(
-        inbound.context.clone(),
-        Prefixed::new(head, tcp),
-        inbound.method,
-        &key,
-        manager,
-    );
-    let target = match timeout_at(deadline, stream.handshake()).await {
-        Ok(Ok(t)) => t,
-        Ok(Err(e)) => {
-            tracing::debug!(%peer, inbound = %ctx.config.tag, user = %user.name, "shadowsocks: {e}");
-            let held: BoxIo = Box::new(stream.into_inner());
-            return fallback::reject(ctx, &rt, held, Vec::new(), &conn).await;
-        }
-        Err(_) => {
-            let held: BoxIo = Box::new(stream.into_inner());
-            return fallback::reject(ctx, &rt, held, Vec::new(), &conn).await;
+    // Then the variable header, as long as the fixed one says (at most a chunk).
+    // It is opened on a copy, so a refusal hands on the bytes as they came.
+    let opened = loop {
+        let mut work = head.clone();
+        match tcp_server::open_request(inbound.ss_method, &key, identities, &mut work, unix_now()) {
+            Ok(Some(opened)) => break (work, opened),
+            Ok(None) => {
+                let more = head.len() + 1;
+                if !read_to(&mut tcp, &mut head, more, deadline).await {
+                    return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(%peer, inbound = %ctx.config.tag, user = %user.name, "shadowsocks: {e}");
+                return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
+            }
         }
     };
+    let (work, opened) = opened;
+    if !inbound.state.shadowsocks().salts.accept(&opened.salt) {
+        tracing::debug!(%peer, inbound = %ctx.config.tag, user = %user.name, "shadowsocks: replayed salt");
+        return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
+    }
     conn.authenticated();
-    let target = match destination(target) {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::debug!(%peer, inbound = %ctx.config.tag, user = %user.name, "shadowsocks: destination: {e}");
-            return;
-        }
+    let target = opened.destination.clone();
+    let mut response_salt = vec![0u8; salt_len];
+    if SystemRandom::new().fill(&mut response_salt).is_err() {
+        return tracing::warn!(inbound = %ctx.config.tag, "shadowsocks: no randomness for a salt");
+    }
+    let response = PendingResponse {
+        method: inbound.ss_method,
+        key: key.to_vec(),
+        salt: response_salt,
+        request_salt: opened.salt.clone(),
     };
+    let stream = SsStream::serve(tcp, work, opened, response);
     let preamble = tcp::Preamble {
         response: &[],
         first: &[],
@@ -303,11 +305,27 @@ async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, mut conn: Conn) {
     tcp::proxy(ctx, &rt, &user, peer, Box::new(stream), target, preamble).await;
 }
 
-/// Our name for the crate's address, checked like every other destination (the
-/// crate accepts any UTF-8 as a domain).
-pub(crate) fn destination(address: Address) -> Result<Destination, switchyard_proto::AddressError> {
-    match address {
-        Address::SocketAddress(a) => Ok(Destination::Ip(a)),
-        Address::DomainNameAddress(name, port) => Destination::domain(&name, port),
+/// Reads from `tcp` into `buf` until it holds `want` bytes (reading no further
+/// than a request's head can be); false when the client stops short or the
+/// deadline passes.
+async fn read_to(tcp: &mut TcpStream, buf: &mut Vec<u8>, want: usize, deadline: Instant) -> bool {
+    while buf.len() < want {
+        // Read what is there, up to the longest head: salt, identity header, both
+        // chunks at their longest.
+        let room = (MAX_HEAD - buf.len().min(MAX_HEAD)) as u64;
+        if room == 0 {
+            return false;
+        }
+        let mut limited = (&mut *tcp).take(room);
+        match timeout_at(deadline, limited.read_buf(buf)).await {
+            Ok(Ok(n)) if n > 0 => {}
+            _ => return false,
+        }
     }
+    true
+}
+
+/// Unix seconds now, from the node's clock.
+fn unix_now() -> u64 {
+    u64::try_from(crate::accounting::now_ms() / 1000).unwrap_or(0)
 }

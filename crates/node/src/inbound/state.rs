@@ -13,7 +13,7 @@ use ::shadowsocks::config::ServerType;
 use ::shadowsocks::context::{Context, SharedContext};
 use switchyard_proto::reality::ReplayFilter;
 
-use super::shadowsocks::replay::Sessions as SsSessions;
+use super::shadowsocks::replay::{Salts as SsSalts, Sessions as SsSessions};
 
 /// UDP associations one user may hold at once, over every inbound. 256: each holds a
 /// socket (a file descriptor) and a task; an app opens one per UDP flow (a game, a
@@ -166,8 +166,10 @@ pub(crate) struct InboundState {
 
 /// Shadowsocks' replay state of one inbound tag.
 pub(crate) struct SsState {
-    /// The crate's context: the TCP salt filter.
+    /// The crate's context: the UDP side's nonce generator.
     pub(crate) context: SharedContext,
+    /// TCP requests' salts of the last minute.
+    pub(crate) salts: SsSalts,
     /// UDP sessions' packet-id windows.
     pub(crate) sessions: SsSessions,
 }
@@ -194,6 +196,7 @@ impl InboundState {
     pub(crate) fn shadowsocks(&self) -> &SsState {
         self.ss.get_or_init(|| SsState {
             context: Context::new_shared(ServerType::Server),
+            salts: SsSalts::default(),
             sessions: SsSessions::default(),
         })
     }

@@ -1,12 +1,14 @@
 //! The gRPC inbound against the real clients: Xray 24.11.21 (`"network": "grpc"`,
 //! gun and multi mode), sing-box 1.14.4 (`"type": "grpc"`) and mihomo 1.19.2
 //! (`network: grpc`) carry 4 MiB down (every byte checked) and 1 MiB up through
-//! VLESS and Trojan, over plain HTTP/2 and TLS, and UDP; Xray's parallel streams
+//! VLESS and Trojan, over plain HTTP/2 and TLS (and Xray over REALITY), and UDP;
+//! Xray's parallel streams
 //! share one TCP connection; an HTTP/1.1 prober gets the fallback site byte for
 //! byte; a wrong service name gets `grpc-status: 12`; validation names the field.
 
 use crate::common;
 use crate::httpupgrade::{SITE_ANSWER, carry, website};
+use crate::reality_support::{SHORT_ID, TargetSite};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -107,6 +109,39 @@ async fn xray_carries_vless_over_gun_and_multi_plain_and_with_tls() {
     }
 }
 
+/// gRPC over REALITY, as Xray's `grpc` + `reality` clients speak it: HTTP/2 inside
+/// REALITY's TLS, gun and multi; the target site sees none of the client's
+/// connections, and UDP goes through too.
+#[tokio::test]
+async fn xray_carries_vless_over_grpc_in_reality() {
+    let target = TargetSite::start().await;
+    let keys = switchyard_node::reality::generate().unwrap();
+    let f = start(&format!(
+        r#"protocol = "vless"
+transport = {{ type = "grpc", service_name = "svc" }}
+security = {{ type = "reality", dest = "{}", server_names = ["target.test"], private_key = "{}", short_ids = ["{SHORT_ID}"] }}"#,
+        target.addr, keys.private_key
+    ))
+    .await;
+    for multi in [false, true] {
+        let mut stream = xray_stream("svc", multi, false);
+        stream["security"] = json!("reality");
+        stream["realitySettings"] = json!({
+            "serverName": "target.test", "fingerprint": "chrome",
+            "publicKey": keys.public_key, "shortId": SHORT_ID, "spiderX": "/"
+        });
+        let (client, socks) = xray(xray_vless(f.port, stream)).await;
+        let what = format!("Xray VLESS gRPC multi={multi} over REALITY");
+        carry(&f, socks, &what, || client.log_tail()).await;
+        udp(&f, socks, &what, || client.log_tail()).await;
+    }
+    assert_eq!(
+        target.hellos(),
+        0,
+        "the target saw none of Xray's connections"
+    );
+}
+
 #[tokio::test]
 async fn xray_carries_trojan_over_grpc_and_tls() {
     let f = node("trojan", "tg", true).await;
@@ -204,6 +239,57 @@ async fn counting_proxy(to: SocketAddr) -> (SocketAddr, Arc<AtomicUsize>) {
         }
     });
     (addr, count)
+}
+
+/// Xray puts every connection on its one HTTP/2 connection and waits at the
+/// server's stream cap instead of opening another: 300 connections held open at once
+/// (past the old cap of 128) all reach their destination and answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_connections_from_xray_are_open_at_once() {
+    let f = node("vless", "svc", true).await;
+    let (client, socks) = xray(xray_vless(f.port, xray_stream("svc", false, true))).await;
+    hold_open(socks, 300, || client.log_tail()).await;
+}
+
+/// Opens `n` connections through the SOCKS5 proxy `socks` to an echo server and holds
+/// them all open; each answers once when opened and again when all are.
+pub(crate) async fn hold_open(socks: SocketAddr, n: usize, log: impl Fn() -> String) {
+    let echo = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let echo_addr = echo.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = echo.accept().await {
+            tokio::spawn(async move {
+                let mut b = [0u8; 1];
+                while let Ok(1) = s.read(&mut b).await {
+                    if s.write_all(&b).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let mut open = Vec::with_capacity(n);
+    let all = async {
+        for i in 0..n {
+            let mut s = switchyard_testkit::socks5::connect(socks, echo_addr).await?;
+            s.write_all(&[i as u8]).await?;
+            let mut b = [0u8; 1];
+            s.read_exact(&mut b).await?;
+            anyhow::ensure!(b[0] == i as u8, "connection {i} echoed {}", b[0]);
+            open.push(s);
+        }
+        anyhow::Ok(())
+    };
+    tokio::time::timeout(Duration::from_secs(60), all)
+        .await
+        .unwrap_or_else(|_| panic!("stalled at {} of {n}\n{}", open.len(), log()))
+        .unwrap_or_else(|e| panic!("{e:#}\n{}", log()));
+    for (i, s) in open.iter_mut().enumerate() {
+        s.write_all(&[i as u8]).await.unwrap();
+        let mut b = [0u8; 1];
+        s.read_exact(&mut b).await.unwrap();
+        assert_eq!(b[0], i as u8);
+    }
 }
 
 /// Xray's parallel connections through the proxy are streams of one HTTP/2
@@ -431,7 +517,7 @@ fn grpc_config(protocol: &str, service: &str, security: &str) -> Result<NodeConf
 }
 
 /// Service names are letters, digits, `_`, `.` and `-`, 1-128 of them; gRPC is for
-/// VLESS and Trojan, without REALITY. Each refusal names the field.
+/// VLESS and Trojan, over nothing, TLS or REALITY. Each refusal names the field.
 #[test]
 fn bad_service_names_and_combinations_are_refused_by_field() {
     assert!(grpc_config("vless", "svc", "").is_ok());
@@ -453,9 +539,17 @@ fn bad_service_names_and_combinations_are_refused_by_field() {
     let err = grpc_config("socks", "svc", "").unwrap_err();
     assert!(err.contains("inbounds[0].transport"), "{err}");
     let reality = "security = { type = \"reality\", private_key = \"dwdtCnMYpX08FsFyUbJmRd9ML4frwJkqsXf7pR25LCo\", short_ids = [\"\"], dest = \"target.test:443\", server_names = [\"target.test\"] }";
-    let err = grpc_config("vless", "svc", reality).unwrap_err();
+    // gRPC runs over REALITY (for VLESS and Trojan); WebSocket does not.
+    assert!(grpc_config("vless", "svc", reality).is_ok());
+    assert!(grpc_config("trojan", "svc", reality).is_ok());
+    let ws = NodeConfig::from_toml(&format!(
+        "[[inbounds]]\ntag = \"w\"\nprotocol = \"vless\"\nport = 8443\ntransport = {{ type = \"ws\", path = \"/ws\" }}\n{reality}"
+    ))
+    .map(|_| ())
+    .map_err(|e| e.to_string())
+    .unwrap_err();
     assert!(
-        err.contains("inbounds[0].security") && err.contains("REALITY"),
-        "{err}"
+        ws.contains("inbounds[0].security") && ws.contains("REALITY is served for"),
+        "{ws}"
     );
 }

@@ -258,10 +258,33 @@ fn parse(inbound: &str, users: &str) -> Result<NodeConfig, String> {
     NodeConfig::from_toml(&text).map_err(|e| e.to_string())
 }
 
+/// sing-box puts every connection on its one QUIC connection: 300 held open at once
+/// (past the old cap of 256 streams) all reach their destination and answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_connections_from_sing_box_are_open_at_once() {
+    let f = node(false).await;
+    let client = SingBox::client(sing_box_outbound(f.port, ALICE_PASSWORD, false))
+        .await
+        .unwrap();
+    let socks = client.proxy_addr().unwrap();
+    crate::grpc::hold_open(socks, 300, || client.log_tail()).await;
+}
+
 #[test]
 fn validation_names_the_field_of_each_mistake() {
     let user = "[[users]]\nname = \"alice\"\nhysteria2 = \"pw\"\n";
     assert!(parse(&inbound(true), user).is_ok());
+    for site in [
+        "https://www.example.com",
+        "http://127.0.0.1:8080/",
+        "https://[::1]:8443/any/path",
+    ] {
+        let masquerade = format!(
+            "{}\nhysteria2 = {{ masquerade = \"{site}\" }}",
+            inbound(false)
+        );
+        assert!(parse(&masquerade, user).is_ok(), "{site}");
+    }
     let cases = [
         (
             "protocol = \"hysteria2\"",
@@ -289,6 +312,27 @@ fn validation_names_the_field_of_each_mistake() {
         (
             &format!("{}\nhysteria2 = {{ up_mbps = 0 }}", inbound(false)),
             "inbounds[0].hysteria2.up_mbps",
+        ),
+        (
+            &format!(
+                "{}\nhysteria2 = {{ masquerade = \"ftp://site.test\" }}",
+                inbound(false)
+            ),
+            "inbounds[0].hysteria2.masquerade",
+        ),
+        (
+            &format!(
+                "{}\nhysteria2 = {{ masquerade = \"https://u@site.test\" }}",
+                inbound(false)
+            ),
+            "inbounds[0].hysteria2.masquerade",
+        ),
+        (
+            &format!(
+                "{}\nhysteria2 = {{ masquerade = \"http://site.test:0/\" }}",
+                inbound(false)
+            ),
+            "inbounds[0].hysteria2.masquerade",
         ),
         (
             &format!("{}\nhysteria2 = {{ down_mbps = 100001 }}", inbound(false)),

@@ -42,3 +42,5 @@ mod tunnel_reality;
 mod tunnel_reality_dest;
 mod two_tunnels;
 mod vision;
+mod xhttp;
+mod xhttp_cdn;

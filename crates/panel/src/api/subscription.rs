@@ -15,7 +15,9 @@
 //!
 //! The format: `?format=` wins; else a browser (`Accept: text/html`) gets the HTML
 //! page; else the User-Agent decides ([`crate::subscription::agents`], operator rules
-//! first). The headers apps read are [`crate::subscription::headers`]'.
+//! first). The headers apps read are [`crate::subscription::headers`]'. Servers the
+//! app cannot run (Hysteria 2 in Xray JSON...) are left out and the announcement
+//! says why ([`crate::subscription::support`]).
 //!
 //! A user who may not connect (disabled, over the limit, expired), or whose device is
 //! one too many, or who has a device limit and whose app sends no `x-hwid` (unless
@@ -50,6 +52,7 @@ use crate::subscription::headers::SubscriptionHeaders;
 use crate::subscription::limit;
 use crate::subscription::page::{Page, PageLink, render};
 use crate::subscription::refusal::{Refusal, refusal};
+use crate::subscription::support::{Lacks, LeftOut};
 
 /// The longest `x-hwid` (and device os/model) taken, in bytes.
 const MAX_DEVICE_TEXT: usize = 256;
@@ -190,7 +193,17 @@ pub async fn subscription(
         Wanted::Format(f) => f,
         Wanted::Page => Format::Links,
     };
-    let entries = match &refused {
+    // What the app cannot run is left out, and the announcement says so.
+    let lacks = match wanted {
+        Wanted::Format(f) => {
+            let ua = headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok());
+            Lacks::for_request(f, ua.unwrap_or(""), &settings.agents)
+        }
+        Wanted::Page => Lacks::of_format(Format::Links),
+    };
+    let (entries, left_out) = match &refused {
         None => {
             let from = Sources {
                 topology: state.topology(),
@@ -200,18 +213,20 @@ pub async fn subscription(
                     hysteresis: f64::from(settings.hysteresis_percent) / 100.0,
                 },
             };
-            entries(from, &user, &credentials, &sticky, format, now).await?
+            entries(from, &user, &credentials, &sticky, (format, &lacks), now).await?
         }
-        Some(_) => Vec::new(),
+        Some(_) => (Vec::new(), LeftOut::default()),
     };
     let title = match &refused {
         None => settings.title.clone(),
         Some(r) => format!("{} — {}", settings.title, r.title()),
     };
-    let announce = refused
-        .as_ref()
-        .map(Refusal::announce)
-        .or_else(|| settings.announce.clone());
+    let announce = left_out.announce(
+        refused
+            .as_ref()
+            .map(Refusal::announce)
+            .or_else(|| settings.announce.clone()),
+    );
     let url = format!("{}{}", state.config().public_base(), user.subscription_path);
     let (body, content_type, file) = match wanted {
         Wanted::Page => {

@@ -17,6 +17,8 @@ pub enum Protocol {
     Trojan,
     /// Shadowsocks 2022 (multi-user).
     Shadowsocks,
+    /// Hysteria 2: QUIC under TLS ([`super::hysteria2`]).
+    Hysteria2,
 }
 
 impl Protocol {
@@ -26,6 +28,7 @@ impl Protocol {
             Self::Vless => "vless",
             Self::Trojan => "trojan",
             Self::Shadowsocks => "shadowsocks",
+            Self::Hysteria2 => "hysteria2",
         }
     }
 
@@ -35,6 +38,7 @@ impl Protocol {
             "vless" => Self::Vless,
             "trojan" => Self::Trojan,
             "shadowsocks" => Self::Shadowsocks,
+            "hysteria2" => Self::Hysteria2,
             _ => return None,
         })
     }
@@ -81,6 +85,8 @@ pub enum InboundTransport {
         #[serde(default)]
         multi_mode: bool,
     },
+    /// XHTTP: the stream as HTTP requests under a path ([`super::xhttp`]).
+    Xhttp(super::xhttp::InboundXhttp),
 }
 
 /// Whether `name` is a gRPC service name the panel accepts: 1 to 128 letters, digits,
@@ -229,6 +235,8 @@ pub struct Inbound {
     pub method: Option<String>,
     /// VLESS over TCP with TLS or REALITY only: the flow its users must use.
     pub flow: Option<Flow>,
+    /// Hysteria 2 only: its own settings (its obfs password never shown).
+    pub hysteria2: Option<super::InboundHysteria2>,
     /// REALITY only: the X25519 public key the panel made (base64url; clients'
     /// `publicKey`, `pbk`). Its private key is never shown.
     pub reality_public_key: Option<String>,
@@ -252,27 +260,14 @@ pub struct InboundSecrets {
     /// Its public half: no secret, made with it and shown as
     /// [`Inbound::reality_public_key`].
     pub reality_public_key: Option<String>,
+    /// Hysteria 2's Salamander password, when the inbound obfuscates.
+    pub hy2_obfs_password: Option<String>,
 }
 
 impl std::fmt::Debug for InboundSecrets {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("InboundSecrets(<redacted>)")
     }
-}
-
-/// The Shadowsocks 2022 methods and their key lengths.
-pub const SS_METHODS: [(&str, usize); 3] = [
-    ("2022-blake3-aes-128-gcm", 16),
-    ("2022-blake3-aes-256-gcm", 32),
-    ("2022-blake3-chacha20-poly1305", 32),
-];
-
-/// The key length of a Shadowsocks 2022 method.
-pub fn ss_key_len(method: &str) -> Option<usize> {
-    SS_METHODS
-        .iter()
-        .find(|(m, _)| *m == method)
-        .map(|(_, l)| *l)
 }
 
 /// What an inbound may look like, checked as a whole (so the error names the field).
@@ -327,6 +322,9 @@ pub fn check_inbound(
             "must be 1 to 128 letters, digits, _, . and -",
         ));
     }
+    if let InboundTransport::Xhttp(x) = transport {
+        super::xhttp::check_xhttp(x, matches!(protocol, Protocol::Vless | Protocol::Trojan))?;
+    }
     match (protocol, method) {
         (Protocol::Shadowsocks, None) => {
             return Err(FieldError::new(
@@ -334,16 +332,16 @@ pub fn check_inbound(
                 "a Shadowsocks inbound needs a 2022 method",
             ));
         }
-        (Protocol::Shadowsocks, Some(m)) if ss_key_len(m).is_none() => {
+        (Protocol::Shadowsocks, Some(m)) if super::ss_key_len(m).is_none() => {
             return Err(FieldError::new(
                 "method",
                 format!(
                     "{m:?} is not one of {}",
-                    SS_METHODS.map(|(m, _)| m).join(", ")
+                    super::SS_METHODS.map(|(m, _)| m).join(", ")
                 ),
             ));
         }
-        (Protocol::Vless | Protocol::Trojan, Some(_)) => {
+        (Protocol::Vless | Protocol::Trojan | Protocol::Hysteria2, Some(_)) => {
             return Err(FieldError::new(
                 "method",
                 "only Shadowsocks inbounds have a method",
@@ -412,7 +410,11 @@ pub fn check_reality_and_flow(
     // The node's rules, written once for both; `dest` by its form alone: whether it
     // may be private is its server's (`Service::check_inbound_dest`).
     reality::check_inbound(&reality::RealityInbound {
-        vless_tcp,
+        vless_tcp: vless_tcp
+            || matches!(
+                transport,
+                InboundTransport::Grpc { .. } | InboundTransport::Xhttp(_)
+            ),
         dest,
         allow_private: true,
         server_names,

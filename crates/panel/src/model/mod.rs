@@ -7,22 +7,40 @@
 //! routes and tunnels (the spec's "cluster page").
 
 pub mod health;
+pub mod hysteria2;
 pub mod inbound;
 pub mod names;
 pub mod snapshot;
 pub mod tunnel;
 pub mod user;
+pub mod xhttp;
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub use health::{Health, HealthSettings, Observation, ServerState};
+pub use hysteria2::{InboundHysteria2, check_hysteria2};
 pub use inbound::{
     FINGERPRINTS, Flow, Inbound, InboundSecrets, InboundSecurity, InboundTransport, Protocol,
-    REALITY_FINGERPRINT, REALITY_MAX_TIME_DIFF_MS, SS_METHODS, TlsCertificate, check_inbound,
-    check_reality_and_flow, ss_key_len,
+    REALITY_FINGERPRINT, REALITY_MAX_TIME_DIFF_MS, TlsCertificate, check_inbound,
+    check_reality_and_flow,
 };
 pub use user::{ResetStrategy, Standing, UserStatus, period_start};
+
+/// The Shadowsocks 2022 methods and their key lengths.
+pub const SS_METHODS: [(&str, usize); 3] = [
+    ("2022-blake3-aes-128-gcm", 16),
+    ("2022-blake3-aes-256-gcm", 32),
+    ("2022-blake3-chacha20-poly1305", 32),
+];
+
+/// The key length of a Shadowsocks 2022 method.
+pub fn ss_key_len(method: &str) -> Option<usize> {
+    SS_METHODS
+        .iter()
+        .find(|(m, _)| *m == method)
+        .map(|(_, l)| *l)
+}
 
 /// Row ids.
 pub type Id = i64;

@@ -12,7 +12,8 @@ use utoipa::ToSchema;
 
 use super::StoreError;
 use crate::model::{
-    Flow, Id, Inbound, InboundSecrets, InboundSecurity, InboundTransport, Protocol,
+    Flow, Id, Inbound, InboundHysteria2, InboundSecrets, InboundSecurity, InboundTransport,
+    Protocol,
 };
 
 /// A new or changed inbound.
@@ -65,6 +66,10 @@ pub struct InboundInput {
     /// VLESS over TCP with TLS or REALITY only: `xtls-rprx-vision`, or none.
     #[serde(default)]
     pub flow: Option<Flow>,
+    /// Hysteria 2 only: its settings (obfs, rates, udp, hop ports); the defaults
+    /// when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hysteria2: Option<InboundHysteria2>,
 }
 
 fn one() -> f64 {

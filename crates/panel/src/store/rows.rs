@@ -17,7 +17,7 @@ pub(super) const SERVER: &str = "id, cluster_id, name, address, allow_private, f
 
 pub(super) const INBOUND: &str = "i.id, i.server_id, i.name, i.protocol, i.port, \
     i.transport, i.security, i.host, i.sni, i.coefficient, i.method, i.created_ms, \
-    i.flow, i.reality_public_key, ri.route_id";
+    i.flow, i.reality_public_key, i.hysteria2, ri.route_id";
 
 pub(super) const INBOUND_FROM: &str =
     "inbounds i LEFT JOIN route_inbounds ri ON ri.inbound_id = i.id";
@@ -114,6 +114,13 @@ pub(super) fn inbound(r: &AnyRow) -> Result<Inbound, sqlx::Error> {
             Some(other) => return Err(bad("flow", format!("unknown flow {other:?}"))),
         },
         reality_public_key: r.try_get("reality_public_key")?,
+        hysteria2: match r.try_get::<Option<String>, _>("hysteria2")? {
+            None => None,
+            Some(text) => Some(
+                serde_json::from_str(&text)
+                    .map_err(|e| bad("hysteria2", format!("not Hysteria 2 settings: {e}")))?,
+            ),
+        },
         route_id: r.try_get("route_id")?,
         created_ms: r.try_get("created_ms")?,
     })
@@ -126,6 +133,7 @@ pub(super) fn inbound_secrets(r: &AnyRow) -> Result<InboundSecrets, sqlx::Error>
         tls_key_pem: r.try_get("tls_key_pem")?,
         reality_private_key: r.try_get("reality_private_key")?,
         reality_public_key: r.try_get("reality_public_key")?,
+        hy2_obfs_password: r.try_get("hy2_obfs_password")?,
     })
 }
 

@@ -90,6 +90,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0013_tunnel_origin_addresses.sql"),
             include_str!("../../migrations/sqlite/0014_address_limit_join_tokens.sql"),
             include_str!("../../migrations/sqlite/0015_default_route_name.sql"),
+            include_str!("../../migrations/sqlite/0016_hysteria2.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -107,6 +108,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0013_tunnel_origin_addresses.sql"),
             include_str!("../../migrations/postgres/0014_address_limit_join_tokens.sql"),
             include_str!("../../migrations/postgres/0015_default_route_name.sql"),
+            include_str!("../../migrations/postgres/0016_hysteria2.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -127,6 +129,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (13, "tunnel_origin_addresses"),
         (14, "address_limit_join_tokens"),
         (15, "default_route_name"),
+        (16, "hysteria2"),
     ];
     let migrations = files
         .iter()

@@ -23,7 +23,8 @@ impl SqlStore {
     ) -> Result<Vec<(Inbound, InboundSecrets)>, StoreError> {
         let rows = sqlx::query(&format!(
             "SELECT {INBOUND}, i.ss_server_key, i.tls_cert_pem, i.tls_key_pem, \
-             i.reality_private_key FROM {INBOUND_FROM} WHERE {filter} ORDER BY i.id"
+             i.reality_private_key, i.hy2_obfs_password FROM {INBOUND_FROM} \
+             WHERE {filter} ORDER BY i.id"
         ))
         .bind(id)
         .fetch_all(&self.read)
@@ -100,9 +101,9 @@ impl InboundStore for SqlStore {
         let row = sqlx::query(
             "INSERT INTO inbounds (server_id, name, protocol, port, transport, security, host, \
              sni, coefficient, method, ss_server_key, tls_cert_pem, tls_key_pem, created_ms, \
-             flow, reality_private_key, reality_public_key) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
-             RETURNING id",
+             flow, reality_private_key, reality_public_key, hysteria2, hy2_obfs_password) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18, $19) RETURNING id",
         )
         .bind(input.server_id)
         .bind(&input.name)
@@ -121,6 +122,8 @@ impl InboundStore for SqlStore {
         .bind(input.flow.map(Flow::as_str))
         .bind(&secrets.reality_private_key)
         .bind(&secrets.reality_public_key)
+        .bind(input.hysteria2.as_ref().map(|h| json(&h.public())))
+        .bind(&secrets.hy2_obfs_password)
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, "port", "another inbound of this server uses this port"))?;
@@ -201,8 +204,8 @@ impl InboundStore for SqlStore {
         Self::check_tunnel_port(&mut tx, input.server_id, input.port).await?;
         sqlx::query(
             "UPDATE inbounds SET name = $1, protocol = $2, port = $3, transport = $4, \
-             security = $5, host = $6, sni = $7, coefficient = $8, method = $9, flow = $10 \
-             WHERE id = $11",
+             security = $5, host = $6, sni = $7, coefficient = $8, method = $9, flow = $10, \
+             hysteria2 = $11 WHERE id = $12",
         )
         .bind(&input.name)
         .bind(input.protocol.as_str())
@@ -214,6 +217,7 @@ impl InboundStore for SqlStore {
         .bind(input.coefficient)
         .bind(&input.method)
         .bind(input.flow.map(Flow::as_str))
+        .bind(input.hysteria2.as_ref().map(|h| json(&h.public())))
         .bind(id)
         .execute(&mut *tx)
         .await
@@ -221,13 +225,15 @@ impl InboundStore for SqlStore {
         if let Some(s) = secrets {
             sqlx::query(
                 "UPDATE inbounds SET ss_server_key = $1, tls_cert_pem = $2, tls_key_pem = $3, \
-                 reality_private_key = $4, reality_public_key = $5 WHERE id = $6",
+                 reality_private_key = $4, reality_public_key = $5, hy2_obfs_password = $6 \
+                 WHERE id = $7",
             )
             .bind(&s.ss_server_key)
             .bind(&s.tls_cert_pem)
             .bind(&s.tls_key_pem)
             .bind(&s.reality_private_key)
             .bind(&s.reality_public_key)
+            .bind(&s.hy2_obfs_password)
             .bind(id)
             .execute(&mut *tx)
             .await?;

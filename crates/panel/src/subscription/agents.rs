@@ -44,6 +44,7 @@ use std::sync::LazyLock;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::features::Feature;
 use crate::model::FieldError;
 
 /// A subscription body format.
@@ -108,7 +109,7 @@ impl std::fmt::Display for Format {
 /// The built-in table's version: bumped whenever a row is added, removed,
 /// reordered or changes its pattern, format or threshold, so that operators (and
 /// `docs/subscriptions.md`) can tell which table a panel runs.
-pub const TABLE_VERSION: u32 = 2;
+pub const TABLE_VERSION: u32 = 3;
 
 /// The longest pattern a rule may have, in bytes.
 pub const MAX_PATTERN_LEN: usize = 128;
@@ -123,6 +124,8 @@ pub const MAX_PATTERN_LEN: usize = 128;
 /// format = "xray"
 /// since = "2.1"
 /// older = "links"
+/// lacks = ["hysteria2"]   # its entries that need these are left out
+/// runs = ["xhttp"]        # kept although its format's apps usually lack them
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -146,6 +149,15 @@ pub struct AgentRule {
     /// `since`; default [`Format::Links`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub older: Option<Format>,
+    /// Features a matching app cannot run although its format can carry them
+    /// (`["hysteria2"]`); its entries that need one are left out
+    /// ([`super::support`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lacks: Vec<Feature>,
+    /// Features a matching app runs although its format's apps usually cannot
+    /// (`["xhttp"]`): its entries that need one are kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<Feature>,
 }
 
 impl AgentRule {
@@ -206,6 +218,22 @@ fn row(app: &str, prefix: bool, pattern: &str, format: Format) -> AgentRule {
         format,
         since: None,
         older: None,
+        lacks: Vec::new(),
+        runs: Vec::new(),
+    }
+}
+
+/// A built-in row whose app lacks `lacks` beyond its format's defaults.
+fn row_lacking(
+    app: &str,
+    prefix: bool,
+    pattern: &str,
+    format: Format,
+    lacks: &[Feature],
+) -> AgentRule {
+    AgentRule {
+        lacks: lacks.to_vec(),
+        ..row(app, prefix, pattern, format)
     }
 }
 
@@ -244,7 +272,14 @@ static BUILTIN: LazyLock<Vec<AgentRule>> = LazyLock::new(|| {
         row("Mihomo Party", PREFIX, "mihomo.party", Clash),
         row("mihomo", CONTAINS, "mihomo", Clash),
         row("clash.meta", CONTAINS, "clash.meta", Clash),
-        row("Clash for Windows", PREFIX, "clashforwindows", Clash),
+        // Its core is Clash Premium, not mihomo: no Hysteria 2.
+        row_lacking(
+            "Clash for Windows",
+            PREFIX,
+            "clashforwindows",
+            Clash,
+            &[Feature::Hysteria2],
+        ),
         row("Stash", PREFIX, "stash", Clash),
         row("Clash (any other)", CONTAINS, "clash", Clash),
         // sing-box and the apps built on it.
@@ -338,6 +373,12 @@ pub fn check_rules(rules: &[AgentRule]) -> Result<(), FieldError> {
                 ));
             }
             _ => {}
+        }
+        if let Some(both) = rule.runs.iter().find(|f| rule.lacks.contains(f)) {
+            return Err(FieldError::new(
+                field("runs"),
+                format!("{both} is in lacks too: an app cannot both run and lack it"),
+            ));
         }
     }
     Ok(())

@@ -170,6 +170,7 @@ mod tests {
                 reality_public_key: None,
                 route_id: Some(1),
                 created_ms: 0,
+                hysteria2: None,
             },
             InboundSecrets::default(),
         )

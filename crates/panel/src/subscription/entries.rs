@@ -16,17 +16,18 @@ use switchyard_proto::entry::{Entry, EntryProtocol, EntryReality, EntryTls, Entr
 use super::agents::Format;
 use super::choice::{Pool, pick, previous};
 use super::names;
+use super::support::{Lacks, LeftOut};
 use super::topology::Topology;
 use crate::model::{
     Credentials, HealthSettings, Inbound, InboundSecrets, InboundSecurity, InboundTransport,
     Protocol, Server, TlsCertificate, User,
 };
-use crate::service::ss_user_key;
+use crate::service::{hysteria2_password, ss_user_key};
 use crate::store::{Store, StoreError};
 
 /// The entry for `inbound` on `server` as `user` should use it. A self-signed
-/// certificate is pinned in every format that can carry a pin (sing-box, Clash, Xray);
-/// share links cannot, so they say `allowInsecure=1`. A REALITY inbound's entry has
+/// certificate is pinned in every format that can carry a pin (sing-box, Clash, Xray,
+/// Hysteria 2's links); other share links cannot, so they say `allowInsecure=1`. A REALITY inbound's entry has
 /// its first server name as SNI, its fingerprint, public key and first short id.
 pub fn entry(
     inbound: &Inbound,
@@ -60,6 +61,18 @@ pub fn entry(
             };
             EntryProtocol::Shadowsocks { password, method }
         }
+        Protocol::Hysteria2 => {
+            let settings = inbound.hysteria2.clone().unwrap_or_default();
+            EntryProtocol::Hysteria2 {
+                password: hysteria2_password(credentials),
+                obfs_password: secrets.hy2_obfs_password.clone().filter(|_| settings.obfs),
+                ports: settings.ports,
+                // The node's rates are the client's the other way round: what the
+                // node sends is what the client downloads.
+                up_mbps: settings.down_mbps,
+                down_mbps: settings.up_mbps,
+            }
+        }
     };
     let transport = match &inbound.transport {
         InboundTransport::Tcp => EntryTransport::Tcp,
@@ -82,12 +95,20 @@ pub fn entry(
             authority: None,
             multi: *multi_mode,
         },
+        // The node runs Xray's defaults beyond path, host and mode: no `extra`.
+        InboundTransport::Xhttp(x) => EntryTransport::Xhttp {
+            path: x.path.clone(),
+            host: x.host.clone(),
+            mode: x.mode(),
+            extra: None,
+        },
     };
     let tls = match &inbound.security {
         InboundSecurity::None => None,
         InboundSecurity::Tls { certificate } => {
             let self_signed = *certificate == TlsCertificate::SelfSigned;
-            let links = format == Format::Links;
+            // A Hysteria 2 link carries the pin (`pinSHA256`); other links cannot.
+            let links = format == Format::Links && inbound.protocol != Protocol::Hysteria2;
             Some(EntryTls {
                 server_name: Some(inbound.sni.clone().unwrap_or_else(|| host.clone())),
                 insecure: self_signed && links,
@@ -146,21 +167,24 @@ impl std::fmt::Debug for Sources<'_> {
 }
 
 /// The entries of `user`'s subscription at `now_ms`: every route's choice, from the
-/// cached topology; changed choices are remembered (a failure to is logged: the
-/// answer is right without it, the next fetch chooses again).
+/// cached topology, but those the app `lacks` a feature for, which are counted in
+/// the [`LeftOut`] instead ([`super::support`]); changed choices are remembered (a
+/// failure to is logged: the answer is right without it, the next fetch chooses
+/// again).
 pub async fn entries(
     from: Sources<'_>,
     user: &User,
     credentials: &Credentials,
     sticky: &[(i64, i64)],
-    format: Format,
+    (format, lacks): (Format, &Lacks),
     now_ms: i64,
-) -> Result<Vec<Entry>, StoreError> {
+) -> Result<(Vec<Entry>, LeftOut), StoreError> {
     let view = from.topology.view(now_ms).await?;
     let sticky: HashMap<i64, i64> = sticky.iter().copied().collect();
     let settings = from.settings;
     let mut out = Vec::new();
     let mut changed = Vec::new();
+    let mut left = LeftOut::default();
     for cluster in view.iter() {
         if let Some(allowed) = &user.clusters
             && !allowed.contains(&cluster.id)
@@ -183,6 +207,11 @@ pub async fn entries(
                 changed.push((route.id, p.inbound.id));
             }
             if let Some(mut e) = entry(p.inbound, p.secrets, p.server, credentials, format) {
+                // Left out before naming, so the names stay those of what is shown.
+                if let Some(feature) = lacks.missing(&e) {
+                    left.add(feature);
+                    continue;
+                }
                 // The entry is the route, whichever inbound stands for it today.
                 e.name = names::label(&route.name, route.flag.as_deref());
                 e.route = Some(route.id.to_string());
@@ -195,5 +224,5 @@ pub async fn entries(
         // The answer is right without it; the next fetch chooses again.
         tracing::warn!(user = user.id, "remembering route choices: {e}");
     }
-    Ok(out)
+    Ok((out, left))
 }

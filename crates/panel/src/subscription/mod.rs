@@ -6,7 +6,8 @@
 //! user with the balancer (`switchyard_balance`); [`headers`] writes the headers apps
 //! read; [`page`] renders the HTML page a browser gets (usage, expiry, share links with
 //! QR codes and copy buttons) and [`body`] an app's config or links; [`names`] names
-//! entries after their routes; [`limit`] counts each token's fetches. None of them
+//! entries after their routes; [`limit`] counts each token's fetches; [`support`]
+//! leaves out the entries an app cannot run ([`features`]) and says why. None of them
 //! reads a clock, the store or the request.
 //!
 //! Around them, what reads the store: [`topology`] caches the clusters' routes,
@@ -19,9 +20,11 @@ pub mod agents;
 pub mod body;
 pub mod choice;
 pub mod entries;
+pub mod features;
 pub mod headers;
 pub mod limit;
 pub mod names;
 pub mod page;
 pub mod refusal;
+pub mod support;
 pub mod topology;

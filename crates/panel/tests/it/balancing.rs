@@ -131,6 +131,7 @@ async fn users_spread_over_two_nodes_and_avoid_one_that_went_away() {
                     coefficient: 1.0,
                     method: None,
                     flow: None,
+                    hysteria2: None,
                 },
                 live::now(),
             )

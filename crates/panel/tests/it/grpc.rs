@@ -1,5 +1,5 @@
 //! A gRPC inbound through the API: created, read back as it went in, its service
-//! name checked by name (and REALITY and Shadowsocks refused), and its entry in every
+//! name checked by name (Shadowsocks and Vision refused, REALITY taken), and its entry in every
 //! subscription format, exactly as each app reads it: multi mode in share links and
 //! Xray's config, plain gun for sing-box and mihomo. The real sing-box (`sing-box
 //! check`), mihomo (`mihomo -t`) and Xray (`xray run -test`) load the subscription
@@ -74,13 +74,16 @@ async fn a_grpc_inbound_round_trips_and_reaches_every_format() {
     let t = h.token().await;
     let sid = server(&h, &t).await;
 
-    // Errors name the field: the service name, REALITY (VLESS over TCP only) and
+    // Errors name the field: the service name, Vision over REALITY (VLESS over TCP only) and
     // Shadowsocks (TCP only).
     let reality = json!({"type": "reality", "dest": "www.example.com:443",
         "server_names": ["www.example.com"]});
     let mut on_reality = over(sid, json!({"type": "grpc", "service_name": "tun"}));
     on_reality["security"] = reality;
     on_reality["sni"] = Value::Null;
+    // gRPC runs over REALITY; the Vision flow does not (VLESS over TCP only).
+    let mut vision_on_reality = on_reality.clone();
+    vision_on_reality["flow"] = json!("xtls-rprx-vision");
     let mut shadowsocks = json!({
         "server_id": sid, "name": "ss", "protocol": "shadowsocks", "port": 8388,
         "method": "2022-blake3-aes-128-gcm", "security": {"type": "none"},
@@ -102,7 +105,7 @@ async fn a_grpc_inbound_round_trips_and_reaches_every_format() {
             ),
             "transport.service_name",
         ),
-        (on_reality, "security"),
+        (vision_on_reality, "flow"),
         (shadowsocks.take(), "transport"),
     ] {
         h.post("/api/v1/inbounds")
@@ -112,6 +115,23 @@ async fn a_grpc_inbound_round_trips_and_reaches_every_format() {
             .await
             .field_error(StatusCode::UNPROCESSABLE_ENTITY, field);
     }
+
+    let over_reality = h
+        .post("/api/v1/inbounds")
+        .bearer(&t)
+        .json(&on_reality)
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    assert_eq!(
+        over_reality["security"]["type"], "reality",
+        "{over_reality}"
+    );
+    h.delete(&format!("/api/v1/inbounds/{}", over_reality["id"]))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::NO_CONTENT);
 
     let transport = json!({"type": "grpc", "service_name": "tun.v1", "multi_mode": true});
     let created = h

@@ -89,6 +89,7 @@ async fn world() -> World {
                     coefficient: 1.0,
                     method: None,
                     flow: None,
+                    hysteria2: None,
                 },
                 live::now(),
             )

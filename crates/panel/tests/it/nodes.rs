@@ -81,6 +81,7 @@ async fn world(dir: &Path, channel: u16, limit: Option<u64>) -> World {
                 coefficient: 1.0,
                 method: None,
                 flow: None,
+                hysteria2: None,
             },
             now(),
         )

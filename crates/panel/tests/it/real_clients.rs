@@ -215,6 +215,7 @@ async fn world() -> World {
                     coefficient: 1.0,
                     method,
                     flow,
+                    hysteria2: None,
                 },
                 live::now(),
             )

@@ -51,6 +51,7 @@ fn vless(server_id: i64, port: u16) -> InboundInput {
         coefficient: 1.0,
         method: None,
         flow: None,
+        hysteria2: None,
     }
 }
 

@@ -29,6 +29,7 @@ fn vless(server_id: i64, name: &str, port: u16) -> InboundInput {
         coefficient: 1.0,
         method: None,
         flow: None,
+        hysteria2: None,
     }
 }
 

@@ -60,7 +60,8 @@ async fn an_httpupgrade_inbound_through_the_form_in_a_real_browser() {
             ["tcp", "TCP"],
             ["ws", "WebSocket"],
             ["httpupgrade", "HTTPUpgrade"],
-            ["grpc", "gRPC"]
+            ["grpc", "gRPC"],
+            ["xhttp", "XHTTP"]
         ])
     );
     let path = "dialog[open] input[name='transport.path']";

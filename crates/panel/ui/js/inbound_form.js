@@ -1,7 +1,9 @@
 // Creating and editing an inbound: its server, display name, protocol, port,
 // transport (TCP, WebSocket or HTTPUpgrade, the last two with a path and a Host
 // header, or gRPC with a service name and Xray's multi mode), security (TLS or
-// REALITY), flow and weight. A REALITY inbound's public
+// REALITY), flow and weight; Hysteria 2 (QUIC under TLS, no transport or REALITY)
+// with Salamander (its password write-only), up/down Mbit/s, UDP and hop ports. A
+// REALITY inbound's public
 // key (the panel makes the pair; the private key is never shown) is shown once it is
 // saved, with a copy button.
 
@@ -21,19 +23,23 @@ export function inboundForm(servers, inbound) {
       servers.map((s) => h("option", { value: s.id, selected: s.id === i.server_id }, s.name)));
     const name = h("input", { name: "name", required: true, maxlength: 64, value: i.name, placeholder: "🇺🇸 New York", autofocus: true });
     const protocol = h("select", { name: "protocol" },
-      [["vless", "VLESS"], ["trojan", "Trojan"], ["shadowsocks", "Shadowsocks 2022"]]
+      [["vless", "VLESS"], ["trojan", "Trojan"], ["shadowsocks", "Shadowsocks 2022"], ["hysteria2", "Hysteria 2"]]
         .map(([v, t]) => h("option", { value: v, selected: i.protocol === v }, t)));
     const method = h("select", { name: "method" },
       ["2022-blake3-aes-128-gcm", "2022-blake3-aes-256-gcm", "2022-blake3-chacha20-poly1305"]
         .map((m) => h("option", { value: m, selected: i.method === m }, m)));
     const port = h("input", { name: "port", type: "number", min: 1, max: 65535, required: true, value: i.port });
     const transport = h("select", { name: "transport" },
-      [["tcp", "TCP"], ["ws", "WebSocket"], ["httpupgrade", "HTTPUpgrade"], ["grpc", "gRPC"]].map(([v, t]) => h("option", { value: v, selected: i.transport.type === v }, t)));
+      [["tcp", "TCP"], ["ws", "WebSocket"], ["httpupgrade", "HTTPUpgrade"], ["grpc", "gRPC"], ["xhttp", "XHTTP"]].map(([v, t]) => h("option", { value: v, selected: i.transport.type === v }, t)));
     const path = h("input", { name: "transport.path", value: i.transport.path || "/", placeholder: "/ws" });
     const wsHost = h("input", { name: "transport.host", value: i.transport.host || "" });
     const serviceName = h("input", { name: "transport.service_name", maxlength: 128,
       value: i.transport.service_name || "", placeholder: "tun" });
     const multiMode = h("input", { type: "checkbox", name: "transport.multi_mode", checked: Boolean(i.transport.multi_mode) });
+    const xhttpMode = h("select", { name: "transport.mode" },
+      [["auto", "auto (the client picks)"], ["packet-up", "packet-up (any CDN)"], ["stream-up", "stream-up (HTTP/2, REALITY)"],
+        ["stream-one", "stream-one (one request)"]]
+        .map(([v, t]) => h("option", { value: v, selected: (i.transport.mode || "auto") === v }, t)));
     const tls = i.security.type === "reality" ? "reality"
       : i.security.type === "tls" ? (i.security.certificate.source === "files" ? "files" : "self_signed") : "none";
     const security = h("select", { name: "security" },
@@ -62,8 +68,26 @@ export function inboundForm(servers, inbound) {
     const grpc = h("div", { class: "group" },
       field("Service name", serviceName, "Letters, digits, _ . and -; clients ask for /NAME/Tun"),
       field("Multi mode", multiMode, "For Xray-based apps (v2rayN, v2rayNG, Streisand...); the others use plain gun, which the node serves too"));
+    const xhttp = h("div", { class: "group" },
+      field("Mode", xhttpMode, "How clients send the upload; only Xray-based apps run XHTTP (sing-box and Clash subscriptions leave it out)"));
     const files = h("div", { class: "group" }, field("Certificate file", certFile), field("Key file", keyFile));
     const ss = h("div", { class: "group" }, field("Method", method));
+    const hy = i.hysteria2 || { obfs: false, udp: true };
+    const obfs = h("input", { type: "checkbox", name: "hysteria2.obfs", checked: Boolean(hy.obfs) });
+    const obfsPassword = h("input", { name: "hysteria2.obfs_password", type: "password", autocomplete: "off", maxlength: 128,
+      placeholder: editing ? "kept when empty" : "made by the panel when empty" });
+    const mbps = (name, value) => h("input", { name, type: "number", min: 1, max: 100000, value: value || "", placeholder: "no limit" });
+    const upMbps = mbps("hysteria2.up_mbps", hy.up_mbps);
+    const downMbps = mbps("hysteria2.down_mbps", hy.down_mbps);
+    const hyUdp = h("input", { type: "checkbox", name: "hysteria2.udp", checked: hy.udp !== false });
+    const hopPorts = h("input", { name: "hysteria2.ports", value: hy.ports || "", placeholder: "20000-20099" });
+    const hysteria2 = h("div", { class: "group" },
+      field("Salamander obfuscation", obfs, "Scrambles every packet so the wire shows no QUIC; clients get the password"),
+      field("Obfs password", obfsPassword, "Never shown again"),
+      field("Up (Mbit/s)", upMbps, "The most the node sends one client"),
+      field("Down (Mbit/s)", downMbps, "The most the node takes from one client"),
+      field("UDP", hyUdp, "Carry users' UDP"),
+      field("Hop ports", hopPorts, "More UDP ports besides the port, first-last, at most 100"));
     const reality = h("div", { class: "group" },
       field("Target site (dest)", dest, "host:port of a real HTTPS site (TLS 1.3) near the server; probers see it"),
       field("Server names", serverNames, "The target's names, comma-separated; clients send the first as SNI"),
@@ -73,24 +97,37 @@ export function inboundForm(servers, inbound) {
       i.reality_public_key ? publicKey(i.reality_public_key) : null);
     const flowBox = h("div", { class: "group" }, field("Flow", flow, "VLESS over TCP with TLS or REALITY"));
     const sniBox = h("div", { class: "group" }, field("TLS server name (SNI)", sni));
+    const transportBox = field("Transport", transport);
+    const realityOption = security.querySelector('option[value="reality"]');
+    const noneOption = security.querySelector('option[value="none"]');
     const sync = () => {
+      // Hysteria 2 is QUIC under TLS: no transport, REALITY or plain.
+      const quic = protocol.value === "hysteria2";
+      if (quic) transport.value = "tcp";
+      if (quic && (security.value === "reality" || security.value === "none")) security.value = "self_signed";
+      transportBox.hidden = quic;
+      realityOption.hidden = quic;
+      noneOption.hidden = quic;
+      hysteria2.hidden = !quic;
+      obfsPassword.disabled = !obfs.checked;
       // WebSocket and HTTPUpgrade both have a path and a Host header.
       ws.hidden = transport.value === "tcp" || transport.value === "grpc";
       grpc.hidden = transport.value !== "grpc";
+      xhttp.hidden = transport.value !== "xhttp";
       serviceName.required = !grpc.hidden;
-      path.placeholder = transport.value === "httpupgrade" ? "/up" : "/ws";
+      path.placeholder = { httpupgrade: "/up", xhttp: "/xh" }[transport.value] || "/ws";
       files.hidden = security.value !== "files";
       ss.hidden = protocol.value !== "shadowsocks";
       reality.hidden = security.value !== "reality";
       sniBox.hidden = security.value === "reality";
       flowBox.hidden = !(protocol.value === "vless" && transport.value === "tcp" && security.value !== "none");
     };
-    for (const c of [transport, security, protocol]) c.addEventListener("change", sync);
+    for (const c of [transport, security, protocol, obfs]) c.addEventListener("change", sync);
     sync();
     const form = h("form", {},
       field("Server", server), field("Display name", name, "Shown in the panel; users see the name of the route it is in"),
-      field("Protocol", protocol), ss, field("Port", port),
-      field("Transport", transport), ws, grpc, field("Security", security), files, reality, flowBox,
+      field("Protocol", protocol), ss, hysteria2, field("Port", port),
+      transportBox, ws, grpc, xhttp, field("Security", security), files, reality, flowBox,
       field("Client address", host, "The address clients dial; the server's when empty"),
       sniBox,
       field("Coefficient", coefficient, "Weight in round-robin: 2 takes about twice the users of 1"),
@@ -106,6 +143,7 @@ export function inboundForm(servers, inbound) {
         port: Number(port.value),
         transport: transport.value === "tcp" ? { type: "tcp" }
           : transport.value === "grpc" ? { type: "grpc", service_name: serviceName.value.trim(), multi_mode: multiMode.checked }
+          : transport.value === "xhttp" ? { type: "xhttp", path: path.value, host: wsHost.value.trim() || undefined, mode: xhttpMode.value }
           : { type: transport.value, path: path.value, host: wsHost.value.trim() || undefined },
         security: security.value === "none" ? { type: "none" }
           : security.value === "reality" ? {
@@ -116,6 +154,12 @@ export function inboundForm(servers, inbound) {
         host: host.value.trim() || null, sni: security.value === "reality" ? null : sni.value.trim() || null,
         coefficient: Number(coefficient.value), method: protocol.value === "shadowsocks" ? method.value : null,
         flow: flowBox.hidden ? null : flow.value || null,
+        hysteria2: protocol.value !== "hysteria2" ? undefined : {
+          obfs: obfs.checked, obfs_password: (obfs.checked && obfsPassword.value) || undefined,
+          up_mbps: upMbps.value ? Number(upMbps.value) : undefined,
+          down_mbps: downMbps.value ? Number(downMbps.value) : undefined,
+          udp: hyUdp.checked, ports: hopPorts.value.trim() || undefined,
+        },
       };
       let saved;
       try {

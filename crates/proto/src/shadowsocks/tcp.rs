@@ -261,6 +261,18 @@ impl Opener {
         salt + 1 + 8 + salt + 2 + TAG_LEN
     }
 
+    /// The opener of a request's chunks after its head, continuing `cipher` (a
+    /// server's: [`super::tcp_server::open_request`] builds it).
+    pub(crate) fn after_request_head(method: Method, cipher: TcpAead) -> Self {
+        Self {
+            method,
+            key: Vec::new(),
+            request_salt: Vec::new(),
+            cipher: Some(cipher),
+            next: Next::Length,
+        }
+    }
+
     /// Whether the stream is between chunks, where it may end cleanly (not before
     /// the header, nor inside a length and its payload).
     pub fn at_boundary(&self) -> bool {

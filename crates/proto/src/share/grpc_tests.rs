@@ -94,7 +94,7 @@ fn grpc_links_written_by_other_apps() {
     );
     assert_eq!(
         LinkError::UnsupportedTransport("h2".into()).to_string(),
-        "unsupported transport type=\"h2\": only tcp, ws, httpupgrade and grpc are read"
+        "unsupported transport type=\"h2\": only tcp, ws, httpupgrade, grpc and xhttp are read"
     );
 }
 

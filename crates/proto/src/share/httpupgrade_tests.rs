@@ -65,12 +65,12 @@ fn httpupgrade_links_written_by_other_apps() {
         Ok(up("/", None))
     );
     assert_eq!(
-        read(&format!("vless://{UUID}@h:80?type=xhttp")),
-        Err(LinkError::UnsupportedTransport("xhttp".into()))
+        read(&format!("vless://{UUID}@h:80?type=kcp")),
+        Err(LinkError::UnsupportedTransport("kcp".into()))
     );
     assert_eq!(
-        LinkError::UnsupportedTransport("xhttp".into()).to_string(),
-        "unsupported transport type=\"xhttp\": only tcp, ws, httpupgrade and grpc are read"
+        LinkError::UnsupportedTransport("kcp".into()).to_string(),
+        "unsupported transport type=\"kcp\": only tcp, ws, httpupgrade, grpc and xhttp are read"
     );
 }
 

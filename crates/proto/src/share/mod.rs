@@ -11,7 +11,9 @@
 //! vless://UUID@HOST:PORT?type=tcp&security=reality&sni=S&fp=chrome&pbk=PUBLICKEY&sid=SHORTID&encryption=none&flow=xtls-rprx-vision#NAME
 //! vless://UUID@HOST:PORT?type=httpupgrade&path=%2Fup&host=H&security=tls&sni=S&encryption=none#NAME
 //! vless://UUID@HOST:PORT?type=grpc&serviceName=NAME&authority=A&mode=gun&security=tls&sni=S&encryption=none#NAME
+//! vless://UUID@HOST:PORT?type=xhttp&path=%2Fxh&host=H&mode=auto&extra=JSON&security=tls&sni=S&encryption=none#NAME
 //! trojan://PASSWORD@HOST:PORT?type=tcp&security=tls&sni=S#NAME
+//! hysteria2://PASSWORD@HOST:PORT/?sni=S&insecure=1&obfs=salamander&obfs-password=O&mport=FIRST-LAST&pinSHA256=HEX#NAME
 //! ss://2022-blake3-aes-128-gcm:SERVERKEY%3AUSERKEY@HOST:PORT#NAME      (SIP002, 2022 methods)
 //! ss://BASE64URL(method:password)@HOST:PORT#NAME                         (SIP002, other methods)
 //! ```
@@ -26,7 +28,10 @@
 //!
 //! What links cannot carry, and so what the round trip leaves out:
 //! - [`EntryTls::certificate_pem`] and [`EntryTls::certificate_sha256`] (no link
-//!   format has a field for a certificate or its hash);
+//!   format has a field for a certificate or its hash), except that a Hysteria 2
+//!   link carries the hash as `pinSHA256` (a PEM reads back as its hash);
+//! - a Hysteria 2 entry's bandwidths (the official form has none), ALPN and uTLS
+//!   fingerprint;
 //! - for Shadowsocks, the transport and TLS (SIP002 has only plugins for them, and
 //!   Shadowsocks runs on plain TCP here): its links are always plain TCP;
 //! - empty strings where a value is optional: an empty `flow`, `sni` or `host` reads
@@ -64,10 +69,14 @@
 mod grpc_tests;
 #[cfg(test)]
 mod httpupgrade_tests;
+#[cfg(test)]
+mod hysteria2_tests;
 mod parse;
 mod percent;
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod xhttp_tests;
 
 use crate::base64;
 use crate::entry::{Entry, EntryProtocol, EntryTransport};
@@ -86,10 +95,12 @@ const ERROR_EXCERPT: usize = 32;
 #[non_exhaustive]
 pub enum LinkError {
     /// The text has no `scheme://` at its start.
-    #[error("not a share link: it does not start with vless://, trojan:// or ss://")]
+    #[error("not a share link: it does not start with vless://, trojan://, ss:// or hysteria2://")]
     NotALink,
     /// The scheme is not one Switchyard reads.
-    #[error("unsupported link scheme {0:?}: only vless://, trojan:// and ss:// are read")]
+    #[error(
+        "unsupported link scheme {0:?}: only vless://, trojan://, ss:// and hysteria2:// are read"
+    )]
     UnsupportedScheme(String),
     /// Nothing before the `@` (the UUID, password or Shadowsocks userinfo).
     #[error("the {0} link has no credentials before '@'")]
@@ -116,9 +127,18 @@ pub enum LinkError {
     #[error("the link's {0} has a malformed %-escape or is not UTF-8")]
     BadEncoding(&'static str),
     /// The `type` parameter names a transport other than `tcp`, `ws`,
-    /// `httpupgrade` and `grpc`.
-    #[error("unsupported transport type={0:?}: only tcp, ws, httpupgrade and grpc are read")]
+    /// `httpupgrade`, `grpc` and `xhttp`.
+    #[error("unsupported transport type={0:?}: only tcp, ws, httpupgrade, grpc and xhttp are read")]
     UnsupportedTransport(String),
+    /// A `type=xhttp` link's `mode` is not one of Xray's.
+    #[error(
+        "unsupported XHTTP mode={0:?}: only auto, packet-up, stream-up and stream-one are read"
+    )]
+    UnsupportedXhttpMode(String),
+    /// A `type=xhttp` link's `extra` is not a JSON object of Xray's XHTTP settings
+    /// with ranges that read.
+    #[error("the XHTTP extra={0:?} is not a JSON object of XHTTP settings")]
+    BadXhttpExtra(String),
     /// A `type=grpc` link's `mode` is neither `gun` nor `multi`.
     #[error("unsupported gRPC mode={0:?}: only gun and multi are read")]
     UnsupportedGrpcMode(String),
@@ -141,6 +161,17 @@ pub enum LinkError {
     /// A Shadowsocks link names a SIP003 plugin, which Switchyard does not run.
     #[error("unsupported Shadowsocks plugin {0:?}: Switchyard runs Shadowsocks on plain TCP")]
     UnsupportedPlugin(String),
+    /// A `hysteria2://` link's `obfs` is not `salamander`, or Salamander has no
+    /// `obfs-password`.
+    #[error("unsupported Hysteria 2 obfs={0:?}: only salamander with an obfs-password is read")]
+    UnsupportedObfs(String),
+    /// A `hysteria2://` link's `mport` (or port list) is not one range
+    /// `first-last`.
+    #[error("the Hysteria 2 link's hop ports {0:?} are not one range first-last")]
+    BadHopPorts(String),
+    /// A `hysteria2://` link's `pinSHA256` is not 64 hex digits.
+    #[error("the Hysteria 2 link's pinSHA256 is not a SHA-256 in 64 hex digits")]
+    BadPin,
     /// A subscription body is neither share links nor base64 of them.
     #[error("the subscription is neither share links, one a line, nor base64 of them")]
     NotASubscription,
@@ -181,6 +212,10 @@ pub fn to_link(entry: &Entry) -> String {
             out.push_str("trojan://");
             percent::encode_into(&mut out, password);
         }
+        EntryProtocol::Hysteria2 { password, .. } => {
+            out.push_str("hysteria2://");
+            percent::encode_into(&mut out, password);
+        }
         EntryProtocol::Shadowsocks { method, password } => {
             out.push_str("ss://");
             if is_2022_method(method) {
@@ -201,6 +236,10 @@ pub fn to_link(entry: &Entry) -> String {
     push_host(&mut out, &entry.server);
     out.push(':');
     out.push_str(&entry.port.to_string());
+    if matches!(entry.protocol, EntryProtocol::Hysteria2 { .. }) {
+        // The official Hysteria 2 form: a `/` before the query.
+        out.push('/');
+    }
 
     let params = query(entry);
     for (i, (key, value)) in params.iter().enumerate() {
@@ -233,6 +272,21 @@ fn query(entry: &Entry) -> Vec<(&'static str, String)> {
         push_route(&mut params, entry);
         return params;
     }
+    if let EntryProtocol::Hysteria2 {
+        obfs_password,
+        ports,
+        ..
+    } = &entry.protocol
+    {
+        hysteria2_query(
+            &mut params,
+            entry,
+            obfs_password.as_deref(),
+            ports.as_deref(),
+        );
+        push_route(&mut params, entry);
+        return params;
+    }
     match &entry.transport {
         EntryTransport::Tcp => params.push(("type", "tcp".to_owned())),
         EntryTransport::Ws { path, host } => {
@@ -261,6 +315,24 @@ fn query(entry: &Entry) -> Vec<(&'static str, String)> {
             }
             let mode = if *multi { "multi" } else { "gun" };
             params.push(("mode", mode.to_owned()));
+        }
+        // v2rayN's form: `extra` is Xray's `xhttpSettings.extra` as JSON, only when
+        // something differs from Xray's defaults.
+        EntryTransport::Xhttp {
+            path,
+            host,
+            mode,
+            extra,
+        } => {
+            params.push(("type", "xhttp".to_owned()));
+            params.push(("path", path.clone()));
+            if let Some(host) = host {
+                params.push(("host", host.clone()));
+            }
+            params.push(("mode", mode.name().to_owned()));
+            if let Some(extra) = extra {
+                params.push(("extra", extra.to_xray().to_string()));
+            }
         }
     }
     match &entry.tls {
@@ -300,6 +372,35 @@ fn query(entry: &Entry) -> Vec<(&'static str, String)> {
     }
     push_route(&mut params, entry);
     params
+}
+
+/// A `hysteria2://` link's parameters: `sni`, `insecure=1`, `obfs=salamander` with
+/// `obfs-password`, `mport` (the hop range), `pinSHA256` (the pinned certificate's
+/// SHA-256 in hex), as the official Hysteria 2 docs, v2rayN and NekoBox read them.
+/// Bandwidths are not written (the official form leaves them to the client).
+fn hysteria2_query(
+    params: &mut Vec<(&'static str, String)>,
+    entry: &Entry,
+    obfs_password: Option<&str>,
+    ports: Option<&str>,
+) {
+    let tls = entry.tls.clone().unwrap_or_default();
+    if let Some(sni) = &tls.server_name {
+        params.push(("sni", sni.clone()));
+    }
+    if tls.insecure {
+        params.push(("insecure", "1".to_owned()));
+    }
+    if let Some(password) = obfs_password {
+        params.push(("obfs", "salamander".to_owned()));
+        params.push(("obfs-password", password.to_owned()));
+    }
+    if let Some(ports) = ports {
+        params.push(("mport", ports.to_owned()));
+    }
+    if let Some(pin) = tls.pin_sha256() {
+        params.push(("pinSHA256", crate::entry::hysteria2::pin_hex(&pin)));
+    }
 }
 
 /// `route=ID` last, when the entry has a route id that may be carried.

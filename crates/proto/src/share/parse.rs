@@ -12,6 +12,7 @@
 
 use super::{LinkError, excerpt, percent};
 use crate::base64;
+use crate::entry::xhttp::XhttpExtra;
 use crate::entry::{Entry, EntryProtocol, EntryReality, EntryTls, EntryTransport};
 use crate::reality::{PublicKey, ShortId};
 
@@ -21,6 +22,7 @@ enum Scheme {
     Vless,
     Trojan,
     Shadowsocks,
+    Hysteria2,
 }
 
 impl Scheme {
@@ -29,6 +31,7 @@ impl Scheme {
             Self::Vless => "vless",
             Self::Trojan => "trojan",
             Self::Shadowsocks => "ss",
+            Self::Hysteria2 => "hysteria2",
         }
     }
 }
@@ -41,6 +44,8 @@ pub fn parse_link(link: &str) -> Result<Entry, LinkError> {
         "vless" => Scheme::Vless,
         "trojan" => Scheme::Trojan,
         "ss" => Scheme::Shadowsocks,
+        // `hy2://` is the official short form.
+        "hysteria2" | "hy2" => Scheme::Hysteria2,
         "" => return Err(LinkError::NotALink),
         _ => return Err(LinkError::UnsupportedScheme(excerpt(scheme))),
     };
@@ -77,6 +82,9 @@ pub fn parse_link(link: &str) -> Result<Entry, LinkError> {
     if !path.is_empty() && path != "/" {
         return Err(LinkError::UnexpectedPath(excerpt(path)));
     }
+    if scheme == Scheme::Hysteria2 {
+        return hysteria2(userinfo, host_port, &params, name);
+    }
     let (server, port) = host_and_port(host_port)?;
 
     let protocol = match scheme {
@@ -92,6 +100,8 @@ pub fn parse_link(link: &str) -> Result<Entry, LinkError> {
         Scheme::Trojan => EntryProtocol::Trojan {
             password: percent::decode(userinfo).ok_or(LinkError::BadEncoding("password"))?,
         },
+        // Read before the port (its port may be a range).
+        Scheme::Hysteria2 => return hysteria2(userinfo, host_port, &params, name),
         Scheme::Shadowsocks => {
             if let Some(plugin) = params.non_empty("plugin") {
                 return Err(LinkError::UnsupportedPlugin(excerpt(plugin)));
@@ -116,6 +126,77 @@ pub fn parse_link(link: &str) -> Result<Entry, LinkError> {
         transport: transport(&params)?,
         tls: tls(&params, scheme)?,
         route: route(&params),
+    })
+}
+
+/// A `hysteria2://` (or `hy2://`) link: the password (all of the userinfo: the
+/// official `user:pass` form is its password), `sni`, `insecure`, `obfs` with
+/// `obfs-password`, `pinSHA256`, and the hop range from `mport` or from the
+/// official multi-port form in place of the port (`HOST:20000-20010`, the first
+/// port the main one). Always TLS; no transport of its own.
+fn hysteria2(
+    userinfo: &str,
+    host_port: &str,
+    params: &Params,
+    name: String,
+) -> Result<Entry, LinkError> {
+    use crate::entry::hysteria2::{hop_range, pin_from_hex};
+    let password = percent::decode(userinfo).ok_or(LinkError::BadEncoding("password"))?;
+    let (host_part, port_text) = match host_port.rsplit_once(':') {
+        Some((host, port)) if port.contains('-') || port.contains(',') => (host, Some(port)),
+        _ => (host_port, None),
+    };
+    let (server, port, mut ports) = match port_text {
+        Some(range) => {
+            let (first, last) =
+                hop_range(range).ok_or_else(|| LinkError::BadHopPorts(excerpt(range)))?;
+            let (server, _) = host_and_port(&format!("{host_part}:{first}"))?;
+            (server, first, Some(format!("{first}-{last}")))
+        }
+        None => {
+            let (server, port) = host_and_port(host_port)?;
+            (server, port, None)
+        }
+    };
+    if let Some(mport) = params.non_empty("mport") {
+        let (first, last) =
+            hop_range(mport).ok_or_else(|| LinkError::BadHopPorts(excerpt(mport)))?;
+        ports = Some(format!("{first}-{last}"));
+    }
+    let obfs_password = match params.non_empty("obfs") {
+        None => None,
+        Some("salamander") => Some(
+            params
+                .non_empty("obfs-password")
+                .ok_or_else(|| LinkError::UnsupportedObfs("salamander".into()))?
+                .to_owned(),
+        ),
+        Some(other) => return Err(LinkError::UnsupportedObfs(excerpt(other))),
+    };
+    let certificate_sha256 = match params.non_empty("pinSHA256") {
+        None => None,
+        Some(pin) => Some(pin_from_hex(pin).ok_or(LinkError::BadPin)?),
+    };
+    let flag = |key| matches!(params.get(key), Some("1" | "true"));
+    Ok(Entry {
+        name,
+        server,
+        port,
+        protocol: EntryProtocol::Hysteria2 {
+            password,
+            obfs_password,
+            ports,
+            up_mbps: None,
+            down_mbps: None,
+        },
+        transport: EntryTransport::Tcp,
+        tls: Some(EntryTls {
+            server_name: params.non_empty("sni").map(str::to_owned),
+            insecure: flag("insecure") || flag("allowInsecure"),
+            certificate_sha256,
+            ..EntryTls::default()
+        }),
+        route: route(params),
     })
 }
 
@@ -205,6 +286,27 @@ fn transport(params: &Params) -> Result<EntryTransport, LinkError> {
                 other => return Err(LinkError::UnsupportedGrpcMode(excerpt(other))),
             },
         }),
+        // v2rayN's form: `mode` (none is auto), `extra` as Xray's JSON.
+        "xhttp" => {
+            let mode = params.get("mode").unwrap_or_default();
+            let mode = crate::xhttp::Mode::parse(mode)
+                .ok_or_else(|| LinkError::UnsupportedXhttpMode(excerpt(mode)))?;
+            let extra = match params.non_empty("extra") {
+                None => None,
+                Some(text) => {
+                    let bad = || LinkError::BadXhttpExtra(excerpt(text));
+                    let value: serde_json::Value = serde_json::from_str(text).map_err(|_| bad())?;
+                    let extra = XhttpExtra::from_xray(&value).ok_or_else(bad)?;
+                    (extra != XhttpExtra::default()).then_some(extra)
+                }
+            };
+            Ok(EntryTransport::Xhttp {
+                path: params.get("path").unwrap_or("/").to_owned(),
+                host: params.non_empty("host").map(str::to_owned),
+                mode,
+                extra,
+            })
+        }
         other => Err(LinkError::UnsupportedTransport(excerpt(other))),
     }
 }

@@ -421,7 +421,7 @@ fn subscription_errors() {
     );
     assert_eq!(
         parse_subscription(&body).unwrap_err().to_string(),
-        "subscription line 3: unsupported link scheme \"vmess\": only vless://, trojan:// and ss:// are read"
+        "subscription line 3: unsupported link scheme \"vmess\": only vless://, trojan://, ss:// and hysteria2:// are read"
     );
 }
 
@@ -479,6 +479,28 @@ pub(crate) fn linkable_entry() -> impl Strategy<Value = Entry> {
                 multi
             }
         ),
+        (
+            text,
+            proptest::option::of(some_text),
+            proptest::sample::select(crate::xhttp::Mode::ALL.to_vec()),
+            proptest::option::of((1u32..=2000, 0u32..=100, proptest::option::of(1u32..=64))),
+        )
+            .prop_map(|(path, host, mode, extra)| EntryTransport::Xhttp {
+                path,
+                host,
+                mode,
+                extra: extra.map(|(padding, interval, concurrency)| {
+                    crate::entry::xhttp::XhttpExtra {
+                        x_padding_bytes: Some(
+                            crate::xhttp::Range::new(1, padding)
+                                .unwrap_or(crate::xhttp::Range::fixed(padding)),
+                        ),
+                        sc_min_posts_interval_ms: Some(crate::xhttp::Range::fixed(interval)),
+                        max_concurrency: concurrency.map(crate::xhttp::Range::fixed),
+                        ..Default::default()
+                    }
+                }),
+            }),
     ];
     let protocol = prop_oneof![
         (some_text, proptest::option::of(some_text))

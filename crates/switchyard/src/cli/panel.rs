@@ -180,6 +180,7 @@ async fn seed(
                     coefficient: 1.0,
                     method: None,
                     flow: None,
+                    hysteria2: None,
                 },
                 now,
             )
@@ -290,6 +291,7 @@ async fn seed_routes(
                         coefficient: 1.0,
                         method,
                         flow: None,
+                        hysteria2: None,
                     },
                     now,
                 )

@@ -132,6 +132,7 @@ impl UpArgs {
                         coefficient: 1.0,
                         method: None,
                         flow: None,
+                        hysteria2: None,
                     },
                     now,
                 )

@@ -9,6 +9,7 @@
 
 mod browser;
 mod loadgen;
+mod lossy;
 mod netns;
 mod postgres;
 mod schemathesis;

@@ -18,8 +18,11 @@ pub const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// How a node serves one HTTP/2 connection.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
-    /// Streams open at once on one connection (128): Xray opens one per proxied
-    /// connection, and a client over the cap opens another connection.
+    /// Streams open at once on one connection (1024). Each is one proxied
+    /// connection, and Xray's client puts all of a user's on one HTTP/2 connection
+    /// (it waits at the cap rather than opening another), so the cap is a user's
+    /// connections at once, not a memory bound: the connection window bounds the
+    /// data held.
     pub max_streams: u32,
     /// Each stream's receive window (1 MiB): one stream reaches full speed on a
     /// path of 100 ms at 80 Mbit/s.
@@ -32,7 +35,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            max_streams: 128,
+            max_streams: 1024,
             stream_window: 1024 * 1024,
             connection_window: 4 * 1024 * 1024,
         }

@@ -7,7 +7,8 @@
 //!   bounded streams, windows and datagram buffers.
 //! - [`handshake`]: one incoming connection to an [`Authenticated`] one, within a
 //!   deadline; a connection that never authenticates gets the masquerade's answers
-//!   ([`Masquerade`]) until the deadline, then is closed.
+//!   ([`Masquerade`]: a web server's 404, or a real site's answers through
+//!   [`masquerade`]'s reverse proxy) until the deadline, then is closed.
 //! - [`Authenticated`]: [`Authenticated::accept_tcp`] gives each TCP request
 //!   ([`TcpAccept`]: answered ok with the stream, or refused with a message);
 //!   [`Authenticated::recv_udp`] and [`Authenticated::send_udp`] carry UDP packets,
@@ -28,6 +29,7 @@
 pub mod brutal;
 mod client;
 pub mod hop;
+pub mod masquerade;
 mod obfs;
 mod server;
 mod stream;
@@ -35,6 +37,7 @@ mod udp;
 mod wire;
 
 pub use client::{Client, ClientError, ClientSettings, connect};
+pub use masquerade::ProxySite;
 pub use obfs::SalamanderSocket;
 pub use server::{
     Authenticated, HandshakeError, Masquerade, PendingTcp, RequestError, ServerSettings, TcpAccept,

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use quinn::crypto::rustls::QuicServerConfig;
 use switchyard_proto::address::Address;
 use switchyard_proto::hysteria2::{Hysteria2Error, Rx, Salamander, TcpRequest, TcpResponse};
@@ -15,6 +15,7 @@ use tokio::time::{Instant, timeout, timeout_at};
 
 use super::brutal::{BrutalConfig, set_rate};
 use super::hop::HopSocket;
+use super::masquerade::{MAX_REQUEST_BODY, ProxySite};
 use super::obfs::{OVERHEAD, SalamanderSocket};
 use super::stream::QuicStream;
 use super::udp::{SendUdpError, Udp, UdpPacket};
@@ -50,7 +51,10 @@ pub struct ServerSettings {
     /// A connection with nothing in flight for this long is closed (probers and
     /// clients gone silent alike).
     pub idle_timeout: Duration,
-    /// Concurrent streams (TCP connections) per client connection.
+    /// Concurrent streams (TCP connections) per client connection: 1024, the
+    /// official server's `maxIncomingStreams`. A client puts all of its connections
+    /// on one QUIC connection, so this is a user's connections at once; the
+    /// connection's receive window bounds the data held.
     pub max_streams: u32,
     /// UDP sessions in reassembly per client connection.
     pub max_udp_sessions: usize,
@@ -69,7 +73,7 @@ impl Default for ServerSettings {
             tx: None,
             handshake_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(30),
-            max_streams: 256,
+            max_streams: 1024,
             max_udp_sessions: 256,
             masquerade: Masquerade::NotFound,
             salamander: None,
@@ -84,6 +88,9 @@ pub enum Masquerade {
     /// Every request gets `404 page not found`, as a bare Go web server answers (the
     /// official server's default).
     NotFound,
+    /// Every request is passed to a real web site and gets its answer
+    /// ([`super::masquerade`]).
+    Proxy(ProxySite),
 }
 
 /// Why a connection did not become an [`Authenticated`] one.
@@ -244,7 +251,7 @@ pub async fn handshake<U>(
             });
         }
         requests += 1;
-        masquerade(&settings.masquerade, stream).await;
+        masquerade(&settings.masquerade, request, stream).await;
         if requests >= MAX_MASQUERADE_REQUESTS {
             conn.close(0u32.into(), b"");
             return Err(HandshakeError::NotAuthenticated { requests });
@@ -278,11 +285,32 @@ fn authentication<U>(
     Some((user, rx))
 }
 
-async fn masquerade<S>(m: &Masquerade, mut stream: h3::server::RequestStream<S, Bytes>)
-where
+async fn masquerade<S>(
+    m: &Masquerade,
+    request: http::Request<()>,
+    mut stream: h3::server::RequestStream<S, Bytes>,
+) where
     S: h3::quic::BidiStream<Bytes>,
 {
     match m {
+        Masquerade::Proxy(site) => {
+            let answer = match request_body(&mut stream).await {
+                Some(body) => site.answer(request, body).await,
+                None => {
+                    let mut r = http::Response::new(Bytes::new());
+                    *r.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
+                    r
+                }
+            };
+            let (parts, body) = answer.into_parts();
+            let head = http::Response::from_parts(parts, ());
+            if stream.send_response(head).await.is_ok() {
+                if !body.is_empty() {
+                    let _ = stream.send_data(body).await;
+                }
+                let _ = stream.finish().await;
+            }
+        }
         Masquerade::NotFound => {
             let Ok(response) = http::Response::builder()
                 .status(404)
@@ -300,6 +328,27 @@ where
             }
         }
     }
+}
+
+/// A request's body, read whole when it is at most [`MAX_REQUEST_BODY`]; `None` past
+/// that (or when the stream fails).
+async fn request_body<S>(stream: &mut h3::server::RequestStream<S, Bytes>) -> Option<Bytes>
+where
+    S: h3::quic::BidiStream<Bytes>,
+{
+    let mut body = Vec::new();
+    while let Some(mut chunk) = stream.recv_data().await.ok()? {
+        if body.len() + chunk.remaining() > MAX_REQUEST_BODY {
+            return None;
+        }
+        while chunk.has_remaining() {
+            let part = chunk.chunk();
+            body.extend_from_slice(part);
+            let n = part.len();
+            chunk.advance(n);
+        }
+    }
+    Some(Bytes::from(body))
 }
 
 /// A connection whose client authenticated: its TCP streams and UDP packets.

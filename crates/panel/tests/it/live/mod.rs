@@ -205,6 +205,7 @@ pub fn vless(
         coefficient: 1.0,
         method: None,
         flow: None,
+        hysteria2: None,
     }
 }
 
