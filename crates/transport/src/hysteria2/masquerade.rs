@@ -25,8 +25,11 @@ use tokio_rustls::TlsConnector;
 
 /// The longest request body passed on.
 pub const MAX_REQUEST_BODY: usize = 1 << 20;
-/// The longest answer passed back; the rest is cut.
-pub const MAX_RESPONSE_BODY: u64 = 64 << 20;
+/// The longest answer passed back; the rest is cut. The answer is held whole before
+/// it goes out (8 MiB: a page and its largest assets, not a download), and a prober
+/// can start one per handshake in flight, so this bounds what probers can make the
+/// node hold.
+pub const MAX_RESPONSE_BODY: u64 = 8 << 20;
 /// How long one request may take, end to end.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
