@@ -209,6 +209,7 @@ impl Outbound {
             EntryProtocol::Hysteria2 {
                 password,
                 obfs_password,
+                ports,
                 down_mbps,
                 ..
             } => {
@@ -231,7 +232,8 @@ impl Outbound {
                     password,
                     obfs_password.as_deref(),
                     *down_mbps,
-                );
+                )
+                .hopping(ports.as_deref());
                 // QUIC is all its transport: no stack of layers.
                 return Ok(Self {
                     stack: Stack::to(&entry.server, entry.port, Vec::new()),
@@ -353,6 +355,17 @@ impl Outbound {
                 .as_str()
                 .to_owned()
             });
+        self
+    }
+
+    /// A Hysteria 2 server with a hop range hopping every `interval` instead of
+    /// Hysteria's default 30 s (entries carry no interval); its connections are
+    /// its own. Other servers are unchanged.
+    #[must_use]
+    pub fn with_hop_interval(mut self, interval: Duration) -> Self {
+        if let Header::Hysteria2(hy2) = &self.header {
+            self.header = Header::Hysteria2(std::sync::Arc::new(hy2.with_hop_interval(interval)));
+        }
         self
     }
 

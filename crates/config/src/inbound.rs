@@ -260,6 +260,27 @@ pub struct InboundConfig {
     /// [`Hysteria2Settings`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hysteria2: Option<Hysteria2Settings>,
+    /// WebSocket, HTTPUpgrade, XHTTP and gRPC only: the CDN or reverse proxy networks
+    /// (`"173.245.48.0/20"`, `"2400:cb00::/32"`, a bare address) whose
+    /// `X-Forwarded-For` names the user's own address, for the address limit and logs
+    /// (docs/node.md, "Behind a CDN: the user's address"). Empty (the default): the
+    /// header is ignored. At most [`MAX_TRUSTED_PROXIES`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trusted_proxies: Vec<String>,
+}
+
+/// The most networks an inbound's `trusted_proxies` lists.
+pub const MAX_TRUSTED_PROXIES: usize = 256;
+
+impl InboundConfig {
+    /// The networks of [`Self::trusted_proxies`] (validation refuses one that does not
+    /// read; such an entry is left out here).
+    pub fn trusted_networks(&self) -> Vec<switchyard_proto::forwarded::Cidr> {
+        self.trusted_proxies
+            .iter()
+            .filter_map(|net| net.parse().ok())
+            .collect()
+    }
 }
 
 /// A Hysteria 2 inbound's own settings (docs/node.md, "Hysteria 2").

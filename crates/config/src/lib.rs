@@ -39,8 +39,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use inbound::{
-    Flow, Hysteria2Settings, InboundConfig, MAX_HOP_PORTS, Protocol, Security, SsMethod, TlsSource,
-    Transport,
+    Flow, Hysteria2Settings, InboundConfig, MAX_HOP_PORTS, MAX_TRUSTED_PROXIES, Protocol, Security,
+    SsMethod, TlsSource, Transport,
 };
 pub use outbound::{OutboundConfig, OutboundKind, RouteConfig, Via};
 pub use secret::{REDACTED, Secret, constant_time_eq};

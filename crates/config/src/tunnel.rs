@@ -173,6 +173,37 @@ pub enum TunnelTransport {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outer_tls: Option<OuterTls>,
     },
+    /// XHTTP on `path`: the link's bytes in ordinary HTTP requests (a download and
+    /// uploads, or one request each way on HTTP/2), pinned TLS inside: what a CDN
+    /// that carries no upgrades at all still passes.
+    Xhttp {
+        /// The path the requests go under.
+        path: String,
+        /// The `Host` the dialing side sends.
+        #[serde(default)]
+        host: String,
+        /// How the upload travels (`auto`: stream-up when the CDN's TLS agrees on
+        /// HTTP/2, packet-up otherwise).
+        #[serde(default)]
+        mode: switchyard_proto::xhttp::Mode,
+        /// The dialing side only: TLS to the CDN or reverse proxy in front of the
+        /// listening side, under the requests.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outer_tls: Option<OuterTls>,
+    },
+    /// gRPC ("gun") on `/{service_name}/Tun`: each link a gRPC stream on HTTP/2
+    /// (cleartext to the listening side, a CDN's TLS in front), pinned TLS inside.
+    Grpc {
+        /// The gRPC service name: letters, digits, `_`, `.` and `-`.
+        service_name: String,
+        /// The `:authority` the dialing side sends.
+        #[serde(default)]
+        host: String,
+        /// The dialing side only: TLS to the CDN or reverse proxy in front of the
+        /// listening side, under HTTP/2.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outer_tls: Option<OuterTls>,
+    },
     /// TLS 1.3 with REALITY on TCP: the listening side answers only the tunnel's
     /// dialing side (its hello sealed with the listening side's key) and splices
     /// everyone else, byte for byte, to `dest`; the public key is the dialing side's

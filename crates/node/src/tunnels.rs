@@ -105,6 +105,26 @@ fn profiles(ps: &[TunnelProfile], reality_key: Option<&crate::config::Secret>) -
                     host: host.clone(),
                     outer: outer_tls.as_ref().map(outer),
                 },
+                TunnelTransport::Xhttp {
+                    path,
+                    host,
+                    mode,
+                    outer_tls,
+                } => Transport::Xhttp {
+                    path: path.clone(),
+                    host: host.clone(),
+                    mode: *mode,
+                    outer: outer_tls.as_ref().map(outer),
+                },
+                TunnelTransport::Grpc {
+                    service_name,
+                    host,
+                    outer_tls,
+                } => Transport::Grpc {
+                    service_name: service_name.clone(),
+                    host: host.clone(),
+                    outer: outer_tls.as_ref().map(outer),
+                },
                 TunnelTransport::Reality {
                     server_name,
                     dest,

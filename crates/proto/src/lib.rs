@@ -25,6 +25,8 @@
 //! - [`vision`]: XTLS Vision's blocks (the VLESS flow `xtls-rprx-vision`): padding,
 //!   reading them back, and the watch for the inner TLS handshake that decides the
 //!   switch to direct copy;
+//! - [`forwarded`]: a user's own address behind a CDN, from `X-Forwarded-For` when
+//!   the connection comes from a trusted proxy;
 //! - [`entry`]: one server of a subscription as a client app sees it ([`Entry`]);
 //! - [`share`]: share links (`vless://`, `trojan://`, `ss://`) and subscription
 //!   bodies, written by the panel and read by the client;
@@ -67,6 +69,7 @@ pub mod clash;
 pub mod client_hello;
 pub mod dest;
 pub mod entry;
+pub mod forwarded;
 pub mod grpc;
 pub mod httpupgrade;
 pub mod hysteria2;

@@ -2,7 +2,7 @@
 //! the user's TLS with its own certificate and passes requests on to the node as a
 //! CDN does, WebSocket and HTTPUpgrade through `proxy_pass` with the upgrade headers,
 //! XHTTP through `proxy_pass` as plain HTTP/1.1, gRPC through `grpc_pass`, buffering
-//! off.
+//! off; each pass appends the client's address to `X-Forwarded-For`, as a CDN does.
 //!
 //! [`binary`] finds it: the path in [`ENV`] when set (`cargo xtask test` sets it),
 //! else `/usr/sbin/nginx`; a missing binary is an error telling to run `cargo xtask
@@ -88,6 +88,7 @@ impl Pass {
                  proxy_set_header Upgrade $http_upgrade;\n\
                  proxy_set_header Connection \"upgrade\";\n\
                  proxy_set_header Host $host;\n\
+                 proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n\
                  proxy_buffering off;\n\
                  proxy_request_buffering off;\n\
                  proxy_read_timeout 300s;\n\
@@ -100,6 +101,7 @@ impl Pass {
                  proxy_http_version 1.1;\n\
                  proxy_set_header Connection \"\";\n\
                  proxy_set_header Host $host;\n\
+                 proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n\
                  proxy_buffering off;\n\
                  proxy_request_buffering off;\n\
                  client_max_body_size 0;\n\
@@ -110,6 +112,7 @@ impl Pass {
             Self::Grpc { service, upstream } => format!(
                 "location /{service}/ {{\n\
                  grpc_pass grpc://{upstream};\n\
+                 grpc_set_header X-Forwarded-For $proxy_add_x_forwarded_for;\n\
                  grpc_read_timeout 300s;\n\
                  grpc_send_timeout 300s;\n\
                  client_max_body_size 0;\n\

@@ -248,8 +248,9 @@ impl Stack {
         Ok(dialed.io)
     }
 
-    /// TCP and every layer, noting whether the last one agreed on HTTP/2.
-    async fn dial_tracked(&self) -> Result<Dialed, DialError> {
+    /// TCP and every layer, noting whether the last one agreed on HTTP/2 (what an
+    /// XHTTP layer above needs to know; see [`xhttp::client::Dial`]).
+    pub async fn dial_tracked(&self) -> Result<Dialed, DialError> {
         let mut dialed = Dialed {
             io: self.tcp().await?,
             h2: false,

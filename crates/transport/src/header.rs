@@ -58,6 +58,52 @@ pub struct Upgrade<S, R> {
     pub stream: S,
     /// Bytes read past the request's head.
     pub rest: Vec<u8>,
+    /// The request's `X-Forwarded-For` lines, in order ([`forwarded_for`]): what a
+    /// trusted proxy says of the user's address
+    /// ([`switchyard_proto::forwarded::client_ip`]).
+    pub forwarded_for: Vec<String>,
+}
+
+/// The most `X-Forwarded-For` lines kept of one request.
+const MAX_FORWARDED_LINES: usize = 16;
+
+/// The `X-Forwarded-For` lines of an HTTP/1.x request head `head` (whole), in order:
+/// at most 16, a line over [`switchyard_proto::forwarded::MAX_VALUE_LEN`] left out
+/// (the rule ignores it anyway). None when `head` is not a request head.
+pub fn forwarded_for(head: &[u8]) -> Vec<String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut request = httparse::Request::new(&mut headers);
+    if request.parse(head).is_err() {
+        return Vec::new();
+    }
+    forwarded_lines(
+        request
+            .headers
+            .iter()
+            .filter(|h| {
+                h.name
+                    .eq_ignore_ascii_case(switchyard_proto::forwarded::HEADER)
+            })
+            .map(|h| h.value),
+    )
+}
+
+/// [`forwarded_for`] of an HTTP/2 or hyper request's headers.
+pub fn forwarded_for_map(headers: &http::HeaderMap) -> Vec<String> {
+    forwarded_lines(
+        headers
+            .get_all(switchyard_proto::forwarded::HEADER)
+            .iter()
+            .map(|v| v.as_bytes()),
+    )
+}
+
+fn forwarded_lines<'a>(values: impl Iterator<Item = &'a [u8]>) -> Vec<String> {
+    values
+        .filter(|v| v.len() <= switchyard_proto::forwarded::MAX_VALUE_LEN)
+        .take(MAX_FORWARDED_LINES)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect()
 }
 
 /// A request that is not one for this server (another path, not HTTP, cut short):
@@ -89,10 +135,12 @@ where
     match read_header(&mut stream, &mut buf, max, deadline, parse).await {
         Header::Parsed((request, used)) => {
             let rest = buf.split_off(used);
+            let forwarded_for = forwarded_for(&buf);
             Ok(Upgrade {
                 request,
                 stream,
                 rest,
+                forwarded_for,
             })
         }
         Header::Rejected(why) => Err(Refused {
@@ -169,6 +217,32 @@ mod tests {
             matches!(&got, Header::Rejected(r) if r == "starts with X"),
             "{got:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_request_keeps_its_forwarded_for_lines_in_order() {
+        let (mut a, mut b) = tokio::io::duplex(16 * 1024);
+        let long = format!("X-Forwarded-For: {}\r\n", "1".repeat(5000));
+        let head = format!(
+            "GET / HTTP/1.1\r\nHost: h\r\nx-forwarded-for: 198.51.100.7, 10.0.0.1\r\n{long}X-FORWARDED-FOR:  127.0.0.1\r\n\r\nrest"
+        );
+        b.write_all(head.as_bytes()).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let parse = |b: &[u8]| -> Result<Option<((), usize)>, &'static str> {
+            Ok(b.windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map(|at| ((), at + 4)))
+        };
+        let Ok(up) = read_request(&mut a, 16 * 1024, deadline, parse).await else {
+            panic!("refused")
+        };
+        assert_eq!(up.forwarded_for, ["198.51.100.7, 10.0.0.1", "127.0.0.1"]);
+        assert_eq!(up.rest, b"rest");
+        assert!(forwarded_for(b"not http\r\n\r\n").is_empty());
+        let mut map = http::HeaderMap::new();
+        map.append("x-forwarded-for", "1.2.3.4".parse().unwrap());
+        map.append("X-Forwarded-For", "5.6.7.8".parse().unwrap());
+        assert_eq!(forwarded_for_map(&map), ["1.2.3.4", "5.6.7.8"]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -11,9 +11,15 @@
 //!
 //! Bytes that do not check out (another key, a stale or replayed header, a tampered
 //! chunk) are an [`std::io::ErrorKind::InvalidData`] error naming what was wrong,
-//! never a panic. Reads go [`READ_CHUNK`] bytes at a time; writes are sealed at most
-//! [`MAX_CHUNK`] bytes a chunk, and a write waits until the previous one's sealed
-//! bytes are out, so neither side buffers more than a chunk or two.
+//! never a panic.
+//!
+//! Bulk transfer is what a user waits on, so each side costs the peer and itself as
+//! few system calls as it can: a read from the socket asks for at least the rest of
+//! the chunk being read and the next length chunk ([`READ_CHUNK`] at the least), and
+//! a read of the stream hands on every chunk already read that fits; a write seals up
+//! to [`MAX_WRITE`] bytes, in chunks of up to [`MAX_CHUNK`], into one write to the
+//! socket. A write waits until the previous one's sealed bytes are out, so neither
+//! side holds more than a write's worth.
 
 use std::io;
 use std::ops::Range;
@@ -21,12 +27,17 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use switchyard_proto::shadowsocks::Method;
-use switchyard_proto::shadowsocks::tcp::{MAX_CHUNK, Opener, Response, Sealer};
+use switchyard_proto::shadowsocks::tcp::{LENGTH_CHUNK, MAX_CHUNK, Opener, Response, Sealer};
 use switchyard_proto::shadowsocks::tcp_server::RequestHead;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// Bytes read from the peer at a time.
+/// Bytes read from the peer at a time at the least (more when a longer chunk is
+/// being read).
 pub const READ_CHUNK: usize = 16 * 1024;
+
+/// The most bytes one write seals: four whole chunks, sent with one write to the
+/// socket (a peer's reads and ours both count per chunk, so whole chunks are cheapest).
+pub const MAX_WRITE: usize = 4 * MAX_CHUNK;
 
 /// What a server's first write seals its response's head with.
 pub struct PendingResponse {
@@ -55,9 +66,11 @@ pub struct SsStream<S> {
     /// Sealed bytes not written yet, from `out_at`.
     out: Vec<u8>,
     out_at: usize,
-    /// Bytes from the server not opened yet, from `in_at`.
+    /// Bytes from the peer not opened yet, `in_at..filled`; the rest of `input` is
+    /// room for the next read (zeroed once, when it grows).
     input: Vec<u8>,
     in_at: usize,
+    filled: usize,
     /// Opened payload in `input` not read yet.
     plain: Range<usize>,
     eof: bool,
@@ -74,8 +87,9 @@ impl<S> SsStream<S> {
             opener,
             out: Vec::new(),
             out_at: 0,
-            input: Vec::with_capacity(READ_CHUNK),
+            input: Vec::new(),
             in_at: 0,
+            filled: 0,
             plain: 0..0,
             eof: false,
         }
@@ -92,6 +106,7 @@ impl<S> SsStream<S> {
             opener: head.opener,
             out: Vec::new(),
             out_at: 0,
+            filled: input.len(),
             input,
             in_at: head.consumed,
             plain: head.payload,
@@ -104,27 +119,32 @@ impl<S> SsStream<S> {
         &self.inner
     }
 
-    /// Seals `payload` (at most [`MAX_CHUNK`] bytes) into `out`, the response's head
-    /// first on a server's first write.
+    /// Seals `payload` into `out` in chunks of at most [`MAX_CHUNK`] bytes, the
+    /// response's head (with the first chunk) first on a server's first write.
     fn seal(&mut self, payload: &[u8]) -> io::Result<()> {
-        if let Some(sealer) = &mut self.sealer {
-            sealer.seal(payload, &mut self.out);
-            return Ok(());
-        }
-        let Some(p) = self.pending.take() else {
-            return Err(io::Error::other("shadowsocks: no sealer"));
+        let rest = if self.sealer.is_some() {
+            payload
+        } else {
+            let Some(p) = self.pending.take() else {
+                return Err(io::Error::other("shadowsocks: no sealer"));
+            };
+            let first = &payload[..payload.len().min(MAX_CHUNK)];
+            let sealer = Response {
+                method: p.method,
+                key: &p.key,
+                salt: &p.salt,
+                request_salt: &p.request_salt,
+                kind: 1,
+                now: unix_now(),
+            }
+            .seal(first, &mut self.out)
+            .map_err(invalid)?;
+            self.sealer = Some(sealer);
+            &payload[first.len()..]
         };
-        let sealer = Response {
-            method: p.method,
-            key: &p.key,
-            salt: &p.salt,
-            request_salt: &p.request_salt,
-            kind: 1,
-            now: unix_now(),
+        if let Some(sealer) = &mut self.sealer {
+            sealer.seal(rest, &mut self.out);
         }
-        .seal(payload, &mut self.out)
-        .map_err(invalid)?;
-        self.sealer = Some(sealer);
         Ok(())
     }
 }
@@ -156,29 +176,43 @@ impl<S: AsyncRead + Unpin> AsyncRead for SsStream<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        let before = buf.filled().len();
         loop {
+            // Hand on what is opened, then open what was read already, until `buf` is
+            // full or the next chunk is not all here.
             if !this.plain.is_empty() {
                 let n = this.plain.len().min(buf.remaining());
                 buf.put_slice(&this.input[this.plain.start..this.plain.start + n]);
                 this.plain.start += n;
-                return Poll::Ready(Ok(()));
+                if buf.remaining() == 0 {
+                    return Poll::Ready(Ok(()));
+                }
             }
             let at = this.in_at;
-            match this.opener.open(&mut this.input[at..], unix_now()) {
+            match this
+                .opener
+                .open(&mut this.input[at..this.filled], unix_now())
+            {
                 Ok(Some(chunk)) => {
                     this.plain = at + chunk.payload.start..at + chunk.payload.end;
                     this.in_at += chunk.consumed;
                     continue;
                 }
                 Ok(None) => {}
+                // The opener gives the error again: what was handed on goes first.
+                Err(_) if buf.filled().len() > before => return Poll::Ready(Ok(())),
                 Err(e) => return Poll::Ready(Err(invalid(e))),
             }
+            if buf.filled().len() > before {
+                return Poll::Ready(Ok(()));
+            }
             // Nothing opened is waiting: keep only the part of the next step.
-            this.input.drain(..this.in_at);
+            this.input.copy_within(this.in_at..this.filled, 0);
+            this.filled -= this.in_at;
             this.in_at = 0;
             this.plain = 0..0;
             if this.eof {
-                if this.input.is_empty() && this.opener.at_boundary() {
+                if this.filled == 0 && this.opener.at_boundary() {
                     return Poll::Ready(Ok(()));
                 }
                 return Poll::Ready(Err(io::Error::new(
@@ -186,13 +220,16 @@ impl<S: AsyncRead + Unpin> AsyncRead for SsStream<S> {
                     "shadowsocks: the peer closed inside a chunk",
                 )));
             }
-            let have = this.input.len();
-            this.input.resize(have + READ_CHUNK, 0);
-            let mut rb = ReadBuf::new(&mut this.input[have..]);
-            let r = Pin::new(&mut this.inner).poll_read(cx, &mut rb);
+            // The rest of the step, and the length chunk after it, in one read.
+            let missing = this.opener.wants().saturating_sub(this.filled);
+            let room = this.filled + READ_CHUNK.max(missing + LENGTH_CHUNK);
+            if this.input.len() < room {
+                this.input.resize(room, 0);
+            }
+            let mut rb = ReadBuf::new(&mut this.input[this.filled..]);
+            ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
             let n = rb.filled().len();
-            this.input.truncate(have + n);
-            ready!(r)?;
+            this.filled += n;
             if n == 0 {
                 this.eof = true;
             }
@@ -211,7 +248,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for SsStream<S> {
         if buf.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        let n = buf.len().min(MAX_CHUNK);
+        let n = buf.len().min(MAX_WRITE);
+        if n < READ_CHUNK && this.out.capacity() > 2 * MAX_CHUNK {
+            // The bulk is over: give back what it grew (`out` is empty here).
+            this.out = Vec::new();
+        }
         this.seal(&buf[..n])?;
         // The bytes are taken; push them on now if the stream has room.
         if let Poll::Ready(Err(e)) = this.poll_drain(cx) {
@@ -327,15 +368,99 @@ mod tests {
         let (mut client, mut server, _) = stream_and_response(1, None);
         let data = vec![7u8; 200_000];
         let writer = tokio::spawn(async move {
-            client.write_all(&data).await.unwrap();
+            // One write takes it all (it is less than `MAX_WRITE`).
+            assert_eq!(client.write(&data).await.unwrap(), data.len());
+            client.flush().await.unwrap();
+            // A small write after the bulk gives back the room the bulk took.
+            client.write_all(b"tail").await.unwrap();
+            assert!(
+                client.out.capacity() < MAX_CHUNK,
+                "{}",
+                client.out.capacity()
+            );
             client.shutdown().await.unwrap();
         });
         let mut wire = Vec::new();
         server.read_to_end(&mut wire).await.unwrap();
         writer.await.unwrap();
         // 200,000 bytes in chunks of at most 65,535: four chunks, each with a
-        // length chunk and two tags.
-        assert_eq!(wire.len(), 200_000 + 4 * (tcp::LENGTH_CHUNK + tcp::TAG_LEN));
+        // length chunk and two tags; then the tail's.
+        let per_chunk = tcp::LENGTH_CHUNK + tcp::TAG_LEN;
+        assert_eq!(wire.len(), 200_000 + 4 * per_chunk + 4 + per_chunk);
+    }
+
+    /// A stream below that counts the reads that brought bytes.
+    struct Counting {
+        inner: tokio::io::DuplexStream,
+        reads: usize,
+    }
+
+    impl AsyncRead for Counting {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let before = buf.filled().len();
+            ready!(Pin::new(&mut self.inner).poll_read(cx, buf))?;
+            if buf.filled().len() > before {
+                self.reads += 1;
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Whole chunks are read at once, and a read hands on every chunk already in.
+    #[tokio::test]
+    async fn reads_take_whole_chunks_and_hand_on_all_that_is_in() {
+        let keys = keys();
+        let salt = [0x42; 16];
+        let to = Address::Ip("127.0.0.1:80".parse().unwrap());
+        let request = tcp::Request {
+            destination: &to,
+            padding: 1,
+            payload: b"",
+            now: unix_now(),
+        };
+        let (sealer, opener) = tcp::request(&keys, &salt, &request, &mut Vec::new()).unwrap();
+        let mut wire = Vec::new();
+        let mut server = Response {
+            method: Method::Aes128Gcm,
+            key: keys.user(),
+            salt: &[0x24; 16],
+            request_salt: &salt,
+            kind: 1,
+            now: unix_now(),
+        }
+        .seal(b"hello ", &mut wire)
+        .unwrap();
+        for _ in 0..10 {
+            server.seal(&[b's'; 1000], &mut wire);
+        }
+        server.seal(&vec![b'x'; 3 * MAX_CHUNK], &mut wire);
+        let (a, mut b) = tokio::io::duplex(1 << 20);
+        b.write_all(&wire).await.unwrap();
+        drop(b);
+        let inner = Counting { inner: a, reads: 0 };
+        let mut client = SsStream::new(inner, sealer, opener);
+        // The response's first chunk and the ten small ones, in one read.
+        assert!(
+            wire.len() - 3 * MAX_CHUNK < READ_CHUNK,
+            "all in the first read"
+        );
+        let mut buf = vec![0u8; 1 << 16];
+        assert_eq!(client.read(&mut buf).await.unwrap(), 6 + 10_000);
+        assert_eq!(&buf[..7], b"hello s");
+        let mut rest = Vec::new();
+        client.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(rest.len(), 3 * MAX_CHUNK);
+        // The first read brought the small chunks; then one read per big chunk
+        // (16 KiB reads took a dozen).
+        assert!(
+            client.get_ref().reads <= 4,
+            "{} reads",
+            client.get_ref().reads
+        );
     }
 
     /// A client's stream and a server's stream talk: the initial payload, then

@@ -235,6 +235,7 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
         request,
         mut stream,
         rest,
+        ..
     } = read_upgrade(stream, config, deadline).await?;
     if let Err(e) = answer(&request, &mut stream).await {
         return Err(Refused {

@@ -486,3 +486,99 @@ async fn clients_hopping_across_a_port_range_keep_their_connection() {
             .log_tail()),
     );
 }
+
+/// The masquerade streams the site's answer: a prober gets the first part of a page
+/// while the site still holds the rest (the site sends the rest only once the
+/// prober has the first part, so an answer held whole would never arrive), and an
+/// answer of 20 MiB arrives whole, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_masquerade_streams_the_sites_answer() {
+    use bytes::Buf;
+    use switchyard_transport::hysteria2::{Masquerade, ProxySite};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const FIRST: usize = 100_000;
+    const WHOLE: usize = 20 << 20;
+    let byte = |i: usize| (i % 251) as u8;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let site_addr = listener.local_addr().unwrap();
+    let (got_first, mut first_arrived) = tokio::sync::mpsc::unbounded_channel::<()>();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let mut head = vec![0u8; 4096];
+            let n = s.read(&mut head).await.unwrap_or(0);
+            let request = String::from_utf8_lossy(&head[..n]).to_string();
+            let big = request.starts_with("GET /big ");
+            let len = if big { WHOLE } else { 2 * FIRST };
+            let answer = format!("HTTP/1.1 200 OK\r\ncontent-length: {len}\r\n\r\n");
+            s.write_all(answer.as_bytes()).await.unwrap();
+            let body: Vec<u8> = (0..len).map(byte).collect();
+            if big {
+                s.write_all(&body).await.unwrap();
+            } else {
+                s.write_all(&body[..FIRST]).await.unwrap();
+                // The rest only once the prober has the first part.
+                first_arrived.recv().await;
+                s.write_all(&body[FIRST..]).await.unwrap();
+            }
+        }
+    });
+    let cert = TestCert::new("node.test").unwrap();
+    let roots = Arc::new(cert.client_config().unwrap());
+    let settings = ServerSettings {
+        masquerade: Masquerade::Proxy(
+            ProxySite::new(&format!("http://{site_addr}"), roots).unwrap(),
+        ),
+        ..ServerSettings::default()
+    };
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = socket.local_addr().unwrap().port();
+    relay_with(&cert, settings, vec![socket]);
+
+    let mut tls = cert.client_config().unwrap();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let conn = ep.connect(local(port), "node.test").unwrap().await.unwrap();
+    let (mut driver, mut send) = h3::client::new(h3_quinn::Connection::new(conn))
+        .await
+        .unwrap();
+    tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
+    for (path, len) in [("/page", 2 * FIRST), ("/big", WHOLE)] {
+        let request = http::Request::builder()
+            .uri(format!("https://node.test{path}"))
+            .body(())
+            .unwrap();
+        let mut stream = send.send_request(request).await.unwrap();
+        stream.finish().await.unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(10), stream.recv_response())
+            .await
+            .expect("the answer's head while the site holds the rest")
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        let mut body = Vec::with_capacity(len);
+        let mut told = false;
+        loop {
+            let chunk = tokio::time::timeout(Duration::from_secs(20), stream.recv_data())
+                .await
+                .unwrap_or_else(|_| panic!("{path}: stalled at {} bytes", body.len()))
+                .unwrap();
+            let Some(mut chunk) = chunk else { break };
+            while chunk.has_remaining() {
+                let part = chunk.chunk();
+                body.extend_from_slice(part);
+                let n = part.len();
+                chunk.advance(n);
+            }
+            if !told && body.len() >= FIRST {
+                told = true;
+                let _ = got_first.send(());
+            }
+        }
+        assert_eq!(body.len(), len, "{path}");
+        assert!(
+            body.iter().enumerate().all(|(i, b)| *b == byte(i)),
+            "{path}"
+        );
+    }
+}

@@ -38,6 +38,7 @@ fn settings(cert: &TestCert, password: &str, salamander: bool) -> ClientSettings
         rx: 0,
         timeout: Duration::from_secs(5),
         max_udp_sessions: 16,
+        hop: None,
     }
 }
 

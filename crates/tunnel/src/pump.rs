@@ -17,13 +17,33 @@ use tokio_util::sync::CancellationToken;
 pub const BUFFER: usize = 16 * 1024;
 
 /// Bytes read per call while a direction is quiet, from a buffer inside the task
-/// itself. A read that fills it moves the direction to a [`BUFFER`]-sized heap buffer;
-/// that buffer is given back after [`RELEASE_AFTER`] without data, so an idle
-/// connection costs its task and two small buffers, not 32 KiB.
+/// itself. A read that fills it moves the direction to a heap buffer ([`BUFFER`], or
+/// its size in [`Buffers`]); that buffer is given back after [`RELEASE_AFTER`] without
+/// data, so an idle connection costs its task and two small buffers, not 32 KiB.
 pub const SMALL_BUFFER: usize = 1024;
 
 /// How long a quiet direction keeps its large buffer.
 pub const RELEASE_AFTER: Duration = Duration::from_secs(2);
+
+/// What each direction reads per call while busy: [`BUFFER`] both ways unless a
+/// protocol frames more than a TLS record at a time (a Shadowsocks 2022 chunk carries
+/// up to 64 KiB, and every chunk costs the peer's reads and ours alike).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Buffers {
+    /// From the user to the remote.
+    pub up: usize,
+    /// From the remote to the user.
+    pub down: usize,
+}
+
+impl Default for Buffers {
+    fn default() -> Self {
+        Self {
+            up: BUFFER,
+            down: BUFFER,
+        }
+    }
+}
 
 /// Why a relay ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -49,13 +69,29 @@ where
     U: AsyncRead + AsyncWrite + Send,
     R: AsyncRead + AsyncWrite + Send,
 {
+    relay_with(user, remote, Buffers::default(), idle, cancel, count).await
+}
+
+/// [`relay`], reading `buffers` bytes per call each way while busy.
+pub async fn relay_with<U, R>(
+    user: U,
+    remote: R,
+    buffers: Buffers,
+    idle: Duration,
+    cancel: &CancellationToken,
+    count: impl Fn(u64, u64) + Send + Sync,
+) -> io::Result<Ended>
+where
+    U: AsyncRead + AsyncWrite + Send,
+    R: AsyncRead + AsyncWrite + Send,
+{
     let start = Instant::now();
     let last = Arc::new(AtomicU64::new(0));
     let (ur, uw) = tokio::io::split(user);
     let (rr, rw) = tokio::io::split(remote);
     let count = &count;
-    let up = pump(ur, rw, &last, start, move |n| count(n, 0));
-    let down = pump(rr, uw, &last, start, move |n| count(0, n));
+    let up = pump(ur, rw, buffers.up, &last, start, move |n| count(n, 0));
+    let down = pump(rr, uw, buffers.down, &last, start, move |n| count(0, n));
     // An error either way ends both directions at once (a reset stream, a broken
     // link); a clean end of one direction (half-close) lets the other finish.
     let both = async { tokio::try_join!(up, down).map(|_| ()) };
@@ -79,6 +115,7 @@ where
 async fn pump<Rd, Wr>(
     mut r: Rd,
     mut w: Wr,
+    size: usize,
     last: &AtomicU64,
     start: Instant,
     count: impl Fn(u64),
@@ -114,7 +151,7 @@ where
         w.flush().await?;
         count(n as u64);
         if n == SMALL_BUFFER && big.is_none() {
-            big = Some(vec![0u8; BUFFER].into_boxed_slice());
+            big = Some(vec![0u8; size.max(SMALL_BUFFER)].into_boxed_slice());
         }
         let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
         last.fetch_max(elapsed, Ordering::Relaxed);

@@ -12,18 +12,27 @@
 //!
 //! The client declares the entry's download rate (`down_mbps`) as its receive rate,
 //! so a server with Brutal sends at it; its own sending is BBR (the entry's
-//! `up_mbps` is the server's to police). Port hopping is the server's offer: this
-//! client dials the entry's port.
+//! `up_mbps` is the server's to police).
+//!
+//! **Port hopping**: when the entry has a hop range (`ports`, `first-last`), QUIC's
+//! address is the entry's port and the datagrams go to a port of the range and the
+//! entry's port, picked anew (from a new local port) every 30 s, Hysteria's default
+//! `hopInterval` (entries carry no interval; [`super::Outbound::with_hop_interval`]
+//! sets another). A `ports` that is not one range is no hopping: the entry's port.
 
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use switchyard_proto::Address;
+use switchyard_proto::entry::hysteria2::hop_range;
 use switchyard_proto::hysteria2::Salamander;
-use switchyard_transport::hysteria2::{Client, ClientError, ClientSettings, QuicStream, connect};
+use switchyard_transport::hysteria2::{
+    Client, ClientError, ClientHop, ClientSettings, DEFAULT_HOP_INTERVAL, QuicStream, connect,
+};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Mutex;
 
@@ -64,7 +73,33 @@ impl Hysteria2 {
                 rx: down_mbps.map_or(0, |m| u64::from(m) * 125_000),
                 timeout: CONNECT_TIMEOUT,
                 max_udp_sessions: MAX_UDP_SESSIONS,
+                hop: None,
             },
+            shared: Mutex::new(None),
+        }
+    }
+
+    /// Hopping across the entry's hop range (`ports`, `first-last`) every
+    /// [`DEFAULT_HOP_INTERVAL`]; none, or not one range: the entry's port alone.
+    pub(super) fn hopping(mut self, ports: Option<&str>) -> Self {
+        self.settings.hop = ports.and_then(hop_range).map(|(first, last)| ClientHop {
+            ports: first..=last,
+            interval: DEFAULT_HOP_INTERVAL,
+        });
+        self
+    }
+
+    /// The same server hopping every `interval` (when it has a hop range), with
+    /// connections of its own.
+    pub(super) fn with_hop_interval(&self, interval: Duration) -> Self {
+        let mut settings = self.settings.clone();
+        if let Some(hop) = &mut settings.hop {
+            hop.interval = interval;
+        }
+        Self {
+            host: self.host.clone(),
+            port: self.port,
+            settings,
             shared: Mutex::new(None),
         }
     }
@@ -167,4 +202,43 @@ pub(super) async fn open_udp(hy2: &Hysteria2) -> Result<Arc<Client>, StepError> 
         )));
     }
     Ok(Arc::new(client))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> Hysteria2 {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        Hysteria2::new("node.test", 443, tls, "node.test".into(), "pw", None, None)
+    }
+
+    #[test]
+    fn an_entrys_hysteria2_range_makes_it_hop_every_30_s_unless_told() {
+        let hop = |h: &Hysteria2| h.settings.hop.clone();
+        let hopping = server().hopping(Some("20000-20010"));
+        let want = ClientHop {
+            ports: 20000..=20010,
+            interval: Duration::from_secs(30),
+        };
+        assert_eq!(hop(&hopping), Some(want.clone()));
+        let faster = hopping.with_hop_interval(Duration::from_millis(200));
+        assert_eq!(
+            hop(&faster),
+            Some(ClientHop {
+                interval: Duration::from_millis(200),
+                ..want
+            })
+        );
+        // No range, or not one: the entry's port alone, whatever the interval.
+        assert_eq!(hop(&server().hopping(None)), None);
+        assert_eq!(hop(&server().hopping(Some("1-2,5"))), None);
+        let plain = server().with_hop_interval(Duration::from_millis(200));
+        assert_eq!(hop(&plain), None);
+    }
 }

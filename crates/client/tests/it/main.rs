@@ -11,6 +11,7 @@ mod clash_subscription;
 mod hold;
 mod http_proxy;
 mod hysteria2;
+mod hysteria2_hop;
 mod icmp;
 mod network;
 mod outbounds;

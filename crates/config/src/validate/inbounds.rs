@@ -115,6 +115,42 @@ fn validate_http_upgrade(
     Ok(())
 }
 
+/// An inbound's `trusted_proxies`: only on transports that carry HTTP headers, at
+/// most [`crate::MAX_TRUSTED_PROXIES`], each a network or an address.
+fn validate_trusted_proxies(
+    ib: &InboundConfig,
+    f: &impl Fn(&str) -> String,
+) -> Result<(), ConfigError> {
+    if ib.trusted_proxies.is_empty() {
+        return Ok(());
+    }
+    let headers = matches!(
+        ib.transport,
+        Transport::Ws { .. }
+            | Transport::HttpUpgrade { .. }
+            | Transport::Xhttp(_)
+            | Transport::Grpc { .. }
+    );
+    if !headers || ib.protocol == Protocol::Hysteria2 {
+        return Err(invalid(
+            f("trusted_proxies"),
+            "is for ws, httpupgrade, xhttp and grpc inbounds (their requests carry X-Forwarded-For)",
+        ));
+    }
+    let max = crate::MAX_TRUSTED_PROXIES;
+    if ib.trusted_proxies.len() > max {
+        return Err(invalid(
+            f("trusted_proxies"),
+            format!("at most {max} networks"),
+        ));
+    }
+    for (j, net) in ib.trusted_proxies.iter().enumerate() {
+        net.parse::<switchyard_proto::forwarded::Cidr>()
+            .map_err(|e| invalid(f(&format!("trusted_proxies[{j}]")), e.to_string()))?;
+    }
+    Ok(())
+}
+
 /// The longest gRPC service name.
 const MAX_GRPC_SERVICE_NAME: usize = 128;
 
@@ -565,6 +601,7 @@ impl NodeConfig {
                 Protocol::Hysteria2 => validate_hysteria2(ib, &f)?,
                 Protocol::Vless | Protocol::Trojan => {}
             }
+            validate_trusted_proxies(ib, &f)?;
             if ib.protocol != Protocol::Hysteria2 && ib.hysteria2.is_some() {
                 return Err(invalid(f("hysteria2"), "is for hysteria2 inbounds"));
             }
@@ -586,3 +623,7 @@ impl NodeConfig {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "trusted_proxies_tests.rs"]
+mod trusted_proxies_tests;

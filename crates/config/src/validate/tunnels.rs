@@ -243,10 +243,11 @@ impl NodeConfig {
     }
 }
 
-/// A WebSocket or HTTPUpgrade profile's request and its CDN's TLS: the field that is
-/// wrong and why.
+/// A WebSocket, HTTPUpgrade, XHTTP or gRPC profile's requests and its CDN's TLS: the
+/// field that is wrong and why.
 fn upgrade_profile(t: &TunnelTransport) -> Result<(), (&'static str, &'static str)> {
-    let (path, host, outer) = match t {
+    let plain = |s: &str| !s.chars().any(|c| c.is_control() || c.is_whitespace());
+    let (host, outer) = match t {
         TunnelTransport::Ws {
             path,
             host,
@@ -256,16 +257,43 @@ fn upgrade_profile(t: &TunnelTransport) -> Result<(), (&'static str, &'static st
             path,
             host,
             outer_tls,
-        } => (path, host, outer_tls),
-        _ => return Ok(()),
+        }
+        | TunnelTransport::Xhttp {
+            path,
+            host,
+            outer_tls,
+            ..
+        } => {
+            let xhttp = matches!(t, TunnelTransport::Xhttp { .. });
+            if !path.starts_with('/') || path.len() > 256 || !plain(path) {
+                return Err((
+                    "path",
+                    "must start with / and be at most 256 characters, without spaces",
+                ));
+            }
+            // XHTTP adds its session and padding to the path and the query.
+            if xhttp && path.contains(['?', '#']) {
+                return Err(("path", "an XHTTP path has no query ('?') or '#'"));
+            }
+            (host, outer_tls)
+        }
+        TunnelTransport::Grpc {
+            service_name,
+            host,
+            outer_tls,
+        } => {
+            let name_ok = !service_name.is_empty()
+                && service_name.len() <= 128
+                && service_name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+            if !name_ok {
+                return Err(("service_name", "1 to 128 letters, digits, '_', '.' and '-'"));
+            }
+            (host, outer_tls)
+        }
+        TunnelTransport::Tls | TunnelTransport::Reality { .. } => return Ok(()),
     };
-    let plain = |s: &str| !s.chars().any(|c| c.is_control() || c.is_whitespace());
-    if !path.starts_with('/') || path.len() > 256 || !plain(path) {
-        return Err((
-            "path",
-            "must start with / and be at most 256 characters, without spaces",
-        ));
-    }
     if host.len() > 253 || !plain(host) {
         return Err(("host", "a host name of at most 253 characters"));
     }

@@ -22,6 +22,8 @@ const VISION: &str = "xtls-rprx-vision";
 const GRPC_SERVICE: &str = "bench";
 /// The Hysteria 2 user's password.
 const HY2_PASSWORD: &str = "bench-hysteria2";
+/// The XHTTP path on every side.
+const XHTTP_PATH: &str = "/bench";
 
 /// The name REALITY clients send and the TLS 1.3 site ([`crate::target::TlsSite`])
 /// has its certificate for.
@@ -40,6 +42,12 @@ pub(crate) enum Protocol {
     VlessGrpcTls,
     /// Hysteria 2 over QUIC (UDP), no obfuscation, no declared bandwidth (BBR).
     Hysteria2,
+    /// VLESS over XHTTP (path [`XHTTP_PATH`]) in stream-up mode over REALITY: one
+    /// long POST up and one long GET down, both on HTTP/2.
+    VlessXhttpStreamReality,
+    /// VLESS over XHTTP in packet-up mode over REALITY: the GET down, the upload in
+    /// numbered POSTs, on HTTP/2.
+    VlessXhttpPacketReality,
 }
 
 impl Protocol {
@@ -51,6 +59,19 @@ impl Protocol {
             Self::VlessRealityVision => "VLESS+REALITY+Vision",
             Self::VlessGrpcTls => "VLESS+gRPC+TLS",
             Self::Hysteria2 => "Hysteria 2",
+            // "xhttp-stream" and "xhttp-packet" pick them in the case filter.
+            Self::VlessXhttpStreamReality => "VLESS+XHTTP-stream-up+REALITY",
+            Self::VlessXhttpPacketReality => "VLESS+XHTTP-packet-up+REALITY",
+        }
+    }
+
+    /// The XHTTP mode of the XHTTP protocols, the same on every side (Xray's server
+    /// refuses the other mode when one is set).
+    pub(crate) fn xhttp_mode(self) -> Option<&'static str> {
+        match self {
+            Self::VlessXhttpStreamReality => Some("stream-up"),
+            Self::VlessXhttpPacketReality => Some("packet-up"),
+            _ => None,
         }
     }
 
@@ -105,7 +126,7 @@ pub(crate) struct Case {
 }
 
 /// Every case, in the order run and reported.
-pub(crate) const CASES: [Case; 10] = [
+pub(crate) const CASES: [Case; 12] = [
     Case::new(Protocol::VlessTls, Peer::SingBox, Inner::Http),
     Case::new(Protocol::TrojanTls, Peer::SingBox, Inner::Http),
     Case::new(Protocol::Shadowsocks, Peer::SingBox, Inner::Http),
@@ -115,6 +136,8 @@ pub(crate) const CASES: [Case; 10] = [
     Case::new(Protocol::VlessRealityVision, Peer::Xray, Inner::Tls13),
     Case::new(Protocol::VlessGrpcTls, Peer::SingBox, Inner::Http),
     Case::new(Protocol::VlessGrpcTls, Peer::Xray, Inner::Http),
+    Case::new(Protocol::VlessXhttpStreamReality, Peer::Xray, Inner::Http),
+    Case::new(Protocol::VlessXhttpPacketReality, Peer::Xray, Inner::Http),
     Case::new(Protocol::Hysteria2, Peer::SingBox, Inner::Http),
 ];
 
@@ -173,12 +196,14 @@ impl Case {
                 "protocol = \"shadowsocks\"\nmethod = \"{SS_METHOD}\"\npassword = \"{SS_SERVER_KEY}\""
             ),
             Protocol::VlessRealityVision => format!(
-                "protocol = \"vless\"\nflow = \"{VISION}\"\n\
-                 security = {{ type = \"reality\", dest = \"{}\", server_names = [\"{SITE_NAME}\"], \
-                 private_key = \"{}\", short_ids = [\"\", \"{}\"] }}",
-                fx.site.addr(),
-                fx.keys.private_key,
-                fx.keys.short_id
+                "protocol = \"vless\"\nflow = \"{VISION}\"\n{}",
+                ours_reality(fx)
+            ),
+            Protocol::VlessXhttpStreamReality | Protocol::VlessXhttpPacketReality => format!(
+                "protocol = \"vless\"\n\
+                 transport = {{ type = \"xhttp\", path = \"{XHTTP_PATH}\", mode = \"{}\" }}\n{}",
+                self.protocol.xhttp_mode().unwrap_or("auto"),
+                ours_reality(fx)
             ),
         }
     }
@@ -222,7 +247,9 @@ impl Case {
                 inbound["users"] = json!([{ "name": "bench", "password": SS_USER_KEY }]);
                 inbound
             }
-            Protocol::VlessRealityVision => unreachable!("no sing-box case has REALITY"),
+            Protocol::VlessRealityVision
+            | Protocol::VlessXhttpStreamReality
+            | Protocol::VlessXhttpPacketReality => unreachable!("no sing-box case has REALITY"),
         }
     }
 
@@ -252,7 +279,9 @@ impl Case {
             Protocol::Shadowsocks => {
                 shadowsocks_outbound(server, SS_METHOD, &format!("{SS_SERVER_KEY}:{SS_USER_KEY}"))
             }
-            Protocol::VlessRealityVision => unreachable!("no sing-box case has REALITY"),
+            Protocol::VlessRealityVision
+            | Protocol::VlessXhttpStreamReality
+            | Protocol::VlessXhttpPacketReality => unreachable!("no sing-box case has REALITY"),
         }
     }
 
@@ -287,12 +316,12 @@ impl Case {
             }),
             Protocol::VlessRealityVision => json!({
                 "network": "tcp", "security": "reality",
-                "realitySettings": {
-                    "dest": fx.site.addr().to_string(),
-                    "serverNames": [SITE_NAME],
-                    "privateKey": fx.keys.private_key,
-                    "shortIds": ["", fx.keys.short_id],
-                },
+                "realitySettings": xray_reality_server(fx),
+            }),
+            Protocol::VlessXhttpStreamReality | Protocol::VlessXhttpPacketReality => json!({
+                "network": "xhttp", "security": "reality",
+                "xhttpSettings": self.xray_xhttp(),
+                "realitySettings": xray_reality_server(fx),
             }),
             other => unreachable!("no Xray case has {other:?}"),
         };
@@ -338,11 +367,12 @@ impl Case {
             }),
             Protocol::VlessRealityVision => json!({
                 "network": "tcp", "security": "reality",
-                "realitySettings": {
-                    "serverName": SITE_NAME, "fingerprint": "chrome",
-                    "publicKey": fx.keys.public_key, "shortId": fx.keys.short_id,
-                    "spiderX": "/",
-                },
+                "realitySettings": xray_reality_client(fx),
+            }),
+            Protocol::VlessXhttpStreamReality | Protocol::VlessXhttpPacketReality => json!({
+                "network": "xhttp", "security": "reality",
+                "xhttpSettings": self.xray_xhttp(),
+                "realitySettings": xray_reality_client(fx),
             }),
             other => unreachable!("no Xray case has {other:?}"),
         };
@@ -363,6 +393,12 @@ impl Case {
         })
     }
 
+    /// Xray's `xhttpSettings`, the same on its server and its client: the path and the
+    /// case's mode, every other knob Xray's default.
+    fn xray_xhttp(self) -> Value {
+        json!({ "path": XHTTP_PATH, "mode": self.protocol.xhttp_mode().unwrap_or("auto") })
+    }
+
     /// The sides measured: ours only when this build serves the protocol.
     pub(crate) fn sides(self) -> Vec<Side> {
         if self.protocol == Protocol::Shadowsocks && !crate::OURS_SERVES_SHADOWSOCKS {
@@ -371,6 +407,38 @@ impl Case {
             vec![Side::Ours, self.peer.side()]
         }
     }
+}
+
+/// Our node's REALITY `security` table: the TLS 1.3 site as `dest`, the bench's keys;
+/// an empty short id accepted too, as Xray's server is configured.
+fn ours_reality(fx: &Fixture) -> String {
+    format!(
+        "security = {{ type = \"reality\", dest = \"{}\", server_names = [\"{SITE_NAME}\"], \
+         private_key = \"{}\", short_ids = [\"\", \"{}\"] }}",
+        fx.site.addr(),
+        fx.keys.private_key,
+        fx.keys.short_id
+    )
+}
+
+/// Xray's server `realitySettings`: the same site, keys and short ids as ours.
+fn xray_reality_server(fx: &Fixture) -> Value {
+    json!({
+        "dest": fx.site.addr().to_string(),
+        "serverNames": [SITE_NAME],
+        "privateKey": fx.keys.private_key,
+        "shortIds": ["", fx.keys.short_id],
+    })
+}
+
+/// Xray's client `realitySettings`: uTLS `chrome` (what REALITY needs), the bench's
+/// public key and short id.
+fn xray_reality_client(fx: &Fixture) -> Value {
+    json!({
+        "serverName": SITE_NAME, "fingerprint": "chrome",
+        "publicKey": fx.keys.public_key, "shortId": fx.keys.short_id,
+        "spiderX": "/",
+    })
 }
 
 /// sing-box's gRPC transport for [`GRPC_SERVICE`] (the same on both sides).

@@ -4,13 +4,13 @@
 //! binary (`switchyard node --config FILE`), sing-box (`sing-box run`) and Xray
 //! (`xray run`, as `nobody`). Each case ([`case::CASES`]) pits ours against one peer,
 //! and that peer is also the client in front of both servers: sing-box for VLESS+TLS,
-//! Trojan+TLS and Shadowsocks-2022 aes-128-gcm; Xray for VLESS+TLS and
-//! VLESS+REALITY with the `xtls-rprx-vision` flow. Every request goes from this
-//! process through the client's SOCKS5 port and the server to a local target: the
-//! [`HttpTarget`], the same behind TLS 1.3 ([`target::TlsSite`], for the "inner TLS
-//! 1.3" cases, where Vision's direct copy engages), or a TCP server that accepts and
-//! holds for the idle connections. Which server is measured first alternates between
-//! repetitions.
+//! Trojan+TLS and Shadowsocks-2022 aes-128-gcm; Xray for VLESS+TLS, VLESS+REALITY
+//! with the `xtls-rprx-vision` flow, and VLESS over XHTTP (stream-up, packet-up) over
+//! REALITY. Every request goes from this process through the client's SOCKS5 port and
+//! the server to a local target: the [`HttpTarget`], the same behind TLS 1.3
+//! ([`target::TlsSite`], for the "inner TLS 1.3" cases, where Vision's direct copy
+//! engages), or a TCP server that accepts and holds for the idle connections. Which
+//! server is measured first alternates between repetitions.
 //!
 //! Measured per case: bulk download over 1 and over 32 connections, the server's CPU
 //! time per GB, new connections per second, and the server's resident memory per

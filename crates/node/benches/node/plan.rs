@@ -9,7 +9,8 @@ use crate::case::{CASES, Case};
 /// seconds. Its numbers only show that everything works.
 pub(crate) const QUICK_ENV: &str = "SWITCHYARD_NODE_BENCH_QUICK";
 /// Comma-separated words: only the cases whose name (`VLESS+TLS / Xray`,
-/// `VLESS+REALITY+Vision / Xray (inner TLS 1.3)`, …) holds one of them, ignoring case;
+/// `VLESS+REALITY+Vision / Xray (inner TLS 1.3)`, `VLESS+XHTTP-stream-up+REALITY / Xray`
+/// for `xhttp-stream`, …) holds one of them, ignoring case;
 /// the word `lossy` also runs the lossy path ([`crate::lossy`]), which a filter
 /// without it leaves out.
 pub(crate) const CASES_ENV: &str = "SWITCHYARD_NODE_BENCH_CASES";

@@ -52,8 +52,8 @@ impl Metric {
 
     /// The issues' goal for the ratio ours / the case's peer, and whether `ratio`
     /// meets it: Xray's throughput by 10 %, sing-box's at least (by 10 % for
-    /// Shadowsocks 2022 and the transports of issue 22: gRPC, Hysteria 2); half the
-    /// memory of either.
+    /// Shadowsocks 2022 and the transports of issue 22: gRPC, Hysteria 2; XHTTP is
+    /// against Xray only); half the memory of either.
     fn goal(self, case: Case, ratio: f64) -> String {
         let tenth_more = case.peer == Peer::Xray
             || matches!(
@@ -155,6 +155,12 @@ pub(crate) fn markdown(rows: &[Row], notes: &Notes, plan: &Plan) -> String {
         t += "\nShadowsocks-2022: our node's inbound is not in this build; sing-box alone \
               (`OURS_SERVES_SHADOWSOCKS` in `crates/node/benches/node/main.rs` turns ours \
               on).\n";
+    }
+    if rows.iter().any(|r| r.case.protocol.xhttp_mode().is_some()) {
+        t += "\nXHTTP: the Xray client in front of both servers, the same path and mode \
+              on every side, HTTP/2 inside REALITY. No stream-one row: Xray 24.11.21's \
+              client refuses `\"mode\": \"stream-one\"` by name (\"unsupported mode: \
+              stream-one\"); our node's own tests speak it.\n";
     }
     for (case, why) in &notes.refused {
         t += &format!(

@@ -55,6 +55,7 @@ pub(super) async fn serve(
         state: ctx.state.clone(),
         shared: ctx.shared.clone(),
         xhttp: None,
+        trusted: ctx.trusted.clone(),
     });
     let open = Arc::new(AtomicUsize::new(0));
     let mut outer = Some(conn);
@@ -71,7 +72,7 @@ pub(super) async fn serve(
         };
         let now = Instant::now();
         let conn = Conn {
-            peer,
+            peer: ctx.user_address(peer, stream.forwarded_for()),
             accepted: now,
             deadline: now + rt.handshake_timeout,
             pending,

@@ -25,6 +25,16 @@ macro_rules! write_through {
             ) -> ::std::task::Poll<::std::io::Result<usize>> {
                 ::std::pin::Pin::new(&mut self.inner).poll_write(cx, data)
             }
+            fn poll_write_vectored(
+                mut self: ::std::pin::Pin<&mut Self>,
+                cx: &mut ::std::task::Context<'_>,
+                bufs: &[::std::io::IoSlice<'_>],
+            ) -> ::std::task::Poll<::std::io::Result<usize>> {
+                ::std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+            }
+            fn is_write_vectored(&self) -> bool {
+                self.inner.is_write_vectored()
+            }
             fn poll_flush(
                 mut self: ::std::pin::Pin<&mut Self>,
                 cx: &mut ::std::task::Context<'_>,

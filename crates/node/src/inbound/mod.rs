@@ -8,6 +8,7 @@
 //! that fails authentication is handed byte for byte to the inbound's fallback, or
 //! held silently and closed.
 
+mod buffers;
 mod fallback;
 mod grpc;
 mod hysteria2;
@@ -33,6 +34,7 @@ use tokio::time::{Instant, timeout_at};
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
+use switchyard_proto::forwarded::{Cidr, client_ip};
 use switchyard_proto::websocket::{EarlyData, UpgradeConfig};
 use switchyard_transport::httpupgrade;
 use switchyard_transport::listen::{BindOptions, Listener, TcpListener};
@@ -223,6 +225,7 @@ impl Bound {
         };
         let ctx = Arc::new(Ctx {
             xhttp,
+            trusted: self.config.trusted_networks().into(),
             config: self.config,
             layer: self.layer,
             cancel: cancel.clone(),
@@ -261,6 +264,27 @@ pub(crate) struct Ctx {
     pub(crate) shared: Arc<Shared>,
     /// An XHTTP inbound's server: its sessions, shared by all its connections.
     pub(crate) xhttp: Option<Arc<switchyard_transport::xhttp::Server>>,
+    /// The inbound's `trusted_proxies`: whose `X-Forwarded-For` names the user's
+    /// address ([`Ctx::user_address`]).
+    pub(crate) trusted: Arc<[Cidr]>,
+}
+
+impl Ctx {
+    /// The user's address on a connection from `peer` whose request carried the
+    /// `X-Forwarded-For` lines `forwarded_for`: the address the inbound's trusted
+    /// proxies name, or `peer` (`docs/node.md`, "Behind a CDN: the user's address").
+    /// The port stays the TCP peer's. The pre-authentication limits are not
+    /// concerned: they count the connection's real sender.
+    pub(crate) fn user_address(&self, peer: SocketAddr, forwarded_for: &[String]) -> SocketAddr {
+        if self.trusted.is_empty() {
+            return peer;
+        }
+        let ip = client_ip(peer.ip(), &self.trusted, forwarded_for);
+        if ip != peer.ip() {
+            tracing::trace!(%peer, user_address = %ip, inbound = %self.config.tag, "X-Forwarded-For of a trusted proxy");
+        }
+        SocketAddr::new(ip, peer.port())
+    }
 }
 
 /// Runs an inbound's long-lived task (`what`: its accept or receive loop) under
@@ -352,7 +376,7 @@ pub(crate) async fn accept_each<L: Listener>(
     }
 }
 
-async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
+async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, mut conn: Conn) {
     let rt = ctx.shared.runtime();
     let local = tcp
         .local_addr()
@@ -394,13 +418,13 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
     let stream = match &ctx.config.transport {
         Transport::Tcp => stream,
         Transport::Ws { path, host } => {
-            match upgrade(&ctx, &rt, stream, path, host.as_deref(), &conn).await {
+            match upgrade(&ctx, &rt, stream, path, host.as_deref(), &mut conn).await {
                 Some(ws) => ws,
                 None => return,
             }
         }
         Transport::HttpUpgrade { path, host } => {
-            match http_upgrade(&ctx, &rt, stream, path, host.as_deref(), &conn).await {
+            match http_upgrade(&ctx, &rt, stream, path, host.as_deref(), &mut conn).await {
                 Some(up) => up,
                 None => return,
             }
@@ -427,7 +451,7 @@ async fn upgrade(
     stream: BoxIo,
     path: &str,
     host: Option<&str>,
-    conn: &Conn,
+    conn: &mut Conn,
 ) -> Option<BoxIo> {
     // A share link's `?ed=2048` (validation allows no other query) is a hint for
     // clients: requests are matched on the path alone.
@@ -441,6 +465,7 @@ async fn upgrade(
         request,
         mut stream,
         rest,
+        forwarded_for,
     } = match ws::read_upgrade(stream, &config, conn.deadline).await {
         Ok(upgrade) => upgrade,
         Err(refused) => return refuse(ctx, rt, "WebSocket upgrade", refused, conn).await,
@@ -448,6 +473,7 @@ async fn upgrade(
     if ws::answer(&request, &mut stream).await.is_err() {
         return None;
     }
+    conn.peer = ctx.user_address(conn.peer, &forwarded_for);
     let early = request.early_data.unwrap_or_default();
     // Frames that came right behind the request head are WebSocket frames, not
     // payload: give them back to the WebSocket reader, gated until the client
@@ -484,7 +510,7 @@ async fn http_upgrade(
     stream: BoxIo,
     path: &str,
     host: Option<&str>,
-    conn: &Conn,
+    conn: &mut Conn,
 ) -> Option<BoxIo> {
     let config = switchyard_proto::httpupgrade::Config {
         path: path.to_owned(),
@@ -494,6 +520,7 @@ async fn http_upgrade(
         request,
         mut stream,
         rest,
+        forwarded_for,
     } = match httpupgrade::read_upgrade(stream, &config, conn.deadline).await {
         Ok(upgrade) => upgrade,
         Err(refused) => return refuse(ctx, rt, "HTTPUpgrade", refused, conn).await,
@@ -502,6 +529,7 @@ async fn http_upgrade(
     if !matches!(answered, Ok(Ok(()))) {
         return None;
     }
+    conn.peer = ctx.user_address(conn.peer, &forwarded_for);
     // The bytes behind the request head are the protocol's header: read first, and
     // like everything below, gated until the client authenticates.
     let gated = Gated::new(stream, conn.gate.clone(), MAX_WS_UNAUTHENTICATED);
@@ -532,6 +560,7 @@ mod tests {
             cancel: CancellationToken::new(),
             shared,
             xhttp: None,
+            trusted: Arc::new([]),
         })
     }
 

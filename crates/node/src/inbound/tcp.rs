@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use switchyard_tunnel::pump::relay;
+use switchyard_tunnel::pump::relay_with;
 use tokio::io::AsyncWriteExt;
 
 use super::{BoxIo, Ctx};
@@ -60,9 +60,15 @@ pub(crate) async fn proxy(
         }
         admission.add(first.len() as u64, 0);
     }
-    let ended = relay(stream, remote, rt.idle_timeout, &session.cancel, |u, d| {
-        admission.add(u, d)
-    })
+    let buffers = super::buffers::of(&ctx.config);
+    let ended = relay_with(
+        stream,
+        remote,
+        buffers,
+        rt.idle_timeout,
+        &session.cancel,
+        |u, d| admission.add(u, d),
+    )
     .await;
     tracing::trace!(user = %user.name, %dest, ?ended, "connection closed");
 }

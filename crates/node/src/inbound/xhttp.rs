@@ -57,6 +57,7 @@ pub(super) async fn serve(ctx: &Arc<Ctx>, rt: &Arc<Runtime>, stream: BoxIo, conn
         state: ctx.state.clone(),
         shared: ctx.shared.clone(),
         xhttp: None,
+        trusted: ctx.trusted.clone(),
     });
     let each_rt = rt.clone();
     let each = move |stream: ServerStream| {
@@ -69,7 +70,7 @@ pub(super) async fn serve(ctx: &Arc<Ctx>, rt: &Arc<Runtime>, stream: BoxIo, conn
         };
         let now = Instant::now();
         let conn = Conn {
-            peer,
+            peer: streams.user_address(peer, stream.forwarded_for()),
             accepted: now,
             deadline: now + rt.handshake_timeout,
             pending,

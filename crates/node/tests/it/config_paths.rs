@@ -43,7 +43,7 @@ fn reader_errors_name_the_field_and_the_place() {
         err(&(with_inbound("\"127.0.0.1\"", "443") + "colour = \"blue\"\n")),
         "inbounds[0].colour: unknown field `colour`, expected one of `tag`, `name`, `protocol`, \
          `listen`, `port`, `transport`, `security`, `fallback`, `flow`, `method`, `password`, \
-         `hysteria2` (line 15, column 1)"
+         `hysteria2`, `trusted_proxies` (line 15, column 1)"
     );
     assert_eq!(
         err(&(with_inbound("\"127.0.0.1\"", "443") + "transport = { type = \"ws\", path = 7 }\n")),

@@ -201,6 +201,20 @@ fn an_upgrade_profile_and_its_cdn_tls_name_their_fields() {
             }),
         }
     );
+    let xhttp = with(
+        "{ type = \"xhttp\", path = \"/t\", mode = \"packet-up\", outer_tls = { server_name = \"cdn.example\" } }",
+    );
+    assert!(matches!(
+        &NodeConfig::from_toml(&xhttp).unwrap().tunnels[0].profiles[0].transport,
+        switchyard_node::config::TunnelTransport::Xhttp { path, mode, outer_tls: Some(_), .. }
+            if path == "/t" && *mode == switchyard_proto::xhttp::Mode::PacketUp
+    ));
+    let grpc = with("{ type = \"grpc\", service_name = \"eu.Tunnel\" }");
+    assert!(matches!(
+        &NodeConfig::from_toml(&grpc).unwrap().tunnels[0].profiles[0].transport,
+        switchyard_node::config::TunnelTransport::Grpc { service_name, outer_tls: None, .. }
+            if service_name == "eu.Tunnel"
+    ));
     let cases = [
         (
             "{ type = \"httpupgrade\", path = \"t\" }",
@@ -221,6 +235,30 @@ fn an_upgrade_profile_and_its_cdn_tls_name_their_fields() {
         (
             "{ type = \"httpupgrade\", path = \"/t\", outer_tls = { server_name = \"cdn.example\", ca_pem = \"not a certificate\" } }",
             "tunnels[0].profiles[0].transport.outer_tls.ca_pem:",
+        ),
+        (
+            "{ type = \"xhttp\", path = \"/t?x=1\" }",
+            "tunnels[0].profiles[0].transport.path:",
+        ),
+        (
+            "{ type = \"xhttp\", path = \"t\" }",
+            "tunnels[0].profiles[0].transport.path:",
+        ),
+        (
+            "{ type = \"xhttp\", path = \"/t\", outer_tls = { server_name = \"a b\" } }",
+            "tunnels[0].profiles[0].transport.outer_tls.server_name:",
+        ),
+        (
+            "{ type = \"grpc\", service_name = \"a/b\" }",
+            "tunnels[0].profiles[0].transport.service_name:",
+        ),
+        (
+            "{ type = \"grpc\", service_name = \"\" }",
+            "tunnels[0].profiles[0].transport.service_name:",
+        ),
+        (
+            "{ type = \"grpc\", service_name = \"eu.Tunnel\", host = \"a b\" }",
+            "tunnels[0].profiles[0].transport.host:",
         ),
     ];
     for (transport, field) in cases {

@@ -73,7 +73,7 @@ pub(crate) fn xray_vless(addr: SocketAddr, stream: Value) -> Value {
 }
 
 /// UDP through `proxy`: 20 datagrams of 1,200 bytes echoed, every byte checked.
-async fn udp(f: &Fixture, proxy: SocketAddr, what: &str, log: impl Fn() -> String) {
+pub(crate) async fn udp(f: &Fixture, proxy: SocketAddr, what: &str, log: impl Fn() -> String) {
     let echoed = tokio::time::timeout(
         Duration::from_secs(20),
         f.udp.check_via_socks(proxy, 20, 1200),

@@ -13,6 +13,10 @@ use utoipa::ToSchema;
 
 use super::{FieldError, Id, check_host};
 
+#[path = "tunnel_transport.rs"]
+mod transport;
+pub use transport::{LinkTransport, OuterTls};
+
 /// Most profiles of one tunnel: the node's rule.
 pub use switchyard_config::MAX_PROFILES;
 /// Most links an origin keeps per profile.
@@ -67,57 +71,6 @@ pub enum LinkSecurity {
     /// (`reality_dest`), so a prober sees that site. The panel makes the key pair and
     /// the short id.
     Reality,
-}
-
-/// How a profile's links are carried.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
-pub enum LinkTransport {
-    /// Straight on TCP.
-    #[default]
-    Tcp,
-    /// A WebSocket upgrade on `path` (through an HTTP reverse proxy or a CDN), the
-    /// secured link inside.
-    Ws {
-        /// The request path, starting with `/`.
-        path: String,
-        /// The `Host` the dialing side sends; empty: the address's host.
-        #[serde(default)]
-        host: String,
-        /// TLS to the CDN in front of the listening side, spoken first by the dialing
-        /// side; the CDN ends it and passes the upgrade on in plain HTTP.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        outer_tls: Option<OuterTls>,
-    },
-    /// An HTTP/1.1 upgrade on `path` answered `101`, then the bytes as they are
-    /// (HTTPUpgrade: for a CDN that passes upgrades but not WebSocket), the secured
-    /// link inside.
-    #[serde(rename = "httpupgrade")]
-    HttpUpgrade {
-        /// The request path, starting with `/`.
-        path: String,
-        /// The `Host` the dialing side sends; empty: the address's host.
-        #[serde(default)]
-        host: String,
-        /// TLS to the CDN in front of the listening side (as for `ws`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        outer_tls: Option<OuterTls>,
-    },
-}
-
-/// TLS to a CDN or reverse proxy in front of a profile's listening side: checked
-/// against the web's roots (and `ca_pem`, for a proxy with a private CA) for
-/// `server_name`. The tunnel's own pinned TLS runs inside, so the CDN never holds the
-/// link's key.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OuterTls {
-    /// The CDN's name: the SNI sent and the name its certificate carries.
-    #[schema(example = "cdn.example.com")]
-    pub server_name: String,
-    /// A root trusted besides the web's, PEM.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ca_pem: Option<String>,
 }
 
 /// One way into the tunnel: a port, a security, a transport, and the listening side's
@@ -593,44 +546,7 @@ fn check_profile(field: &str, p: &TunnelProfile) -> Result<(), FieldError> {
             }
         }
     }
-    if let LinkTransport::Ws {
-        path,
-        host,
-        outer_tls,
-    }
-    | LinkTransport::HttpUpgrade {
-        path,
-        host,
-        outer_tls,
-    } = &p.transport
-    {
-        if !path.starts_with('/')
-            || path.len() > 256
-            || path.chars().any(|c| c.is_control() || c.is_whitespace())
-        {
-            return Err(FieldError::new(
-                format!("{field}.transport.path"),
-                "must start with / and be at most 256 characters, without spaces",
-            ));
-        }
-        if !host.is_empty() {
-            check_host(&format!("{field}.transport.host"), host)?;
-        }
-        if let Some(outer) = outer_tls {
-            check_host(
-                &format!("{field}.transport.outer_tls.server_name"),
-                &outer.server_name,
-            )?;
-            if outer.ca_pem.as_deref().is_some_and(|pem| {
-                !pem.contains("-----BEGIN CERTIFICATE-----") || pem.len() > 65536
-            }) {
-                return Err(FieldError::new(
-                    format!("{field}.transport.outer_tls.ca_pem"),
-                    "a PEM certificate (-----BEGIN CERTIFICATE-----), at most 64 KiB",
-                ));
-            }
-        }
-    }
+    transport::check_transport(field, &p.transport)?;
     if p.addresses.len() > 16 {
         return Err(FieldError::new(
             format!("{field}.addresses"),
@@ -649,7 +565,7 @@ fn check_reality(field: &str, p: &TunnelProfile) -> Result<(), FieldError> {
     if p.transport != LinkTransport::Tcp {
         return Err(FieldError::new(
             format!("{field}.transport"),
-            "REALITY links run on TCP only: use {\"type\":\"tcp\"}, or TLS security for WebSocket",
+            "REALITY links run on TCP only: use {\"type\":\"tcp\"}, or TLS security for WebSocket, HTTPUpgrade, XHTTP or gRPC",
         ));
     }
     let dest_field = format!("{field}.reality_dest");

@@ -142,6 +142,103 @@ fn every_error_names_its_field() {
             "profiles[0].transport.outer_tls.ca_pem",
         ),
         (
+            Box::new(|t| t.profiles[0].transport = xhttp("xh", "", "auto", None)),
+            "profiles[0].transport.path",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = xhttp("/x h", "", "auto", None)),
+            "profiles[0].transport.path",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = xhttp("/xh?a=1", "", "auto", None)),
+            "profiles[0].transport.path",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = xhttp("/xh#a", "", "auto", None)),
+            "profiles[0].transport.path",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0].transport = xhttp(&format!("/{}", "a".repeat(256)), "", "auto", None)
+            }),
+            "profiles[0].transport.path",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = xhttp("/xh", "bad host", "auto", None)),
+            "profiles[0].transport.host",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = xhttp("/xh", "", "", None)),
+            "profiles[0].transport.mode",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = xhttp("/xh", "", "packet_up", None)),
+            "profiles[0].transport.mode",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0].transport = xhttp("/xh", "", "auto", Some(outer("bad name", None)))
+            }),
+            "profiles[0].transport.outer_tls.server_name",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0].transport = xhttp(
+                    "/xh",
+                    "",
+                    "auto",
+                    Some(outer("cdn.example.com", Some("not pem"))),
+                )
+            }),
+            "profiles[0].transport.outer_tls.ca_pem",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = grpc("", "", None)),
+            "profiles[0].transport.service_name",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = grpc("eu/Tunnel", "", None)),
+            "profiles[0].transport.service_name",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = grpc(&"a".repeat(129), "", None)),
+            "profiles[0].transport.service_name",
+        ),
+        (
+            Box::new(|t| t.profiles[0].transport = grpc("eu.Tunnel", "bad host", None)),
+            "profiles[0].transport.host",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0].transport = grpc("eu.Tunnel", "", Some(outer("-bad.example", None)))
+            }),
+            "profiles[0].transport.outer_tls.server_name",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0].transport = grpc(
+                    "eu.Tunnel",
+                    "",
+                    Some(outer("cdn.example.com", Some("not pem"))),
+                )
+            }),
+            "profiles[0].transport.outer_tls.ca_pem",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0] = reality("www.example.org:443");
+                t.profiles[0].transport = xhttp("/xh", "", "auto", None);
+            }),
+            "profiles[0].transport",
+        ),
+        (
+            Box::new(|t| {
+                t.profiles[0] = reality("www.example.org:443");
+                t.profiles[0].transport = grpc("eu.Tunnel", "", None);
+            }),
+            "profiles[0].transport",
+        ),
+        (
             Box::new(|t| t.profiles[0].addresses = vec!["relay.example.com".into()]),
             "profiles[0].addresses[0]",
         ),
@@ -324,6 +421,68 @@ fn defaults_fill_reality_on_the_first_profile_of_a_new_tunnel_and_keep_a_change_
     );
 }
 
+fn outer(server_name: &str, ca_pem: Option<&str>) -> OuterTls {
+    OuterTls {
+        server_name: server_name.into(),
+        ca_pem: ca_pem.map(str::to_owned),
+    }
+}
+
+fn xhttp(path: &str, host: &str, mode: &str, outer_tls: Option<OuterTls>) -> LinkTransport {
+    LinkTransport::Xhttp {
+        path: path.into(),
+        host: host.into(),
+        mode: mode.into(),
+        outer_tls,
+    }
+}
+
+fn grpc(service_name: &str, host: &str, outer_tls: Option<OuterTls>) -> LinkTransport {
+    LinkTransport::Grpc {
+        service_name: service_name.into(),
+        host: host.into(),
+        outer_tls,
+    }
+}
+
+#[test]
+fn xhttp_and_grpc_read_and_write_the_apis_json() {
+    let read = |v: serde_json::Value| serde_json::from_value::<LinkTransport>(v).unwrap();
+    // XHTTP's mode defaults to auto, as the node's.
+    assert_eq!(
+        read(serde_json::json!({"type": "xhttp", "path": "/xh"})),
+        xhttp("/xh", "", "auto", None)
+    );
+    assert_eq!(
+        read(serde_json::json!({"type": "grpc", "service_name": "eu.Tunnel"})),
+        grpc("eu.Tunnel", "", None)
+    );
+    let x = xhttp(
+        "/xh",
+        "cdn.example.com",
+        "packet-up",
+        Some(outer("cdn.example.com", None)),
+    );
+    assert_eq!(
+        serde_json::to_value(&x).unwrap(),
+        serde_json::json!({
+            "type": "xhttp", "path": "/xh", "host": "cdn.example.com", "mode": "packet-up",
+            "outer_tls": {"server_name": "cdn.example.com"},
+        })
+    );
+    assert_eq!(
+        serde_json::to_value(grpc("eu.Tunnel", "", None)).unwrap(),
+        serde_json::json!({"type": "grpc", "service_name": "eu.Tunnel", "host": ""})
+    );
+    // gRPC has no path, XHTTP no service name.
+    for bad in [
+        serde_json::json!({"type": "grpc", "service_name": "a", "path": "/a"}),
+        serde_json::json!({"type": "xhttp", "path": "/a", "service_name": "a"}),
+    ] {
+        assert!(serde_json::from_value::<LinkTransport>(bad).is_err());
+    }
+}
+
 #[test]
 fn good_shapes_pass() {
     let mut t = input();
@@ -342,6 +501,21 @@ fn good_shapes_pass() {
                 host: "cdn.example.com".into(),
                 outer_tls: None,
             },
+            ..TunnelProfile::default()
+        },
+        TunnelProfile {
+            port: 8080,
+            transport: xhttp(
+                "/eu-xh",
+                "cdn.example.com",
+                "stream-one",
+                Some(outer("cdn.example.com", None)),
+            ),
+            ..TunnelProfile::default()
+        },
+        TunnelProfile {
+            port: 8081,
+            transport: grpc("eu.Tunnel-2_b", "", Some(outer("cdn.example.com", None))),
             ..TunnelProfile::default()
         },
     ];

@@ -17,6 +17,9 @@
 //!   while a rotation rolls out, the listening side (a reverse-mode relay, a
 //!   direct-mode origin) also gets each origin's credential at the previous epoch, and
 //!   the dialing side only the current one.
+//! - A profile over HTTP (WebSocket, HTTPUpgrade, XHTTP, gRPC) reaches both halves
+//!   with its path (or service name), host and XHTTP mode; its CDN's TLS (`outer_tls`)
+//!   only the dialing half, as the listening half serves plain HTTP behind the CDN.
 //! - A REALITY profile becomes the node's `reality` transport (its target, server
 //!   name, the tunnel's REALITY public key and short id) in both halves; only the
 //!   listening half (a reverse-mode relay, a direct-mode origin) gets the private key,
@@ -27,6 +30,7 @@
 //!   it the final outbound itself.
 
 use serde_json::{Value, json};
+use switchyard_proto::xhttp::Mode;
 use switchyard_tunnel::credentials::{TunnelSecret, origin_credential_at, tunnel_tag};
 
 use crate::model::Server;
@@ -67,7 +71,11 @@ fn profile(
                 host,
                 outer_tls,
             },
-        ) => upgrade("ws", path, host, outer_tls.as_ref(), dialed.is_some()),
+        ) => over_http(
+            json!({ "type": "ws", "path": path, "host": host }),
+            outer_tls.as_ref(),
+            dialed.is_some(),
+        ),
         (
             LinkSecurity::Tls,
             LinkTransport::HttpUpgrade {
@@ -75,10 +83,39 @@ fn profile(
                 host,
                 outer_tls,
             },
-        ) => upgrade(
-            "httpupgrade",
-            path,
-            host,
+        ) => over_http(
+            json!({ "type": "httpupgrade", "path": path, "host": host }),
+            outer_tls.as_ref(),
+            dialed.is_some(),
+        ),
+        (
+            LinkSecurity::Tls,
+            LinkTransport::Xhttp {
+                path,
+                host,
+                mode,
+                outer_tls,
+            },
+        ) => over_http(
+            json!({
+                "type": "xhttp",
+                "path": path,
+                "host": host,
+                // Checked before it is stored; the node's name for it either way.
+                "mode": Mode::parse(mode).unwrap_or_default().name(),
+            }),
+            outer_tls.as_ref(),
+            dialed.is_some(),
+        ),
+        (
+            LinkSecurity::Tls,
+            LinkTransport::Grpc {
+                service_name,
+                host,
+                outer_tls,
+            },
+        ) => over_http(
+            json!({ "type": "grpc", "service_name": service_name, "host": host }),
             outer_tls.as_ref(),
             dialed.is_some(),
         ),
@@ -96,16 +133,10 @@ fn profile(
     })
 }
 
-/// A WebSocket or HTTPUpgrade profile's transport; the CDN's TLS goes to the dialing
-/// side only (`dialing`), the listening side serves plain HTTP behind the CDN.
-fn upgrade(
-    kind: &str,
-    path: &str,
-    host: &str,
-    outer_tls: Option<&OuterTls>,
-    dialing: bool,
-) -> Value {
-    let mut transport = json!({ "type": kind, "path": path, "host": host });
+/// A profile's transport over HTTP (WebSocket, HTTPUpgrade, XHTTP, gRPC): `transport`
+/// as both sides get it, and the CDN's TLS for the dialing side only (`dialing`); the
+/// listening side serves plain HTTP behind the CDN.
+fn over_http(mut transport: Value, outer_tls: Option<&OuterTls>, dialing: bool) -> Value {
     if let Some(outer) = outer_tls.filter(|_| dialing) {
         transport["outer_tls"] = json!(outer);
     }

@@ -231,6 +231,80 @@ fn only_the_dialing_side_gets_the_cdns_tls() {
     );
 }
 
+/// XHTTP and gRPC profiles behind a CDN: the listening relay gets the transport
+/// without the CDN's TLS, the dialing origin with it (as for WebSocket).
+#[test]
+fn xhttp_and_grpc_reach_both_halves_and_only_the_dialing_side_gets_the_cdns_tls() {
+    let outer = crate::model::tunnel::OuterTls {
+        server_name: "cdn.example.com".into(),
+        ca_pem: None,
+    };
+    let t = tunnel(1, "eu", |i| {
+        let transports = [
+            LinkTransport::Xhttp {
+                path: "/eu-xh".into(),
+                host: "cdn.example.com".into(),
+                mode: "stream-up".into(),
+                outer_tls: Some(outer.clone()),
+            },
+            LinkTransport::Grpc {
+                service_name: "eu.Tunnel".into(),
+                host: "cdn.example.com".into(),
+                outer_tls: Some(outer.clone()),
+            },
+        ];
+        for (port, transport) in [8080, 8081].into_iter().zip(transports) {
+            i.profiles.push(TunnelProfile {
+                port,
+                security: Some(LinkSecurity::Tls),
+                transport,
+                addresses: vec!["cdn.example.com:443".into()],
+                ..TunnelProfile::default()
+            });
+        }
+    });
+    let node_outer = switchyard_config::OuterTls {
+        server_name: "cdn.example.com".into(),
+        ca_pem: None,
+    };
+    let want = |outer_tls: Option<switchyard_config::OuterTls>| {
+        vec![
+            TunnelTransport::Xhttp {
+                path: "/eu-xh".into(),
+                host: "cdn.example.com".into(),
+                mode: switchyard_proto::xhttp::Mode::StreamUp,
+                outer_tls: outer_tls.clone(),
+            },
+            TunnelTransport::Grpc {
+                service_name: "eu.Tunnel".into(),
+                host: "cdn.example.com".into(),
+                outer_tls,
+            },
+        ]
+    };
+    let transports = |id: i64| -> Vec<TunnelTransport> {
+        config_of(id, vec![t.clone()]).tunnels[0].profiles[1..]
+            .iter()
+            .map(|p| p.transport.clone())
+            .collect()
+    };
+    assert_eq!(
+        transports(1),
+        want(None),
+        "the relay serves plain HTTP behind the CDN"
+    );
+    assert_eq!(
+        transports(2),
+        want(Some(node_outer)),
+        "the origin speaks TLS to the CDN first"
+    );
+    let origin = config_of(2, vec![t.clone()]);
+    assert_eq!(
+        origin.tunnels[0].profiles[1].addresses,
+        ["cdn.example.com:443"]
+    );
+}
+
 #[test]
 fn direct_mode_swaps_who_listens() {
     let mut t = tunnel(1, "dx", |i| {

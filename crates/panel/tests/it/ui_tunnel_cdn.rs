@@ -1,7 +1,9 @@
-//! In a real headless Chromium: a tunnel profile behind a CDN, made in the tunnel
-//! form. The transport select offers HTTPUpgrade next to TCP and WebSocket; the path,
-//! host and CDN fields show only for the upgrade transports; the saved profile
-//! carries the CDN's TLS name (and no root: the web's roots).
+//! In a real headless Chromium: tunnel profiles behind a CDN, made in the tunnel
+//! form. The transport select offers HTTPUpgrade, XHTTP and gRPC next to TCP and
+//! WebSocket; the host and CDN fields show only for the transports over HTTP, the path
+//! for all of them but gRPC (its service name instead), the mode for XHTTP only; the
+//! saved profiles carry the CDN's TLS name (and no root: the web's roots), and the
+//! API shows the XHTTP one as `{"type":"xhttp",...}`.
 
 use crate::live;
 use crate::ui_common::{click, password, type_into, unlabelled};
@@ -58,19 +60,32 @@ async fn a_tunnel_profile_behind_a_cdn_through_the_form() {
         )
         .await
         .unwrap();
-    assert_eq!(options, json!(["tcp", "ws", "httpupgrade"]));
+    assert_eq!(
+        options,
+        json!(["tcp", "ws", "httpupgrade", "xhttp", "grpc"])
+    );
     let fields = [
-        "profiles[0].transport.path",
-        "profiles[0].transport.host",
-        "profiles[0].transport.outer_tls.server_name",
-        "profiles[0].transport.outer_tls.ca_pem",
+        "path",
+        "service_name",
+        "mode",
+        "host",
+        "outer_tls.server_name",
+        "outer_tls.ca_pem",
     ];
-    for (transport, shown) in [("tcp", false), ("httpupgrade", true)] {
+    let http_only = ["host", "outer_tls.server_name", "outer_tls.ca_pem"];
+    // Each transport, and the fields it shows; HTTPUpgrade last, for the profile below.
+    for (transport, shown) in [
+        ("tcp", vec![]),
+        ("xhttp", [&["path", "mode"][..], &http_only].concat()),
+        ("grpc", [&["service_name"][..], &http_only].concat()),
+        ("ws", [&["path"][..], &http_only].concat()),
+        ("httpupgrade", [&["path"][..], &http_only].concat()),
+    ] {
         pick(&b, "profiles[0].transport", transport).await;
         for name in fields {
-            let css = format!("dialog[open] [name=\"{name}\"]");
+            let css = format!("dialog[open] [name=\"profiles[0].transport.{name}\"]");
             let displayed = b.find(&css).await.unwrap().is_displayed().await.unwrap();
-            assert_eq!(displayed, shown, "{transport}: {name}");
+            assert_eq!(displayed, shown.contains(&name), "{transport}: {name}");
         }
     }
     assert_eq!(
@@ -102,12 +117,67 @@ async fn a_tunnel_profile_behind_a_cdn_through_the_form() {
         "cdn.example.com:443",
     )
     .await;
+    // A second profile, on XHTTP behind the same CDN (an added profile is on TLS).
+    click(&b, "dialog[open] [data-add-profile]").await;
+    pick(&b, "profiles[1].transport", "xhttp").await;
+    let path = b
+        .find("dialog[open] input[name=\"profiles[1].transport.path\"]")
+        .await
+        .unwrap();
+    path.clear().await.unwrap();
+    path.send_keys("/cdn-xh").await.unwrap();
+    pick(&b, "profiles[1].transport.mode", "packet-up").await;
+    for (name, text) in [
+        ("transport.host", "cdn.example.com"),
+        ("transport.outer_tls.server_name", "cdn.example.com"),
+        ("addresses", "cdn.example.com:443"),
+    ] {
+        type_into(
+            &b,
+            &format!("dialog[open] input[name=\"profiles[1].{name}\"]"),
+            text,
+        )
+        .await;
+    }
+    assert_eq!(
+        unlabelled(&b).await,
+        Vec::<String>::new(),
+        "the tunnel form with an XHTTP profile"
+    );
     click(&b, "dialog[open] button[type=submit]").await;
     b.wait_until_text("[data-tunnel-state]", "Relay unreachable", DEFAULT_WAIT)
         .await
         .unwrap();
     let tunnels = store.tunnels().await.unwrap();
     assert_eq!(tunnels.len(), 1);
+    let p = &tunnels[0].profiles[1];
+    assert_eq!(p.security, Some(LinkSecurity::Tls));
+    assert_eq!(
+        p.transport,
+        LinkTransport::Xhttp {
+            path: "/cdn-xh".into(),
+            host: "cdn.example.com".into(),
+            mode: "packet-up".into(),
+            outer_tls: Some(OuterTls {
+                server_name: "cdn.example.com".into(),
+                ca_pem: None,
+            }),
+        }
+    );
+    assert_eq!(p.addresses, ["cdn.example.com:443"]);
+    let token = live::api_token(http, &dir.path().join("panel")).await;
+    let (status, answer) = live::http(http, "GET", "/api/v1/tunnels", &token, None).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        answer[0]["profiles"][1]["transport"],
+        json!({
+            "type": "xhttp",
+            "path": "/cdn-xh",
+            "host": "cdn.example.com",
+            "mode": "packet-up",
+            "outer_tls": { "server_name": "cdn.example.com" },
+        })
+    );
     let p = &tunnels[0].profiles[0];
     assert_eq!(p.security, Some(LinkSecurity::Tls));
     assert_eq!(

@@ -81,13 +81,16 @@ export function inboundForm(servers, inbound) {
     const downMbps = mbps("hysteria2.down_mbps", hy.down_mbps);
     const hyUdp = h("input", { type: "checkbox", name: "hysteria2.udp", checked: hy.udp !== false });
     const hopPorts = h("input", { name: "hysteria2.ports", value: hy.ports || "", placeholder: "20000-20099" });
+    const masquerade = h("input", { name: "hysteria2.masquerade", type: "url", value: hy.masquerade || "",
+      placeholder: "https://www.example.com", maxlength: 2048 });
     const hysteria2 = h("div", { class: "group" },
       field("Salamander obfuscation", obfs, "Scrambles every packet so the wire shows no QUIC; clients get the password"),
       field("Obfs password", obfsPassword, "Never shown again"),
       field("Up (Mbit/s)", upMbps, "The most the node sends one client"),
       field("Down (Mbit/s)", downMbps, "The most the node takes from one client"),
       field("UDP", hyUdp, "Carry users' UDP"),
-      field("Hop ports", hopPorts, "More UDP ports besides the port, first-last, at most 100"));
+      field("Hop ports", hopPorts, "More UDP ports besides the port, first-last, at most 100"),
+      field("Masquerade site", masquerade, "Who does not authenticate gets this site's answers over HTTP/3; a plain 404 when empty"));
     const reality = h("div", { class: "group" },
       field("Target site (dest)", dest, "host:port of a real HTTPS site (TLS 1.3) near the server; probers see it"),
       field("Server names", serverNames, "The target's names, comma-separated; clients send the first as SNI"),
@@ -159,6 +162,7 @@ export function inboundForm(servers, inbound) {
           up_mbps: upMbps.value ? Number(upMbps.value) : undefined,
           down_mbps: downMbps.value ? Number(downMbps.value) : undefined,
           udp: hyUdp.checked, ports: hopPorts.value.trim() || undefined,
+          masquerade: masquerade.value.trim() || undefined,
         },
       };
       let saved;

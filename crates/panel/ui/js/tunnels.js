@@ -146,9 +146,11 @@ export async function tunnelPage(main, id, ctx) {
 function profileText(p) {
   const links = `, ${p.links} link(s) per origin`;
   if (p.security === "reality") return `${p.port} REALITY (target ${p.reality_dest}, server name ${p.reality_server_name})${links}`;
-  const over = { ws: "WebSocket", httpupgrade: "HTTPUpgrade" }[p.transport.type];
-  const cdn = p.transport.outer_tls ? ` behind ${p.transport.outer_tls.server_name}` : "";
-  return `${p.port} ${over ? `TLS in ${over} ${p.transport.path}${cdn}` : "TLS"}${links}`;
+  const tr = p.transport;
+  const over = { ws: `WebSocket ${tr.path}`, httpupgrade: `HTTPUpgrade ${tr.path}`, xhttp: `XHTTP ${tr.path} (${tr.mode})`,
+    grpc: `gRPC ${tr.service_name}` }[tr.type];
+  const cdn = tr.outer_tls ? ` behind ${tr.outer_tls.server_name}` : "";
+  return `${p.port} ${over ? `TLS in ${over}${cdn}` : "TLS"}${links}`;
 }
 
 /** The host of `host:port` (`[v6]:port` unbracketed). */
@@ -239,7 +241,8 @@ function tunnelForm(servers, t) {
       const security = h("select", {},
         [["reality", "REALITY"], ["tls", "TLS (pinned certificate)"]].map(([v, x]) => h("option", { value: v, selected: (p.security || "tls") === v }, x)));
       const kind = h("select", {},
-        [["tcp", "TCP"], ["ws", "WebSocket (TLS only)"], ["httpupgrade", "HTTPUpgrade (TLS only)"]].map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, x)));
+        [["tcp", "TCP"], ["ws", "WebSocket (TLS only)"], ["httpupgrade", "HTTPUpgrade (TLS only)"], ["xhttp", "XHTTP (TLS only)"],
+          ["grpc", "gRPC (TLS only)"]].map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, x)));
       // Blank: the panel fills in its default target, and the server name from it.
       const dest = h("input", { value: p.reality_dest || "", placeholder: "blank: the panel's default target" });
       const serverName = h("input", { value: p.reality_server_name || "", placeholder: "blank: the target's host" });
@@ -251,6 +254,11 @@ function tunnelForm(servers, t) {
       });
       const path = h("input", { value: p.transport.path || "/tunnel" });
       const host = h("input", { value: p.transport.host || "" });
+      const serviceName = h("input", { maxlength: 128, value: p.transport.service_name || "tunnel" });
+      const xhttpMode = h("select", {},
+        [["auto", "auto (stream-up on HTTP/2, else packet-up)"], ["packet-up", "packet-up (any CDN)"], ["stream-up", "stream-up (HTTP/2)"],
+          ["stream-one", "stream-one (one request)"]]
+          .map(([v, x]) => h("option", { value: v, selected: (p.transport.mode || "auto") === v }, x)));
       // A CDN in front of the listening side: the dialing side speaks TLS to it first.
       const outer = p.transport.outer_tls || {};
       const cdnName = h("input", { value: outer.server_name || "", placeholder: "blank: no CDN in front" });
@@ -260,7 +268,8 @@ function tunnelForm(servers, t) {
       const links = h("input", { type: "number", min: 1, max: 16, value: p.links || 4 });
       const controls = [[port, "port", "port"], [security, "security", "security"], [kind, "transport", "transport"], [links, "links", "links"],
         [dest, "reality_dest", "REALITY target"], [serverName, "reality_server_name", "REALITY server name"],
-        [path, "transport.path", "upgrade path"], [host, "transport.host", "upgrade host"],
+        [path, "transport.path", "path"], [serviceName, "transport.service_name", "gRPC service name"],
+        [xhttpMode, "transport.mode", "XHTTP mode"], [host, "transport.host", "host"],
         [cdnName, "transport.outer_tls.server_name", "CDN name"], [cdnCa, "transport.outer_tls.ca_pem", "CDN root certificate"],
         [addresses, "addresses", "link addresses"]];
       for (const [c, key] of controls) c.setAttribute("name", `profiles[0].${key}`);
@@ -271,8 +280,10 @@ function tunnelForm(servers, t) {
         field("Links per origin", links, "This profile's weight: a profile with six links takes three times the streams of one with two"),
         field("REALITY target (host:port)", dest, "The site a prober sees at this port: everyone but the tunnel is passed to it"),
         field("REALITY server name", serverName),
-        field("Upgrade path", path), field("Upgrade host", host),
-        field("CDN name (TLS to the CDN in front)", cdnName, "The dialing side speaks TLS to this name first; the CDN passes the upgrade on, the pinned link runs inside"),
+        field("Path", path), field("gRPC service name", serviceName, "Letters, digits, _ . and -; the links ask for /NAME/Tun"),
+        field("XHTTP mode", xhttpMode, "How the upload travels; a CDN that buffers request bodies needs packet-up"),
+        field("Host (sent to the CDN)", host),
+        field("CDN name (TLS to the CDN in front)", cdnName, "The dialing side speaks TLS to this name first; the CDN passes the requests on, the pinned link runs inside"),
         field("CDN root certificate (PEM, optional)", cdnCa),
         field("Link addresses (host:port, comma-separated)", addresses),
         h("button", { type: "button", class: "danger-text", onclick: () => { row.remove(); renumber(); } }, "Remove profile"),
@@ -291,16 +302,22 @@ function tunnelForm(servers, t) {
         for (const c of [dest, serverName]) c.closest(".field").hidden = security.value !== "reality";
       };
       security.addEventListener("change", showReality);
-      // Path, host and the CDN belong to the upgrade transports only.
+      // Host and the CDN belong to the transports over HTTP; a path to all but gRPC,
+      // which has a service name; the mode to XHTTP.
       const showUpgrade = () => {
-        for (const c of [path, host, cdnName, cdnCa]) c.closest(".field").hidden = kind.value === "tcp";
+        for (const c of [host, cdnName, cdnCa]) c.closest(".field").hidden = kind.value === "tcp";
+        path.closest(".field").hidden = kind.value === "tcp" || kind.value === "grpc";
+        serviceName.closest(".field").hidden = kind.value !== "grpc";
+        xhttpMode.closest(".field").hidden = kind.value !== "xhttp";
       };
       kind.addEventListener("change", showUpgrade);
       row.read = () => ({
         port: Number(port.value),
         security: security.value,
         transport: kind.value === "tcp" ? { type: "tcp" } : {
-          type: kind.value, path: path.value, host: host.value.trim(),
+          type: kind.value, host: host.value.trim(),
+          ...(kind.value === "grpc" ? { service_name: serviceName.value.trim() } : { path: path.value }),
+          ...(kind.value === "xhttp" ? { mode: xhttpMode.value } : {}),
           ...(cdnName.value.trim() ? { outer_tls: { server_name: cdnName.value.trim(), ...(cdnCa.value.trim() ? { ca_pem: cdnCa.value.trim() + "\n" } : {}) } } : {}),
         },
         addresses: addresses.value.split(",").map((a) => a.trim()).filter(Boolean),

@@ -279,6 +279,18 @@ impl Opener {
         self.next == Next::Length
     }
 
+    /// Bytes the next step takes in all (the response's header, a length chunk, or a
+    /// payload chunk with its tag); 0 after an error. A reader holding fewer reads at
+    /// least the rest at once, instead of a fixed-size piece at a time.
+    pub fn wants(&self) -> usize {
+        match self.next {
+            Next::Header => self.header_len(),
+            Next::Length => LENGTH_CHUNK,
+            Next::Payload(length) => length + TAG_LEN,
+            Next::Failed(_) => 0,
+        }
+    }
+
     /// Takes the next step off the start of `buf`, decrypting it in place: `None`
     /// while `buf` holds only part of it (read more, call again with the longer
     /// buffer; nothing was changed). After an error every call gives it again.

@@ -46,7 +46,12 @@ fn open_all(opener: &mut Opener, wire: &[u8], now: u64, split: usize) -> Result<
     let mut out = Vec::new();
     for piece in wire.chunks(split.max(1)) {
         buf.extend_from_slice(piece);
-        while let Some(chunk) = opener.open(&mut buf, now)? {
+        loop {
+            let wants = opener.wants();
+            let Some(chunk) = opener.open(&mut buf, now)? else {
+                break;
+            };
+            assert_eq!(chunk.consumed, wants, "a step takes what it said it wants");
             out.extend_from_slice(&buf[chunk.payload.clone()]);
             buf.drain(..chunk.consumed);
         }
@@ -231,6 +236,7 @@ fn a_bad_response_header_is_refused_by_name_and_the_error_sticks() {
         let mut o = clone(&opener);
         assert_eq!(o.open(&mut wire.clone(), NOW), Err(want.clone()));
         assert_eq!(o.open(&mut wire, NOW), Err(want));
+        assert_eq!(o.wants(), 0, "a failed stream wants nothing more");
     }
     // 30 s either way is still fine.
     for now in [NOW - 30, NOW + 30] {

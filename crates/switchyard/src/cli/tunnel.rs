@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use switchyard_panel::model::inbound::is_grpc_service_name;
 use switchyard_tunnel::credentials::{TunnelSecret, origin_credential, tunnel_tag};
 use switchyard_tunnel::link::cert::issue;
 
@@ -40,9 +41,9 @@ pub(crate) struct Init {
     /// `reverse` (the relay listens; origins dial) or `direct`.
     #[arg(long, default_value = "reverse")]
     mode: String,
-    /// A profile: `tls:PORT`, `ws:PORT:PATH[:HOST]` or `httpupgrade:PORT:PATH[:HOST]`
-    /// (repeat, up to 8). Default
-    /// `tls:7443`.
+    /// A profile: `tls:PORT`, `ws:PORT:/PATH[:HOST]`, `httpupgrade:PORT:/PATH[:HOST]`,
+    /// `xhttp:PORT:/PATH[:HOST]` or `grpc:PORT:SERVICE[:HOST]` (repeat, up to 8).
+    /// Default `tls:7443`.
     #[arg(long = "profile")]
     profiles: Vec<String>,
     /// Links per origin per profile (spread over the profile's addresses).
@@ -70,8 +71,12 @@ fn parse_profile(text: &str) -> anyhow::Result<ProfileArg> {
             port: port(p)?,
             transport: String::new(),
         }),
-        [kind @ ("ws" | "httpupgrade"), p, path] | [kind @ ("ws" | "httpupgrade"), p, path, _]
-            if path.starts_with('/') =>
+        [kind @ ("ws" | "httpupgrade" | "xhttp"), p, path]
+        | [kind @ ("ws" | "httpupgrade" | "xhttp"), p, path, _]
+            if path.starts_with('/')
+                && plain(path)
+                && parts.get(3).is_none_or(|h| plain(h))
+                && !(*kind == "xhttp" && path.contains(['?', '#'])) =>
         {
             let host = parts.get(3).copied().unwrap_or_default();
             Ok(ProfileArg {
@@ -81,10 +86,31 @@ fn parse_profile(text: &str) -> anyhow::Result<ProfileArg> {
                 ),
             })
         }
+        ["grpc", p, service] | ["grpc", p, service, _]
+            if is_grpc_service_name(service) && parts.get(3).is_none_or(|h| plain(h)) =>
+        {
+            let host = parts.get(3).copied().unwrap_or_default();
+            Ok(ProfileArg {
+                port: port(p)?,
+                transport: format!(
+                    "transport = {{ type = \"grpc\", service_name = \"{service}\", host = \"{host}\" }}\n"
+                ),
+            })
+        }
         _ => bail!(
-            "--profile {text}: expected tls:PORT, ws:PORT:/PATH[:HOST] or httpupgrade:PORT:/PATH[:HOST]"
+            "--profile {text}: expected tls:PORT, ws:PORT:/PATH[:HOST], httpupgrade:PORT:/PATH[:HOST], \
+             xhttp:PORT:/PATH[:HOST] (no ? or # in the path) or grpc:PORT:SERVICE[:HOST] \
+             (SERVICE: 1 to 128 letters, digits, _ . -)"
         ),
     }
+}
+
+/// A path or host the config's TOML string holds as it is: no quote, backslash,
+/// space or control character.
+fn plain(text: &str) -> bool {
+    !text
+        .chars()
+        .any(|c| c.is_control() || c.is_whitespace() || c == '"' || c == '\\')
 }
 
 fn secret() -> anyhow::Result<TunnelSecret> {
@@ -213,4 +239,72 @@ impl Init {
 fn write_private(path: &std::path::Path, data: &[u8]) -> anyhow::Result<()> {
     switchyard_node::state::write_atomic(path, data)
         .with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile's snippet as the node reads it (its validation included).
+    fn node_reads(profile: &ProfileArg) -> Result<(), String> {
+        let text = format!(
+            "[[tunnels]]\nname = \"eu\"\n[[tunnels.profiles]]\nport = {}\n{}\
+             addresses = [\"relay.example.org:{}\"]\n[tunnels.origin]\nname = \"fi\"\n\
+             credential = \"{}\"\npin = \"cert:{}\"\n",
+            profile.port,
+            profile.transport,
+            profile.port,
+            "ab".repeat(32),
+            "cd".repeat(32),
+        );
+        switchyard_node::NodeConfig::from_toml(&text)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn every_profile_form_gives_a_config_the_node_reads() {
+        for text in [
+            "tls:7443",
+            "ws:8080:/eu",
+            "httpupgrade:8081:/eu-up:cdn.example.org",
+            "xhttp:8082:/eu-xh",
+            "xhttp:8083:/eu-xh:cdn.example.org",
+            "grpc:8084:eu.Tunnel",
+            "grpc:8085:eu.Tunnel-2_b:cdn.example.org",
+        ] {
+            let p = parse_profile(text).unwrap_or_else(|e| panic!("{text}: {e:#}"));
+            assert_eq!(node_reads(&p), Ok(()), "{text}: {}", p.transport);
+        }
+        let p = parse_profile("grpc:8084:eu.Tunnel:cdn.example.org").unwrap();
+        assert_eq!(
+            p.transport,
+            "transport = { type = \"grpc\", service_name = \"eu.Tunnel\", host = \"cdn.example.org\" }\n"
+        );
+    }
+
+    #[test]
+    fn a_bad_profile_is_refused_naming_it() {
+        for text in [
+            "udp:1",
+            "xhttp:8082:eu-xh",
+            "xhttp:8082:/eu?x=1",
+            "xhttp:8082:/eu#x",
+            "xhttp:8082",
+            "grpc:8084:",
+            "grpc:8084:eu/Tunnel",
+            "grpc:8084:/eu",
+            "ws:8080:/e\"u",
+            "grpc:8084:eu:cdn example",
+            "xhttp:x:/eu",
+        ] {
+            let e = format!(
+                "{:#}",
+                parse_profile(text)
+                    .err()
+                    .unwrap_or_else(|| panic!("{text}"))
+            );
+            assert!(e.contains(&format!("--profile {text}")), "{text}: {e}");
+        }
+    }
 }

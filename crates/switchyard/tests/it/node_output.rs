@@ -68,7 +68,7 @@ fn a_bad_config_is_reported_once_naming_the_field() {
             config(9, "\"127.0.0.1\"", "443", "colour = \"blue\"\n"),
             "inbounds[0].colour: unknown field `colour`, expected one of `tag`, `name`, \
              `protocol`, `listen`, `port`, `transport`, `security`, `fallback`, `flow`, \
-             `method`, `password`, `hysteria2` (line 15, column 1)",
+             `method`, `password`, `hysteria2`, `trusted_proxies` (line 15, column 1)",
         ),
         (
             config(9, "\"127.0.0.1\"", "443", "")

@@ -135,7 +135,8 @@ pub async fn serve<S: Io + 'static>(
         let Ok(send) = respond.send_response(answer, false) else {
             continue;
         };
-        each(GrpcStream::server(send, request.into_body(), mode));
+        let forwarded = crate::header::forwarded_for_map(request.headers());
+        each(GrpcStream::server(send, request.into_body(), mode).with_forwarded_for(forwarded));
     }
     Ok(())
 }

@@ -17,6 +17,18 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 /// is taken in parts, as `AsyncWrite` allows.
 pub const MAX_WRITE: usize = 64 * 1024;
 
+/// The most of a message one HTTP/2 DATA frame carries: 16,375 bytes, so that the
+/// frame with its 9-byte header is 16,384 bytes, one whole TLS record. A message is
+/// sent in frames of this size (HTTP/2 lets a message span frames); frames of the
+/// peer's usual largest size, 16,384 bytes, would each spill 9 bytes into a TLS
+/// record of their own.
+pub const FRAME_PAYLOAD: usize = 16_384 - 9;
+
+/// What a writer that wants whole records writes at once: four frames' worth, less
+/// the message header of a payload this long (5 bytes of gRPC, 1 of tag, 3 of
+/// length).
+pub const ALIGNED_WRITE: usize = 4 * FRAME_PAYLOAD - 9;
+
 /// The side of the request a stream is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Side {
@@ -64,6 +76,8 @@ pub struct GrpcStream {
     mode: Mode,
     shut: bool,
     _counted: Option<Counted>,
+    /// A server's stream: its request's `X-Forwarded-For` lines.
+    forwarded_for: Vec<String>,
 }
 
 impl std::fmt::Debug for GrpcStream {
@@ -107,12 +121,25 @@ impl GrpcStream {
             mode,
             shut: false,
             _counted: counted,
+            forwarded_for: Vec::new(),
         }
     }
 
     /// Plain gun or multi mode, as the request's path said.
     pub fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// A server's stream: the `X-Forwarded-For` lines of its request, in order (none
+    /// on a client's).
+    pub fn forwarded_for(&self) -> &[String] {
+        &self.forwarded_for
+    }
+
+    /// The stream with its request's `X-Forwarded-For` lines.
+    pub(crate) fn with_forwarded_for(mut self, lines: Vec<String>) -> Self {
+        self.forwarded_for = lines;
+        self
     }
 }
 
@@ -250,9 +277,11 @@ impl AsyncWrite for GrpcStream {
         let mut message = Vec::with_capacity(grpc::MAX_HEADER_LEN + n);
         grpc::encode_header(n, &mut message);
         message.extend_from_slice(&data[..n]);
-        this.send
-            .send_data(Bytes::from(message), false)
-            .map_err(h2_io)?;
+        let mut message = Bytes::from(message);
+        while !message.is_empty() {
+            let frame = message.split_to(message.len().min(FRAME_PAYLOAD));
+            this.send.send_data(frame, false).map_err(h2_io)?;
+        }
         Poll::Ready(Ok(n))
     }
 

@@ -14,6 +14,7 @@ use switchyard_proto::hysteria2::{Rx, Salamander, TcpRequest, TcpResponse};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 
+use super::client_hop::{ClientHop, ClientHopSocket};
 use super::obfs::SalamanderSocket;
 use super::stream::QuicStream;
 use super::udp::{SendUdpError, Udp, UdpPacket};
@@ -40,6 +41,10 @@ pub struct ClientSettings {
     pub timeout: Duration,
     /// UDP sessions in reassembly at once.
     pub max_udp_sessions: usize,
+    /// Port hopping across the server's range, when it has one: QUIC's address is
+    /// the server's main port, the datagrams go to a port of the range that changes
+    /// every [`ClientHop::interval`] ([`super::client_hop`]).
+    pub hop: Option<ClientHop>,
 }
 
 impl std::fmt::Debug for ClientSettings {
@@ -49,6 +54,7 @@ impl std::fmt::Debug for ClientSettings {
             .field("password", &"<redacted>")
             .field("salamander", &self.salamander)
             .field("rx", &self.rx)
+            .field("hop", &self.hop)
             .finish_non_exhaustive()
     }
 }
@@ -130,11 +136,16 @@ pub async fn connect(server: SocketAddr, settings: &ClientSettings) -> Result<Cl
     } else {
         "0.0.0.0:0".parse().map_err(io::Error::other)?
     };
-    let socket = std::net::UdpSocket::bind(local)?;
-    size_buffers(&socket);
     let runtime =
         quinn::default_runtime().ok_or_else(|| io::Error::other("no async runtime for QUIC"))?;
-    let inner = runtime.wrap_udp_socket(socket)?;
+    let inner: Arc<dyn quinn::AsyncUdpSocket> = match &settings.hop {
+        Some(hop) => ClientHopSocket::bind(local, server, hop, runtime.clone())?,
+        None => {
+            let socket = std::net::UdpSocket::bind(local)?;
+            size_buffers(&socket);
+            runtime.wrap_udp_socket(socket)?
+        }
+    };
     let socket: Arc<dyn quinn::AsyncUdpSocket> = match &settings.salamander {
         Some(obfs) => Arc::new(SalamanderSocket::new(inner, obfs.clone())),
         None => inner,

@@ -3,19 +3,24 @@
 //! its answer comes back over HTTP/3, so a prober sees that site, as the official
 //! server's `masquerade.type: proxy` shows it.
 //!
+//! The answer streams: its head goes out as the site sends it, then its body chunk by
+//! chunk as it comes, so the node holds at most a chunk of it and a prober sees a
+//! large page or asset arrive as from the site itself.
+//!
 //! Bounded like everything a stranger can start: a request body of at most
-//! [`MAX_REQUEST_BODY`] (`413` past it), an answer of at most [`MAX_RESPONSE_BODY`]
-//! (cut there), [`DEADLINE`] for the whole exchange; a site that cannot be reached
-//! gets the prober `502 Bad Gateway`, what a reverse proxy answers. Hop-by-hop
-//! headers are dropped both ways and `Host` is the site's.
+//! [`MAX_REQUEST_BODY`] (`413` past it), [`DEADLINE`] for the whole exchange (an
+//! answer still streaming then is cut); a site that cannot be reached gets the prober
+//! `502 Bad Gateway`, what a reverse proxy answers. Hop-by-hop headers are dropped
+//! both ways and `Host` is the site's.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use rustls::ClientConfig;
 use rustls::pki_types::ServerName;
@@ -25,11 +30,6 @@ use tokio_rustls::TlsConnector;
 
 /// The longest request body passed on.
 pub const MAX_REQUEST_BODY: usize = 1 << 20;
-/// The longest answer passed back; the rest is cut. The answer is held whole before
-/// it goes out (8 MiB: a page and its largest assets, not a download), and a prober
-/// can start one per handshake in flight, so this bounds what probers can make the
-/// node hold.
-pub const MAX_RESPONSE_BODY: u64 = 8 << 20;
 /// How long one request may take, end to end.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -123,17 +123,18 @@ impl ProxySite {
         })
     }
 
-    /// Passes `request` (with `body`) to the site; the answer, or `502` when the site
-    /// fails, within [`DEADLINE`].
-    pub async fn answer(&self, request: Request<()>, body: Bytes) -> Response<Bytes> {
+    /// Passes `request` (with `body`) to the site: the answer's head, and its body to
+    /// stream ([`Answer::next`]); or `502` when the site fails (`504` when it does
+    /// not answer), all within [`DEADLINE`].
+    pub async fn answer(&self, request: Request<()>, body: Bytes) -> Answer {
         let deadline = Instant::now() + DEADLINE;
         match timeout_at(deadline, self.forward(request, body, deadline)).await {
-            Ok(Ok(response)) => response,
+            Ok(Ok(answer)) => answer,
             Ok(Err(e)) => {
                 tracing::debug!(site = %self.host, "masquerade: {e}");
-                status(StatusCode::BAD_GATEWAY)
+                Answer::status(StatusCode::BAD_GATEWAY)
             }
-            Err(_) => status(StatusCode::GATEWAY_TIMEOUT),
+            Err(_) => Answer::status(StatusCode::GATEWAY_TIMEOUT),
         }
     }
 
@@ -142,7 +143,7 @@ impl ProxySite {
         request: Request<()>,
         body: Bytes,
         deadline: Instant,
-    ) -> Result<Response<Bytes>, Box<dyn std::error::Error + Send + Sync>> {
+    ) -> Result<Answer, Box<dyn std::error::Error + Send + Sync>> {
         let tcp = TcpStream::connect((self.host.as_str(), self.port)).await?;
         let _ = tcp.set_nodelay(true);
         let (parts, ()) = request.into_parts();
@@ -157,7 +158,7 @@ impl ProxySite {
             headers.insert(header::HOST, self.authority.clone());
         }
         let out = out.body(Full::new(body))?;
-        let response = match &self.tls {
+        let answer = match &self.tls {
             None => send(tcp, out, deadline).await?,
             Some(config) => {
                 let name = ServerName::try_from(self.host.clone())?;
@@ -167,16 +168,76 @@ impl ProxySite {
                 send(tls, out, deadline).await?
             }
         };
-        Ok(response)
+        Ok(answer)
     }
 }
 
-/// One HTTP/1.1 exchange on `io`; the answer's body read up to its cap.
+/// The site's answer: its head, and its body as it streams.
+pub struct Answer {
+    /// The status and the end-to-end headers (no `Content-Length`: the body's length
+    /// is what arrives by the deadline).
+    pub head: Response<()>,
+    body: Option<Streaming>,
+}
+
+/// A body on its way from the site, and the task driving its connection.
+struct Streaming {
+    incoming: Incoming,
+    driver: tokio::task::JoinHandle<()>,
+    deadline: Instant,
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        self.driver.abort();
+    }
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Answer")
+            .field("status", &self.head.status())
+            .field("streaming", &self.body.is_some())
+            .finish()
+    }
+}
+
+impl Answer {
+    /// An answer with `code` and no body.
+    pub fn status(code: StatusCode) -> Self {
+        let mut head = Response::new(());
+        *head.status_mut() = code;
+        Self { head, body: None }
+    }
+
+    /// The body's next chunk, as the site sends it; `None` at its end, when it
+    /// fails, or at [`DEADLINE`] (the rest is cut).
+    pub async fn next(&mut self) -> Option<Bytes> {
+        let streaming = self.body.as_mut()?;
+        loop {
+            let frame = match timeout_at(streaming.deadline, streaming.incoming.frame()).await {
+                Ok(Some(Ok(frame))) => frame,
+                _ => {
+                    self.body = None;
+                    return None;
+                }
+            };
+            // Trailers are not passed on.
+            if let Ok(data) = frame.into_data()
+                && !data.is_empty()
+            {
+                return Some(data);
+            }
+        }
+    }
+}
+
+/// One HTTP/1.1 exchange on `io`: the answer's head, its body left to stream.
 async fn send<T>(
     io: T,
     request: Request<Full<Bytes>>,
     deadline: Instant,
-) -> Result<Response<Bytes>, Box<dyn std::error::Error + Send + Sync>>
+) -> Result<Answer, Box<dyn std::error::Error + Send + Sync>>
 where
     T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -184,28 +245,28 @@ where
     let driver = tokio::spawn(async move {
         let _ = timeout_at(deadline, conn).await;
     });
-    let response = sender.send_request(request).await?;
-    let (parts, mut incoming) = response.into_parts();
-    let mut body = Vec::new();
-    while let Some(frame) = incoming.frame().await {
-        if let Ok(mut data) = frame?.into_data() {
-            let room = MAX_RESPONSE_BODY.saturating_sub(body.len() as u64);
-            let take = data
-                .remaining()
-                .min(usize::try_from(room).unwrap_or(usize::MAX));
-            body.extend_from_slice(&data.copy_to_bytes(take));
-            if body.len() as u64 >= MAX_RESPONSE_BODY {
-                break;
-            }
+    let response = match sender.send_request(request).await {
+        Ok(r) => r,
+        Err(e) => {
+            driver.abort();
+            return Err(e.into());
         }
-    }
-    driver.abort();
-    let mut answer = Response::builder().status(parts.status);
-    if let Some(headers) = answer.headers_mut() {
+    };
+    let (parts, incoming) = response.into_parts();
+    let mut head = Response::builder().status(parts.status);
+    if let Some(headers) = head.headers_mut() {
         copy_end_to_end(&parts.headers, headers);
         headers.remove(header::CONTENT_LENGTH);
     }
-    Ok(answer.body(Bytes::from(body))?)
+    let body = Streaming {
+        incoming,
+        driver,
+        deadline,
+    };
+    Ok(Answer {
+        head: head.body(())?,
+        body: Some(body),
+    })
 }
 
 /// The headers of `from` that are not hop-by-hop (nor `Host`), into `to`.
@@ -226,11 +287,4 @@ fn copy_end_to_end(from: &HeaderMap, to: &mut HeaderMap) {
         }
         to.append(HeaderName::clone(name), value.clone());
     }
-}
-
-/// An empty answer with `code`.
-fn status(code: StatusCode) -> Response<Bytes> {
-    let mut r = Response::new(Bytes::new());
-    *r.status_mut() = code;
-    r
 }

@@ -18,7 +18,8 @@
 //! - [`connect`]: the dialing side, a [`Client`] whose [`Client::open_tcp`] gives a
 //!   stream through the server and whose [`Client::send_udp`] / [`Client::recv_udp`]
 //!   carry UDP.
-//! - [`endpoint_on`] and [`hop`]: one endpoint on a range of ports (port hopping).
+//! - [`endpoint_on`] and [`hop`]: one endpoint on a range of ports (port hopping);
+//!   [`client_hop`]: the client hopping across them ([`ClientSettings::hop`]).
 //! - [`brutal`]: Brutal congestion control at the rate a client declares (its
 //!   `Hysteria-CC-RX`, capped by [`ServerSettings::tx`]); BBR when it declares none.
 //! - [`SalamanderSocket`]: Salamander obfuscation under QUIC, when the inbound has an
@@ -28,6 +29,7 @@
 
 pub mod brutal;
 mod client;
+pub mod client_hop;
 pub mod hop;
 pub mod masquerade;
 mod obfs;
@@ -37,6 +39,7 @@ mod udp;
 mod wire;
 
 pub use client::{Client, ClientError, ClientSettings, connect};
+pub use client_hop::{ClientHop, DEFAULT_HOP_INTERVAL};
 pub use masquerade::ProxySite;
 pub use obfs::SalamanderSocket;
 pub use server::{

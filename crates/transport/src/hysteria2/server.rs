@@ -15,7 +15,7 @@ use tokio::time::{Instant, timeout, timeout_at};
 
 use super::brutal::{BrutalConfig, set_rate};
 use super::hop::HopSocket;
-use super::masquerade::{MAX_REQUEST_BODY, ProxySite};
+use super::masquerade::{Answer, MAX_REQUEST_BODY, ProxySite};
 use super::obfs::{OVERHEAD, SalamanderSocket};
 use super::stream::QuicStream;
 use super::udp::{SendUdpError, Udp, UdpPacket};
@@ -294,22 +294,21 @@ async fn masquerade<S>(
 {
     match m {
         Masquerade::Proxy(site) => {
-            let answer = match request_body(&mut stream).await {
+            let mut answer = match request_body(&mut stream).await {
                 Some(body) => site.answer(request, body).await,
-                None => {
-                    let mut r = http::Response::new(Bytes::new());
-                    *r.status_mut() = http::StatusCode::PAYLOAD_TOO_LARGE;
-                    r
-                }
+                None => Answer::status(http::StatusCode::PAYLOAD_TOO_LARGE),
             };
-            let (parts, body) = answer.into_parts();
-            let head = http::Response::from_parts(parts, ());
-            if stream.send_response(head).await.is_ok() {
-                if !body.is_empty() {
-                    let _ = stream.send_data(body).await;
-                }
-                let _ = stream.finish().await;
+            if stream.send_response(answer.head.clone()).await.is_err() {
+                return;
             }
+            // The body as the site sends it; QUIC's flow control holds the site back
+            // when the prober reads slowly.
+            while let Some(chunk) = answer.next().await {
+                if stream.send_data(chunk).await.is_err() {
+                    return;
+                }
+            }
+            let _ = stream.finish().await;
         }
         Masquerade::NotFound => {
             let Ok(response) = http::Response::builder()

@@ -233,10 +233,12 @@ impl Pool {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Opens a stream to `target`: a new session whose download is answered `200`
-    /// (stream-one: whose POST is sent), on a pooled connection or one from `dial`
-    /// (the TCP connection and the layers below XHTTP). `fail` turns an HTTP
-    /// failure into the caller's error.
+    /// Opens a stream to `target`: a new session whose download GET (stream-one: its
+    /// POST) is sent, on a pooled connection or one from `dial` (the TCP connection
+    /// and the layers below XHTTP). `fail` turns an HTTP failure into the caller's
+    /// error. The answer is read lazily, as Xray's client does (a CDN may hold its
+    /// head until the first byte of the body): the stream's first read waits for it,
+    /// and fails with a [`ClientError`] inside the `io::Error` when it is not `200`.
     pub async fn open<E>(
         &self,
         target: &Target<'_>,
@@ -291,11 +293,14 @@ impl Pool {
                 ReqBody::Empty,
             )
             .map_err(&fail)?;
-        let (response, via, keep) = match down {
+        // The download's answer is read lazily, as Xray's client does: a CDN may hold
+        // the answer's head until its first byte, and the server sends none before
+        // the upload brings something to answer.
+        let (answer, via, keep): (Answer, _, _) = match down {
             Down::H2(send, guard) => {
-                let response = send.clone().send_request(get).await;
+                let answer = send.clone().send_request(get);
                 (
-                    response,
+                    Box::pin(answer),
                     Via::H2(send.clone()),
                     Keep::H2 {
                         _send: send,
@@ -304,21 +309,23 @@ impl Pool {
                 )
             }
             Down::H1(mut send) => {
-                let response = send.send_request(get).await;
+                let answer = send.send_request(get);
                 let via = Via::H1 {
                     pool: self.clone(),
                     dial: dial.clone(),
                 };
-                (response, via, Keep::H1 { _send: send })
+                (Box::pin(answer), via, Keep::H1 { _send: send })
             }
         };
-        let response = response
-            .map_err(|source| ClientError::Request {
-                request: "download GET",
-                source,
-            })
-            .map_err(&fail)?;
-        let body = ok(response, "download GET").map_err(&fail)?;
+        let pending = Box::pin(async move {
+            let response = answer.await.map_err(|source| {
+                std::io::Error::other(ClientError::Request {
+                    request: "download GET",
+                    source,
+                })
+            })?;
+            ok(response, "download GET").map_err(std::io::Error::other)
+        });
         match mode {
             Mode::StreamUp => {
                 tokio::spawn(stream_up(via, requests, rx, up_error.clone()));
@@ -336,7 +343,7 @@ impl Pool {
                 tokio::spawn(packets.run(rx));
             }
         }
-        Ok(XhttpStream::new(body, tx, up_error, keep))
+        Ok(XhttpStream::pending(pending, tx, up_error, keep))
     }
 
     /// The connection for a stream's download: XMUX's pick when the server speaks
@@ -409,6 +416,9 @@ impl Pool {
         Ok(Down::H1(send))
     }
 }
+
+/// A request's answer, not yet read.
+type Answer = Pin<Box<dyn Future<Output = hyper::Result<Response<Incoming>>> + Send>>;
 
 /// Why the first stream on an XMUX entry did not make its connection.
 enum Made<E> {

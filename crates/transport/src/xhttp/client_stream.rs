@@ -22,7 +22,7 @@ pub(crate) const MAX_WRITE: usize = 64 * 1024;
 /// connection lost), read by the next write.
 pub(crate) type UploadError = Arc<Mutex<Option<String>>>;
 
-/// A download not yet answered (stream-one reads its response head lazily).
+/// A download not yet answered (every mode reads its response head lazily).
 type Pending = Pin<Box<dyn Future<Output = std::io::Result<Incoming>> + Send>>;
 
 enum Down {
@@ -53,23 +53,8 @@ pub struct XhttpStream {
 }
 
 impl XhttpStream {
-    /// A stream reading `down` (answered) and writing into `up`.
-    pub(crate) fn new(
-        down: Incoming,
-        up: tokio::sync::mpsc::Sender<Bytes>,
-        up_error: UploadError,
-        keep: Keep,
-    ) -> Self {
-        Self {
-            down: Down::Body(down),
-            chunk: Bytes::new(),
-            up: PollSender::new(up),
-            up_error,
-            _keep: keep,
-        }
-    }
-
-    /// A stream whose download is answered later (stream-one).
+    /// A stream whose download is answered later: its first read waits for the
+    /// answer (and fails with it when it is not `200`).
     pub(crate) fn pending(
         down: Pending,
         up: tokio::sync::mpsc::Sender<Bytes>,

@@ -28,7 +28,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::{Instant, timeout_at};
 
 use super::session::{Active, Limits, Pipe, ResponseBody, ServerStream, Session, Sessions};
-use crate::header::Refused;
+use crate::header::{Refused, forwarded_for_map};
 use crate::io::{Io, Prefixed};
 
 /// The client's HTTP/2 connection preface (RFC 9113, section 3.4).
@@ -335,17 +335,25 @@ impl Server {
                     return self.padded(StatusCode::CONFLICT, ResponseBody::Empty);
                 }
                 let pipe = limits_pipe();
-                each(ServerStream::session(
-                    session.clone(),
-                    pipe.clone(),
-                    self.sessions.clone(),
-                    &id,
-                ));
+                let forwarded = forwarded_for_map(request.headers());
+                each(
+                    ServerStream::session(
+                        session.clone(),
+                        pipe.clone(),
+                        self.sessions.clone(),
+                        &id,
+                    )
+                    .with_forwarded_for(forwarded),
+                );
                 self.download(pipe, Some(session), active)
             }
             Kind::StreamOne => {
                 let pipe = limits_pipe();
-                each(ServerStream::one(request.into_body(), pipe.clone()));
+                let forwarded = forwarded_for_map(request.headers());
+                each(
+                    ServerStream::one(request.into_body(), pipe.clone())
+                        .with_forwarded_for(forwarded),
+                );
                 self.download(pipe, None, active)
             }
             Kind::StreamUp(id) => {

@@ -504,6 +504,7 @@ pub struct ServerStream {
     upload: Upload,
     download: Arc<Pipe>,
     table: Option<(Arc<Sessions>, Box<str>)>,
+    forwarded_for: Vec<String>,
 }
 
 impl std::fmt::Debug for ServerStream {
@@ -526,6 +527,7 @@ impl ServerStream {
             upload: Upload::Session(session),
             download,
             table: Some((table, id.into())),
+            forwarded_for: Vec::new(),
         }
     }
 
@@ -539,7 +541,20 @@ impl ServerStream {
             },
             download,
             table: None,
+            forwarded_for: Vec::new(),
         }
+    }
+
+    /// The `X-Forwarded-For` lines of the request that opened the stream (the
+    /// download GET, or the stream-one POST), in order.
+    pub fn forwarded_for(&self) -> &[String] {
+        &self.forwarded_for
+    }
+
+    /// The stream with its request's `X-Forwarded-For` lines.
+    pub(crate) fn with_forwarded_for(mut self, lines: Vec<String>) -> Self {
+        self.forwarded_for = lines;
+        self
     }
 
     /// The session id (none for stream-one).

@@ -1,7 +1,10 @@
 //! The listening side: accepts TCP connections on one profile's port, completes the
 //! transport handshake and the hello (all within the deadline) in a task per
 //! connection, and hands admitted links to the pool. Pending handshakes are bounded in
-//! all ([`MAX_PENDING_HANDSHAKES`]) and per source ([`MAX_PENDING_PER_SOURCE`]).
+//! all ([`MAX_PENDING_HANDSHAKES`]) and per source ([`MAX_PENDING_PER_SOURCE`]). An
+//! XHTTP or gRPC profile's connections are served as HTTP (at most
+//! [`MAX_HTTP_CONNECTIONS`] at once), each stream a link's handshake counted the same
+//! way ([`super::streams`]).
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -9,7 +12,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use tokio::net::TcpStream;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::time::Instant;
 
 use super::handshake::{Gate, HANDSHAKE_DEADLINE, HandshakeError, accept_hello};
 use super::transport::{AcceptError, Acceptor, LinkStream};
@@ -113,6 +117,80 @@ pub enum ListenError {
     },
 }
 
+/// HTTP connections (XHTTP, gRPC) one profile's listener serves at once, each
+/// carrying any number of links.
+pub const MAX_HTTP_CONNECTIONS: usize = 1024;
+
+/// One HTTP connection of an XHTTP or gRPC profile, and what its streams need to
+/// become links.
+struct Http {
+    listener: Arc<Listener>,
+    links: mpsc::Sender<Accepted>,
+    pending: Arc<Semaphore>,
+    sources: Sources,
+    peer: SocketAddr,
+}
+
+impl Http {
+    /// Reads the connection's first request holding `first` (its pending-handshake
+    /// slots), then serves it holding `connection` until it closes, carries no link
+    /// for [`HTTP_IDLE`](super::streams::HTTP_IDLE) or the listener stops. Every
+    /// stream takes a pending-handshake slot of its own for its TLS and hello.
+    async fn serve(
+        self,
+        tcp: TcpStream,
+        first: (OwnedSemaphorePermit, SourceSlot),
+        connection: OwnedSemaphorePermit,
+    ) {
+        let Some(server) = self.listener.acceptor.streams().cloned() else {
+            return;
+        };
+        let peer = self.peer;
+        let deadline = Instant::now() + self.listener.deadline;
+        let opened = server.open(tcp, deadline).await;
+        drop(first);
+        let opened = match opened {
+            Ok(o) => o,
+            Err(why) => {
+                tracing::info!(%peer, "tunnel link not admitted: {why}");
+                return;
+            }
+        };
+        let closed = self.links.clone();
+        let each = move |io: LinkStream| {
+            let Some(slot) = self.sources.take(peer.ip()) else {
+                tracing::debug!(%peer, "tunnel listener: too many handshakes from this source");
+                return;
+            };
+            let Ok(permit) = self.pending.clone().try_acquire_owned() else {
+                tracing::warn!(%peer, "tunnel listener: too many handshakes in progress");
+                return;
+            };
+            let (listener, links) = (self.listener.clone(), self.links.clone());
+            tokio::spawn(async move {
+                let accepted = listener.admit(io, peer).await;
+                drop((permit, slot));
+                match accepted {
+                    Ok(link) => {
+                        tracing::debug!(origin = %link.origin, %peer, "link admitted");
+                        let _ = links.send(link).await;
+                    }
+                    Err(e) => tracing::info!(error = %e, "tunnel link not admitted"),
+                }
+            });
+        };
+        tokio::select! {
+            served = server.serve(opened, deadline, each) => {
+                if let Err(e) = served {
+                    tracing::debug!(%peer, "tunnel HTTP connection ended: {e}");
+                }
+            }
+            () = closed.closed() => {}
+        }
+        drop(connection);
+    }
+}
+
 /// One profile's listening side.
 #[derive(Clone)]
 pub struct Listener {
@@ -172,6 +250,32 @@ impl Listener {
             })))
     }
 
+    /// Turns a stream an XHTTP or gRPC connection handed over into an admitted link:
+    /// its TLS and hello within the deadline.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a hello's time is checked against the wall clock, by design"
+    )]
+    async fn admit(&self, io: LinkStream, peer: SocketAddr) -> Result<Accepted, ListenError> {
+        let steps = async {
+            let mut stream = self.acceptor.tls_over(io, peer).await?;
+            let origin = accept_hello(&mut stream, &self.gate, self.deadline, SystemTime::now)
+                .await
+                .map_err(|error| ListenError::Hello { peer, error })?;
+            Ok(Accepted {
+                origin,
+                peer,
+                stream,
+            })
+        };
+        tokio::time::timeout(self.deadline, steps)
+            .await
+            .unwrap_or(Err(ListenError::Transport(AcceptError::Timeout {
+                peer,
+                after: self.deadline,
+            })))
+    }
+
     /// Accepts on `listener` until `links` is closed, handing admitted links to it.
     /// Failed handshakes are logged and counted (refusals in the gate). Closing
     /// `links` cancels a waiting accept, which loses no queued connection (the
@@ -182,6 +286,7 @@ impl Listener {
     {
         let this = Arc::new(self);
         let pending = Arc::new(Semaphore::new(MAX_PENDING_HANDSHAKES));
+        let connections = Arc::new(Semaphore::new(MAX_HTTP_CONNECTIONS));
         let sources = Sources::default();
         loop {
             let (tcp, peer) = tokio::select! {
@@ -205,6 +310,21 @@ impl Listener {
                 tracing::warn!(%peer, "tunnel listener: too many handshakes in progress");
                 continue;
             };
+            if this.acceptor.streams().is_some() {
+                let Ok(connection) = connections.clone().try_acquire_owned() else {
+                    tracing::warn!(%peer, "tunnel listener: too many HTTP connections");
+                    continue;
+                };
+                let http = Http {
+                    listener: this.clone(),
+                    links: links.clone(),
+                    pending: pending.clone(),
+                    sources: sources.clone(),
+                    peer,
+                };
+                tokio::spawn(http.serve(tcp, (permit, slot), connection));
+                continue;
+            }
             let (this, links) = (this.clone(), links.clone());
             tokio::spawn(async move {
                 let accepted = this.handshake(tcp, peer).await;

@@ -6,12 +6,14 @@
 //! - [`cert`]: the tunnel certificate the panel issues, and both sides' TLS configs;
 //! - [`pin`]: [`Pin`] and the dialing side's verifier, which accepts exactly the pinned
 //!   certificate or key, never a CA chain;
-//! - [`transport`]: TCP+TLS, WebSocket+TLS, HTTPUpgrade+TLS and REALITY, dialed or
+//! - [`transport`]: TCP+TLS, WebSocket+TLS, HTTPUpgrade+TLS, XHTTP+TLS, gRPC+TLS and
+//!   REALITY, dialed or
 //!   accepted, as one [`LinkStream`]; [`outer`]: the TLS to a CDN in front of the
 //!   listening side;
 //! - [`handshake`]: the hello after TLS, the listening side's live [`Admitted`] table
 //!   and its [`Refusals`];
-//! - [`listener`]: the listening side's accept loop (transport, then hello);
+//! - [`listener`]: the listening side's accept loop (transport, then hello), and
+//!   [`streams`] for XHTTP and gRPC, whose links are streams of an HTTP server;
 //! - [`schedule`] and [`dialer`]: keep the wanted number of links up to every address of the listening
 //!   side at once, each address with its own back-off.
 //!
@@ -26,6 +28,7 @@ pub mod listener;
 pub mod outer;
 pub mod pin;
 pub mod schedule;
+pub mod streams;
 mod tracked;
 pub mod transport;
 

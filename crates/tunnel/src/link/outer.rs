@@ -3,6 +3,7 @@
 //! ```text
 //! WebSocket behind a CDN:    TCP ─ TLS (the CDN's certificate) ─ HTTP/1.1 Upgrade ─ messages ─ TLS 1.3 (pinned) ─ link bytes
 //! HTTPUpgrade behind a CDN:  TCP ─ TLS (the CDN's certificate) ─ HTTP/1.1 Upgrade ─ TLS 1.3 (pinned) ─ link bytes
+//! XHTTP, gRPC behind a CDN:  TCP ─ TLS (the CDN's certificate, ALPN h2) ─ HTTP requests ─ TLS 1.3 (pinned) ─ link bytes
 //! ```
 //! The CDN ends the outer TLS and passes the upgrade on to the listening side in
 //! plain HTTP; the link's own TLS, pinned, runs inside, end to end. The outer
@@ -26,6 +27,7 @@ pub struct OuterTls {
     /// A root trusted besides the web's, PEM.
     pub ca_pem: Option<String>,
     built: Arc<OnceLock<Result<Layer, OuterTlsError>>>,
+    built_h2: Arc<OnceLock<Result<Layer, OuterTlsError>>>,
 }
 
 impl OuterTls {
@@ -35,6 +37,7 @@ impl OuterTls {
             server_name,
             ca_pem,
             built: Arc::default(),
+            built_h2: Arc::default(),
         }
     }
 }
@@ -79,10 +82,20 @@ impl OuterTls {
     /// The transport layer that speaks it: TLS for `server_name`, offering HTTP/1.1
     /// (the upgrade above is HTTP/1.1), checked against the web's roots and `ca_pem`.
     pub fn layer(&self) -> Result<Layer, OuterTlsError> {
-        self.built.get_or_init(|| self.build()).clone()
+        self.built
+            .get_or_init(|| self.build(&[b"http/1.1"]))
+            .clone()
     }
 
-    fn build(&self) -> Result<Layer, OuterTlsError> {
+    /// The same, offering HTTP/2 first and HTTP/1.1 (XHTTP and gRPC, whose
+    /// requests go over it).
+    pub fn layer_h2(&self) -> Result<Layer, OuterTlsError> {
+        self.built_h2
+            .get_or_init(|| self.build(&[b"h2", b"http/1.1"]))
+            .clone()
+    }
+
+    fn build(&self, alpn: &[&[u8]]) -> Result<Layer, OuterTlsError> {
         let server_name = ServerName::try_from(self.server_name.clone())
             .map_err(|_| OuterTlsError::Name(self.server_name.clone()))?;
         let mut roots =
@@ -105,7 +118,7 @@ impl OuterTls {
             .map_err(|e| OuterTlsError::Ca(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         Ok(Layer::Tls {
             config: Arc::new(config),
             server_name,

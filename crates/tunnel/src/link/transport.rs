@@ -7,7 +7,12 @@
 //! Tls:          TCP ─ TLS 1.3 (pinned) ─ link bytes
 //! WebSocket:    TCP ─ (TLS to a CDN) ─ HTTP/1.1 Upgrade (path, Host) ─ binary messages ─ TLS 1.3 (pinned) ─ link bytes
 //! HttpUpgrade:  TCP ─ (TLS to a CDN) ─ HTTP/1.1 Upgrade (path, Host), 101 ─ TLS 1.3 (pinned) ─ link bytes
+//! Xhttp:        TCP ─ (TLS to a CDN) ─ HTTP/1.1 or HTTP/2 requests (path, Host) ─ TLS 1.3 (pinned) ─ link bytes
+//! Grpc:         TCP ─ (TLS to a CDN) ─ HTTP/2, a gRPC stream (service name) ─ TLS 1.3 (pinned) ─ link bytes
 //! ```
+//! XHTTP and gRPC links are streams of an HTTP server on the listening side
+//! ([`super::streams`]): one connection may carry several links (HTTP/2), and one
+//! XHTTP link may use several connections (packet-up over HTTP/1.1).
 //! The WebSocket and HTTPUpgrade profiles carry the pinned TLS *inside* the upgraded
 //! stream, so an HTTP reverse proxy or CDN that passes upgrades can carry the link
 //! without holding its key: trust stays end to end, the proxy sees only an ordinary
@@ -33,6 +38,7 @@ use switchyard_transport::{BoxIo, httpupgrade, ws};
 use super::cert::client_config;
 pub use super::outer::OuterTls;
 use super::pin::{Pin, PinError, pin_error_in};
+use super::streams::{Failed, HttpLink, StreamServer};
 use switchyard_transport::reality::{self, Accepted, ClientSettings, ServerSettings, SiteDialer};
 
 /// A link's byte stream after TLS, whatever carries it: the transport layer's
@@ -101,6 +107,45 @@ pub enum Transport {
     /// with its key and splices everyone else to a real site; its public key is the
     /// pin ([`switchyard_transport::reality`]).
     Reality(RealityLink),
+    /// TLS inside XHTTP's requests under `path`: for a CDN that carries no upgrade.
+    Xhttp {
+        /// The path the requests go under; the listening side accepts only it.
+        path: String,
+        /// The `Host` the dialing side sends; not checked by the listening side.
+        host: String,
+        /// How the upload travels (`auto`: stream-up when the CDN's TLS is there to
+        /// offer HTTP/2, packet-up otherwise).
+        mode: switchyard_proto::xhttp::Mode,
+        /// The dialing side's TLS to a CDN in front of the listening side, if any.
+        outer: Option<OuterTls>,
+    },
+    /// TLS inside a gRPC stream on `/{service_name}/Tun`, HTTP/2 (cleartext to the
+    /// listening side).
+    Grpc {
+        /// The gRPC service name; the listening side accepts only it.
+        service_name: String,
+        /// The `:authority` the dialing side sends.
+        host: String,
+        /// The dialing side's TLS to a CDN in front of the listening side, if any.
+        outer: Option<OuterTls>,
+    },
+}
+
+impl Transport {
+    /// Whether links are streams of an HTTP server (XHTTP, gRPC) rather than a TCP
+    /// connection each.
+    pub fn is_http_streams(&self) -> bool {
+        self.http_link().is_some()
+    }
+
+    /// What an XHTTP or gRPC profile's requests say.
+    fn http_link(&self) -> Option<HttpLink<'_>> {
+        match self {
+            Self::Xhttp { path, mode, .. } => Some(HttpLink::Xhttp { path, mode: *mode }),
+            Self::Grpc { service_name, .. } => Some(HttpLink::Grpc { service_name }),
+            _ => None,
+        }
+    }
 }
 
 /// One address of the listening side, as the dialing side sees it.
@@ -130,6 +175,18 @@ impl core::fmt::Display for Target {
             } => write!(f, "http://{}{path}", self.addr),
             Transport::HttpUpgrade { path, .. } => write!(f, "https://{}{path}", self.addr),
             Transport::Reality(_) => write!(f, "reality://{}", self.addr),
+            Transport::Xhttp {
+                path, outer: None, ..
+            } => write!(f, "xhttp://{}{path}", self.addr),
+            Transport::Xhttp { path, .. } => write!(f, "xhttps://{}{path}", self.addr),
+            Transport::Grpc {
+                service_name,
+                outer: None,
+                ..
+            } => write!(f, "grpc://{}/{service_name}", self.addr),
+            Transport::Grpc { service_name, .. } => {
+                write!(f, "grpcs://{}/{service_name}", self.addr)
+            }
         }
     }
 }
@@ -160,6 +217,22 @@ pub enum ConnectError {
     /// not pass upgrades).
     #[error("{target}: HTTPUpgrade failed: {reason}; check the profile's path and host")]
     HttpUpgrade {
+        /// Where to.
+        target: String,
+        /// What failed.
+        reason: String,
+    },
+    /// XHTTP's requests failed (wrong path, a proxy that does not pass them).
+    #[error("{target}: XHTTP failed: {reason}; check the profile's path and host")]
+    Xhttp {
+        /// Where to.
+        target: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The gRPC stream failed (wrong service name, a proxy that does not pass gRPC).
+    #[error("{target}: gRPC failed: {reason}; check the profile's service name and host")]
+    Grpc {
         /// Where to.
         target: String,
         /// What failed.
@@ -227,6 +300,9 @@ pub async fn connect(target: &Target, deadline: Duration) -> Result<LinkStream, 
 }
 
 async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
+    if let Some(link) = target.transport.http_link() {
+        return connect_http(target, link).await;
+    }
     let (outer, stack) = stack(target)?;
     // TCP and the CDN's TLS first, when there is one, so its failure is named apart
     // from the link's own TLS.
@@ -279,21 +355,81 @@ async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
     })
 }
 
+/// An XHTTP or gRPC link: the stream (on a connection of its own, through the CDN's
+/// TLS when there is one), then the pinned TLS inside.
+async fn connect_http(target: &Target, link: HttpLink<'_>) -> Result<LinkStream, ConnectError> {
+    let (Transport::Xhttp { host, outer, .. } | Transport::Grpc { host, outer, .. }) =
+        &target.transport
+    else {
+        return Err(ConnectError::Tls {
+            target: target.to_string(),
+            reason: "not an XHTTP or gRPC profile".into(),
+        });
+    };
+    let shown = || target.to_string();
+    let outer = match outer {
+        Some(o) => Some(o.layer_h2().map_err(|e| ConnectError::OuterTls {
+            target: shown(),
+            reason: e.to_string(),
+        })?),
+        None => None,
+    };
+    // No configured Host: the address dialed, as a browser would send.
+    let host = if host.is_empty() { &target.addr } else { host };
+    let io = super::streams::dial(&target.addr, host, outer, link)
+        .await
+        .map_err(|e| match e {
+            Failed::Below(e) if e.step == Step::Tcp => ConnectError::Tcp {
+                target: shown(),
+                kind: e.source.kind(),
+                reason: e.source.to_string(),
+            },
+            Failed::Below(e) => ConnectError::OuterTls {
+                target: shown(),
+                reason: e.source.to_string(),
+            },
+            Failed::Xhttp(reason) => ConnectError::Xhttp {
+                target: shown(),
+                reason,
+            },
+            Failed::Grpc(reason) => ConnectError::Grpc {
+                target: shown(),
+                reason,
+            },
+        })?;
+    let inner = Stack {
+        addr: target.addr.clone(),
+        layers: vec![pinned_tls(target)?],
+    };
+    let grpc = matches!(link, HttpLink::Grpc { .. });
+    inner.over(io).await.map_err(|e| {
+        // The stream's answer is read while the link's TLS starts: a refusal (another
+        // path or service, a proxy's error page) surfaces there.
+        let xhttp = e
+            .source
+            .get_ref()
+            .is_some_and(|e| e.is::<switchyard_transport::xhttp::client::ClientError>());
+        if xhttp {
+            return ConnectError::Xhttp {
+                target: shown(),
+                reason: e.source.to_string(),
+            };
+        }
+        if grpc && e.source.kind() == io::ErrorKind::ConnectionRefused {
+            return ConnectError::Grpc {
+                target: shown(),
+                reason: e.source.to_string(),
+            };
+        }
+        tls_error(target, e.source)
+    })
+}
+
 /// The transport layers a target's profile speaks: TLS (pinned) on TCP, TLS inside
 /// WebSocket or HTTPUpgrade, or REALITY; and apart, the TLS to a CDN in front, when
 /// the profile has one (spoken first).
 fn stack(target: &Target) -> Result<(Option<Layer>, Stack), ConnectError> {
-    let tls = || {
-        let server_name =
-            ServerName::try_from(target.name.clone()).map_err(|e| ConnectError::Tls {
-                target: target.to_string(),
-                reason: format!("certificate name {:?}: {e}", target.name),
-            })?;
-        Ok(Layer::Tls {
-            config: client_config(&target.name, &target.pins),
-            server_name,
-        })
-    };
+    let tls = || pinned_tls(target);
     let mut cdn = None;
     let layers = match &target.transport {
         Transport::Reality(r) => vec![Layer::Reality(ClientSettings {
@@ -319,12 +455,31 @@ fn stack(target: &Target) -> Result<(Option<Layer>, Stack), ConnectError> {
             }
             vec![upgrade, tls()?]
         }
+        // Dialed apart, by `streams::connect`.
+        Transport::Xhttp { .. } | Transport::Grpc { .. } => {
+            return Err(ConnectError::Tls {
+                target: target.to_string(),
+                reason: "XHTTP and gRPC links are not a stack of layers".into(),
+            });
+        }
     };
     let stack = Stack {
         addr: target.addr.clone(),
         layers,
     };
     Ok((cdn, stack))
+}
+
+/// The link's own TLS layer: TLS 1.3 for the tunnel's name, the certificate pinned.
+fn pinned_tls(target: &Target) -> Result<Layer, ConnectError> {
+    let server_name = ServerName::try_from(target.name.clone()).map_err(|e| ConnectError::Tls {
+        target: target.to_string(),
+        reason: format!("certificate name {:?}: {e}", target.name),
+    })?;
+    Ok(Layer::Tls {
+        config: client_config(&target.name, &target.pins),
+        server_name,
+    })
 }
 
 /// Why an incoming connection did not become a link's byte stream.
@@ -372,6 +527,8 @@ pub struct Acceptor {
     transport: Transport,
     /// REALITY profiles: the keys and rules, with the profile's replay memory.
     reality: Option<Arc<ServerSettings>>,
+    /// XHTTP and gRPC profiles: the HTTP server whose streams are links.
+    streams: Option<StreamServer>,
 }
 
 impl Acceptor {
@@ -387,9 +544,29 @@ impl Acceptor {
         };
         Self {
             tls: TlsAcceptor::from(tls),
+            streams: transport.http_link().map(StreamServer::new),
             transport,
             reality,
         }
+    }
+
+    /// The HTTP server of an XHTTP or gRPC profile, whose streams are links (see
+    /// [`super::streams`]); `None` when every link is a TCP connection.
+    pub(crate) fn streams(&self) -> Option<&StreamServer> {
+        self.streams.as_ref()
+    }
+
+    /// The link's TLS over a stream the profile's HTTP server handed over.
+    pub(crate) async fn tls_over(
+        &self,
+        io: LinkStream,
+        peer: SocketAddr,
+    ) -> Result<LinkStream, AcceptError> {
+        let s = self.tls.accept(io).await.map_err(|e| AcceptError::Tls {
+            peer,
+            reason: e.to_string(),
+        })?;
+        Ok(Box::new(s))
     }
 
     /// The same acceptor splicing REALITY probers through `site` to the target.
@@ -504,6 +681,11 @@ impl Acceptor {
                 let s = self.tls.accept(up).await.map_err(tls_fail)?;
                 Ok(Box::new(s))
             }
+            // Served by `streams`: a connection is not one link.
+            Transport::Xhttp { .. } | Transport::Grpc { .. } => Err(AcceptError::Tls {
+                peer,
+                reason: "XHTTP and gRPC connections are served as HTTP, not one link each".into(),
+            }),
         }
     }
 }

@@ -15,6 +15,7 @@ mod halves;
 mod halves_live;
 mod link_dialer;
 mod link_handshake;
+mod link_http;
 mod link_listener;
 mod link_tls;
 mod mux;
