@@ -170,13 +170,7 @@ impl Http {
             tokio::spawn(async move {
                 let accepted = listener.admit(io, peer).await;
                 drop((permit, slot));
-                match accepted {
-                    Ok(link) => {
-                        tracing::debug!(origin = %link.origin, %peer, "link admitted");
-                        let _ = links.send(link).await;
-                    }
-                    Err(e) => tracing::info!(error = %e, "tunnel link not admitted"),
-                }
+                deliver(accepted, &links).await;
             });
         };
         tokio::select! {
@@ -222,43 +216,35 @@ impl Listener {
 
     /// Turns one accepted connection into an admitted link, all of it (WebSocket
     /// upgrade, TLS, hello, answer) within the deadline.
-    #[allow(
-        clippy::disallowed_methods,
-        reason = "a hello's time is checked against the wall clock, by design"
-    )]
     pub async fn handshake(
         &self,
         tcp: TcpStream,
         peer: SocketAddr,
     ) -> Result<Accepted, ListenError> {
-        let steps = async {
-            let mut stream = self.acceptor.handshake(tcp, peer, self.deadline).await?;
-            let origin = accept_hello(&mut stream, &self.gate, self.deadline, SystemTime::now)
-                .await
-                .map_err(|error| ListenError::Hello { peer, error })?;
-            Ok(Accepted {
-                origin,
-                peer,
-                stream,
-            })
-        };
-        tokio::time::timeout(self.deadline, steps)
+        self.hello_after(self.acceptor.handshake(tcp, peer, self.deadline), peer)
             .await
-            .unwrap_or(Err(ListenError::Transport(AcceptError::Timeout {
-                peer,
-                after: self.deadline,
-            })))
     }
 
     /// Turns a stream an XHTTP or gRPC connection handed over into an admitted link:
     /// its TLS and hello within the deadline.
+    async fn admit(&self, io: LinkStream, peer: SocketAddr) -> Result<Accepted, ListenError> {
+        self.hello_after(self.acceptor.tls_over(io, peer), peer)
+            .await
+    }
+
+    /// The hello after `transport` (the steps that give the link's TLS stream), all
+    /// within the deadline.
     #[allow(
         clippy::disallowed_methods,
         reason = "a hello's time is checked against the wall clock, by design"
     )]
-    async fn admit(&self, io: LinkStream, peer: SocketAddr) -> Result<Accepted, ListenError> {
+    async fn hello_after(
+        &self,
+        transport: impl Future<Output = Result<LinkStream, AcceptError>>,
+        peer: SocketAddr,
+    ) -> Result<Accepted, ListenError> {
         let steps = async {
-            let mut stream = self.acceptor.tls_over(io, peer).await?;
+            let mut stream = transport.await?;
             let origin = accept_hello(&mut stream, &self.gate, self.deadline, SystemTime::now)
                 .await
                 .map_err(|error| ListenError::Hello { peer, error })?;
@@ -329,14 +315,19 @@ impl Listener {
             tokio::spawn(async move {
                 let accepted = this.handshake(tcp, peer).await;
                 drop((permit, slot));
-                match accepted {
-                    Ok(link) => {
-                        tracing::debug!(origin = %link.origin, %peer, "link admitted");
-                        let _ = links.send(link).await;
-                    }
-                    Err(e) => tracing::info!(error = %e, "tunnel link not admitted"),
-                }
+                deliver(accepted, &links).await;
             });
         }
+    }
+}
+
+/// Hands an admitted link to the pool, or logs why a connection did not become one.
+async fn deliver(accepted: Result<Accepted, ListenError>, links: &mpsc::Sender<Accepted>) {
+    match accepted {
+        Ok(link) => {
+            tracing::debug!(origin = %link.origin, peer = %link.peer, "link admitted");
+            let _ = links.send(link).await;
+        }
+        Err(e) => tracing::info!(error = %e, "tunnel link not admitted"),
     }
 }

@@ -313,17 +313,12 @@ async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
                 addr: stack.addr.clone(),
                 layers: vec![outer],
             };
-            Some(to_cdn.connect().await.map_err(|e| match e.step {
-                Step::Tcp => ConnectError::Tcp {
-                    target: target.to_string(),
-                    kind: e.source.kind(),
-                    reason: e.source.to_string(),
-                },
-                _ => ConnectError::OuterTls {
-                    target: target.to_string(),
-                    reason: e.source.to_string(),
-                },
-            })?)
+            Some(
+                to_cdn
+                    .connect()
+                    .await
+                    .map_err(|e| below_the_link(target, e))?,
+            )
         }
     };
     let linked = match io {
@@ -355,6 +350,21 @@ async fn connect_inner(target: &Target) -> Result<LinkStream, ConnectError> {
     })
 }
 
+/// A failure under the link's own layers: the TCP connection, or the TLS to the CDN.
+fn below_the_link(target: &Target, e: switchyard_transport::dial::DialError) -> ConnectError {
+    match e.step {
+        Step::Tcp => ConnectError::Tcp {
+            target: target.to_string(),
+            kind: e.source.kind(),
+            reason: e.source.to_string(),
+        },
+        _ => ConnectError::OuterTls {
+            target: target.to_string(),
+            reason: e.source.to_string(),
+        },
+    }
+}
+
 /// An XHTTP or gRPC link: the stream (on a connection of its own, through the CDN's
 /// TLS when there is one), then the pinned TLS inside.
 async fn connect_http(target: &Target, link: HttpLink<'_>) -> Result<LinkStream, ConnectError> {
@@ -379,15 +389,7 @@ async fn connect_http(target: &Target, link: HttpLink<'_>) -> Result<LinkStream,
     let io = super::streams::dial(&target.addr, host, outer, link)
         .await
         .map_err(|e| match e {
-            Failed::Below(e) if e.step == Step::Tcp => ConnectError::Tcp {
-                target: shown(),
-                kind: e.source.kind(),
-                reason: e.source.to_string(),
-            },
-            Failed::Below(e) => ConnectError::OuterTls {
-                target: shown(),
-                reason: e.source.to_string(),
-            },
+            Failed::Below(e) => below_the_link(target, e),
             Failed::Xhttp(reason) => ConnectError::Xhttp {
                 target: shown(),
                 reason,
