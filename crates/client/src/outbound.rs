@@ -211,6 +211,7 @@ impl Outbound {
                 obfs_password,
                 ports,
                 down_mbps,
+                hop_interval,
                 ..
             } => {
                 let t = match &entry.tls {
@@ -233,7 +234,7 @@ impl Outbound {
                     obfs_password.as_deref(),
                     *down_mbps,
                 )
-                .hopping(ports.as_deref());
+                .hopping(ports.as_deref(), *hop_interval);
                 // QUIC is all its transport: no stack of layers.
                 return Ok(Self {
                     stack: Stack::to(&entry.server, entry.port, Vec::new()),
@@ -359,8 +360,8 @@ impl Outbound {
     }
 
     /// A Hysteria 2 server with a hop range hopping every `interval` instead of
-    /// Hysteria's default 30 s (entries carry no interval); its connections are
-    /// its own. Other servers are unchanged.
+    /// its entry's interval (else Hysteria's default 30 s), any interval (tests hop
+    /// in milliseconds); its connections are its own. Other servers are unchanged.
     #[must_use]
     pub fn with_hop_interval(mut self, interval: Duration) -> Self {
         if let Header::Hysteria2(hy2) = &self.header {

@@ -100,6 +100,7 @@ fn snapshot() -> ServerSnapshot {
                 route_id: Some(1),
                 created_ms: 0,
                 hysteria2: None,
+                trusted_proxies: Vec::new(),
             },
             InboundSecrets {
                 ss_server_key: None,

@@ -109,6 +109,7 @@ fn topology() -> Topology {
                     route_id: Some(r),
                     created_ms: 0,
                     hysteria2: None,
+                    trusted_proxies: Vec::new(),
                 },
                 InboundSecrets {
                     ss_server_key: Some("AAECAwQFBgcICQoLDA0ODw==".into()),

@@ -127,6 +127,10 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
                 v["hysteria2"] =
                     hysteria2_settings(&settings, secrets.hy2_obfs_password.as_deref());
             }
+            // Left out when empty, as the node writes its own config.
+            if !i.trusted_proxies.is_empty() {
+                v["trusted_proxies"] = json!(i.trusted_proxies);
+            }
             v
         })
         .collect();
@@ -327,6 +331,7 @@ mod tests {
                     route_id: None,
                     created_ms: 0,
                     hysteria2: None,
+                    trusted_proxies: Vec::new(),
                 },
                 InboundSecrets {
                     tls_cert_pem: Some(cert.cert.pem()),
@@ -491,6 +496,30 @@ mod tests {
             s.inbounds[0].0.transport = panel;
             assert_eq!(render(&s, NOW).unwrap().inbounds[0].transport, node);
         }
+    }
+
+    #[test]
+    fn trusted_proxies_reach_the_node_on_header_transports() {
+        let mut s = snapshot();
+        let nets = ["173.245.48.0/20", "127.0.0.1", "2400:cb00::/32"];
+        s.inbounds[0].0.transport = InboundTransport::Ws {
+            path: "/ws".into(),
+            host: None,
+        };
+        s.inbounds[0].0.trusted_proxies = nets.map(str::to_owned).to_vec();
+        let c = render(&s, NOW).unwrap();
+        assert_eq!(c.inbounds[0].trusted_proxies, nets);
+        let read: Vec<String> = c.inbounds[0]
+            .trusted_networks()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(read, ["173.245.48.0/20", "127.0.0.1/32", "2400:cb00::/32"]);
+        // None given: the node's inbound has none, and its config does not name them.
+        s.inbounds[0].0.trusted_proxies.clear();
+        let c = render(&s, NOW).unwrap();
+        assert!(c.inbounds[0].trusted_proxies.is_empty());
+        assert!(!body(&s, NOW).to_string().contains("trusted_proxies"));
     }
 
     #[test]

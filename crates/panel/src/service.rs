@@ -289,6 +289,7 @@ impl Service {
             &input.security,
             input.hysteria2.as_ref(),
         )?;
+        model::check_trusted_proxies(&input.transport, &input.trusted_proxies)?;
         if let Some(h) = &input.host {
             model::check_host("host", h)?;
         }

@@ -24,7 +24,7 @@
 //! (`path`, `headers.Host`); gRPC is `network: grpc` with
 //! `grpc-opts.grpc-service-name`, plain gun (mihomo has neither multi mode nor an
 //! authority). Hysteria 2 is `type: hysteria2` with `password`, `ports` (the hop
-//! range, `first-last`), `obfs: salamander` and `obfs-password`, `up`/`down`
+//! range, `first-last`) and `hop-interval` (seconds), `obfs: salamander` and `obfs-password`, `up`/`down`
 //! (Mbit/s), `sni` and the pin as above. An entry's route id is the proxy's `switchyard-route`
 //! ([`ROUTE_KEY`]), a key mihomo ignores.
 //!
@@ -215,13 +215,18 @@ pub fn proxy(entry: &Entry, name: &str) -> Value {
             ports,
             up_mbps,
             down_mbps,
+            hop_interval,
         } => {
             // mihomo's hysteria2: QUIC under TLS, no transport of its own; the hop
-            // range as `ports: first-last`, Brutal's rates as whole Mbit/s.
+            // range as `ports: first-last` and its interval as `hop-interval`
+            // (whole seconds), Brutal's rates as whole Mbit/s.
             put("type", json!("hysteria2"));
             put("password", json!(password));
             if let Some(ports) = ports {
                 put("ports", json!(ports));
+                if let Some(secs) = hop_interval.filter(|s| *s > 0) {
+                    put("hop-interval", json!(secs));
+                }
             }
             if let Some(obfs) = obfs_password {
                 put("obfs", json!("salamander"));

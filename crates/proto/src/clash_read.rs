@@ -394,8 +394,8 @@ fn unsupported(map: &Hash, kind: &str) -> Result<Option<SkipReason>, Problem> {
 }
 
 /// A `hysteria2` proxy's protocol: `obfs-password` when `obfs: salamander`,
-/// `ports` as one range (checked by [`unsupported`]), `up`/`down` in mihomo's
-/// units (a bare number is Mbit/s) as whole Mbit/s.
+/// `ports` as one range (checked by [`unsupported`]) with its `hop-interval`,
+/// `up`/`down` in mihomo's units (a bare number is Mbit/s) as whole Mbit/s.
 fn hysteria2_of(map: &Hash, password: String) -> Result<EntryProtocol, Problem> {
     let top = |f: &'static str| move |p: &'static str| (f.to_owned(), p);
     let salamander = text(map, "obfs")
@@ -424,13 +424,36 @@ fn hysteria2_of(map: &Hash, password: String) -> Result<EntryProtocol, Problem> 
                 .ok_or(top(f)("must be a bandwidth such as 100 or \"100 Mbps\"")),
         }
     };
+    let hop_interval = match field(map, "hop-interval") {
+        None => None,
+        Some(v) => hop_interval_of(v).ok_or(top("hop-interval")(
+            "must be a whole number of seconds (or a range first-last)",
+        ))?,
+    };
     Ok(EntryProtocol::Hysteria2 {
         password,
         obfs_password,
+        hop_interval: hop_interval.filter(|_| ports.is_some()),
         ports,
         up_mbps: rate("up")?,
         down_mbps: rate("down")?,
     })
+}
+
+/// mihomo's `hop-interval`: whole seconds, a number or its text, `0` for its
+/// default (none); newer mihomo's random interval `first-last` is read as `first`
+/// (an entry holds one interval). `None` (the outer) for anything else.
+fn hop_interval_of(value: &Yaml) -> Option<Option<u32>> {
+    let secs = |t: &str| t.trim().parse::<u32>().ok();
+    let n = match value {
+        Yaml::Integer(n) => u32::try_from(*n).ok()?,
+        Yaml::String(t) => match t.split_once('-') {
+            Some((first, last)) => secs(first).filter(|f| secs(last).is_some_and(|l| l >= *f))?,
+            None => secs(t)?,
+        },
+        _ => return None,
+    };
+    Some((n > 0).then_some(n))
 }
 
 /// `network` and `ws-opts`. Early data (`max-early-data` with the

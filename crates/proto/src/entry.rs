@@ -102,6 +102,13 @@ pub enum EntryProtocol {
         up_mbps: Option<u32>,
         /// The download bandwidth the client declares, Mbit/s.
         down_mbps: Option<u32>,
+        /// How often the client hops to another port of `ports`, in seconds;
+        /// none: the client's default (Hysteria's 30 s). Only with `ports`.
+        /// Clients take at least
+        /// [`hysteria2::MIN_HOP_INTERVAL_SECS`] (the official client refuses less,
+        /// mihomo raises it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        hop_interval: Option<u32>,
     },
 }
 
@@ -127,6 +134,7 @@ impl fmt::Debug for EntryProtocol {
                 ports,
                 up_mbps,
                 down_mbps,
+                hop_interval,
                 ..
             } => f
                 .debug_struct("Hysteria2")
@@ -135,6 +143,7 @@ impl fmt::Debug for EntryProtocol {
                 .field("ports", ports)
                 .field("up_mbps", up_mbps)
                 .field("down_mbps", down_mbps)
+                .field("hop_interval", hop_interval)
                 .finish(),
         }
     }
@@ -292,6 +301,35 @@ mod tests {
                 assert!(!text.contains(secret), "{text}");
             }
         }
+    }
+
+    #[test]
+    fn hysteria2_debug_shows_the_hop_interval_not_the_passwords() {
+        let protocol = EntryProtocol::Hysteria2 {
+            password: "hunter2-hy2".into(),
+            obfs_password: Some("salamander-salt".into()),
+            ports: Some("20000-20009".into()),
+            up_mbps: None,
+            down_mbps: Some(50),
+            hop_interval: Some(15),
+        };
+        assert_eq!(
+            format!("{protocol:?}"),
+            "Hysteria2 { password: \"<redacted>\", obfs_password: Some(\"<redacted>\"), \
+             ports: Some(\"20000-20009\"), up_mbps: None, down_mbps: Some(50), \
+             hop_interval: Some(15) }"
+        );
+        // Entries written before the interval existed read as none.
+        let old = r#"{"type":"hysteria2","password":"p","obfs_password":null,"ports":null,"up_mbps":null,"down_mbps":null}"#;
+        let read: EntryProtocol = serde_json::from_str(old).unwrap();
+        assert!(matches!(
+            read,
+            EntryProtocol::Hysteria2 {
+                hop_interval: None,
+                ..
+            }
+        ));
+        assert_eq!(serde_json::to_string(&read).unwrap(), old);
     }
 
     #[test]

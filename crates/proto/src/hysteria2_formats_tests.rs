@@ -17,7 +17,16 @@ fn hy2(obfs: Option<&str>, ports: Option<&str>, rates: Option<(u32, u32)>) -> En
         ports: ports.map(str::to_owned),
         up_mbps: rates.map(|r| r.0),
         down_mbps: rates.map(|r| r.1),
+        hop_interval: None,
     }
+}
+
+/// `protocol` hopping every `secs`.
+fn every(secs: u32, mut protocol: EntryProtocol) -> EntryProtocol {
+    if let EntryProtocol::Hysteria2 { hop_interval, .. } = &mut protocol {
+        *hop_interval = Some(secs);
+    }
+    protocol
 }
 
 fn pinned() -> Option<EntryTls> {
@@ -38,7 +47,13 @@ fn every_kind() -> Vec<Entry> {
         ),
         entry(
             "all",
-            hy2(Some("salt"), Some("20000-20010"), Some((10, 50))),
+            every(15, hy2(Some("salt"), Some("20000-20010"), Some((10, 50)))),
+            EntryTransport::Tcp,
+            pinned(),
+        ),
+        entry(
+            "hop",
+            hy2(None, Some("30000-30001"), None),
             EntryTransport::Tcp,
             pinned(),
         ),
@@ -76,6 +91,7 @@ fn sing_box_outbound_exactly_and_back() {
             "server": "node.example.com",
             "server_port": 443,
             "server_ports": ["20000:20010"],
+            "hop_interval": "15s",
             "up_mbps": 10,
             "down_mbps": 50,
             "obfs": { "type": "salamander", "password": "salt" },
@@ -94,6 +110,8 @@ fn sing_box_outbound_exactly_and_back() {
             "tls": { "enabled": true, "server_name": "sni.example.com", "certificate": PEM },
         })
     );
+    // A range without an interval: sing-box's default, nothing written.
+    assert_eq!(sing_box_outbound(&config, "hop").get("hop_interval"), None);
     assert_eq!(singbox::entries(&config), Ok(entries));
 }
 
@@ -111,6 +129,29 @@ fn sing_box_outbounds_of_other_writers() {
     let e = read(json!({"server_ports": "5:6"})).unwrap();
     assert_eq!(e.tls, Some(EntryTls::default()));
     assert_eq!(e.protocol, hy2_ports("5-6"));
+    // The interval in any Go form, whole seconds rounded up; zero is the default,
+    // and without a range there is nothing to hop.
+    for (interval, secs) in [
+        ("1m30s", Some(90)),
+        ("2500ms", Some(3)),
+        ("0s", None),
+        ("", None),
+    ] {
+        let e = read(json!({"server_ports": "5:6", "hop_interval": interval})).unwrap();
+        let want = match secs {
+            Some(s) => every(s, hy2_ports("5-6")),
+            None => hy2_ports("5-6"),
+        };
+        assert_eq!(e.protocol, want, "{interval}");
+    }
+    let alone = read(json!({"hop_interval": "10s"})).unwrap();
+    assert!(matches!(
+        alone.protocol,
+        EntryProtocol::Hysteria2 {
+            hop_interval: None,
+            ..
+        }
+    ));
     assert_eq!(
         read(json!({"server_ports": ["5-6"]})).unwrap().protocol,
         hy2_ports("5-6")
@@ -132,6 +173,10 @@ fn sing_box_outbounds_of_other_writers() {
             json!({"obfs": {"type": "salamander"}}),
             "obfs.password: missing for salamander",
         ),
+        (
+            json!({"server_ports": "5:6", "hop_interval": "30"}),
+            "hop_interval: a duration such as \"30s\"",
+        ),
     ] {
         assert_eq!(
             read(extra).unwrap_err().to_string(),
@@ -147,6 +192,7 @@ fn hy2_ports(ports: &str) -> EntryProtocol {
         ports: Some(ports.into()),
         up_mbps: None,
         down_mbps: None,
+        hop_interval: None,
     }
 }
 
@@ -163,6 +209,7 @@ fn clash_proxy_exactly_and_back() {
             "udp": true,
             "password": "hunter2",
             "ports": "20000-20010",
+            "hop-interval": 15,
             "obfs": "salamander",
             "obfs-password": "salt",
             "up": "10",
@@ -171,7 +218,9 @@ fn clash_proxy_exactly_and_back() {
             "fingerprint": PIN,
         })
     );
+    assert_eq!(clash::proxy(&entries[2], "hop").get("hop-interval"), None);
     let yaml = clash::client_config(&entries, &clash::ClashOptions::default());
+    assert!(yaml.contains("\"hop-interval\": 15"), "{yaml}");
     // A pinned PEM reads back as its hash.
     let expected: Vec<Entry> = entries
         .into_iter()
@@ -202,8 +251,49 @@ fn clash_proxies_of_other_writers() {
             ports: Some("443-8443".into()),
             up_mbps: Some(30),
             down_mbps: Some(2000),
+            hop_interval: None,
         }
     );
+    // `hop-interval`: whole seconds, as a number or text; newer mihomo's random
+    // range is read as its first; 0 is mihomo's default; no range, no hopping.
+    for (extra, secs) in [
+        ("hop-interval: 15", Some(15)),
+        ("hop-interval: '20'", Some(20)),
+        ("hop-interval: 15-30", Some(15)),
+        ("hop-interval: 0", None),
+    ] {
+        let p = read(&format!("ports: 443-8443, {extra}")).unwrap();
+        let want = match secs {
+            Some(s) => every(s, hy2_ports("443-8443")),
+            None => hy2_ports("443-8443"),
+        };
+        assert_eq!(p.entries[0].protocol, want, "{extra}");
+    }
+    let alone = read("hop-interval: 15").unwrap();
+    assert_eq!(
+        alone.entries[0].protocol,
+        EntryProtocol::Hysteria2 {
+            password: "p".into(),
+            obfs_password: None,
+            ports: None,
+            up_mbps: None,
+            down_mbps: None,
+            hop_interval: None,
+        }
+    );
+    for bad in [
+        "hop-interval: fast",
+        "hop-interval: -5",
+        "hop-interval: 30-15",
+    ] {
+        assert_eq!(
+            read(&format!("ports: 443-8443, {bad}"))
+                .unwrap_err()
+                .to_string(),
+            "proxies[0] (\"x\"): `hop-interval` must be a whole number of seconds (or a range first-last)",
+            "{bad}"
+        );
+    }
     assert_eq!(p.entries[0].tls, Some(EntryTls::default()));
     let skipped = read("ports: '443,8000-9000'").unwrap().skipped;
     assert_eq!(

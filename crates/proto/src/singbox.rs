@@ -349,6 +349,10 @@ enum Outbound<'a> {
         /// The hop range, `first:last` (sing-box's form of a range).
         #[serde(skip_serializing_if = "Option::is_none")]
         server_ports: Option<[String; 1]>,
+        /// How often to hop, a Go duration in seconds (`"30s"`); only with
+        /// `server_ports`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hop_interval: Option<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         up_mbps: Option<u32>,
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -565,23 +569,31 @@ fn outbound<'a>(entry: &'a Entry, tag: &'a str) -> Outbound<'a> {
             ports,
             up_mbps,
             down_mbps,
-        } => Outbound::Hysteria2 {
-            tag,
-            server,
-            server_port,
-            server_ports: ports
+            hop_interval,
+        } => {
+            let server_ports = ports
                 .as_deref()
                 .and_then(crate::entry::hysteria2::hop_range)
-                .map(|(first, last)| [format!("{first}:{last}")]),
-            up_mbps: *up_mbps,
-            down_mbps: *down_mbps,
-            obfs: obfs_password.as_deref().map(|password| Obfs {
-                kind: "salamander",
+                .map(|(first, last)| [format!("{first}:{last}")]);
+            Outbound::Hysteria2 {
+                tag,
+                server,
+                server_port,
+                // sing-box reads `0s` as its default: no interval, nothing written.
+                hop_interval: hop_interval
+                    .filter(|s| *s > 0 && server_ports.is_some())
+                    .map(|s| format!("{s}s")),
+                server_ports,
+                up_mbps: *up_mbps,
+                down_mbps: *down_mbps,
+                obfs: obfs_password.as_deref().map(|password| Obfs {
+                    kind: "salamander",
+                    password,
+                }),
                 password,
-            }),
-            password,
-            tls,
-        },
+                tls,
+            }
+        }
     }
 }
 

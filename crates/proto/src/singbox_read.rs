@@ -7,7 +7,8 @@
 //! HTTPUpgrade's `host` and `path` too; gRPC's `service_name`, which sing-box speaks
 //! as plain gun only, so an entry's multi mode and authority are not in the config
 //! and read back as none),
-//! route ids too (read from the route rules that carry them).
+//! route ids too (read from the route rules that carry them); Hysteria 2's
+//! `hop_interval` in whole seconds.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -86,6 +87,9 @@ enum Out {
         /// alone); only one range is read.
         #[serde(default)]
         server_ports: Option<Value>,
+        /// A Go duration (`"30s"`); read only with a hop range.
+        #[serde(default)]
+        hop_interval: Option<String>,
         #[serde(default)]
         up_mbps: Option<u32>,
         #[serde(default)]
@@ -243,27 +247,33 @@ pub fn entries(config: &Value) -> Result<Vec<Entry>, ReadError> {
                 server,
                 server_port,
                 server_ports,
+                hop_interval,
                 up_mbps,
                 down_mbps,
                 obfs,
                 password,
                 tls,
-            } => Entry {
-                name: tag,
-                server,
-                port: server_port,
-                protocol: EntryProtocol::Hysteria2 {
-                    password,
-                    obfs_password: obfs_of(obfs).map_err(problem)?,
-                    ports: hop_ports_of(server_ports).map_err(problem)?,
-                    up_mbps: up_mbps.filter(|n| *n > 0),
-                    down_mbps: down_mbps.filter(|n| *n > 0),
-                },
-                transport: EntryTransport::Tcp,
-                // QUIC always speaks TLS, whatever `enabled` says.
-                tls: Some(tls_of(tls.map(|t| Tls { enabled: true, ..t })).unwrap_or_default()),
-                route: None,
-            },
+            } => {
+                let ports = hop_ports_of(server_ports).map_err(problem)?;
+                let hop_interval = hop_interval_of(hop_interval.as_deref()).map_err(problem)?;
+                Entry {
+                    name: tag,
+                    server,
+                    port: server_port,
+                    protocol: EntryProtocol::Hysteria2 {
+                        password,
+                        obfs_password: obfs_of(obfs).map_err(problem)?,
+                        hop_interval: hop_interval.filter(|_| ports.is_some()),
+                        ports,
+                        up_mbps: up_mbps.filter(|n| *n > 0),
+                        down_mbps: down_mbps.filter(|n| *n > 0),
+                    },
+                    transport: EntryTransport::Tcp,
+                    // QUIC always speaks TLS, whatever `enabled` says.
+                    tls: Some(tls_of(tls.map(|t| Tls { enabled: true, ..t })).unwrap_or_default()),
+                    route: None,
+                }
+            }
         };
         if entry.port == 0 {
             return Err(problem(OutboundProblem::PortZero));
@@ -338,6 +348,19 @@ fn hop_ports_of(ports: Option<Value>) -> Result<Option<String>, OutboundProblem>
     let (first, last) = crate::entry::hysteria2::hop_range(&text.replacen(':', "-", 1))
         .ok_or_else(|| OutboundProblem::Fields(ONE.into()))?;
     Ok(Some(format!("{first}-{last}")))
+}
+
+/// Hysteria 2's `hop_interval`, a Go duration, in whole seconds (rounded up);
+/// none when absent, empty or zero (sing-box's default).
+fn hop_interval_of(text: Option<&str>) -> Result<Option<u32>, OutboundProblem> {
+    match text.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(t) => crate::entry::hysteria2::go_duration_secs(t)
+            .map(|s| (s > 0).then_some(s))
+            .ok_or_else(|| {
+                OutboundProblem::Fields("hop_interval: a duration such as \"30s\"".into())
+            }),
+    }
 }
 
 fn tls_of(tls: Option<Tls>) -> Option<EntryTls> {

@@ -107,8 +107,9 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
         tls: Some(EntryTls::default()),
         route: None,
     });
-    // Hysteria 2: plain, and with Salamander, hop ports and Brutal's rates under a
-    // pinned certificate (Xray has no form for it: its configs leave it out).
+    // Hysteria 2: plain, and with Salamander, hop ports (every 15 s) and Brutal's
+    // rates under a pinned certificate (Xray has no form for it: its configs leave
+    // it out).
     for (name, obfs, ports, rates) in [
         ("Hysteria 2", None, None, None),
         (
@@ -128,6 +129,7 @@ fn every_kind(cert: &TestCert) -> Vec<Entry> {
                 ports: ports.map(str::to_owned),
                 up_mbps: rates,
                 down_mbps: rates,
+                hop_interval: ports.map(|_| 15),
             },
             transport: EntryTransport::Tcp,
             tls: Some(EntryTls {

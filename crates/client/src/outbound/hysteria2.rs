@@ -16,9 +16,11 @@
 //!
 //! **Port hopping**: when the entry has a hop range (`ports`, `first-last`), QUIC's
 //! address is the entry's port and the datagrams go to a port of the range and the
-//! entry's port, picked anew (from a new local port) every 30 s, Hysteria's default
-//! `hopInterval` (entries carry no interval; [`super::Outbound::with_hop_interval`]
-//! sets another). A `ports` that is not one range is no hopping: the entry's port.
+//! entry's port, picked anew (from a new local port) every hop interval: the
+//! entry's (`hop_interval`, seconds, held to 5 s to an hour like the official
+//! client and mihomo, [`MIN_HOP_INTERVAL_SECS`]), else Hysteria's default 30 s
+//! ([`super::Outbound::with_hop_interval`] sets any other). A `ports` that is not
+//! one range is no hopping: the entry's port.
 
 use std::io;
 use std::net::SocketAddr;
@@ -28,7 +30,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use switchyard_proto::Address;
-use switchyard_proto::entry::hysteria2::hop_range;
+use switchyard_proto::entry::hysteria2::{MAX_HOP_INTERVAL_SECS, MIN_HOP_INTERVAL_SECS, hop_range};
 use switchyard_proto::hysteria2::Salamander;
 use switchyard_transport::hysteria2::{
     Client, ClientError, ClientHop, ClientSettings, DEFAULT_HOP_INTERVAL, QuicStream, connect,
@@ -80,11 +82,20 @@ impl Hysteria2 {
     }
 
     /// Hopping across the entry's hop range (`ports`, `first-last`) every
-    /// [`DEFAULT_HOP_INTERVAL`]; none, or not one range: the entry's port alone.
-    pub(super) fn hopping(mut self, ports: Option<&str>) -> Self {
+    /// `interval_secs` (held to [`MIN_HOP_INTERVAL_SECS`]..=[`MAX_HOP_INTERVAL_SECS`]),
+    /// else every [`DEFAULT_HOP_INTERVAL`]; no range, or not one range: the entry's
+    /// port alone.
+    pub(super) fn hopping(mut self, ports: Option<&str>, interval_secs: Option<u32>) -> Self {
+        let interval = interval_secs
+            .filter(|s| *s > 0)
+            .map_or(DEFAULT_HOP_INTERVAL, |s| {
+                Duration::from_secs(u64::from(
+                    s.clamp(MIN_HOP_INTERVAL_SECS, MAX_HOP_INTERVAL_SECS),
+                ))
+            });
         self.settings.hop = ports.and_then(hop_range).map(|(first, last)| ClientHop {
             ports: first..=last,
-            interval: DEFAULT_HOP_INTERVAL,
+            interval,
         });
         self
     }
@@ -219,9 +230,33 @@ mod tests {
     }
 
     #[test]
+    fn an_entrys_hop_interval_is_held_to_5_s_to_an_hour() {
+        let interval = |secs: Option<u32>| {
+            server()
+                .hopping(Some("20000-20010"), secs)
+                .settings
+                .hop
+                .map(|h| h.interval)
+        };
+        for (secs, want) in [
+            (Some(15), 15),
+            (Some(5), 5),
+            (Some(1), 5),
+            (Some(3600), 3600),
+            (Some(u32::MAX), 3600),
+            (Some(0), 30),
+            (None, 30),
+        ] {
+            assert_eq!(interval(secs), Some(Duration::from_secs(want)), "{secs:?}");
+        }
+        // No range: no hopping, whatever the interval.
+        assert_eq!(server().hopping(None, Some(15)).settings.hop, None);
+    }
+
+    #[test]
     fn an_entrys_hysteria2_range_makes_it_hop_every_30_s_unless_told() {
         let hop = |h: &Hysteria2| h.settings.hop.clone();
-        let hopping = server().hopping(Some("20000-20010"));
+        let hopping = server().hopping(Some("20000-20010"), None);
         let want = ClientHop {
             ports: 20000..=20010,
             interval: Duration::from_secs(30),
@@ -236,8 +271,8 @@ mod tests {
             })
         );
         // No range, or not one: the entry's port alone, whatever the interval.
-        assert_eq!(hop(&server().hopping(None)), None);
-        assert_eq!(hop(&server().hopping(Some("1-2,5"))), None);
+        assert_eq!(hop(&server().hopping(None, None)), None);
+        assert_eq!(hop(&server().hopping(Some("1-2,5"), None)), None);
         let plain = server().with_hop_interval(Duration::from_millis(200));
         assert_eq!(hop(&plain), None);
     }

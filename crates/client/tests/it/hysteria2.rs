@@ -83,6 +83,7 @@ hysteria2 = "{PASSWORD}"
             ports: None,
             up_mbps: None,
             down_mbps: Some(100),
+            hop_interval: None,
         },
         transport: EntryTransport::Tcp,
         tls: Some(EntryTls {

@@ -204,6 +204,9 @@ fn entry(name: &str, cert: &TestCert, relay: &Relay, obfs: Option<&str>) -> Entr
             ports: Some(format!("{}-{}", relay.first, relay.first + RANGE - 1)),
             up_mbps: None,
             down_mbps: Some(100),
+            // The test hops in milliseconds ([`Outbound::with_hop_interval`]),
+            // far below what an entry may say.
+            hop_interval: None,
         },
         transport: EntryTransport::Tcp,
         tls: Some(EntryTls {

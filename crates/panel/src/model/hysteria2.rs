@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 use switchyard_config::Hysteria2Settings;
+use switchyard_proto::entry::hysteria2::{MAX_HOP_INTERVAL_SECS, MIN_HOP_INTERVAL_SECS};
 use utoipa::ToSchema;
 
 use super::FieldError;
@@ -54,6 +55,13 @@ pub struct InboundHysteria2 {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(pattern = r"^[0-9]{1,5}-[0-9]{1,5}$")]
     pub ports: Option<String>,
+    /// How often clients hop to another of the ports, in seconds (5 to 3600; only
+    /// with `ports`); unset, each client's default (30 s in Hysteria's, sing-box
+    /// and mihomo). Subscriptions carry it to sing-box and mihomo; share links
+    /// have no parameter for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(minimum = 5, maximum = 3600)]
+    pub hop_interval_secs: Option<u32>,
     /// The masquerade: a web site (`https://host[:port]` or `http://…`) whose
     /// answers everyone who does not authenticate gets; unset, a bare `404`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,6 +82,7 @@ impl Default for InboundHysteria2 {
             down_mbps: None,
             udp: true,
             ports: None,
+            hop_interval_secs: None,
             masquerade: None,
         }
     }
@@ -169,6 +178,20 @@ pub fn check_hysteria2(
     s.node_settings(None)
         .hop_ports()
         .map_err(|e| FieldError::new("hysteria2.ports", e))?;
+    if let Some(secs) = s.hop_interval_secs {
+        if s.ports.is_none() {
+            return Err(FieldError::new(
+                "hysteria2.hop_interval_secs",
+                "only with ports (there is nothing to hop across)",
+            ));
+        }
+        if !(MIN_HOP_INTERVAL_SECS..=MAX_HOP_INTERVAL_SECS).contains(&secs) {
+            return Err(FieldError::new(
+                "hysteria2.hop_interval_secs",
+                "must be 5 to 3600 seconds (Hysteria's client refuses less than 5)",
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -192,6 +215,7 @@ mod tests {
             down_mbps: Some(50),
             udp: false,
             ports: Some("20000-20099".into()),
+            hop_interval_secs: Some(15),
             masquerade: Some("https://www.example.com".into()),
         };
         let tcp = InboundTransport::Tcp;
@@ -222,6 +246,22 @@ mod tests {
             "hysteria2.ports"
         );
         assert_eq!(with(|s| s.ports = Some("5-1".into())), "hysteria2.ports");
+        // The hop interval: 5 s to an hour, and only with ports to hop across.
+        for secs in [5, 3600] {
+            let mut s = ok.clone();
+            s.hop_interval_secs = Some(secs);
+            assert_eq!(check_hysteria2(h, &tcp, &tls(), Some(&s)), Ok(()), "{secs}");
+        }
+        for secs in [0, 4, 3601] {
+            let mut s = ok.clone();
+            s.hop_interval_secs = Some(secs);
+            assert_eq!(
+                field(check_hysteria2(h, &tcp, &tls(), Some(&s))),
+                "hysteria2.hop_interval_secs",
+                "{secs}"
+            );
+        }
+        assert_eq!(with(|s| s.ports = None), "hysteria2.hop_interval_secs");
         assert_eq!(
             with(|s| s.obfs_password = Some(String::new())),
             "hysteria2.obfs_password"
@@ -232,6 +272,25 @@ mod tests {
             field(check_hysteria2(Protocol::Trojan, &tcp, &tls(), Some(&ok))),
             "hysteria2"
         );
+    }
+
+    #[test]
+    fn the_hop_interval_is_kept_in_the_stored_json() {
+        let s = InboundHysteria2 {
+            ports: Some("20000-20009".into()),
+            hop_interval_secs: Some(15),
+            ..InboundHysteria2::default()
+        };
+        let text = serde_json::to_string(&s.public()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"obfs":false,"udp":true,"ports":"20000-20009","hop_interval_secs":15}"#
+        );
+        assert_eq!(serde_json::from_str::<InboundHysteria2>(&text).unwrap(), s);
+        // Settings stored before the field existed read as no interval.
+        let old: InboundHysteria2 =
+            serde_json::from_str(r#"{"obfs":false,"udp":true,"ports":"20000-20009"}"#).unwrap();
+        assert_eq!(old.hop_interval_secs, None);
     }
 
     #[test]

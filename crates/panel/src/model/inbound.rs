@@ -237,6 +237,11 @@ pub struct Inbound {
     pub flow: Option<Flow>,
     /// Hysteria 2 only: its own settings (its obfs password never shown).
     pub hysteria2: Option<super::InboundHysteria2>,
+    /// WebSocket, HTTPUpgrade, XHTTP and gRPC only: the CDN's or proxy's networks whose
+    /// `X-Forwarded-For` names the user's address ([`super::trusted_proxies`]).
+    #[serde(default)]
+    #[schema(max_items = 256)]
+    pub trusted_proxies: Vec<String>,
     /// REALITY only: the X25519 public key the panel made (base64url; clients'
     /// `publicKey`, `pbk`). Its private key is never shown.
     pub reality_public_key: Option<String>,

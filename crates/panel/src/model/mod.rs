@@ -11,6 +11,7 @@ pub mod hysteria2;
 pub mod inbound;
 pub mod names;
 pub mod snapshot;
+pub mod trusted_proxies;
 pub mod tunnel;
 pub mod user;
 pub mod xhttp;
@@ -25,6 +26,7 @@ pub use inbound::{
     REALITY_FINGERPRINT, REALITY_MAX_TIME_DIFF_MS, TlsCertificate, check_inbound,
     check_reality_and_flow,
 };
+pub use trusted_proxies::check_trusted_proxies;
 pub use user::{ResetStrategy, Standing, UserStatus, period_start};
 
 /// The Shadowsocks 2022 methods and their key lengths.

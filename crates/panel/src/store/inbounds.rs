@@ -70,6 +70,13 @@ pub struct InboundInput {
     /// when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hysteria2: Option<InboundHysteria2>,
+    /// WebSocket, HTTPUpgrade, XHTTP and gRPC only: the CDN's or reverse proxy's
+    /// networks (`173.245.48.0/20`, `2400:cb00::/32`, a bare address) whose
+    /// `X-Forwarded-For` names the user's address, for the address limit and the
+    /// node's logs. Empty (the default): the header is ignored.
+    #[serde(default)]
+    #[schema(max_items = 256, example = json!(["173.245.48.0/20", "2400:cb00::/32"]))]
+    pub trusted_proxies: Vec<String>,
 }
 
 fn one() -> f64 {

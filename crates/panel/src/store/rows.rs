@@ -17,7 +17,7 @@ pub(super) const SERVER: &str = "id, cluster_id, name, address, allow_private, f
 
 pub(super) const INBOUND: &str = "i.id, i.server_id, i.name, i.protocol, i.port, \
     i.transport, i.security, i.host, i.sni, i.coefficient, i.method, i.created_ms, \
-    i.flow, i.reality_public_key, i.hysteria2, ri.route_id";
+    i.flow, i.reality_public_key, i.hysteria2, i.trusted_proxies, ri.route_id";
 
 pub(super) const INBOUND_FROM: &str =
     "inbounds i LEFT JOIN route_inbounds ri ON ri.inbound_id = i.id";
@@ -121,6 +121,7 @@ pub(super) fn inbound(r: &AnyRow) -> Result<Inbound, sqlx::Error> {
                     .map_err(|e| bad("hysteria2", format!("not Hysteria 2 settings: {e}")))?,
             ),
         },
+        trusted_proxies: decode_json(r, "trusted_proxies")?,
         route_id: r.try_get("route_id")?,
         created_ms: r.try_get("created_ms")?,
     })

@@ -91,6 +91,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0014_address_limit_join_tokens.sql"),
             include_str!("../../migrations/sqlite/0015_default_route_name.sql"),
             include_str!("../../migrations/sqlite/0016_hysteria2.sql"),
+            include_str!("../../migrations/sqlite/0017_trusted_proxies.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -109,6 +110,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0014_address_limit_join_tokens.sql"),
             include_str!("../../migrations/postgres/0015_default_route_name.sql"),
             include_str!("../../migrations/postgres/0016_hysteria2.sql"),
+            include_str!("../../migrations/postgres/0017_trusted_proxies.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -130,6 +132,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (14, "address_limit_join_tokens"),
         (15, "default_route_name"),
         (16, "hysteria2"),
+        (17, "trusted_proxies"),
     ];
     let migrations = files
         .iter()

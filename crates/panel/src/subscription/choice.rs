@@ -171,6 +171,7 @@ mod tests {
                 route_id: Some(1),
                 created_ms: 0,
                 hysteria2: None,
+                trusted_proxies: Vec::new(),
             },
             InboundSecrets::default(),
         )

@@ -66,6 +66,11 @@ pub fn entry(
             EntryProtocol::Hysteria2 {
                 password: hysteria2_password(credentials),
                 obfs_password: secrets.hy2_obfs_password.clone().filter(|_| settings.obfs),
+                // An interval means nothing without a range (the inbound's check
+                // refuses one alone).
+                hop_interval: settings
+                    .hop_interval_secs
+                    .filter(|_| settings.ports.is_some()),
                 ports: settings.ports,
                 // The node's rates are the client's the other way round: what the
                 // node sends is what the client downloads.

@@ -24,6 +24,7 @@ fn hy2(name: &str) -> Entry {
             ports: None,
             up_mbps: None,
             down_mbps: None,
+            hop_interval: None,
         },
     )
 }

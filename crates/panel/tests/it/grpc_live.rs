@@ -90,6 +90,7 @@ async fn world() -> World {
                     method: None,
                     flow: None,
                     hysteria2: None,
+                    trusted_proxies: Vec::new(),
                 },
                 live::now(),
             )

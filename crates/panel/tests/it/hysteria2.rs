@@ -1,7 +1,8 @@
 //! A Hysteria 2 inbound through the API: created (its Salamander password made by
 //! the panel and never read back), its fields checked by name, and its entry in
 //! every subscription format as each app reads it: `hysteria2://` links with the
-//! pin, sing-box's `hysteria2` outbound, mihomo's `hysteria2` proxy, both loaded by
+//! pin, sing-box's `hysteria2` outbound, mihomo's `hysteria2` proxy (with the hop
+//! interval), both loaded by
 //! the real apps (`sing-box check`, `mihomo -t`); Xray JSON leaves it out (Xray
 //! 24.11.21 has no Hysteria 2 outbound) and its announcement says why.
 
@@ -74,6 +75,26 @@ async fn a_hysteria2_inbound_is_checked_by_field_and_never_shows_its_secret() {
         ),
         (hy2(sid, 443, json!({"ports": "x"})), "hysteria2.ports"),
         (
+            hy2(
+                sid,
+                443,
+                json!({"ports": "20000-20009", "hop_interval_secs": 4}),
+            ),
+            "hysteria2.hop_interval_secs",
+        ),
+        (
+            hy2(
+                sid,
+                443,
+                json!({"ports": "20000-20009", "hop_interval_secs": 3601}),
+            ),
+            "hysteria2.hop_interval_secs",
+        ),
+        (
+            hy2(sid, 443, json!({"hop_interval_secs": 15})),
+            "hysteria2.hop_interval_secs",
+        ),
+        (
             hy2(sid, 443, json!({"obfs": true, "obfs_password": ""})),
             "hysteria2.obfs_password",
         ),
@@ -100,7 +121,7 @@ async fn a_hysteria2_inbound_is_checked_by_field_and_never_shows_its_secret() {
         .ok(StatusCode::CREATED);
     assert_eq!(bare["hysteria2"], json!({"obfs": false, "udp": true}));
     let settings = json!({"obfs": true, "obfs_password": "given-secret", "up_mbps": 100,
-        "down_mbps": 50, "udp": false, "ports": "20000-20009"});
+        "down_mbps": 50, "udp": false, "ports": "20000-20009", "hop_interval_secs": 15});
     let created = h
         .post("/api/v1/inbounds")
         .bearer(&t)
@@ -109,7 +130,7 @@ async fn a_hysteria2_inbound_is_checked_by_field_and_never_shows_its_secret() {
         .await
         .ok(StatusCode::CREATED);
     let shown = json!({"obfs": true, "up_mbps": 100, "down_mbps": 50, "udp": false,
-        "ports": "20000-20009"});
+        "ports": "20000-20009", "hop_interval_secs": 15});
     assert_eq!(created["hysteria2"], shown);
     let read = h
         .get(&format!("/api/v1/inbounds/{}", created["id"]))
@@ -129,6 +150,8 @@ async fn a_hysteria2_inbound_is_checked_by_field_and_never_shows_its_secret() {
     let props = &schemas["InboundHysteria2"]["properties"];
     assert_eq!(props["obfs_password"]["writeOnly"], true, "{props}");
     assert_eq!(props["up_mbps"]["maximum"], 100000, "{props}");
+    assert_eq!(props["hop_interval_secs"]["minimum"], 5, "{props}");
+    assert_eq!(props["hop_interval_secs"]["maximum"], 3600, "{props}");
 }
 
 #[tokio::test]
@@ -136,7 +159,8 @@ async fn a_hysteria2_inbound_reaches_every_format_but_xray_which_says_why() {
     let h = Harness::new().await;
     let t = h.token().await;
     let sid = server(&h, &t).await;
-    let settings = json!({"obfs": true, "down_mbps": 50, "ports": "20000-20009"});
+    let settings = json!({"obfs": true, "down_mbps": 50, "ports": "20000-20009",
+        "hop_interval_secs": 45});
     h.post("/api/v1/inbounds")
         .bearer(&t)
         .json(&hy2(sid, 8443, settings))
@@ -161,7 +185,8 @@ async fn a_hysteria2_inbound_reaches_every_format_but_xray_which_says_why() {
         }
     };
 
-    // Links: hysteria2:// with Salamander, the hop range and the pin.
+    // Links: hysteria2:// with Salamander, the hop range and the pin; no hop
+    // interval (no app reads one from a link).
     let text = base64::engine::general_purpose::STANDARD
         .decode(get("?format=links", "").await.text().trim())
         .unwrap();
@@ -175,6 +200,24 @@ async fn a_hysteria2_inbound_reaches_every_format_but_xray_which_says_why() {
     ] {
         assert!(text.contains(part), "{part}: {text}");
     }
+    let query = text.split_once('?').unwrap().1.split('#').next().unwrap();
+    let mut keys: Vec<&str> = query
+        .split('&')
+        .map(|p| p.split('=').next().unwrap())
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "mport",
+            "obfs",
+            "obfs-password",
+            "pinSHA256",
+            "route",
+            "sni"
+        ],
+        "{text}"
+    );
     let links = switchyard_proto::share::parse_subscription(&text).unwrap();
     let EntryProtocol::Hysteria2 {
         password,
@@ -197,13 +240,14 @@ async fn a_hysteria2_inbound_reaches_every_format_but_xray_which_says_why() {
         .find(|o| o["type"] == "hysteria2")
         .unwrap_or_else(|| panic!("{sing_box}"));
     assert_eq!(outbound["server_ports"], json!(["20000:20009"]));
+    assert_eq!(outbound["hop_interval"], "45s");
     assert_eq!(outbound["obfs"]["type"], "salamander");
     // The node takes at most 50 Mbit/s: the client uploads at most that.
     assert_eq!(outbound["up_mbps"], 50);
     assert!(outbound["tls"]["certificate"].is_string(), "{outbound}");
     assert_eq!(
         switchyard_proto::singbox::entries(&sing_box).unwrap()[0].protocol,
-        links[0].protocol.clone().with_up(50)
+        links[0].protocol.clone().with_up(50).with_hop_interval(45)
     );
     switchyard_testkit::sing_box::check(&sing_box)
         .await
@@ -213,6 +257,11 @@ async fn a_hysteria2_inbound_reaches_every_format_but_xray_which_says_why() {
     let clash = get("?format=clash", "").await.text();
     assert!(clash.contains("\"type\": \"hysteria2\""), "{clash}");
     assert!(clash.contains("\"ports\": \"20000-20009\""), "{clash}");
+    assert!(clash.contains("\"hop-interval\": 45"), "{clash}");
+    assert_eq!(
+        switchyard_proto::clash::entries(&clash).unwrap()[0].protocol,
+        links[0].protocol.clone().with_up(50).with_hop_interval(45)
+    );
     switchyard_testkit::mihomo::check(&clash).await.unwrap();
 
     // Xray JSON (v2rayN's User-Agent): left out, and the announcement says why.
@@ -226,16 +275,24 @@ async fn a_hysteria2_inbound_reaches_every_format_but_xray_which_says_why() {
     assert_eq!(get("?format=clash", "").await.header("announce"), None);
 }
 
-/// A protocol with the client's upload rate set, for comparing with what a
-/// sing-box config carries (links carry no rates).
+/// A protocol with the client's upload rate and hop interval set, for comparing
+/// with what a sing-box or Clash config carries (links carry neither).
 trait WithUp {
     fn with_up(self, up: u32) -> Self;
+    fn with_hop_interval(self, secs: u32) -> Self;
 }
 
 impl WithUp for EntryProtocol {
     fn with_up(mut self, up: u32) -> Self {
         if let Self::Hysteria2 { up_mbps, .. } = &mut self {
             *up_mbps = Some(up);
+        }
+        self
+    }
+
+    fn with_hop_interval(mut self, secs: u32) -> Self {
+        if let Self::Hysteria2 { hop_interval, .. } = &mut self {
+            *hop_interval = Some(secs);
         }
         self
     }

@@ -1,10 +1,12 @@
 //! The panel's Hysteria 2 subscriptions in real client programs, through a real
 //! node: a panel on 127.0.0.1 with one node joined over the real channel, one
 //! Hysteria 2 inbound with Salamander (the panel's own password, a self-signed
-//! certificate pinned), one user. The subscription fetched over HTTP as sing-box's
-//! and mihomo's config runs in that app, which downloads through it from a local
-//! target byte for byte and echoes UDP datagrams off a local echo server (a SOCKS5
-//! UDP ASSOCIATE to the app's proxy). Xray's config leaves the server out.
+//! certificate pinned) and port hopping (a range of [`HOP_PORTS`] ports, a hop
+//! every [`HOP_SECS`] s), one user. The subscription fetched over HTTP as
+//! sing-box's and mihomo's config (range and interval in it) runs in that app,
+//! which downloads through it from a local target byte for byte and echoes UDP
+//! datagrams off a local echo server (a SOCKS5 UDP ASSOCIATE to the app's proxy),
+//! then again after a hop. Xray's config leaves the server out.
 
 use crate::live;
 
@@ -25,6 +27,24 @@ use tokio::net::TcpStream;
 
 const MIB: u64 = 1 << 20;
 const NAME: &str = "Hysteria QUIC";
+/// Ports of the inbound's hop range.
+const HOP_PORTS: u16 = 3;
+/// The inbound's hop interval, seconds (the shortest the panel takes).
+const HOP_SECS: u32 = 5;
+
+/// A free UDP port of 127.0.0.1 with the next `n - 1` free as well.
+fn consecutive_free(n: u16) -> u16 {
+    for _ in 0..200 {
+        let first = free_port().unwrap();
+        if first > u16::MAX - n {
+            continue;
+        }
+        if (first..first + n).all(|p| std::net::UdpSocket::bind(("127.0.0.1", p)).is_ok()) {
+            return first;
+        }
+    }
+    panic!("no {n} consecutive free UDP ports");
+}
 
 struct World {
     panel: Panel,
@@ -81,8 +101,14 @@ async fn world() -> World {
                 flow: None,
                 hysteria2: Some(InboundHysteria2 {
                     obfs: true,
+                    ports: Some({
+                        let first = consecutive_free(HOP_PORTS);
+                        format!("{first}-{}", first + HOP_PORTS - 1)
+                    }),
+                    hop_interval_secs: Some(HOP_SECS),
                     ..InboundHysteria2::default()
                 }),
+                trusted_proxies: Vec::new(),
             },
             live::now(),
         )
@@ -164,6 +190,11 @@ async fn carry(target: &HttpTarget, proxy: SocketAddr, what: &str, log: impl Fn(
     }
 }
 
+/// Waits out one hop interval and a second more: the client is on another port.
+async fn after_a_hop() {
+    tokio::time::sleep(Duration::from_secs(u64::from(HOP_SECS) + 1)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sing_box_runs_the_hysteria2_subscription() {
     let target = HttpTarget::start().await.unwrap();
@@ -177,11 +208,21 @@ async fn sing_box_runs_the_hysteria2_subscription() {
     }
     config["inbounds"][0]["listen_port"] = json!(free_port().unwrap());
     config["route"]["final"] = json!(NAME);
+    let hy2 = config["outbounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["type"] == "hysteria2")
+        .unwrap();
+    assert_eq!(hy2["hop_interval"], format!("{HOP_SECS}s"), "{hy2}");
+    assert!(hy2["server_ports"][0].is_string(), "{hy2}");
     let client = SingBox::start(config.clone())
         .await
         .unwrap_or_else(|e| panic!("sing-box runs the subscription: {e:#}"));
     let proxy = client.proxy_addr().unwrap();
     carry(&target, proxy, "sing-box", || client.log_tail()).await;
+    after_a_hop().await;
+    carry(&target, proxy, "sing-box after a hop", || client.log_tail()).await;
     w.node.shutdown().await;
     w.panel.shutdown().await;
 }
@@ -193,6 +234,10 @@ async fn mihomo_runs_the_hysteria2_subscription_and_xray_leaves_it_out() {
     let (_, yaml) = fetch(&w, "clash").await;
     assert!(yaml.contains("\"obfs\": \"salamander\""), "{yaml}");
     assert!(!yaml.contains("skip-cert-verify"), "{yaml}");
+    assert!(
+        yaml.contains(&format!("\"hop-interval\": {HOP_SECS}")),
+        "{yaml}"
+    );
     let port = free_port().unwrap();
     let config = yaml
         .replace(
@@ -207,6 +252,11 @@ async fn mihomo_runs_the_hysteria2_subscription_and_xray_leaves_it_out() {
             .await
             .unwrap_or_else(|e| panic!("mihomo runs the subscription: {e:#}"));
     carry(&target, client.proxy_addr(), "mihomo", || client.log_tail()).await;
+    after_a_hop().await;
+    carry(&target, client.proxy_addr(), "mihomo after a hop", || {
+        client.log_tail()
+    })
+    .await;
 
     let (head, body) = fetch(&w, "xray").await;
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), json!([]));

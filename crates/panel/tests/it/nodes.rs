@@ -82,6 +82,7 @@ async fn world(dir: &Path, channel: u16, limit: Option<u64>) -> World {
                 method: None,
                 flow: None,
                 hysteria2: None,
+                trusted_proxies: Vec::new(),
             },
             now(),
         )

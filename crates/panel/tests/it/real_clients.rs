@@ -216,6 +216,7 @@ async fn world() -> World {
                     method,
                     flow,
                     hysteria2: None,
+                    trusted_proxies: Vec::new(),
                 },
                 live::now(),
             )

@@ -52,6 +52,7 @@ fn vless(server_id: i64, port: u16) -> InboundInput {
         method: None,
         flow: None,
         hysteria2: None,
+        trusted_proxies: Vec::new(),
     }
 }
 

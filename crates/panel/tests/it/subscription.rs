@@ -30,6 +30,7 @@ fn vless(server_id: i64, name: &str, port: u16) -> InboundInput {
         method: None,
         flow: None,
         hysteria2: None,
+        trusted_proxies: Vec::new(),
     }
 }
 

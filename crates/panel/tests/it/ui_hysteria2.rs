@@ -1,7 +1,7 @@
 //! In a real headless Chromium: the inbound form offers Hysteria 2; picking it hides
 //! the transport and REALITY (QUIC under TLS has neither) and shows Salamander, the
-//! rates, UDP, the hop ports and the masquerade site; an inbound saved through it has
-//! them, and its Salamander password is the panel's secret.
+//! rates, UDP, the hop ports and their interval and the masquerade site; an inbound
+//! saved through it has them, and its Salamander password is the panel's secret.
 
 use crate::live;
 use crate::ui_common::{click, password, type_into, unlabelled};
@@ -64,6 +64,7 @@ async fn a_hysteria2_inbound_through_the_form_in_a_real_browser() {
         "input[name='hysteria2.down_mbps']",
         "input[name='hysteria2.udp']",
         "input[name='hysteria2.ports']",
+        "input[name='hysteria2.hop_interval_secs']",
         "input[name='hysteria2.masquerade']",
     ];
     for (protocol, quic) in [("vless", false), ("hysteria2", true)] {
@@ -98,6 +99,12 @@ async fn a_hysteria2_inbound_through_the_form_in_a_real_browser() {
     .await;
     type_into(
         &b,
+        "dialog[open] input[name='hysteria2.hop_interval_secs']",
+        "15",
+    )
+    .await;
+    type_into(
+        &b,
         "dialog[open] input[name='hysteria2.masquerade']",
         "https://www.example.com",
     )
@@ -116,6 +123,7 @@ async fn a_hysteria2_inbound_through_the_form_in_a_real_browser() {
             obfs: true,
             up_mbps: Some(200),
             ports: Some("20000-20009".into()),
+            hop_interval_secs: Some(15),
             masquerade: Some("https://www.example.com".into()),
             ..InboundHysteria2::default()
         })

@@ -1,8 +1,10 @@
 // Creating and editing an inbound: its server, display name, protocol, port,
 // transport (TCP, WebSocket or HTTPUpgrade, the last two with a path and a Host
-// header, or gRPC with a service name and Xray's multi mode), security (TLS or
+// header, or gRPC with a service name and Xray's multi mode; these and XHTTP with
+// the trusted proxies of a CDN in front), security (TLS or
 // REALITY), flow and weight; Hysteria 2 (QUIC under TLS, no transport or REALITY)
-// with Salamander (its password write-only), up/down Mbit/s, UDP and hop ports. A
+// with Salamander (its password write-only), up/down Mbit/s, UDP, hop ports and
+// their interval. A
 // REALITY inbound's public
 // key (the panel makes the pair; the private key is never shown) is shown once it is
 // saved, with a copy button.
@@ -70,6 +72,10 @@ export function inboundForm(servers, inbound) {
       field("Multi mode", multiMode, "For Xray-based apps (v2rayN, v2rayNG, Streisand...); the others use plain gun, which the node serves too"));
     const xhttp = h("div", { class: "group" },
       field("Mode", xhttpMode, "How clients send the upload; only Xray-based apps run XHTTP (sing-box and Clash subscriptions leave it out)"));
+    const trustedProxies = h("textarea", { name: "trusted_proxies", rows: 3, spellcheck: "false",
+      placeholder: "173.245.48.0/20\n2400:cb00::/32" }, (i.trusted_proxies || []).join("\n"));
+    const behindCdn = h("div", { class: "group" },
+      field("Trusted proxies", trustedProxies, "The CDN's or reverse proxy's networks, one per line or comma-separated: their X-Forwarded-For names the user's address (address limit, logs). Empty: the header is ignored"));
     const files = h("div", { class: "group" }, field("Certificate file", certFile), field("Key file", keyFile));
     const ss = h("div", { class: "group" }, field("Method", method));
     const hy = i.hysteria2 || { obfs: false, udp: true };
@@ -81,6 +87,8 @@ export function inboundForm(servers, inbound) {
     const downMbps = mbps("hysteria2.down_mbps", hy.down_mbps);
     const hyUdp = h("input", { type: "checkbox", name: "hysteria2.udp", checked: hy.udp !== false });
     const hopPorts = h("input", { name: "hysteria2.ports", value: hy.ports || "", placeholder: "20000-20099" });
+    const hopInterval = h("input", { name: "hysteria2.hop_interval_secs", type: "number", min: 5, max: 3600,
+      value: hy.hop_interval_secs || "", placeholder: "30 (the clients' default)" });
     const masquerade = h("input", { name: "hysteria2.masquerade", type: "url", value: hy.masquerade || "",
       placeholder: "https://www.example.com", maxlength: 2048 });
     const hysteria2 = h("div", { class: "group" },
@@ -90,6 +98,7 @@ export function inboundForm(servers, inbound) {
       field("Down (Mbit/s)", downMbps, "The most the node takes from one client"),
       field("UDP", hyUdp, "Carry users' UDP"),
       field("Hop ports", hopPorts, "More UDP ports besides the port, first-last, at most 100"),
+      field("Hop interval (s)", hopInterval, "How often clients move to another of the ports, 5 to 3600; with hop ports only"),
       field("Masquerade site", masquerade, "Who does not authenticate gets this site's answers over HTTP/3; a plain 404 when empty"));
     const reality = h("div", { class: "group" },
       field("Target site (dest)", dest, "host:port of a real HTTPS site (TLS 1.3) near the server; probers see it"),
@@ -117,6 +126,7 @@ export function inboundForm(servers, inbound) {
       ws.hidden = transport.value === "tcp" || transport.value === "grpc";
       grpc.hidden = transport.value !== "grpc";
       xhttp.hidden = transport.value !== "xhttp";
+      behindCdn.hidden = !["ws", "httpupgrade", "grpc", "xhttp"].includes(transport.value);
       serviceName.required = !grpc.hidden;
       path.placeholder = { httpupgrade: "/up", xhttp: "/xh" }[transport.value] || "/ws";
       files.hidden = security.value !== "files";
@@ -130,7 +140,7 @@ export function inboundForm(servers, inbound) {
     const form = h("form", {},
       field("Server", server), field("Display name", name, "Shown in the panel; users see the name of the route it is in"),
       field("Protocol", protocol), ss, hysteria2, field("Port", port),
-      transportBox, ws, grpc, xhttp, field("Security", security), files, reality, flowBox,
+      transportBox, ws, grpc, xhttp, behindCdn, field("Security", security), files, reality, flowBox,
       field("Client address", host, "The address clients dial; the server's when empty"),
       sniBox,
       field("Coefficient", coefficient, "Weight in round-robin: 2 takes about twice the users of 1"),
@@ -148,6 +158,7 @@ export function inboundForm(servers, inbound) {
           : transport.value === "grpc" ? { type: "grpc", service_name: serviceName.value.trim(), multi_mode: multiMode.checked }
           : transport.value === "xhttp" ? { type: "xhttp", path: path.value, host: wsHost.value.trim() || undefined, mode: xhttpMode.value }
           : { type: transport.value, path: path.value, host: wsHost.value.trim() || undefined },
+        trusted_proxies: behindCdn.hidden ? [] : list(trustedProxies),
         security: security.value === "none" ? { type: "none" }
           : security.value === "reality" ? {
             type: "reality", dest: dest.value.trim(), server_names: list(serverNames), short_ids: list(shortIds),
@@ -162,6 +173,7 @@ export function inboundForm(servers, inbound) {
           up_mbps: upMbps.value ? Number(upMbps.value) : undefined,
           down_mbps: downMbps.value ? Number(downMbps.value) : undefined,
           udp: hyUdp.checked, ports: hopPorts.value.trim() || undefined,
+          hop_interval_secs: hopInterval.value ? Number(hopInterval.value) : undefined,
           masquerade: masquerade.value.trim() || undefined,
         },
       };

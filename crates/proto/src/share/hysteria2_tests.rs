@@ -13,6 +13,7 @@ fn hy2(obfs: Option<&str>, ports: Option<&str>) -> EntryProtocol {
         ports: ports.map(str::to_owned),
         up_mbps: None,
         down_mbps: None,
+        hop_interval: None,
     }
 }
 
@@ -59,17 +60,33 @@ fn hysteria2_links_exactly_and_back() {
 
 #[test]
 fn hysteria2_links_lose_what_the_form_has_no_field_for() {
-    // Bandwidths are the client's; a PEM travels as its hash.
-    let mut entry = e::entry("b", hy2(None, None), EntryTransport::Tcp, e::tls());
+    // Bandwidths and the hop interval are the client's; a PEM travels as its hash.
+    let mut entry = e::entry(
+        "b",
+        hy2(None, Some("20000-20010")),
+        EntryTransport::Tcp,
+        e::tls(),
+    );
     if let EntryProtocol::Hysteria2 {
-        up_mbps, down_mbps, ..
+        up_mbps,
+        down_mbps,
+        hop_interval,
+        ..
     } = &mut entry.protocol
     {
         *up_mbps = Some(10);
         *down_mbps = Some(50);
+        *hop_interval = Some(15);
     }
-    let back = parse_link(&to_link(&entry)).unwrap();
-    assert_eq!(back.protocol, hy2(None, None));
+    let link = to_link(&entry);
+    let mut no_interval = entry.clone();
+    if let EntryProtocol::Hysteria2 { hop_interval, .. } = &mut no_interval.protocol {
+        *hop_interval = None;
+    }
+    assert_eq!(link, to_link(&no_interval));
+    assert!(link.contains("mport=20000-20010"), "{link}");
+    let back = parse_link(&link).unwrap();
+    assert_eq!(back.protocol, hy2(None, Some("20000-20010")));
     let tls = back.tls.unwrap();
     assert_eq!(tls.certificate_sha256, entry.tls.unwrap().pin_sha256());
     assert!(tls.certificate_pem.is_none());
@@ -92,6 +109,7 @@ fn hysteria2_links_written_by_other_apps() {
             ports: Some("20000-20005".into()),
             up_mbps: None,
             down_mbps: None,
+            hop_interval: None,
         }
     );
     let tls = entry.tls.unwrap();

@@ -377,7 +377,9 @@ fn query(entry: &Entry) -> Vec<(&'static str, String)> {
 /// A `hysteria2://` link's parameters: `sni`, `insecure=1`, `obfs=salamander` with
 /// `obfs-password`, `mport` (the hop range), `pinSHA256` (the pinned certificate's
 /// SHA-256 in hex), as the official Hysteria 2 docs, v2rayN and NekoBox read them.
-/// Bandwidths are not written (the official form leaves them to the client).
+/// Bandwidths are not written (the official form leaves them to the client), nor
+/// is the hop interval: the official URI has no parameter for it and neither
+/// v2rayN nor Hiddify reads one, so a link's client hops at its own default.
 fn hysteria2_query(
     params: &mut Vec<(&'static str, String)>,
     entry: &Entry,

@@ -188,6 +188,7 @@ fn hysteria2(
             ports,
             up_mbps: None,
             down_mbps: None,
+            hop_interval: None,
         },
         transport: EntryTransport::Tcp,
         tls: Some(EntryTls {

@@ -181,6 +181,7 @@ async fn seed(
                     method: None,
                     flow: None,
                     hysteria2: None,
+                    trusted_proxies: Vec::new(),
                 },
                 now,
             )
@@ -292,6 +293,7 @@ async fn seed_routes(
                         method,
                         flow: None,
                         hysteria2: None,
+                        trusted_proxies: Vec::new(),
                     },
                     now,
                 )

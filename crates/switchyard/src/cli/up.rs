@@ -133,6 +133,7 @@ impl UpArgs {
                         method: None,
                         flow: None,
                         hysteria2: None,
+                        trusted_proxies: Vec::new(),
                     },
                     now,
                 )

@@ -51,6 +51,26 @@ impl Harness {
         let store = SqlStore::open_sqlite(&db, Changes::default())
             .await
             .unwrap();
+        Self::assemble(config, store, db, dir).await
+    }
+
+    /// A harness over `store` (a PostgreSQL one: what is run on both backends).
+    pub async fn over(store: SqlStore) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = PanelConfig {
+            public_url: Some("http://panel.test".into()),
+            data_dir: dir.path().to_owned(),
+            ..PanelConfig::default()
+        };
+        Self::assemble(config, store, PathBuf::new(), dir).await
+    }
+
+    async fn assemble(
+        config: PanelConfig,
+        store: SqlStore,
+        db: PathBuf,
+        dir: tempfile::TempDir,
+    ) -> Self {
         let hash = api::auth::hash_password(PASSWORD).unwrap();
         store.create_admin(ADMIN, &hash, 0).await.unwrap();
         let join: JoinEncoder = Arc::new(|s: &str| format!("join-{s}"));

@@ -206,6 +206,7 @@ pub fn vless(
         method: None,
         flow: None,
         hysteria2: None,
+        trusted_proxies: Vec::new(),
     }
 }
 
