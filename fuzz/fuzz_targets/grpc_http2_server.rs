@@ -1,6 +1,7 @@
-//! Bytes from a peer of a gRPC inbound after its preface: the h2 crate's HTTP/2
-//! server under our `grpc::serve`, with the node's settings, every gun stream read to
-//! its end. No panic, no hang past the deadline, and the payload handed up is never
+//! Bytes from a peer of a gRPC inbound after its preface: our reading ahead of its
+//! first SETTINGS frame (`proto::h2_settings`), then the h2 crate's HTTP/2 server
+//! under our `grpc::serve`, with the node's settings, every gun stream read to its
+//! end. No panic, no hang past the deadline, and the payload handed up is never
 //! more than the peer sent.
 #![no_main]
 

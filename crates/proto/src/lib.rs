@@ -71,6 +71,7 @@ pub mod dest;
 pub mod entry;
 pub mod forwarded;
 pub mod grpc;
+pub mod h2_settings;
 pub mod httpupgrade;
 pub mod hysteria2;
 pub mod reality;

@@ -14,6 +14,9 @@ pub(crate) const QUICK_ENV: &str = "SWITCHYARD_NODE_BENCH_QUICK";
 /// the word `lossy` also runs the lossy path ([`crate::lossy`]), which a filter
 /// without it leaves out.
 pub(crate) const CASES_ENV: &str = "SWITCHYARD_NODE_BENCH_CASES";
+/// Mebibytes per bulk download instead of the plan's (a partial run, for profiling:
+/// a long download gives a profiler time to attach).
+pub(crate) const BULK_ENV: &str = "SWITCHYARD_NODE_BENCH_BULK_MIB";
 
 /// Parallel connections of the wide bulk case.
 pub(crate) const BULK_WIDE: u64 = 32;
@@ -77,6 +80,13 @@ impl Plan {
                 .filter(|w| !w.is_empty())
                 .collect();
         }
+        if let Ok(mib) = std::env::var(BULK_ENV) {
+            let mib: u64 = match mib.trim().parse() {
+                Ok(m) if (1..=1 << 20).contains(&m) => m,
+                _ => bail!("{BULK_ENV}={mib:?}: a number of MiB, 1 to 1048576"),
+            };
+            plan.bulk_bytes = mib << 20;
+        }
         if plan.cases().is_empty() && !plan.wants("lossy") {
             bail!(
                 "{CASES_ENV}={:?} matches no case; the cases are: {}; and `lossy` (the \
@@ -107,6 +117,6 @@ impl Plan {
 
     /// Whether this is less than the full run (smaller or fewer cases).
     pub(crate) fn partial(&self) -> bool {
-        self.quick || !self.only.is_empty()
+        self.quick || !self.only.is_empty() || self.bulk_bytes != Self::FULL.bulk_bytes
     }
 }

@@ -5,6 +5,7 @@
 use bytes::Bytes;
 use http::{HeaderValue, Method, Response, StatusCode};
 use switchyard_proto::grpc::match_path;
+use switchyard_proto::h2_settings::{self, FRAME_HEAD};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::time::{Instant, timeout_at};
 
@@ -102,6 +103,8 @@ pub async fn serve<S: Io + 'static>(
     deadline: Instant,
     mut each: impl FnMut(GrpcStream),
 ) -> Result<(), ServeError> {
+    let (io, peer_max_frame) = read_settings(io, deadline).await;
+    let frame = frame_payload(peer_max_frame);
     let handshake = h2::server::Builder::new()
         .max_concurrent_streams(settings.max_streams)
         .initial_window_size(settings.stream_window)
@@ -136,9 +139,68 @@ pub async fn serve<S: Io + 'static>(
             continue;
         };
         let forwarded = crate::header::forwarded_for_map(request.headers());
-        each(GrpcStream::server(send, request.into_body(), mode).with_forwarded_for(forwarded));
+        each(
+            GrpcStream::server(send, request.into_body(), mode)
+                .with_forwarded_for(forwarded)
+                .with_frame_payload(frame),
+        );
     }
     Ok(())
+}
+
+/// Reads the client's preface and first frame ahead by `deadline`, and gives them back
+/// in front of the stream with the largest frame the client takes
+/// ([`h2_settings`]): the h2 crate keeps that value to itself. Bytes that are not a
+/// SETTINGS frame worth reading ahead are handed on with the default; the h2 crate
+/// then judges them.
+async fn read_settings<S: AsyncRead + Unpin>(mut io: S, deadline: Instant) -> (Prefixed<S>, u32) {
+    let mut read = Vec::with_capacity(PREFACE.len() + FRAME_HEAD);
+    let default = h2_settings::DEFAULT_MAX_FRAME_SIZE;
+    if !read_up_to(&mut io, &mut read, PREFACE.len() + FRAME_HEAD, deadline).await {
+        return (Prefixed::new(read, io), default);
+    }
+    let mut head = [0u8; FRAME_HEAD];
+    head.copy_from_slice(&read[PREFACE.len()..]);
+    let Some(len) = h2_settings::settings_len(&head) else {
+        return (Prefixed::new(read, io), default);
+    };
+    let whole = read.len() + len;
+    if !read_up_to(&mut io, &mut read, whole, deadline).await {
+        return (Prefixed::new(read, io), default);
+    }
+    let max = h2_settings::max_frame_size(&read[PREFACE.len() + FRAME_HEAD..]);
+    (Prefixed::new(read, io), max)
+}
+
+/// Reads into `read` until it holds `want` bytes; false when the stream ends, fails
+/// or `deadline` passes first (`read` keeps what came).
+async fn read_up_to<S: AsyncRead + Unpin>(
+    io: &mut S,
+    read: &mut Vec<u8>,
+    want: usize,
+    deadline: Instant,
+) -> bool {
+    let mut buf = [0u8; 256];
+    while read.len() < want {
+        let room = (want - read.len()).min(buf.len());
+        match timeout_at(deadline, io.read(&mut buf[..room])).await {
+            Ok(Ok(n)) if n > 0 => read.extend_from_slice(&buf[..n]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The most of a message one DATA frame carries, for a client that takes frames of up
+/// to `peer_max_frame` bytes: a whole message when it takes larger frames than the
+/// default; else [`super::stream::FRAME_PAYLOAD`], so that each frame is one whole TLS
+/// record.
+fn frame_payload(peer_max_frame: u32) -> usize {
+    if peer_max_frame > h2_settings::DEFAULT_MAX_FRAME_SIZE {
+        usize::try_from(peer_max_frame).unwrap_or(super::stream::FRAME_PAYLOAD)
+    } else {
+        super::stream::FRAME_PAYLOAD
+    }
 }
 
 /// What a gRPC server answers a request it does not serve: a gRPC one gets

@@ -13,21 +13,24 @@ use http::HeaderMap;
 use switchyard_proto::grpc::{self, Decoder, Mode};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// The most payload one write frames in one gRPC message (64 KiB); a longer write
-/// is taken in parts, as `AsyncWrite` allows.
+/// The most payload one write frames in one gRPC message (64 KiB) to a peer that takes
+/// frames of the default size; a longer write is taken in parts, as `AsyncWrite`
+/// allows.
 pub const MAX_WRITE: usize = 64 * 1024;
 
-/// The most of a message one HTTP/2 DATA frame carries: 16,375 bytes, so that the
-/// frame with its 9-byte header is 16,384 bytes, one whole TLS record. A message is
-/// sent in frames of this size (HTTP/2 lets a message span frames); frames of the
-/// peer's usual largest size, 16,384 bytes, would each spill 9 bytes into a TLS
-/// record of their own.
-pub const FRAME_PAYLOAD: usize = 16_384 - 9;
+/// The most payload one write frames in one gRPC message to a peer that takes larger
+/// frames (256 KiB): the message goes in one frame, and each frame costs the peer a
+/// read and a window update, and us a flush.
+pub const MAX_LARGE_WRITE: usize = 4 * MAX_WRITE;
 
-/// What a writer that wants whole records writes at once: four frames' worth, less
-/// the message header of a payload this long (5 bytes of gRPC, 1 of tag, 3 of
-/// length).
-pub const ALIGNED_WRITE: usize = 4 * FRAME_PAYLOAD - 9;
+/// The most of a message one HTTP/2 DATA frame carries to a peer that takes frames of
+/// the default size (grpc-go's client, Xray's): 16,375 bytes, so that the frame with
+/// its 9-byte header is 16,384 bytes, one whole TLS record. A message is sent in
+/// frames of this size (HTTP/2 lets a message span frames); frames of the default
+/// largest size, 16,384 bytes, would each spill 9 bytes into a TLS record of their
+/// own. A server's stream whose client takes larger frames (Go's HTTP/2 client:
+/// 1 MiB) sends each message in one.
+pub const FRAME_PAYLOAD: usize = 16_384 - 9;
 
 /// The side of the request a stream is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +81,8 @@ pub struct GrpcStream {
     _counted: Option<Counted>,
     /// A server's stream: its request's `X-Forwarded-For` lines.
     forwarded_for: Vec<String>,
+    /// The most of a message one DATA frame carries.
+    frame_payload: usize,
 }
 
 impl std::fmt::Debug for GrpcStream {
@@ -122,6 +127,7 @@ impl GrpcStream {
             shut: false,
             _counted: counted,
             forwarded_for: Vec::new(),
+            frame_payload: FRAME_PAYLOAD,
         }
     }
 
@@ -134,6 +140,13 @@ impl GrpcStream {
     /// on a client's).
     pub fn forwarded_for(&self) -> &[String] {
         &self.forwarded_for
+    }
+
+    /// The stream sending messages in DATA frames of at most `payload` bytes (at
+    /// least one byte; [`FRAME_PAYLOAD`] unless the peer takes larger frames).
+    pub(crate) fn with_frame_payload(mut self, payload: usize) -> Self {
+        self.frame_payload = payload.max(1);
+        self
     }
 
     /// The stream with its request's `X-Forwarded-For` lines.
@@ -258,7 +271,12 @@ impl AsyncWrite for GrpcStream {
         if this.shut {
             return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
         }
-        let want = data.len().min(MAX_WRITE);
+        let max = if this.frame_payload > FRAME_PAYLOAD {
+            MAX_LARGE_WRITE
+        } else {
+            MAX_WRITE
+        };
+        let want = data.len().min(max);
         this.send.reserve_capacity(want + grpc::MAX_HEADER_LEN);
         while this.send.capacity() == 0 {
             match ready!(this.send.poll_capacity(cx)) {
@@ -279,7 +297,7 @@ impl AsyncWrite for GrpcStream {
         message.extend_from_slice(&data[..n]);
         let mut message = Bytes::from(message);
         while !message.is_empty() {
-            let frame = message.split_to(message.len().min(FRAME_PAYLOAD));
+            let frame = message.split_to(message.len().min(this.frame_payload));
             this.send.send_data(frame, false).map_err(h2_io)?;
         }
         Poll::Ready(Ok(n))

@@ -327,3 +327,65 @@ async fn a_dead_connection_is_replaced() {
     };
     assert_eq!(e.step, Step::Tcp);
 }
+
+/// The DATA frames a raw HTTP/2 client that takes frames of up to `max_frame` bytes
+/// (unset: the protocol's 16 KiB) gets for one write of `len` bytes from a stream: the
+/// length of each, until the whole message is in.
+async fn frames_of_one_write(max_frame: Option<u32>, len: usize) -> Vec<usize> {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let io = read_preface(tcp, deadline()).await.unwrap();
+        let _ = serve(io, "svc", &Settings::default(), deadline(), move |mut s| {
+            tokio::spawn(async move {
+                s.write_all(&vec![7u8; len]).await.unwrap();
+                s.shutdown().await.unwrap();
+            });
+        })
+        .await;
+    });
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut builder = h2::client::Builder::new();
+    // Windows wide enough that flow control does not cut the message.
+    builder
+        .initial_window_size(1 << 20)
+        .initial_connection_window_size(1 << 20);
+    if let Some(max) = max_frame {
+        builder.max_frame_size(max);
+    }
+    let (mut client, connection) = builder.handshake::<_, Bytes>(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::post("http://example.test/svc/Tun")
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let (response, _send) = client.send_request(request, false).unwrap();
+    let mut body = response.await.unwrap().into_body();
+    let mut header = Vec::new();
+    encode_header(len, &mut header);
+    let mut frames = Vec::new();
+    while frames.iter().sum::<usize>() < header.len() + len {
+        let data = body.data().await.unwrap().unwrap();
+        let _ = body.flow_control().release_capacity(data.len());
+        frames.push(data.len());
+    }
+    frames
+}
+
+#[tokio::test]
+async fn a_message_goes_in_one_frame_to_a_client_that_takes_large_ones() {
+    // Go's HTTP/2 client (sing-box, mihomo) takes frames of 1 MiB: one frame for the
+    // whole message (9 bytes of header, 100,000 of payload).
+    assert_eq!(frames_of_one_write(Some(1 << 20), 100_000).await, [100_009]);
+    // A client at the default (grpc-go, Xray): messages of at most 64 KiB (65,536 of
+    // payload and 9 of header, then 34,464 and 9), each in frames that with their
+    // 9-byte head fill one TLS record, the last of each what is left.
+    let f = FRAME_PAYLOAD;
+    assert_eq!(
+        frames_of_one_write(None, 100_000).await,
+        [f, f, f, f, 65_545 - 4 * f, f, f, 34_473 - 2 * f]
+    );
+}
