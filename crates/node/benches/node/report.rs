@@ -174,7 +174,7 @@ pub(crate) fn markdown(rows: &[Row], notes: &Notes, plan: &Plan) -> String {
             "\n{}: a repetition through {} failed and was measured again: {}\n",
             case.name(),
             side.name(),
-            why.replace('\n', " ")
+            without_links(&why.replace('\n', " "))
         );
     }
     for peer in Peer::ALL {
@@ -292,4 +292,15 @@ fn footnote(plan: &Plan) -> String {
         idle = plan.idle_connections,
         mem = plan.mem_reps,
     )
+}
+
+/// `text` without the web addresses some errors carry (rustls names a page of its
+/// manual): the project's docs link nowhere outside the repository.
+fn without_links(text: &str) -> String {
+    text.split(' ')
+        .filter(|w| !w.starts_with("http://") && !w.starts_with("https://"))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_end_matches([':', ' '])
+        .to_owned()
 }

@@ -49,9 +49,14 @@ fn address(host: &str, port: u16) -> String {
     }
 }
 
+/// A profile as one side gets it: `dialing` whether that side dials the links (and so
+/// gets the CDN's TLS, `outer_tls`), `dialed` the host it dials when the profile's
+/// addresses are its (an origin in reverse mode dials the relay; a relay in direct
+/// mode dials each origin's own addresses, given with the origins).
 fn profile(
     p: &TunnelProfile,
     links: usize,
+    dialing: bool,
     dialed: Option<&str>,
     reality: &TunnelRealityKeys,
 ) -> Value {
@@ -74,7 +79,7 @@ fn profile(
         ) => over_http(
             json!({ "type": "ws", "path": path, "host": host }),
             outer_tls.as_ref(),
-            dialed.is_some(),
+            dialing,
         ),
         (
             LinkSecurity::Tls,
@@ -86,7 +91,7 @@ fn profile(
         ) => over_http(
             json!({ "type": "httpupgrade", "path": path, "host": host }),
             outer_tls.as_ref(),
-            dialed.is_some(),
+            dialing,
         ),
         (
             LinkSecurity::Tls,
@@ -105,7 +110,7 @@ fn profile(
                 "mode": Mode::parse(mode).unwrap_or_default().name(),
             }),
             outer_tls.as_ref(),
-            dialed.is_some(),
+            dialing,
         ),
         (
             LinkSecurity::Tls,
@@ -117,7 +122,7 @@ fn profile(
         ) => over_http(
             json!({ "type": "grpc", "service_name": service_name, "host": host }),
             outer_tls.as_ref(),
-            dialed.is_some(),
+            dialing,
         ),
     };
     let addresses: Vec<String> = match dialed {
@@ -235,7 +240,7 @@ pub(super) fn halves(
             let mut v = head(
                 t.profiles
                     .iter()
-                    .map(|p| profile(p, t.links, None, reality))
+                    .map(|p| profile(p, t.links, direct, None, reality))
                     .collect(),
             );
             v["relay"] = relay;
@@ -261,7 +266,7 @@ pub(super) fn halves(
             let mut v = head(
                 t.profiles
                     .iter()
-                    .map(|p| profile(p, t.links, dialed, reality))
+                    .map(|p| profile(p, t.links, !direct, dialed, reality))
                     .collect(),
             );
             v["origin"] = origin;

@@ -231,6 +231,51 @@ fn only_the_dialing_side_gets_the_cdns_tls() {
     );
 }
 
+/// In direct mode the relay dials each origin, so the relay gets the CDN's TLS (a CDN
+/// in front of the origins) and the origins, which listen, serve plain HTTP.
+#[test]
+fn in_direct_mode_the_relay_dials_and_gets_the_cdns_tls() {
+    let outer = crate::model::tunnel::OuterTls {
+        server_name: "cdn.example.com".into(),
+        ca_pem: None,
+    };
+    let t = tunnel(1, "eu", |i| {
+        i.mode = crate::model::tunnel::TunnelMode::Direct;
+        i.profiles.push(TunnelProfile {
+            port: 8080,
+            security: Some(LinkSecurity::Tls),
+            transport: LinkTransport::Grpc {
+                service_name: "eu.Tunnel".into(),
+                host: "cdn.example.com".into(),
+                outer_tls: Some(outer),
+            },
+            ..TunnelProfile::default()
+        });
+    });
+    let plain = TunnelTransport::Grpc {
+        service_name: "eu.Tunnel".into(),
+        host: "cdn.example.com".into(),
+        outer_tls: None,
+    };
+    let relay = config_of(1, vec![t.clone()]);
+    assert_eq!(
+        relay.tunnels[0].profiles[1].transport,
+        TunnelTransport::Grpc {
+            service_name: "eu.Tunnel".into(),
+            host: "cdn.example.com".into(),
+            outer_tls: Some(switchyard_config::OuterTls {
+                server_name: "cdn.example.com".into(),
+                ca_pem: None,
+            }),
+        }
+    );
+    let origin = config_of(2, vec![t]);
+    assert_eq!(
+        origin.tunnels[0].profiles[1].transport, plain,
+        "the origin serves plain HTTP behind the CDN"
+    );
+}
+
 /// XHTTP and gRPC profiles behind a CDN: the listening relay gets the transport
 /// without the CDN's TLS, the dialing origin with it (as for WebSocket).
 #[test]

@@ -10,7 +10,7 @@
 //! `target/ui-screenshots/` (the ones in `docs/img/` are copies).
 
 use crate::live;
-use crate::ui_common::{click, password, shots, type_into, unlabelled};
+use crate::ui_common::{click, log_in, shots, type_into, unlabelled};
 
 use std::time::Duration;
 
@@ -74,14 +74,6 @@ async fn wait_js(b: &Browser, js: &str, what: &str) {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-}
-
-async fn log_in(b: &Browser, http: std::net::SocketAddr, dir: &std::path::Path) {
-    b.goto(&format!("http://{http}/")).await.unwrap();
-    type_into(b, "form.login input[name=username]", "admin").await;
-    type_into(b, "form.login input[name=password]", &password(dir)).await;
-    b.press("Enter").await.unwrap();
-    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
 }
 
 /// A heartbeat that found `server` online with this load, as the panel stores it.

@@ -1,10 +1,17 @@
-//! What the browser tests of the web UI share: clicking and typing once an element is
-//! on screen, the controls without a label, the first-run password, where screenshots go.
+//! What the browser tests of the web UI share: clicking, typing and picking once an
+//! element is on screen, the controls without a label, the first-run password, logging
+//! in, the new inbound form open on a cluster's page, where screenshots go.
 
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 
+use switchyard_panel::Panel;
+use switchyard_panel::model::Inbound;
 use switchyard_testkit::Browser;
 use switchyard_testkit::browser::DEFAULT_WAIT;
+use tempfile::TempDir;
+
+use crate::live;
 
 /// Where the browser tests put their screenshots (under the workspace's target dir).
 pub(crate) fn shots() -> PathBuf {
@@ -33,6 +40,18 @@ pub(crate) async fn type_into(b: &Browser, css: &str, text: &str) {
         .unwrap_or_else(|e| panic!("{css}: {e:#}"));
 }
 
+/// Sets the open dialog's select `name` to `value` and tells the form, as a person's
+/// pick would.
+pub(crate) async fn pick(b: &Browser, name: &str, value: &str) {
+    b.execute(
+        "const s = document.querySelector(`dialog[open] select[name=\"${arguments[0]}\"]`); \
+         s.value = arguments[1]; s.dispatchEvent(new Event('change'));",
+        vec![serde_json::json!(name), serde_json::json!(value)],
+    )
+    .await
+    .unwrap();
+}
+
 /// Controls on the page without an accessible name (a label, `aria-label`, or text
 /// for a button), described for the failure message.
 pub(crate) async fn unlabelled(b: &Browser) -> Vec<String> {
@@ -52,7 +71,7 @@ pub(crate) async fn unlabelled(b: &Browser) -> Vec<String> {
 }
 
 /// The password the panel generated on its first start.
-pub(crate) fn password(dir: &std::path::Path) -> String {
+pub(crate) fn password(dir: &Path) -> String {
     let file =
         std::fs::read_to_string(dir.join("panel").join(switchyard_panel::run::PASSWORD_FILE))
             .unwrap();
@@ -61,4 +80,78 @@ pub(crate) fn password(dir: &std::path::Path) -> String {
         .unwrap()
         .trim()
         .to_owned()
+}
+
+/// Logs in as the admin with the first-run password of the panel whose data is under
+/// `dir`, and waits for the topology the panel opens on.
+pub(crate) async fn log_in(b: &Browser, http: SocketAddr, dir: &Path) {
+    b.goto(&format!("http://{http}/")).await.unwrap();
+    type_into(b, "form.login input[name=username]", "admin").await;
+    type_into(b, "form.login input[name=password]", &password(dir)).await;
+    b.press("Enter").await.unwrap();
+    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
+}
+
+/// A panel with a cluster "Europe" of one server "de-1", and Chromium logged in as the
+/// admin with the cluster's new inbound form open (VLESS over TCP at first).
+pub(crate) struct InboundForm {
+    /// The browser, its dialog open.
+    pub(crate) b: Browser,
+    /// The panel.
+    pub(crate) panel: Panel,
+    /// The cluster "Europe".
+    pub(crate) cluster: i64,
+    /// The server "de-1", the form's first choice.
+    pub(crate) server: i64,
+    /// The panel's data; dropped last, after the panel has stopped.
+    _dir: TempDir,
+}
+
+impl InboundForm {
+    /// Starts the panel and the browser, logs in and opens the form, once its protocol
+    /// select (shown for every protocol) is on screen.
+    pub(crate) async fn open() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (panel, http) = live::panel(dir.path()).await;
+        let cluster = panel
+            .state
+            .store()
+            .create_cluster("Europe", live::now())
+            .await
+            .unwrap()
+            .id;
+        let server = live::server(&panel, cluster, "de-1").await;
+        let b = Browser::start().await.unwrap();
+        log_in(&b, http, dir.path()).await;
+        b.goto(&format!("http://{http}/#/clusters/{cluster}"))
+            .await
+            .unwrap();
+        click(&b, "[data-new-inbound]").await;
+        b.wait_for("dialog[open] select[name=protocol]", DEFAULT_WAIT)
+            .await
+            .unwrap();
+        Self {
+            b,
+            panel,
+            cluster,
+            server,
+            _dir: dir,
+        }
+    }
+
+    /// Submits the form, waits for the chip of the inbound `name`, and returns the
+    /// inbounds the store then holds for the server.
+    pub(crate) async fn save(&self, name: &str) -> Vec<Inbound> {
+        click(&self.b, "dialog[open] button[type=submit]").await;
+        self.b
+            .wait_until_text(".inbound-chip .chip-name", name, DEFAULT_WAIT)
+            .await
+            .unwrap();
+        self.panel
+            .state
+            .store()
+            .inbounds(Some(self.server), None)
+            .await
+            .unwrap()
+    }
 }

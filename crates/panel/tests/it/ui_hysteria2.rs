@@ -3,60 +3,22 @@
 //! rates, UDP, the hop ports and their interval and the masquerade site; an inbound
 //! saved through it has them, and its Salamander password is the panel's secret.
 
-use crate::live;
-use crate::ui_common::{click, password, type_into, unlabelled};
+use crate::ui_common::{InboundForm, click, pick, type_into, unlabelled};
 
 use switchyard_panel::model::{InboundHysteria2, InboundTransport, Protocol};
-use switchyard_testkit::Browser;
-use switchyard_testkit::browser::DEFAULT_WAIT;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hysteria2_inbound_through_the_form_in_a_real_browser() {
-    let dir = tempfile::tempdir().unwrap();
-    let (panel, http) = live::panel(dir.path()).await;
-    let store = panel.state.store().clone();
-    let cluster = store
-        .create_cluster("Europe", live::now())
-        .await
-        .unwrap()
-        .id;
-    let server = live::server(&panel, cluster, "de-1").await;
-    let b = Browser::start().await.unwrap();
-    b.goto(&format!("http://{http}/")).await.unwrap();
-    type_into(&b, "form.login input[name=username]", "admin").await;
-    type_into(&b, "form.login input[name=password]", &password(dir.path())).await;
-    b.press("Enter").await.unwrap();
-    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
-    b.goto(&format!("http://{http}/#/clusters/{cluster}"))
-        .await
-        .unwrap();
-
-    click(&b, "[data-new-inbound]").await;
-    b.wait_for("dialog[open] select[name=protocol]", DEFAULT_WAIT)
-        .await
-        .unwrap();
-    let pick = |value: &'static str| {
-        let b = &b;
-        async move {
-            b.execute(
-                "const s = document.querySelector('dialog[open] select[name=protocol]'); \
-                 s.value = arguments[0]; s.dispatchEvent(new Event('change'));",
-                vec![serde_json::json!(value)],
-            )
+    let form = InboundForm::open().await;
+    let b = &form.b;
+    let store = form.panel.state.store().clone();
+    let shown = |css: &'static str| async move {
+        b.find(&format!("dialog[open] {css}"))
             .await
-            .unwrap();
-        }
-    };
-    let shown = |css: &'static str| {
-        let b = &b;
-        async move {
-            b.find(&format!("dialog[open] {css}"))
-                .await
-                .unwrap()
-                .is_displayed()
-                .await
-                .unwrap()
-        }
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap()
     };
     let hy2_fields = [
         "input[name='hysteria2.obfs']",
@@ -68,7 +30,7 @@ async fn a_hysteria2_inbound_through_the_form_in_a_real_browser() {
         "input[name='hysteria2.masquerade']",
     ];
     for (protocol, quic) in [("vless", false), ("hysteria2", true)] {
-        pick(protocol).await;
+        pick(b, "protocol", protocol).await;
         assert_eq!(shown("select[name=transport]").await, !quic, "{protocol}");
         for css in hy2_fields {
             assert_eq!(shown(css).await, quic, "{protocol}: {css}");
@@ -84,36 +46,32 @@ async fn a_hysteria2_inbound_through_the_form_in_a_real_browser() {
         .unwrap();
     assert_eq!(reality_offered, serde_json::json!(false));
     assert_eq!(
-        unlabelled(&b).await,
+        unlabelled(b).await,
         Vec::<String>::new(),
         "the Hysteria 2 inbound form"
     );
-    type_into(&b, "dialog[open] input[name=name]", "Frankfurt QUIC").await;
-    click(&b, "dialog[open] input[name='hysteria2.obfs']").await;
-    type_into(&b, "dialog[open] input[name='hysteria2.up_mbps']", "200").await;
+    type_into(b, "dialog[open] input[name=name]", "Frankfurt QUIC").await;
+    click(b, "dialog[open] input[name='hysteria2.obfs']").await;
+    type_into(b, "dialog[open] input[name='hysteria2.up_mbps']", "200").await;
     type_into(
-        &b,
+        b,
         "dialog[open] input[name='hysteria2.ports']",
         "20000-20009",
     )
     .await;
     type_into(
-        &b,
+        b,
         "dialog[open] input[name='hysteria2.hop_interval_secs']",
         "15",
     )
     .await;
     type_into(
-        &b,
+        b,
         "dialog[open] input[name='hysteria2.masquerade']",
         "https://www.example.com",
     )
     .await;
-    click(&b, "dialog[open] button[type=submit]").await;
-    b.wait_until_text(".inbound-chip .chip-name", "Frankfurt QUIC", DEFAULT_WAIT)
-        .await
-        .unwrap();
-    let saved = store.inbounds(Some(server), None).await.unwrap();
+    let saved = form.save("Frankfurt QUIC").await;
     assert_eq!(saved.len(), 1);
     assert_eq!(saved[0].protocol, Protocol::Hysteria2);
     assert_eq!(saved[0].transport, InboundTransport::Tcp);
@@ -128,7 +86,7 @@ async fn a_hysteria2_inbound_through_the_form_in_a_real_browser() {
             ..InboundHysteria2::default()
         })
     );
-    let secrets = store.cluster_inbounds(cluster).await.unwrap();
+    let secrets = store.cluster_inbounds(form.cluster).await.unwrap();
     assert!(
         secrets[0]
             .1

@@ -3,49 +3,14 @@
 //! for WebSocket, none for TCP), the service name and multi mode for gRPC, and saves
 //! an inbound of each with them.
 
-use crate::live;
-use crate::ui_common::{click, password, type_into, unlabelled};
+use crate::ui_common::{InboundForm, click, pick, type_into, unlabelled};
 
 use switchyard_panel::model::InboundTransport;
-use switchyard_testkit::Browser;
-use switchyard_testkit::browser::DEFAULT_WAIT;
-
-/// Picks `value` in the open dialog's transport select, as a person would.
-async fn pick_transport(b: &Browser, value: &str) {
-    b.execute(
-        "const s = document.querySelector('dialog[open] select[name=transport]'); \
-         s.value = arguments[0]; s.dispatchEvent(new Event('change'));",
-        vec![serde_json::json!(value)],
-    )
-    .await
-    .unwrap();
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_httpupgrade_inbound_through_the_form_in_a_real_browser() {
-    let dir = tempfile::tempdir().unwrap();
-    let (panel, http) = live::panel(dir.path()).await;
-    let store = panel.state.store().clone();
-    let cluster = store
-        .create_cluster("Europe", live::now())
-        .await
-        .unwrap()
-        .id;
-    let server = live::server(&panel, cluster, "de-1").await;
-    let b = Browser::start().await.unwrap();
-    b.goto(&format!("http://{http}/")).await.unwrap();
-    type_into(&b, "form.login input[name=username]", "admin").await;
-    type_into(&b, "form.login input[name=password]", &password(dir.path())).await;
-    b.press("Enter").await.unwrap();
-    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
-    b.goto(&format!("http://{http}/#/clusters/{cluster}"))
-        .await
-        .unwrap();
-
-    click(&b, "[data-new-inbound]").await;
-    b.wait_for("dialog[open] select[name=transport]", DEFAULT_WAIT)
-        .await
-        .unwrap();
+    let form = InboundForm::open().await;
+    let b = &form.b;
     let options = b
         .execute(
             "return [...document.querySelectorAll('dialog[open] select[name=transport] option')]
@@ -67,27 +32,23 @@ async fn an_httpupgrade_inbound_through_the_form_in_a_real_browser() {
     let path = "dialog[open] input[name='transport.path']";
     let host = "dialog[open] input[name='transport.host']";
     for (transport, shown) in [("tcp", false), ("grpc", false), ("httpupgrade", true)] {
-        pick_transport(&b, transport).await;
+        pick(b, "transport", transport).await;
         for css in [path, host] {
             let displayed = b.find(css).await.unwrap().is_displayed().await.unwrap();
             assert_eq!(displayed, shown, "{transport}: {css}");
         }
     }
     assert_eq!(
-        unlabelled(&b).await,
+        unlabelled(b).await,
         Vec::<String>::new(),
         "the HTTPUpgrade inbound form"
     );
-    type_into(&b, "dialog[open] input[name=name]", "Frankfurt up").await;
+    type_into(b, "dialog[open] input[name=name]", "Frankfurt up").await;
     let field = b.find(path).await.unwrap();
     field.clear().await.unwrap();
     field.send_keys("/up").await.unwrap();
-    type_into(&b, host, "cdn.example.com").await;
-    click(&b, "dialog[open] button[type=submit]").await;
-    b.wait_until_text(".inbound-chip .chip-name", "Frankfurt up", DEFAULT_WAIT)
-        .await
-        .unwrap();
-    let saved = store.inbounds(Some(server), None).await.unwrap();
+    type_into(b, host, "cdn.example.com").await;
+    let saved = form.save("Frankfurt up").await;
     assert_eq!(saved.len(), 1);
     assert_eq!(
         saved[0].transport,
@@ -100,33 +61,12 @@ async fn an_httpupgrade_inbound_through_the_form_in_a_real_browser() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grpc_inbound_through_the_form_in_a_real_browser() {
-    let dir = tempfile::tempdir().unwrap();
-    let (panel, http) = live::panel(dir.path()).await;
-    let store = panel.state.store().clone();
-    let cluster = store
-        .create_cluster("Europe", live::now())
-        .await
-        .unwrap()
-        .id;
-    let server = live::server(&panel, cluster, "de-1").await;
-    let b = Browser::start().await.unwrap();
-    b.goto(&format!("http://{http}/")).await.unwrap();
-    type_into(&b, "form.login input[name=username]", "admin").await;
-    type_into(&b, "form.login input[name=password]", &password(dir.path())).await;
-    b.press("Enter").await.unwrap();
-    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
-    b.goto(&format!("http://{http}/#/clusters/{cluster}"))
-        .await
-        .unwrap();
-
-    click(&b, "[data-new-inbound]").await;
-    b.wait_for("dialog[open] select[name=transport]", DEFAULT_WAIT)
-        .await
-        .unwrap();
+    let form = InboundForm::open().await;
+    let b = &form.b;
     let name = "dialog[open] input[name='transport.service_name']";
     let multi = "dialog[open] input[name='transport.multi_mode']";
     for (transport, shown) in [("tcp", false), ("ws", false), ("grpc", true)] {
-        pick_transport(&b, transport).await;
+        pick(b, "transport", transport).await;
         for css in [name, multi] {
             let displayed = b.find(css).await.unwrap().is_displayed().await.unwrap();
             assert_eq!(displayed, shown, "{transport}: {css}");
@@ -135,18 +75,14 @@ async fn a_grpc_inbound_through_the_form_in_a_real_browser() {
     let path = "dialog[open] input[name='transport.path']";
     assert!(!b.find(path).await.unwrap().is_displayed().await.unwrap());
     assert_eq!(
-        unlabelled(&b).await,
+        unlabelled(b).await,
         Vec::<String>::new(),
         "the gRPC inbound form"
     );
-    type_into(&b, "dialog[open] input[name=name]", "Frankfurt gRPC").await;
-    type_into(&b, name, "tun.v1").await;
-    click(&b, multi).await;
-    click(&b, "dialog[open] button[type=submit]").await;
-    b.wait_until_text(".inbound-chip .chip-name", "Frankfurt gRPC", DEFAULT_WAIT)
-        .await
-        .unwrap();
-    let saved = store.inbounds(Some(server), None).await.unwrap();
+    type_into(b, "dialog[open] input[name=name]", "Frankfurt gRPC").await;
+    type_into(b, name, "tun.v1").await;
+    click(b, multi).await;
+    let saved = form.save("Frankfurt gRPC").await;
     assert_eq!(saved.len(), 1);
     assert_eq!(
         saved[0].transport,

@@ -4,7 +4,7 @@
 //! the old node's pin).
 
 use crate::live;
-use crate::ui_common::{click, type_into};
+use crate::ui_common::{click, log_in, type_into};
 
 use switchyard_testkit::Browser;
 use switchyard_testkit::browser::DEFAULT_WAIT;
@@ -41,23 +41,7 @@ async fn the_address_limit_field_and_replacing_a_node_in_a_real_browser() {
         .await
         .unwrap();
     let b = Browser::start().await.unwrap();
-    let file = std::fs::read_to_string(
-        dir.path()
-            .join("panel")
-            .join(switchyard_panel::run::PASSWORD_FILE),
-    )
-    .unwrap();
-    let password = file
-        .lines()
-        .find_map(|l| l.strip_prefix("password: "))
-        .unwrap()
-        .trim()
-        .to_owned();
-    b.goto(&format!("http://{http}/")).await.unwrap();
-    type_into(&b, "form.login input[name=username]", "admin").await;
-    type_into(&b, "form.login input[name=password]", &password).await;
-    b.press("Enter").await.unwrap();
-    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
+    log_in(&b, http, dir.path()).await;
 
     // The user form: a labelled field; 0 is refused next to it; 2 is saved and shown.
     b.goto(&format!("http://{http}/#/users")).await.unwrap();

@@ -3,51 +3,19 @@
 //! entry's error shows next to it naming the entry; networks one per line or
 //! comma-separated are saved as a list, and the edit form shows them again.
 
-use crate::live;
-use crate::ui_common::{click, password, type_into, unlabelled};
+use crate::ui_common::{InboundForm, click, pick, type_into, unlabelled};
 
 use switchyard_panel::model::InboundTransport;
-use switchyard_testkit::Browser;
 use switchyard_testkit::browser::DEFAULT_WAIT;
-
-/// Sets the open dialog's select `name` to `value`, as a person would.
-async fn pick(b: &Browser, name: &str, value: &str) {
-    b.execute(
-        "const s = document.querySelector(`dialog[open] select[name='${arguments[0]}']`); \
-         s.value = arguments[1]; s.dispatchEvent(new Event('change'));",
-        vec![serde_json::json!(name), serde_json::json!(value)],
-    )
-    .await
-    .unwrap();
-}
 
 const BOX: &str = "dialog[open] textarea[name=trusted_proxies]";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trusted_proxies_through_the_form_in_a_real_browser() {
-    let dir = tempfile::tempdir().unwrap();
-    let (panel, http) = live::panel(dir.path()).await;
-    let store = panel.state.store().clone();
-    let cluster = store
-        .create_cluster("Europe", live::now())
-        .await
-        .unwrap()
-        .id;
-    let server = live::server(&panel, cluster, "de-1").await;
-    let b = Browser::start().await.unwrap();
-    b.goto(&format!("http://{http}/")).await.unwrap();
-    type_into(&b, "form.login input[name=username]", "admin").await;
-    type_into(&b, "form.login input[name=password]", &password(dir.path())).await;
-    b.press("Enter").await.unwrap();
-    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
-    b.goto(&format!("http://{http}/#/clusters/{cluster}"))
-        .await
-        .unwrap();
-
-    click(&b, "[data-new-inbound]").await;
-    b.wait_for("dialog[open] select[name=transport]", DEFAULT_WAIT)
-        .await
-        .unwrap();
+    let form = InboundForm::open().await;
+    let b = &form.b;
+    let store = form.panel.state.store().clone();
+    let server = form.server;
     let shown = || async { b.find(BOX).await.unwrap().is_displayed().await.unwrap() };
     for (transport, with_headers) in [
         ("tcp", false),
@@ -56,25 +24,25 @@ async fn trusted_proxies_through_the_form_in_a_real_browser() {
         ("grpc", true),
         ("xhttp", true),
     ] {
-        pick(&b, "transport", transport).await;
+        pick(b, "transport", transport).await;
         assert_eq!(shown().await, with_headers, "{transport}");
     }
     // Hysteria 2 has no transport, so none.
-    pick(&b, "protocol", "hysteria2").await;
+    pick(b, "protocol", "hysteria2").await;
     assert!(!shown().await, "hysteria2");
-    pick(&b, "protocol", "vless").await;
-    pick(&b, "transport", "ws").await;
+    pick(b, "protocol", "vless").await;
+    pick(b, "transport", "ws").await;
     assert!(shown().await, "ws again");
     assert_eq!(
-        unlabelled(&b).await,
+        unlabelled(b).await,
         Vec::<String>::new(),
         "the inbound form with trusted proxies"
     );
 
     // A bad entry: the API's error, next to the box, naming the entry.
-    type_into(&b, "dialog[open] input[name=name]", "Frankfurt CDN").await;
-    type_into(&b, BOX, "10.0.0.0/8\ncloudflare").await;
-    click(&b, "dialog[open] button[type=submit]").await;
+    type_into(b, "dialog[open] input[name=name]", "Frankfurt CDN").await;
+    type_into(b, BOX, "10.0.0.0/8\ncloudflare").await;
+    click(b, "dialog[open] button[type=submit]").await;
     b.wait_until_text(
         "dialog[open] [data-field=trusted_proxies] .error",
         "trusted_proxies[1]: \"cloudflare\" is not an IP address",
@@ -90,11 +58,7 @@ async fn trusted_proxies_through_the_form_in_a_real_browser() {
     text.send_keys("173.245.48.0/20\n\n127.0.0.1,  2400:cb00::/32\n")
         .await
         .unwrap();
-    click(&b, "dialog[open] button[type=submit]").await;
-    b.wait_until_text(".inbound-chip .chip-name", "Frankfurt CDN", DEFAULT_WAIT)
-        .await
-        .unwrap();
-    let saved = store.inbounds(Some(server), None).await.unwrap();
+    let saved = form.save("Frankfurt CDN").await;
     assert_eq!(saved.len(), 1);
     assert_eq!(
         saved[0].transport,
@@ -110,7 +74,7 @@ async fn trusted_proxies_through_the_form_in_a_real_browser() {
 
     // The edit form shows them one per line; switched to TCP, they are dropped.
     click(
-        &b,
+        b,
         &format!(".inbound-chip[data-inbound=\"{}\"]", saved[0].id),
     )
     .await;
@@ -133,9 +97,9 @@ async fn trusted_proxies_through_the_form_in_a_real_browser() {
         .await
         .unwrap();
     assert_eq!(value, "173.245.48.0/20\n127.0.0.1\n2400:cb00::/32");
-    pick(&b, "transport", "tcp").await;
+    pick(b, "transport", "tcp").await;
     assert!(!shown().await, "tcp while editing");
-    click(&b, "dialog[open] button[type=submit]").await;
+    click(b, "dialog[open] button[type=submit]").await;
     // Saved when the dialog has closed; the store says what it holds.
     let mut saved = store.inbounds(Some(server), None).await.unwrap();
     for _ in 0..100 {

@@ -6,24 +6,12 @@
 //! API shows the XHTTP one as `{"type":"xhttp",...}`.
 
 use crate::live;
-use crate::ui_common::{click, password, type_into, unlabelled};
+use crate::ui_common::{click, log_in, pick, type_into, unlabelled};
 
 use serde_json::json;
 use switchyard_panel::model::tunnel::{LinkSecurity, LinkTransport, OuterTls};
 use switchyard_testkit::Browser;
 use switchyard_testkit::browser::DEFAULT_WAIT;
-
-/// Sets the open dialog's select `name` to `value` and tells the form, as a person's
-/// pick would.
-async fn pick(b: &Browser, name: &str, value: &str) {
-    b.execute(
-        "const s = document.querySelector(`dialog[open] select[name=\"${arguments[0]}\"]`); \
-         s.value = arguments[1]; s.dispatchEvent(new Event('change'));",
-        vec![json!(name), json!(value)],
-    )
-    .await
-    .unwrap();
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tunnel_profile_behind_a_cdn_through_the_form() {
@@ -38,11 +26,7 @@ async fn a_tunnel_profile_behind_a_cdn_through_the_form() {
     let _relay = live::server(&panel, cluster, "relay").await;
     let origin = live::server(&panel, cluster, "origin").await;
     let b = Browser::start().await.unwrap();
-    b.goto(&format!("http://{http}/")).await.unwrap();
-    type_into(&b, "form.login input[name=username]", "admin").await;
-    type_into(&b, "form.login input[name=password]", &password(dir.path())).await;
-    b.press("Enter").await.unwrap();
-    b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
+    log_in(&b, http, dir.path()).await;
     b.goto(&format!("http://{http}/#/tunnels")).await.unwrap();
     click(&b, "[data-new-tunnel]").await;
     type_into(&b, "dialog[open] input[name=name]", "cdn").await;
