@@ -13,14 +13,17 @@ use http::HeaderMap;
 use switchyard_proto::grpc::{self, Decoder, Mode};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// The most payload one write frames in one gRPC message (64 KiB) to a peer that takes
-/// frames of the default size; a longer write is taken in parts, as `AsyncWrite`
-/// allows.
-pub const MAX_WRITE: usize = 64 * 1024;
+/// The most payload one write frames in one gRPC message to a peer that takes frames
+/// of the default size: 65,491 bytes, so that the message with its 9-byte header fills
+/// exactly four frames of [`FRAME_PAYLOAD`] (a 64 KiB payload left a fifth frame of
+/// 45 bytes, a TLS record and a flush of its own). A longer write is taken in parts,
+/// as `AsyncWrite` allows.
+pub const MAX_WRITE: usize = 4 * FRAME_PAYLOAD - 9;
 
 /// The most payload one write frames in one gRPC message to a peer that takes larger
-/// frames (256 KiB): the message goes in one frame, and each frame costs the peer a
-/// read and a window update, and us a flush.
+/// frames: four of [`MAX_WRITE`] (261,964 bytes, about 256 KiB), in one frame; each
+/// frame costs the peer a read and a window update, and us a flush. A writer that
+/// writes this much at once gives a peer of the default size four whole messages.
 pub const MAX_LARGE_WRITE: usize = 4 * MAX_WRITE;
 
 /// The most of a message one HTTP/2 DATA frame carries to a peer that takes frames of
