@@ -7,28 +7,9 @@ use crate::common;
 
 use axum::http::StatusCode;
 use base64::Engine;
-use common::{Harness, vless};
+use common::{Harness, server, vless};
 use serde_json::{Value, json};
 use switchyard_proto::{EntryTls, EntryTransport};
-
-/// A cluster and a server; the server's id.
-async fn server(h: &Harness, t: &str) -> i64 {
-    let c = h
-        .post("/api/v1/clusters")
-        .bearer(t)
-        .json(&json!({"name": "main"}))
-        .send()
-        .await
-        .ok(StatusCode::CREATED);
-    h.post("/api/v1/servers")
-        .bearer(t)
-        .json(&json!({"cluster_id": c["id"], "name": "ny-1", "address": "203.0.113.1"}))
-        .send()
-        .await
-        .ok(StatusCode::CREATED)["id"]
-        .as_i64()
-        .unwrap()
-}
 
 /// A VLESS+TLS inbound over `transport`.
 fn over(sid: i64, transport: Value) -> Value {

@@ -6,7 +6,7 @@
 //! to the panel counts a user at the address the listed proxy's `X-Forwarded-For`
 //! names, and at the proxy's own once the list is cleared.
 
-use crate::common::{self, Harness};
+use crate::common::{self, Harness, server};
 use crate::live;
 
 use std::net::SocketAddr;
@@ -26,25 +26,6 @@ const NOW: i64 = 1_796_121_000_000;
 
 /// The networks of the tests: a CDN's IPv4 block, a bare address, an IPv6 block.
 const NETS: [&str; 3] = ["173.245.48.0/20", "127.0.0.1", "2400:cb00::/32"];
-
-/// A cluster and a server; the server's id.
-async fn server(h: &Harness, t: &str) -> i64 {
-    let c = h
-        .post("/api/v1/clusters")
-        .bearer(t)
-        .json(&json!({"name": "main"}))
-        .send()
-        .await
-        .ok(StatusCode::CREATED);
-    h.post("/api/v1/servers")
-        .bearer(t)
-        .json(&json!({"cluster_id": c["id"], "name": "ny-1", "address": "203.0.113.1"}))
-        .send()
-        .await
-        .ok(StatusCode::CREATED)["id"]
-        .as_i64()
-        .unwrap()
-}
 
 /// A VLESS+TLS inbound on `port` over `transport` with `trusted_proxies`.
 fn inbound(sid: i64, port: u16, transport: Value, trusted_proxies: Value) -> Value {

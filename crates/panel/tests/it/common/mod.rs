@@ -281,3 +281,23 @@ pub fn vless(server_id: i64, name: &str, port: u16) -> Value {
         "sni": "vpn.example.com",
     })
 }
+
+/// A cluster `main` and in it a server `ny-1` at 203.0.113.1, made through the API;
+/// the server's id.
+pub async fn server(h: &Harness, t: &str) -> i64 {
+    let c = h
+        .post("/api/v1/clusters")
+        .bearer(t)
+        .json(&json!({"name": "main"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    h.post("/api/v1/servers")
+        .bearer(t)
+        .json(&json!({"cluster_id": c["id"], "name": "ny-1", "address": "203.0.113.1"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED)["id"]
+        .as_i64()
+        .unwrap()
+}
