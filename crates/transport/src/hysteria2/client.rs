@@ -129,7 +129,7 @@ pub async fn connect(server: SocketAddr, settings: &ClientSettings) -> Result<Cl
     transport
         .keep_alive_interval(Some(Duration::from_secs(10)))
         .datagram_receive_buffer_size(Some(1 << 20))
-        .congestion_controller_factory(Arc::new(quinn::congestion::BbrConfig::default()));
+        .congestion_controller_factory(Arc::new(super::bound::BoundConfig::bbr()));
     config.transport_config(Arc::new(transport));
     let local: SocketAddr = if server.is_ipv6() {
         "[::]:0".parse().map_err(io::Error::other)?

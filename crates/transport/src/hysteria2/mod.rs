@@ -21,12 +21,14 @@
 //! - [`endpoint_on`] and [`hop`]: one endpoint on a range of ports (port hopping);
 //!   [`client_hop`]: the client hopping across them ([`ClientSettings::hop`]).
 //! - [`brutal`]: Brutal congestion control at the rate a client declares (its
-//!   `Hysteria-CC-RX`, capped by [`ServerSettings::tx`]); BBR when it declares none.
+//!   `Hysteria-CC-RX`, capped by [`ServerSettings::tx`]); BBR when it declares none,
+//!   under [`bound`]'s loss bound (so is the client's).
 //! - [`SalamanderSocket`]: Salamander obfuscation under QUIC, when the inbound has an
 //!   obfs password ([`ServerSettings::salamander`]).
 //!
 //! The messages themselves are [`switchyard_proto::hysteria2`]'s.
 
+pub mod bound;
 pub mod brutal;
 mod client;
 pub mod client_hop;

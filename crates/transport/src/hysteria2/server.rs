@@ -13,6 +13,7 @@ use switchyard_proto::hysteria2::{Hysteria2Error, Rx, Salamander, TcpRequest, Tc
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::{Instant, timeout, timeout_at};
 
+use super::bound::BoundConfig;
 use super::brutal::{BrutalConfig, set_rate};
 use super::hop::HopSocket;
 use super::masquerade::{Answer, MAX_REQUEST_BODY, ProxySite};
@@ -44,7 +45,7 @@ pub struct ServerSettings {
     /// The most the server sends to one client, bytes per second: a client that
     /// declares its download rate gets Brutal at the lower of the two
     /// ([`super::brutal`]); `None`: the client's rate as it is. A client that
-    /// declares none gets BBR.
+    /// declares none gets BBR under the loss bound ([`super::bound`]).
     pub tx: Option<u64>,
     /// How long the QUIC handshake may take.
     pub handshake_timeout: Duration,
@@ -148,10 +149,9 @@ pub fn endpoint_on(
         .send_window(16 << 20)
         .datagram_receive_buffer_size(Some(1 << 20))
         .datagram_send_buffer_size(1 << 20)
-        // BBR until a client declares its download rate, then Brutal at it.
-        .congestion_controller_factory(Arc::new(BrutalConfig::new(Arc::new(
-            quinn::congestion::BbrConfig::default(),
-        ))));
+        // BBR (with the loss bound) until a client declares its download rate, then
+        // Brutal at it.
+        .congestion_controller_factory(Arc::new(BrutalConfig::new(Arc::new(BoundConfig::bbr()))));
     // Path MTU discovery probes up to what an Ethernet path carries; Salamander's salt
     // comes out of QUIC's share, so the packets on the wire stay within it.
     let overhead = if settings.salamander.is_some() {
