@@ -18,13 +18,13 @@ pub(crate) const SHADOWSOCKS: Buffers = Buffers {
     down: shadowsocks::MAX_WRITE,
 };
 
-/// gRPC, toward the user: one message of [`grpc::MAX_LARGE_WRITE`] (about 256 KiB)
-/// in one HTTP/2 frame for a client that takes large frames (Go's: sing-box, mihomo),
-/// four whole messages of [`grpc::MAX_WRITE`], each in four frames of one TLS record,
-/// for one that does not (grpc-go's: Xray). 16 KiB reads made a second frame and two more records of a few
-/// bytes each, and 64 KiB ones four times the frames, window updates and flushes to
-/// Go's client (measured in `cargo xtask bench node`, see `docs/benchmarks.md`).
-pub(crate) const GRPC_DOWN: usize = grpc::MAX_LARGE_WRITE;
+/// gRPC, toward the user: one message of [`grpc::MAX_WRITE`] (about 256 KiB), in one
+/// HTTP/2 frame for a client that takes large frames (Go's: sing-box, mihomo), in
+/// sixteen frames of one TLS record each for one that does not (grpc-go's: Xray).
+/// 16 KiB reads made a second frame and two more records of a few bytes each, and
+/// 64 KiB ones four times the frames, window updates and flushes to Go's client
+/// (measured in `cargo xtask bench node`, see `docs/benchmarks.md`).
+pub(crate) const GRPC_DOWN: usize = grpc::MAX_WRITE;
 
 /// XHTTP, toward the user: one HTTP/2 DATA frame's worth ([`grpc::FRAME_PAYLOAD`]:
 /// with its 9-byte header one whole TLS record; over HTTP/1.1 the chunk's 8 bytes of

@@ -13,18 +13,16 @@ use http::HeaderMap;
 use switchyard_proto::grpc::{self, Decoder, Mode};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// The most payload one write frames in one gRPC message to a peer that takes frames
-/// of the default size: 65,491 bytes, so that the message with its 9-byte header fills
-/// exactly four frames of [`FRAME_PAYLOAD`] (a 64 KiB payload left a fifth frame of
-/// 45 bytes, a TLS record and a flush of its own). A longer write is taken in parts,
-/// as `AsyncWrite` allows.
-pub const MAX_WRITE: usize = 4 * FRAME_PAYLOAD - 9;
-
-/// The most payload one write frames in one gRPC message to a peer that takes larger
-/// frames: four of [`MAX_WRITE`] (261,964 bytes, about 256 KiB), in one frame; each
-/// frame costs the peer a read and a window update, and us a flush. A writer that
-/// writes this much at once gives a peer of the default size four whole messages.
-pub const MAX_LARGE_WRITE: usize = 4 * MAX_WRITE;
+/// The most payload one write frames in one gRPC message: 261,964 bytes (about
+/// 256 KiB). To a peer that takes large frames (Go's HTTP/2 client: sing-box, mihomo)
+/// the message goes in one frame; to one at the default size (grpc-go's: Xray) in
+/// sixteen frames of [`FRAME_PAYLOAD`], the last 27 bytes short, so no frame of a few
+/// bytes takes a TLS record and a flush of its own. Each message costs the peer a
+/// buffer and a decode: messages of four frames (65,491 bytes) gave Xray's client a
+/// quarter of the bytes per message, and our node 0.88 of the throughput it has with
+/// sixteen (measured in `cargo xtask bench node`, see `docs/benchmarks.md`). A longer
+/// write is taken in parts, as `AsyncWrite` allows.
+pub const MAX_WRITE: usize = 16 * FRAME_PAYLOAD - 36;
 
 /// The most of a message one HTTP/2 DATA frame carries to a peer that takes frames of
 /// the default size (grpc-go's client, Xray's): 16,375 bytes, so that the frame with
@@ -274,12 +272,7 @@ impl AsyncWrite for GrpcStream {
         if this.shut {
             return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
         }
-        let max = if this.frame_payload > FRAME_PAYLOAD {
-            MAX_LARGE_WRITE
-        } else {
-            MAX_WRITE
-        };
-        let want = data.len().min(max);
+        let want = data.len().min(MAX_WRITE);
         this.send.reserve_capacity(want + grpc::MAX_HEADER_LEN);
         while this.send.capacity() == 0 {
             match ready!(this.send.poll_capacity(cx)) {

@@ -380,12 +380,19 @@ async fn a_message_goes_in_one_frame_to_a_client_that_takes_large_ones() {
     // Go's HTTP/2 client (sing-box, mihomo) takes frames of 1 MiB: one frame for the
     // whole message (9 bytes of header, 100,000 of payload).
     assert_eq!(frames_of_one_write(Some(1 << 20), 100_000).await, [100_009]);
-    // A client at the default (grpc-go, Xray): messages of at most 65,491 bytes of
-    // payload, which with their 9-byte header fill four frames of one TLS record each
-    // (then 34,509 and 9), the last frame what is left.
+    // A client at the default (grpc-go, Xray): the same message in frames of one TLS
+    // record each (16,375 bytes with their own 9-byte header), the last what is left.
     let f = FRAME_PAYLOAD;
     assert_eq!(
         frames_of_one_write(None, 100_000).await,
-        [f, f, f, f, f, f, 34_518 - 2 * f]
+        [f, f, f, f, f, f, 100_009 - 6 * f]
     );
+    // A write of 300,000 bytes: a first message of 261,964 bytes of payload, with
+    // its 9-byte header sixteen frames, the last 27 bytes short of a whole one.
+    let frames = frames_of_one_write(None, 300_000).await;
+    assert_eq!(
+        frames[..16],
+        [f; 15].iter().copied().chain([f - 27]).collect::<Vec<_>>()[..]
+    );
+    assert_eq!(frames[..16].iter().sum::<usize>(), 261_964 + 9);
 }
