@@ -389,3 +389,41 @@ async fn an_http2_prober_gets_404_and_is_closed_at_the_deadline() {
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert!(connection.is_finished(), "closed at the deadline");
 }
+
+#[tokio::test]
+async fn a_download_goes_in_frames_of_one_tls_record_each() {
+    let server = Arc::new(Server::new(settings(Mode::StreamOne)));
+    let io = connect_with(&server, |mut s| {
+        tokio::spawn(async move {
+            s.write_all(&vec![7u8; 100_000]).await.unwrap();
+            s.shutdown().await.unwrap();
+        });
+    });
+    // Windows wide enough that flow control does not cut a frame.
+    let (client, connection) = h2::client::Builder::new()
+        .initial_window_size(1 << 20)
+        .initial_connection_window_size(1 << 20)
+        .handshake::<_, Bytes>(io)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let mut client = client.ready().await.unwrap();
+    let (response, _up) = client
+        .send_request(request(Method::POST, "/xh/"), false)
+        .unwrap();
+    let mut down = response.await.unwrap().into_body();
+    let mut frames = Vec::new();
+    while let Some(Ok(data)) = down.data().await {
+        let _ = down.flow_control().release_capacity(data.len());
+        // The end of the stream may come as an empty frame of its own.
+        if !data.is_empty() {
+            frames.push(data.len());
+        }
+    }
+    // One write of 100,000 bytes: frames of 16,375 bytes, which with their 9-byte
+    // header are 16 KiB, one TLS record (a frame of the protocol's default largest
+    // size, 16 KiB, would spill 9 bytes into a record of its own), the last what is
+    // left.
+    let f = crate::grpc::FRAME_PAYLOAD;
+    assert_eq!(frames, [f, f, f, f, f, f, 100_000 - 6 * f]);
+}

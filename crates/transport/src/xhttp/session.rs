@@ -16,6 +16,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::grpc::FRAME_PAYLOAD;
+
 /// Limits on what a server holds for its clients.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -388,7 +390,11 @@ impl Pipe {
     fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         let mut s = lock(&self.state);
         if !s.buf.is_empty() {
-            let data = s.buf.split().freeze();
+            // One HTTP/2 DATA frame's worth at a time: a longer body frame would be cut
+            // at the peer's largest frame (16 KiB by default), and a frame of 16 KiB
+            // with its 9-byte header spills into a TLS record of its own.
+            let n = s.buf.len().min(FRAME_PAYLOAD);
+            let data = s.buf.split_to(n).freeze();
             if let Some(w) = s.writer.take() {
                 w.wake();
             }
