@@ -93,7 +93,7 @@ pub use xray::Xray;
 /// 127.0.0.1, the only address the tests use.
 pub const LOCALHOST: Ipv4Addr = Ipv4Addr::LOCALHOST;
 
-/// A TCP port on 127.0.0.1 that was free a moment ago, for configs that must name a
+/// A port on 127.0.0.1 (TCP and UDP) that was free a moment ago, for configs that must name a
 /// fixed port (sing-box's `listen_port`, a node's inbound): [`ports::free_port`],
 /// which never hands two tests of this machine the same port at once.
 ///

@@ -9,7 +9,7 @@
 //! only if absent), and a port claimed in the last [`CLAIM_FOR`] is skipped.
 
 use std::fs::OpenOptions;
-use std::net::TcpListener;
+use std::net::{TcpListener, UdpSocket};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
@@ -27,8 +27,8 @@ fn claims() -> PathBuf {
     std::env::temp_dir().join("switchyard-test-ports")
 }
 
-/// A TCP port on 127.0.0.1 that was free a moment ago and that no other test of this
-/// machine was handed in the last [`CLAIM_FOR`].
+/// A port on 127.0.0.1 that was free over TCP and UDP a moment ago and that no other
+/// test of this machine was handed in the last [`CLAIM_FOR`].
 pub fn free_port() -> Result<u16> {
     let dir = claims();
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -36,7 +36,14 @@ pub fn free_port() -> Result<u16> {
         let port = {
             let listener =
                 TcpListener::bind((LOCALHOST, 0)).context("binding 127.0.0.1:0 for a free port")?;
-            listener.local_addr()?.port()
+            let port = listener.local_addr()?.port();
+            // Free over UDP too: owners of Shadowsocks and Hysteria 2 inbounds bind
+            // both, and another test's UDP socket (a QUIC client's) may hold the
+            // number the kernel just handed out over TCP.
+            if UdpSocket::bind((LOCALHOST, port)).is_err() {
+                continue;
+            }
+            port
         };
         if claim(&dir.join(port.to_string()))? {
             return Ok(port);
@@ -77,6 +84,24 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for _ in 0..50 {
             assert!(seen.insert(free_port().unwrap()), "a port handed out twice");
+        }
+    }
+
+    #[test]
+    fn a_port_whose_udp_number_is_taken_is_not_handed_out() {
+        // Hold UDP sockets on 800 ports of the ~28,000 the kernel hands out; none of
+        // their numbers may come back while they are held (the TCP side of each is
+        // free): 100 ports drawn would meet about three of them otherwise.
+        let held: Vec<UdpSocket> = (0..800)
+            .filter_map(|_| UdpSocket::bind((LOCALHOST, 0)).ok())
+            .collect();
+        let numbers: std::collections::HashSet<u16> = held
+            .iter()
+            .map(|s| s.local_addr().unwrap().port())
+            .collect();
+        for _ in 0..100 {
+            let port = free_port().unwrap();
+            assert!(!numbers.contains(&port), "{port} is held over UDP");
         }
     }
 }
