@@ -23,21 +23,7 @@ fn reality(server_id: i64, extra: Value) -> Value {
 }
 
 async fn server(h: &Harness, t: &str) -> i64 {
-    let c = h
-        .post("/api/v1/clusters")
-        .bearer(t)
-        .json(&json!({"name": "main"}))
-        .send()
-        .await
-        .ok(StatusCode::CREATED);
-    h.post("/api/v1/servers")
-        .bearer(t)
-        .json(&json!({"cluster_id": c["id"], "name": "fra-1", "address": "203.0.113.9"}))
-        .send()
-        .await
-        .ok(StatusCode::CREATED)["id"]
-        .as_i64()
-        .unwrap()
+    common::server_at(h, t, "fra-1", "203.0.113.9").await
 }
 
 /// The stored private key of inbound `id`.

@@ -11,10 +11,10 @@
 //! it sends more than gets through:
 //! - a round trip runs from the packet last sent when it began until that packet is
 //!   acknowledged; its acknowledged and lost bytes are counted;
-//! - a round that lost more than 2 % of its bytes ([`LOSS_THRESHOLD_INVERSE`]) (and at least
-//!   [`MIN_LOSS_PACKETS`] packets) sets the bound to 0.7 ([`BETA_TENTHS`]) × the bytes the round
-//!   carried (or × the window, when less), never below [`MIN_WINDOW_PACKETS`]
-//!   packets;
+//! - a round that lost more than 2 % of its bytes ([`LOSS_THRESHOLD_INVERSE`]), and
+//!   at least [`MIN_LOSS_PACKETS`] packets, sets the bound to 0.7 ([`BETA_TENTHS`]) ×
+//!   the bytes the round carried (or × the window, when less), never below
+//!   [`MIN_WINDOW_PACKETS`] packets;
 //! - each round within the threshold raises the bound by one packet, as TCP's Reno
 //!   and CUBIC (in its TCP-friendly region) grow after a loss; once the bound reaches
 //!   BBR's own window it is lifted. A step that doubled every round (BBRv2's probe)
@@ -94,9 +94,7 @@ impl Bound {
             && lost.saturating_mul(LOSS_THRESHOLD_INVERSE) > carried;
         if heavy {
             let base = carried.min(self.window());
-            self.bound = Some(
-                (base / 10 * BETA_TENTHS + base % 10 * BETA_TENTHS / 10).max(self.min_window()),
-            );
+            self.bound = Some((base.saturating_mul(BETA_TENTHS) / 10).max(self.min_window()));
         } else if let Some(bound) = self.bound {
             let raised = bound.saturating_add(u64::from(self.mtu));
             self.bound = (raised < self.inner.window()).then_some(raised);

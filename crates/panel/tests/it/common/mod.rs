@@ -285,6 +285,12 @@ pub fn vless(server_id: i64, name: &str, port: u16) -> Value {
 /// A cluster `main` and in it a server `ny-1` at 203.0.113.1, made through the API;
 /// the server's id.
 pub async fn server(h: &Harness, t: &str) -> i64 {
+    server_at(h, t, "ny-1", "203.0.113.1").await
+}
+
+/// A cluster `main` and in it a server `name` at `address`, made through the API; the
+/// server's id.
+pub async fn server_at(h: &Harness, t: &str, name: &str, address: &str) -> i64 {
     let c = h
         .post("/api/v1/clusters")
         .bearer(t)
@@ -294,7 +300,7 @@ pub async fn server(h: &Harness, t: &str) -> i64 {
         .ok(StatusCode::CREATED);
     h.post("/api/v1/servers")
         .bearer(t)
-        .json(&json!({"cluster_id": c["id"], "name": "ny-1", "address": "203.0.113.1"}))
+        .json(&json!({"cluster_id": c["id"], "name": name, "address": address}))
         .send()
         .await
         .ok(StatusCode::CREATED)["id"]
