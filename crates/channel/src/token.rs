@@ -5,6 +5,12 @@
 //! Text form: `syj1.` followed by base64url (no padding) of
 //! `pin kind (1 byte: 'c' certificate, 'k' key) ‖ pin (32 bytes) ‖ secret length (1
 //! byte) ‖ secret (ASCII) ‖ panel address (UTF-8, the rest)`.
+//!
+//! A token that also pins the panel's own binary (what the install script downloads,
+//! [`JoinToken::binary`]) is `syj2.` ‖ the binary's sha256 in 64 lowercase hex digits
+//! ‖ `.` ‖ the same base64url. The hash is in hex, ahead of the rest, so that a POSIX
+//! shell script can cut it out with parameter expansion alone and check a download
+//! with `sha256sum` before running anything.
 
 use core::fmt;
 use core::str::FromStr;
@@ -16,6 +22,8 @@ use crate::Pin;
 
 /// What every join token starts with (the `1` is the format's version).
 pub const PREFIX: &str = "syj1.";
+/// What a join token that pins the panel's binary starts with.
+pub const PREFIX_PINNED: &str = "syj2.";
 /// Fewest characters of a secret: 22 base64url characters carry 132 bits.
 pub const MIN_SECRET_LEN: usize = 22;
 /// Most characters of a secret.
@@ -34,6 +42,9 @@ pub struct JoinToken {
     pub pin: Pin,
     /// The single-use secret, base64url, at least 128 random bits.
     pub secret: String,
+    /// The sha256 of the panel's own binary, which a node installed from the panel
+    /// downloads: the install script refuses a download with another hash.
+    pub binary: Option<[u8; 32]>,
 }
 
 /// Why a text is not a join token. Messages never repeat the text (it holds a secret).
@@ -54,6 +65,9 @@ pub enum TokenError {
     /// The token ends before its fields do.
     #[error("the join token is cut short; copy the whole token from the panel")]
     Truncated,
+    /// The binary's hash in a `syj2.` token is not 64 hex digits followed by `.`.
+    #[error("the join token's binary hash is damaged; copy the whole token from the panel")]
+    BadBinaryHash,
     /// The pin kind byte is neither `c` nor `k`.
     #[error("the join token names an unknown kind of pin")]
     BadPinKind,
@@ -109,10 +123,20 @@ impl JoinToken {
             panel,
             pin,
             secret: URL_SAFE_NO_PAD.encode(bytes),
+            binary: None,
         })
     }
 
-    /// The token as one word: `syj1.` and base64url.
+    /// This token, pinning the panel's binary by its sha256.
+    pub fn pinning_binary(self, sha256: [u8; 32]) -> Self {
+        Self {
+            binary: Some(sha256),
+            ..self
+        }
+    }
+
+    /// The token as one word: `syj1.` and base64url, or `syj2.`, the binary's hash and
+    /// base64url.
     pub fn encode(&self) -> String {
         let (kind, hash) = match self.pin {
             Pin::Certificate(h) => (b'c', h),
@@ -127,13 +151,29 @@ impl JoinToken {
         raw.push(len as u8);
         raw.extend_from_slice(&secret[..len]);
         raw.extend_from_slice(self.panel.as_bytes());
-        format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(raw))
+        let body = URL_SAFE_NO_PAD.encode(raw);
+        match self.binary {
+            Some(hash) => format!(
+                "{PREFIX_PINNED}{}.{body}",
+                switchyard_config::hex::encode(&hash)
+            ),
+            None => format!("{PREFIX}{body}"),
+        }
     }
 
     /// Reads a token (surrounding whitespace is ignored).
     pub fn parse(text: &str) -> Result<Self, TokenError> {
         let text = text.trim();
-        let Some(body) = text.strip_prefix(PREFIX) else {
+        let (binary, body) = if let Some(pinned) = text.strip_prefix(PREFIX_PINNED) {
+            let (hash, body) = pinned.split_once('.').ok_or(TokenError::BadBinaryHash)?;
+            (
+                Some(switchyard_config::hex::decode32(hash).ok_or(TokenError::BadBinaryHash)?),
+                body,
+            )
+        } else {
+            (None, text.strip_prefix(PREFIX).unwrap_or(text))
+        };
+        if binary.is_none() && !text.starts_with(PREFIX) {
             if let Some((version, _)) = text.split_once('.')
                 && version.starts_with("syj")
                 && version.len() <= 8
@@ -141,7 +181,7 @@ impl JoinToken {
                 return Err(TokenError::UnknownVersion(version.to_owned()));
             }
             return Err(TokenError::NoPrefix);
-        };
+        }
         // The longest valid token is well under this; a huge input is refused early.
         if body.len() > 4 * (34 + MAX_SECRET_LEN + MAX_PANEL_LEN) / 3 + 4 {
             return Err(TokenError::NotBase64);
@@ -179,6 +219,7 @@ impl JoinToken {
             pin,
             // Checked ASCII above.
             secret: String::from_utf8_lossy(secret).into_owned(),
+            binary,
         })
     }
 }
@@ -197,6 +238,10 @@ impl fmt::Debug for JoinToken {
             .field("panel", &self.panel)
             .field("pin", &self.pin)
             .field("secret", &"***")
+            .field(
+                "binary",
+                &self.binary.map(|h| switchyard_config::hex::encode(&h)),
+            )
             .finish()
     }
 }
@@ -230,13 +275,51 @@ mod tests {
     }
 
     #[test]
+    fn a_token_pinning_the_binary_carries_its_hash_in_hex_ahead_of_the_rest() {
+        let t = token();
+        let mut hash = [0u8; 32];
+        hash[0] = 0xab;
+        hash[31] = 0x0f;
+        let pinned = t.clone().pinning_binary(hash);
+        let text = pinned.encode();
+        let hex = format!("ab{}0f", "00".repeat(30));
+        assert_eq!(text, format!("syj2.{hex}.{}", &t.encode()[PREFIX.len()..]));
+        assert_eq!(JoinToken::parse(&text), Ok(pinned.clone()));
+        let upper = format!(
+            "syj2.{}.{}",
+            hex.to_uppercase(),
+            &t.encode()[PREFIX.len()..]
+        );
+        assert_eq!(JoinToken::parse(&upper), Ok(pinned));
+        assert_eq!(JoinToken::parse(&t.encode()).map(|t| t.binary), Ok(None));
+        for bad in [
+            "syj2.".to_owned(),
+            format!("syj2.{hex}"),
+            format!("syj2.{}.AAAA", &hex[..62]),
+            format!("syj2.{}+f.AAAA", &hex[..62]),
+            format!("syj2.{}zz.AAAA", &hex[..62]),
+            format!("syj2.{hex}0.AAAA"),
+        ] {
+            assert_eq!(
+                JoinToken::parse(&bad),
+                Err(TokenError::BadBinaryHash),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            JoinToken::parse(&format!("syj2.{hex}.")),
+            Err(TokenError::Truncated)
+        );
+    }
+
+    #[test]
     fn garbage_is_refused_with_a_reason() {
         let t = token();
         assert_eq!(JoinToken::parse(""), Err(TokenError::NoPrefix));
         assert_eq!(JoinToken::parse("hello"), Err(TokenError::NoPrefix));
         assert_eq!(
-            JoinToken::parse("syj2.AAAA"),
-            Err(TokenError::UnknownVersion("syj2".into()))
+            JoinToken::parse("syj3.AAAA"),
+            Err(TokenError::UnknownVersion("syj3".into()))
         );
         assert_eq!(JoinToken::parse("syj1.!!!"), Err(TokenError::NotBase64));
         assert_eq!(JoinToken::parse("syj1."), Err(TokenError::Truncated));

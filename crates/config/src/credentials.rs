@@ -53,30 +53,13 @@ impl Credential {
 
     /// Lowercase hex, for config files.
     pub fn to_hex(&self) -> String {
-        hex(&self.0)
+        crate::hex::encode(&self.0)
     }
 
     /// Parses 64 hex digits.
     pub fn from_hex(text: &str) -> Option<Self> {
-        hex32(text).map(Self)
+        crate::hex::decode32(text).map(Self)
     }
-}
-
-/// 32 bytes from 64 hex digits (credentials and pins alike).
-pub(crate) fn hex32(text: &str) -> Option<[u8; 32]> {
-    let bytes = text.as_bytes();
-    if bytes.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, pair) in bytes.chunks(2).enumerate() {
-        out[i] = u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()?;
-    }
-    Some(out)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn field(out: &mut Vec<u8>, value: &str) {
@@ -127,7 +110,7 @@ pub fn origin_credential_at(
 pub fn tunnel_tag(tunnel: &str) -> String {
     format!(
         "tunnel-{}",
-        &hex(&labelled("switchyard tunnel tag v1", tunnel))[..16]
+        &crate::hex::encode(&labelled("switchyard tunnel tag v1", tunnel))[..16]
     )
 }
 
@@ -135,7 +118,7 @@ pub fn tunnel_tag(tunnel: &str) -> String {
 pub fn certificate_name(tunnel: &str) -> String {
     format!(
         "{}.tunnel.switchyard.invalid",
-        &hex(&labelled("switchyard tunnel certificate v1", tunnel))[..32]
+        &crate::hex::encode(&labelled("switchyard tunnel certificate v1", tunnel))[..32]
     )
 }
 

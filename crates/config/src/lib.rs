@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod credentials;
+pub mod hex;
 mod inbound;
 mod outbound;
 mod parse;

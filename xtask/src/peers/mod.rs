@@ -20,7 +20,10 @@
 //! each taken out of a PyPI wheel whose sha256 is pinned (installed by [`clients`];
 //! Xray is only ever run as `nobody`); and Debian's `chromium` and `chromium-driver`
 //! (the distribution's version, from apt, for the panel's web UI tests: [`chromium`]);
-//! and Debian's `nginx` (a stand-in CDN in front of a node: [`nginx`]).
+//! and Debian's `nginx` (a stand-in CDN in front of a node: [`nginx`]); and the
+//! "fresh VPS", a Debian bookworm root made with `debootstrap` under
+//! `target/peers/vps-bookworm` that testkit boots with `systemd-nspawn` ([`vps`],
+//! `SWITCHYARD_VPS_ROOT`).
 //! The tests find them through each pin's variable (`env`), PostgreSQL's
 //! (`switchyard_peers::postgres::BIN_ENV`), [`chromium::CHROMIUM_ENV`],
 //! [`chromium::CHROMEDRIVER_ENV`] and [`nginx::ENV`],
@@ -33,6 +36,7 @@ mod clients;
 mod nginx;
 mod postgres;
 mod schemathesis;
+mod vps;
 
 use std::ffi::OsString;
 use std::fs;
@@ -41,7 +45,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
-use switchyard_peers::{MIHOMO, SCHEMATHESIS, SING_BOX, SING_BOX_PACKAGE, XRAY, postgres as pg};
+use switchyard_peers::{
+    MIHOMO, SCHEMATHESIS, SING_BOX, SING_BOX_PACKAGE, VPS_ENV, XRAY, postgres as pg,
+};
 
 use crate::cmd::Cmd;
 
@@ -70,6 +76,8 @@ pub(crate) struct Peers {
     pub(crate) chromium: chromium::Chromium,
     /// Debian's nginx.
     pub(crate) nginx: PathBuf,
+    /// The fresh VPS's Debian root, made with debootstrap.
+    pub(crate) vps_root: PathBuf,
 }
 
 impl Peers {
@@ -92,6 +100,7 @@ impl Peers {
                 self.chromium.driver.display()
             ),
             format!("{}={}", nginx::ENV, self.nginx.display()),
+            format!("{VPS_ENV}={}", self.vps_root.display()),
         ]
     }
 }
@@ -116,6 +125,7 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         xray: clients::xray(&peers_dir)?,
         chromium: chromium::chromium()?,
         nginx: nginx::nginx()?,
+        vps_root: vps::vps(&peers_dir)?,
     })
 }
 

@@ -10,6 +10,7 @@
 pub mod account;
 pub mod auth;
 pub mod client;
+pub mod install;
 pub mod login_limit;
 pub mod metrics;
 pub mod problem;
@@ -56,6 +57,8 @@ struct Inner {
     /// The node channels of this instance, once it holds any (absent in tests of the
     /// API alone: then every node is unreachable from here).
     nodes: std::sync::OnceLock<crate::nodes::Nodes>,
+    /// The install script's binary, once attached (absent in tests of the API alone).
+    installer: std::sync::OnceLock<Arc<crate::install::Installer>>,
 }
 
 /// What every handler sees. Cheap to clone.
@@ -104,12 +107,23 @@ impl AppState {
             health: HealthSettings::default(),
             topology,
             nodes: std::sync::OnceLock::new(),
+            installer: std::sync::OnceLock::new(),
         }))
     }
 
     /// Lets handlers reach the nodes through this instance's channels (once).
     pub fn attach_nodes(&self, nodes: crate::nodes::Nodes) {
         let _ = self.0.nodes.set(nodes);
+    }
+
+    /// Hands out `installer`'s binary and script (once).
+    pub fn attach_installer(&self, installer: Arc<crate::install::Installer>) {
+        let _ = self.0.installer.set(installer);
+    }
+
+    /// The binary and script handed out to new servers, if attached.
+    pub fn installer(&self) -> Option<&Arc<crate::install::Installer>> {
+        self.0.installer.get()
     }
 
     /// This instance's node channels, if attached.
@@ -396,6 +410,8 @@ pub fn router(state: AppState) -> Router {
         .route("/sub/{token}", get(subscription::subscription))
         .route("/metrics", get(metrics::metrics))
         .route("/healthz", get(healthz))
+        .route("/install.sh", get(install::script))
+        .route("/install/{file}", get(install::binary))
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(1 << 20))
         .with_state(state)

@@ -246,13 +246,18 @@ pub async fn server_history(
     }))
 }
 
-/// A join token for a server's node.
+/// A join token for a server's node, and the commands that use it.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct JoinCommand {
-    /// The token (single use).
+    /// The token (single use). It pins the panel's binary when the panel hands one
+    /// out (`syj2.`), else only the panel (`syj1.`).
     pub token: String,
-    /// The one-line command to run on the server.
+    /// The one line to paste as root on a fresh server: it downloads the panel's
+    /// binary, checks it against the token, installs the node as a service and joins
+    /// (`docs/install.md`). `join_command` when the panel hands out no binary.
     pub command: String,
+    /// For a server that already has `switchyard`: join and run in the foreground.
+    pub join_command: String,
     /// When the token expires (Unix ms).
     pub expires_ms: i64,
 }
@@ -273,16 +278,42 @@ pub async fn join(
     let secret = s.service().new_join_secret(id, ttl, now).await?;
     Ok((
         StatusCode::CREATED,
-        Json(join_command(&s, &secret, now + ttl)),
+        Json(join_command(&s, &secret, now + ttl).await),
     ))
 }
 
-fn join_command(s: &AppState, secret: &str, expires_ms: i64) -> JoinCommand {
+/// The join command around `secret` (see [`JoinCommand`]).
+pub async fn join_command(s: &AppState, secret: &str, expires_ms: i64) -> JoinCommand {
     let token = s.join_token(secret);
-    JoinCommand {
-        command: format!("switchyard node join {token}"),
-        token,
-        expires_ms,
+    let binary = match s.installer() {
+        Some(i) => match i.sha256().await {
+            Ok(hash) => Some(hash),
+            Err(e) => {
+                tracing::warn!("{e}: join commands carry no install line");
+                None
+            }
+        },
+        None => None,
+    };
+    let pinned = binary.and_then(|hash| {
+        switchyard_channel::JoinToken::parse(&token)
+            .ok()
+            .map(|t| t.pinning_binary(hash).encode())
+    });
+    let join_command = format!("switchyard node join {token}");
+    match pinned {
+        Some(token) => JoinCommand {
+            command: crate::install::command(&s.config().public_base(), &token),
+            join_command: format!("switchyard node join {token}"),
+            token,
+            expires_ms,
+        },
+        None => JoinCommand {
+            command: join_command.clone(),
+            join_command,
+            token,
+            expires_ms,
+        },
     }
 }
 
@@ -308,7 +339,7 @@ pub async fn replace_node(
     tracing::info!(server = id, "the server's node is being replaced");
     Ok((
         StatusCode::CREATED,
-        Json(join_command(&s, &secret, now + ttl)),
+        Json(join_command(&s, &secret, now + ttl).await),
     ))
 }
 

@@ -52,6 +52,25 @@ pub struct UserInput {
     pub clusters: Option<Vec<Id>>,
 }
 
+impl UserInput {
+    /// An enabled user named `username` with no limits, no expiry and no note, in
+    /// every cluster.
+    pub fn new(username: impl Into<String>) -> Self {
+        Self {
+            username: username.into(),
+            enabled: true,
+            note: String::new(),
+            traffic_limit: None,
+            reset_strategy: ResetStrategy::default(),
+            expires_ms: None,
+            on_hold_days: None,
+            device_limit: None,
+            address_limit: None,
+            clusters: None,
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }

@@ -78,21 +78,7 @@ async fn writes_show_in_the_next_subscription() {
     let now = state.now();
 
     let user = service
-        .create_user(
-            &UserInput {
-                username: "alice".into(),
-                enabled: true,
-                note: String::new(),
-                traffic_limit: None,
-                reset_strategy: Default::default(),
-                expires_ms: None,
-                on_hold_days: None,
-                device_limit: None,
-                address_limit: None,
-                clusters: None,
-            },
-            now,
-        )
+        .create_user(&UserInput::new("alice"), now)
         .await
         .unwrap();
     assert!(links(&router, &user.subscription_path).await.is_empty());

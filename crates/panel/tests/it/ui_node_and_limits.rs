@@ -121,7 +121,25 @@ async fn the_address_limit_field_and_replacing_a_node_in_a_real_browser() {
         .text()
         .await
         .unwrap();
-    assert!(command.starts_with("switchyard node join "), "{command}");
+    assert!(
+        command.starts_with("switchyard node join syj2."),
+        "{command}"
+    );
+    let install = b
+        .wait_for("[data-install-command]", DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        install.starts_with("curl -fsSL 'http://127.0.0.1:")
+            && install.ends_with(&format!(
+                "/install.sh' | sh -s -- {}",
+                command.strip_prefix("switchyard node join ").unwrap()
+            )),
+        "{install}"
+    );
     b.wait_until_text(".join-out", "takes de-1's place", DEFAULT_WAIT)
         .await
         .unwrap();

@@ -187,10 +187,16 @@ function history(server) {
 async function showJoin(out, server, replacing) {
   try {
     const j = await post(`/servers/${server.id}/${replacing ? "replace" : "join"}`);
-    const code = h("code", { class: "command", "data-join-command": "" }, j.command);
-    fill(out, h("div", { class: "notice" },
-      h("p", {}, `${replacing ? `Run this on the node that takes ${server.name}'s place` : `Run this on ${server.name} to join it`} (single use, expires ${when(j.expires_ms)}; older join commands no longer work):`),
-      h("div", { class: "copy-row" }, code, h("button", { type: "button", onclick: () => copy(j.command, "Join command copied") }, "Copy"))));
+    const where = replacing ? `the server that takes ${server.name}'s place` : server.name;
+    const row = (text, attr, what) => h("div", { class: "copy-row" },
+      h("code", { class: "command", [attr]: "" }, text),
+      h("button", { type: "button", onclick: () => copy(text, `${what} copied`) }, "Copy"));
+    const rows = [h("p", {}, `Paste this as root on ${where} (single use, expires ${when(j.expires_ms)}; older join commands no longer work). ` +
+      "It downloads this panel's binary, checks it against the token, installs the node as a service and joins:")];
+    if (j.command !== j.join_command) rows.push(row(j.command, "data-install-command", "Install command"));
+    rows.push(h("p", {}, j.command !== j.join_command ? "Or, where switchyard is already installed, join and run it in the foreground:" : "Run it where switchyard is installed:"));
+    rows.push(row(j.join_command, "data-join-command", "Join command"));
+    fill(out, h("div", { class: "notice" }, ...rows));
   } catch (err) { toast(err.message, "bad"); }
 }
 

@@ -1,23 +1,44 @@
-//! The binary's logs: to stdout, filtered by `RUST_LOG` (default `info`), coloured only
-//! when stdout is a terminal and `NO_COLOR` is not set (to a non-empty value): files,
-//! pipes and journald get plain text, without ANSI escape codes.
+//! The binary's logs: to stdout, filtered by `RUST_LOG` (default `info`). As text,
+//! coloured only when stdout is a terminal and `NO_COLOR` is not set (to a non-empty
+//! value): files, pipes and journald get plain text, without ANSI escape codes. Or,
+//! with `--log-format json`, one JSON object per line (`timestamp`, `level`,
+//! `target`, `fields.message` and the event's other fields), for log collectors.
 
 use std::ffi::OsString;
 use std::io::IsTerminal as _;
+use std::sync::OnceLock;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Human-readable lines (coloured on a terminal).
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+static FORMAT: OnceLock<LogFormat> = OnceLock::new();
+
+/// Sets the format [`init`] uses (once, before it).
+pub(crate) fn set_format(format: LogFormat) {
+    let _ = FORMAT.set(format);
+}
 
 /// Starts the logs (once per process).
 pub(crate) fn init() {
-    let ansi = colour(
-        std::io::stdout().is_terminal(),
-        std::env::var_os("NO_COLOR"),
-    );
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_ansi(ansi)
-        .init();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match FORMAT.get().copied().unwrap_or_default() {
+        LogFormat::Text => builder
+            .with_ansi(colour(
+                std::io::stdout().is_terminal(),
+                std::env::var_os("NO_COLOR"),
+            ))
+            .init(),
+        LogFormat::Json => builder.json().with_ansi(false).init(),
+    }
 }
 
 /// Whether logs are coloured: on a terminal, unless `NO_COLOR` is set and not empty

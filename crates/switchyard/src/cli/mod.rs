@@ -6,6 +6,7 @@ mod client_status;
 mod logs;
 mod node;
 mod panel;
+mod service;
 mod tunnel;
 mod up;
 
@@ -20,6 +21,10 @@ use switchyard_auto_sim::{PolicyError, ScenarioError};
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// How logs are written: `text` (coloured on a terminal only) or `json` (one
+    /// object per line).
+    #[arg(long, global = true, value_enum, default_value_t = logs::LogFormat::Text)]
+    log_format: logs::LogFormat,
 }
 
 #[derive(Debug, Subcommand)]
@@ -44,6 +49,7 @@ enum Command {
 impl Cli {
     /// Runs the chosen subcommand.
     pub(crate) fn run(self) -> anyhow::Result<()> {
+        logs::set_format(self.log_format);
         match self.command {
             Command::Auto(cmd) => cmd.run(),
             Command::Client(cmd) => cmd.run(),

@@ -5,6 +5,7 @@
 //! node from its state directory alone. With `--config`, a node whose state directory
 //! holds an enrollment also holds the channel to its panel.
 
+mod install;
 mod join;
 mod reality_keys;
 mod token;
@@ -46,6 +47,11 @@ enum NodeCommand {
     Join(join::JoinArgs),
     /// Print a new REALITY key pair and short id for a VLESS+REALITY inbound.
     RealityKeys(reality_keys::RealityKeysArgs),
+    /// Install this server as a node run by systemd, joined with a join token (as
+    /// root; the panel's install script ends with it). Again: repairs, keeps the join.
+    Install(install::InstallArgs),
+    /// Remove the node's service, state directory, system user and binary (as root).
+    Uninstall(install::UninstallArgs),
 }
 
 /// How often the config file is checked for changes.
@@ -96,6 +102,8 @@ impl NodeArgs {
             (Some(NodeCommand::Token(args)), _) => return args.run(),
             (Some(NodeCommand::Join(args)), _) => return args.run(),
             (Some(NodeCommand::RealityKeys(args)), _) => return args.run(),
+            (Some(NodeCommand::Install(args)), _) => return args.run(),
+            (Some(NodeCommand::Uninstall(args)), _) => return args.run(),
             (None, Some(config)) => Some(config),
             (None, None) => None,
         };

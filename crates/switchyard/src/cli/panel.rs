@@ -197,18 +197,7 @@ async fn seed(
     }
     let mut out = String::new();
     for i in 1..=users {
-        let input = UserInput {
-            username: format!("seed-{i}"),
-            enabled: true,
-            note: String::new(),
-            traffic_limit: None,
-            reset_strategy: Default::default(),
-            expires_ms: None,
-            on_hold_days: None,
-            device_limit: None,
-            address_limit: None,
-            clusters: None,
-        };
+        let input = UserInput::new(format!("seed-{i}"));
         let user = service.create_user(&input, now).await?;
         out.push_str(user.subscription_path.trim_start_matches("/sub/"));
         out.push('\n');

@@ -1,7 +1,7 @@
 //! What `switchyard node --config FILE` prints, as an operator sees it: an invalid
 //! config's error once, naming the field; logs without ANSI escape codes when stdout is
 //! not a terminal (a file, a pipe, journald), and on a terminal only without
-//! `NO_COLOR`.
+//! `NO_COLOR`; with `--log-format json`, one JSON object per line.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -131,10 +131,10 @@ fn stop(mut child: Child) -> Vec<u8> {
     stderr
 }
 
-#[test]
-fn logs_to_a_pipe_carry_no_ansi_codes() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("node.toml");
+/// `switchyard node ARGS --config FILE` (a good config in `dir`), without `RUST_LOG`
+/// and `NO_COLOR`.
+fn node_in(dir: &Path, args: &[&str]) -> Command {
+    let file = dir.join("node.toml");
     std::fs::write(
         &file,
         config(free_port(), "\"127.0.0.1\"", &free_port().to_string(), ""),
@@ -142,17 +142,49 @@ fn logs_to_a_pipe_carry_no_ansi_codes() {
     .unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_switchyard"));
     command
-        .args(["node", "--config"])
+        .arg("node")
+        .args(args)
+        .arg("--config")
         .arg(&file)
         .env_remove("NO_COLOR")
         .env_remove("RUST_LOG");
-    let (child, out) = first_logs(command);
+    command
+}
+
+#[test]
+fn logs_to_a_pipe_carry_no_ansi_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, out) = first_logs(node_in(dir.path(), &[]));
     let err = stop(child);
     let text = String::from_utf8_lossy(&out);
     assert!(text.contains("control API on"), "{text}");
     assert!(text.contains(" INFO "), "{text}");
     assert!(!out.contains(&0x1b), "an escape code in: {text:?}");
     assert!(!err.contains(&0x1b), "an escape code in stderr");
+}
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, out) = first_logs(node_in(dir.path(), &["--log-format", "json"]));
+    stop(child);
+    let text = String::from_utf8_lossy(&out);
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let api = lines
+        .iter()
+        .find(|l| {
+            l["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("control API on"))
+        })
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(api["level"], "INFO", "{api}");
+    assert!(api["timestamp"].is_string(), "{api}");
+    assert!(api["target"].is_string(), "{api}");
+    assert!(!out.contains(&0x1b), "an escape code in: {text:?}");
 }
 
 /// On a terminal (a pseudo-terminal made by `script`) the logs are coloured, unless

@@ -14,3 +14,4 @@ mod netns;
 mod postgres;
 mod schemathesis;
 mod sing_box;
+mod vps;

@@ -44,18 +44,7 @@ pub async fn join(dir: &Path, token: &str) -> EnrolledNode {
 
 /// An enabled user without limits.
 pub fn user(name: &str) -> UserInput {
-    UserInput {
-        username: name.into(),
-        enabled: true,
-        note: String::new(),
-        traffic_limit: None,
-        reset_strategy: Default::default(),
-        expires_ms: None,
-        on_hold_days: None,
-        device_limit: None,
-        address_limit: None,
-        clusters: None,
-    }
+    UserInput::new(name)
 }
 
 /// One HTTP/1.1 request to the panel at `addr`: the status and the JSON body (null
