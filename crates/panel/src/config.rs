@@ -77,6 +77,28 @@ pub struct PanelConfig {
     pub http: HttpSettings,
     /// What the panel hands out to install nodes (`docs/install.md`).
     pub install: InstallSettings,
+    /// HTTPS on the API's and the subscriptions' listeners with this certificate
+    /// (renewed in place: the files are read again when they change). Unset: plain
+    /// HTTP, for a panel behind a TLS reverse proxy or on loopback.
+    pub tls: Option<TlsFiles>,
+}
+
+/// The panel's own certificate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFiles {
+    /// The certificate chain (PEM), leaf first.
+    pub certificate: PathBuf,
+    /// Its private key (PEM).
+    pub key: PathBuf,
+    /// How often the files are checked for a renewal, in seconds. Default 60: a
+    /// renewal done days before expiry is served within a minute.
+    #[serde(default = "sixty")]
+    pub reload_s: u64,
+}
+
+fn sixty() -> u64 {
+    60
 }
 
 /// The install script and binary the panel serves to new servers.
@@ -242,6 +264,7 @@ impl Default for PanelConfig {
             tunnels: TunnelSettings::default(),
             http: HttpSettings::default(),
             install: InstallSettings::default(),
+            tls: None,
         }
     }
 }
@@ -393,6 +416,14 @@ impl PanelConfig {
         if self.http.max_connections == 0 {
             return Err(invalid("http.max_connections", "must be at least 1"));
         }
+        if let Some(tls) = &self.tls {
+            if tls.certificate.as_os_str().is_empty() || tls.key.as_os_str().is_empty() {
+                return Err(invalid("tls", "certificate and key must both be files"));
+            }
+            if tls.reload_s == 0 {
+                return Err(invalid("tls.reload_s", "must be at least 1"));
+            }
+        }
         if self.install.max_downloads == 0 {
             return Err(invalid("install.max_downloads", "must be at least 1"));
         }
@@ -428,9 +459,10 @@ impl PanelConfig {
 
     /// The panel's public base URL (no trailing slash).
     pub fn public_base(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
         self.public_url
             .clone()
-            .unwrap_or_else(|| format!("http://{}", self.listen))
+            .unwrap_or_else(|| format!("{scheme}://{}", self.listen))
             .trim_end_matches('/')
             .to_owned()
     }

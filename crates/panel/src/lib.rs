@@ -13,6 +13,7 @@
 pub mod api;
 pub mod clock;
 pub mod config;
+mod https;
 pub mod install;
 pub mod metrics;
 pub mod model;

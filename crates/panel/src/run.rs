@@ -56,6 +56,9 @@ pub enum StartError {
     /// The panel's identity can't be made or read.
     #[error("the panel's channel identity: {0}")]
     Identity(String),
+    /// The panel's own certificate (`tls`) can't be used.
+    #[error("tls: {0}")]
+    Tls(String),
 }
 
 /// The first admin, made on the first start.
@@ -207,10 +210,24 @@ impl Panel {
             })?;
         let sub_addr = sub_listener.as_ref().and_then(|l| l.local_addr().ok());
 
+        let stop_for_tls = CancellationToken::new();
         let mut config = config;
         if config.public_url.is_none() {
-            config.public_url = Some(format!("http://{api_addr}"));
+            let scheme = if config.tls.is_some() {
+                "https"
+            } else {
+                "http"
+            };
+            config.public_url = Some(format!("{scheme}://{api_addr}"));
         }
+        let tls = match &config.tls {
+            Some(files) => Some(
+                crate::https::start(files.clone(), stop_for_tls.clone())
+                    .await
+                    .map_err(StartError::Tls)?,
+            ),
+            None => None,
+        };
         let dial = config.channel_address(channel_addr);
         let join: JoinEncoder = Arc::new(move |secret: &str| {
             JoinToken {
@@ -240,7 +257,7 @@ impl Panel {
         let nodes = Nodes::new(shared.clone(), changes, metrics);
         state.attach_nodes(nodes.clone());
 
-        let stop = CancellationToken::new();
+        let stop = stop_for_tls;
         let database = state.config().database();
         if database.starts_with("postgres") {
             // Several instances may share the database: requests for a node held by
@@ -266,10 +283,19 @@ impl Panel {
         let router = api::router(state.clone());
         let s = stop.clone();
         let http = state.config().http.clone();
+        let api_tls = tls.clone();
         let listener_stats = Arc::new(crate::serve::ListenerStats::default());
         let stats = listener_stats.clone();
         tasks.push(tokio::spawn(async move {
-            crate::serve::serve(api_listener, router, &http, stats, s.cancelled_owned()).await;
+            crate::serve::serve(
+                api_listener,
+                router,
+                &http,
+                stats,
+                api_tls,
+                s.cancelled_owned(),
+            )
+            .await;
         }));
         if let Some(l) = sub_listener {
             let router = api::subscription_router(state.clone());
@@ -277,7 +303,7 @@ impl Panel {
             let http = state.config().http.clone();
             let stats = listener_stats.clone();
             tasks.push(tokio::spawn(async move {
-                crate::serve::serve(l, router, &http, stats, s.cancelled_owned()).await;
+                crate::serve::serve(l, router, &http, stats, tls, s.cancelled_owned()).await;
             }));
         }
         let s = stop.clone();

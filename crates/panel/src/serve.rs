@@ -8,6 +8,9 @@
 //! - at most `max_connections` connections at once; past it a new connection is
 //!   accepted and closed at once (counted), and the ones already open go on.
 //!
+//! - with a certificate (`tls`), every connection is TLS first: its handshake must
+//!   end within `header_read_timeout_s` too, and one that fails is closed.
+//!
 //! HTTP/1.1 only, as before. On shutdown the listener stops accepting and open
 //! connections finish their request in flight.
 
@@ -24,6 +27,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 use tower::ServiceExt;
 
 use crate::config::HttpSettings;
@@ -36,23 +40,27 @@ const DRAIN: Duration = Duration::from_secs(5);
 pub struct ListenerStats {
     /// Connections closed at once because `max_connections` were open.
     pub refused: AtomicU64,
+    /// TLS handshakes that failed or did not end in time.
+    pub tls_failed: AtomicU64,
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves; every request carries
-/// `ConnectInfo<SocketAddr>` of its connection.
+/// Serves `router` on `listener` (over TLS with `tls`) until `shutdown` resolves;
+/// every request carries `ConnectInfo<SocketAddr>` of its connection.
 pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: &HttpSettings,
     stats: Arc<ListenerStats>,
+    tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()> + Send,
 ) {
+    let head_timeout = Duration::from_secs(limits.header_read_timeout_s.max(1));
     let slots = Arc::new(Semaphore::new(
         usize::try_from(limits.max_connections.max(1)).unwrap_or(1),
     ));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(limits.header_read_timeout_s.max(1)));
+        .header_read_timeout(head_timeout);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -80,12 +88,31 @@ pub async fn serve(
                 r.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
                 r
             });
-        let connection =
-            http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
-        let connection = graceful.watch(connection);
+        let (http, watcher, tls, stats) =
+            (http.clone(), graceful.watcher(), tls.clone(), stats.clone());
         tokio::spawn(async move {
             // Errors here are the client's (a reset, a timeout, a bad request).
-            let _ = connection.await;
+            match tls {
+                None => {
+                    let c = http
+                        .serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));
+                    let _ = watcher.watch(c).await;
+                }
+                Some(acceptor) => {
+                    match tokio::time::timeout(head_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => {
+                            let c = http.serve_connection(
+                                TokioIo::new(tls),
+                                TowerToHyperService::new(service),
+                            );
+                            let _ = watcher.watch(c).await;
+                        }
+                        _ => {
+                            stats.tls_failed.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
             drop(slot);
         });
     }

@@ -97,11 +97,19 @@ impl TestCert {
     /// A rustls client config that trusts this certificate alone (its name checked),
     /// for the tests' own TLS clients; the caller sets ALPN.
     pub fn client_config(&self) -> Result<rustls::ClientConfig> {
+        Self::client_config_trusting(&[self])
+    }
+
+    /// A rustls client config that trusts any of `certs` (a certificate and its
+    /// renewal, say).
+    pub fn client_config_trusting(certs: &[&Self]) -> Result<rustls::ClientConfig> {
         let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_pemfile::certs(&mut self.cert_pem.as_bytes()) {
-            roots
-                .add(cert.context("reading the test certificate")?)
-                .context("trusting the test certificate")?;
+        for c in certs {
+            for cert in rustls_pemfile::certs(&mut c.cert_pem.as_bytes()) {
+                roots
+                    .add(cert.context("reading the test certificate")?)
+                    .context("trusting the test certificate")?;
+            }
         }
         Ok(rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
@@ -111,4 +119,43 @@ impl TestCert {
         .with_root_certificates(roots)
         .with_no_client_auth())
     }
+}
+
+impl TestCert {
+    /// The certificate, DER.
+    pub fn der(&self) -> Result<rustls::pki_types::CertificateDer<'static>> {
+        rustls_pemfile::certs(&mut self.cert_pem.as_bytes())
+            .next()
+            .context("the test certificate holds no certificate")?
+            .context("reading the test certificate")
+    }
+}
+
+/// A TLS connection to `addr` for `name`, trusting any of `trusted`.
+pub async fn connect_trusting(
+    addr: std::net::SocketAddr,
+    name: &str,
+    trusted: &[&TestCert],
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    let config = TestCert::client_config_trusting(trusted)?;
+    let tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .with_context(|| format!("connecting to {addr}"))?;
+    let name = rustls::pki_types::ServerName::try_from(name.to_owned())
+        .with_context(|| format!("{name:?} is not a server name"))?;
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .with_context(|| format!("TLS handshake with {addr}"))
+}
+
+/// The leaf certificate the server showed on `s`.
+pub fn served<S>(
+    s: &tokio_rustls::client::TlsStream<S>,
+) -> Option<rustls::pki_types::CertificateDer<'static>> {
+    s.get_ref()
+        .1
+        .peer_certificates()
+        .and_then(|c| c.first())
+        .map(|c| c.clone().into_owned())
 }

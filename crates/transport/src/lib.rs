@@ -16,7 +16,8 @@
 //!   handshakes of the layers above run afterwards, in the connection's own task, so
 //!   one slow peer never holds up the others. `accept` is cancel-safe: dropping its
 //!   future (a `select!` with a shutdown signal) loses no connection.
-//! - The server side of each layer: TLS is tokio-rustls' acceptor; [`ws`] reads and
+//! - The server side of each layer: TLS is tokio-rustls' acceptor, serving a
+//!   [`certificate::Certificate`] that is swapped live on a renewal; [`ws`] reads and
 //!   answers the upgrade ([`ws::read_upgrade`], [`ws::accept`]) and frames bytes as
 //!   binary messages; [`httpupgrade`] reads and answers its upgrade
 //!   ([`httpupgrade::read_upgrade`], [`httpupgrade::accept`]), then the bytes go as
@@ -39,6 +40,7 @@
 
 #![warn(missing_docs)]
 
+pub mod certificate;
 pub mod dial;
 pub mod grpc;
 pub mod header;

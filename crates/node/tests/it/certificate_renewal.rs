@@ -3,47 +3,33 @@
 
 use crate::common;
 
-use std::sync::Arc;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::*;
-use rustls::pki_types::{CertificateDer, ServerName};
-use switchyard_testkit::{TestCert, pattern};
+use rustls::pki_types::CertificateDer;
+use switchyard_testkit::{TestCert, cert, pattern};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
 fn der(cert: &TestCert) -> CertificateDer<'static> {
-    rustls_pemfile::certs(&mut cert.cert_pem().as_bytes())
-        .next()
-        .unwrap()
-        .unwrap()
+    cert.der().unwrap()
 }
 
 /// A TLS connection to the inbound trusting either certificate.
 async fn connect(port: u16, trusted: &[&TestCert]) -> TlsStream<TcpStream> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in trusted {
-        roots.add(der(c)).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let tcp = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
-    TlsConnector::from(Arc::new(config))
-        .connect(ServerName::try_from("node.test").unwrap(), tcp)
-        .await
-        .unwrap()
+    cert::connect_trusting(
+        SocketAddr::from(([127, 0, 0, 1], port)),
+        "node.test",
+        trusted,
+    )
+    .await
+    .unwrap()
 }
 
 fn served(s: &TlsStream<TcpStream>) -> CertificateDer<'static> {
-    s.get_ref().1.peer_certificates().unwrap()[0]
-        .clone()
-        .into_owned()
+    cert::served(s).unwrap()
 }
 
 /// Asks for `n` bytes from the HTTP target through VLESS and reads past the HTTP head.

@@ -17,6 +17,7 @@ mod balancing;
 mod channel_flood;
 mod grpc;
 mod grpc_live;
+mod https;
 mod httpupgrade;
 mod hysteria2;
 mod hysteria2_live;

@@ -6,6 +6,8 @@
 //! subscription has one entry and a node that joins the server serves every user. `switchyard panel backup
 //! --to FILE`: an online copy of the SQLite database.
 
+mod install;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -69,6 +71,12 @@ enum PanelCommand {
         #[arg(long)]
         to: PathBuf,
     },
+    /// Install the panel as a systemd service on this machine (as root): a system
+    /// user, /etc/switchyard/panel.toml, its data under /var/lib/switchyard/panel, a
+    /// hardened unit. Again: repairs, keeps the config and the data.
+    Install(install::InstallArgs),
+    /// Remove the panel's service (as root); the data stays unless --delete-data.
+    Uninstall(install::UninstallArgs),
 }
 
 impl PanelArgs {
@@ -88,6 +96,11 @@ impl PanelArgs {
     }
 
     pub(crate) fn run(self) -> anyhow::Result<()> {
+        match self.command {
+            Some(PanelCommand::Install(args)) => return args.run(),
+            Some(PanelCommand::Uninstall(args)) => return args.run(),
+            _ => {}
+        }
         super::node::init_logs();
         let config = self.config()?;
         let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
@@ -100,7 +113,8 @@ impl PanelArgs {
                 pool,
             }) => runtime.block_on(seed(config, users, tokens, with_inbound, (routes, pool))),
             Some(PanelCommand::Backup { to }) => runtime.block_on(backup(config, to)),
-            None => runtime.block_on(serve(config)),
+            // Install and uninstall returned above.
+            _ => runtime.block_on(serve(config)),
         }
     }
 }

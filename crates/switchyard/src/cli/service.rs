@@ -23,6 +23,8 @@ pub(crate) const USER: &str = "switchyard";
 pub(crate) const STATE: &str = "/var/lib/switchyard";
 /// Where units are written.
 pub(crate) const UNIT_DIR: &str = "/etc/systemd/system";
+/// The panel's config file, written by `switchyard panel install`.
+pub(crate) const PANEL_CONFIG: &str = "/etc/switchyard/panel.toml";
 /// Open files per service: 2^20, the kernel's default `nr_open`.
 const NOFILE: u32 = 1 << 20;
 
@@ -35,8 +37,10 @@ pub(crate) struct Service {
     pub(crate) description: &'static str,
     /// Its directory under [`STATE`]: `node`.
     pub(crate) state: &'static str,
-    /// The subcommand and its arguments before `--state-dir`/`--data-dir`: `node`.
+    /// The subcommand and its arguments before `--state-dir`/`--data`: `node`.
     pub(crate) args: &'static str,
+    /// The subcommand alone, for messages: `node`.
+    pub(crate) command: &'static str,
     /// The flag naming its directory: `--state-dir`.
     pub(crate) dir_flag: &'static str,
 }
@@ -47,7 +51,18 @@ pub(crate) const NODE: Service = Service {
     description: "Switchyard node (the data plane: inbounds, accounting, tunnels)",
     state: "node",
     args: "node",
+    command: "node",
     dir_flag: "--state-dir",
+};
+
+/// The panel's service.
+pub(crate) const PANEL: Service = Service {
+    name: "switchyard-panel",
+    description: "Switchyard panel (servers, users, subscriptions, node channels)",
+    state: "panel",
+    args: "panel --config /etc/switchyard/panel.toml",
+    command: "panel",
+    dir_flag: "--data",
 };
 
 impl Service {
@@ -78,13 +93,14 @@ impl Service {
             description,
             state,
             args,
+            command,
             dir_flag,
         } = self;
         let dir = self.state_dir();
         let bin = bin.display();
         let dir = dir.display();
         format!(
-            "# Written by `switchyard {args} install`; `switchyard {args} uninstall` removes it.
+            "# Written by `switchyard {command} install`; `switchyard {command} uninstall` removes it.
 [Unit]
 Description={description}
 After=network-online.target
@@ -132,6 +148,129 @@ WantedBy=multi-user.target
     }
 }
 
+/// Stops, disables and removes the service's unit (each step said).
+pub(crate) fn remove_unit(service: &Service) -> anyhow::Result<()> {
+    let name = format!("{}.service", service.name);
+    let unit = service.unit_path();
+    if has_systemd() && unit.exists() {
+        run("systemctl", &["disable", "--now", &name])?;
+        say(format_args!("stopped and disabled {name}"));
+    }
+    if remove_file(&unit)? {
+        say(format_args!("removed {}", unit.display()));
+        if has_systemd() {
+            run("systemctl", &["daemon-reload"])?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the system user, the binary and the empty state root, unless `other`
+/// (the panel for the node, the node for the panel) is installed here too.
+pub(crate) fn remove_shared(other: &Service) -> anyhow::Result<()> {
+    if other.unit_path().exists() {
+        say(format_args!(
+            "the {} is installed here too: kept the system user and the binary",
+            other.command
+        ));
+        return Ok(());
+    }
+    let state = Path::new(STATE);
+    if state.exists() && std::fs::read_dir(state).is_ok_and(|mut d| d.next().is_none()) {
+        std::fs::remove_dir(state).with_context(|| format!("removing {}", state.display()))?;
+    }
+    if user_exists() {
+        run("userdel", &[USER])?;
+        say(format_args!("removed the system user {USER}"));
+    }
+    if remove_file(Path::new(BIN))? {
+        say(format_args!("removed {BIN}"));
+    }
+    Ok(())
+}
+
+/// Gives `dir` and everything in it to the system user.
+pub(crate) fn chown_to_user(dir: &Path) -> anyhow::Result<()> {
+    let path = dir
+        .to_str()
+        .with_context(|| format!("{} is not UTF-8", dir.display()))?;
+    run("chown", &["-R", &format!("{USER}:{USER}"), path])?;
+    Ok(())
+}
+
+/// Puts this executable at [`BIN`] (renamed over the old one, so a service running
+/// it keeps its copy until it restarts), unless it is that file.
+pub(crate) fn place_binary() -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe().context("finding this executable")?;
+    let bin = Path::new(BIN);
+    if me == bin {
+        say(format_args!("{BIN} is this binary"));
+        return Ok(bin.into());
+    }
+    std::fs::create_dir_all("/usr/local/bin").context("creating /usr/local/bin")?;
+    let tmp = bin.with_extension("new");
+    std::fs::copy(&me, &tmp)
+        .with_context(|| format!("copying {} to {}", me.display(), tmp.display()))?;
+    std::fs::rename(&tmp, bin).with_context(|| format!("writing {BIN}"))?;
+    say(format_args!("installed {BIN} (from {})", me.display()));
+    Ok(bin.into())
+}
+
+/// Removes a file if it is there; true when removed.
+pub(crate) fn remove_file(path: &Path) -> anyhow::Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).with_context(|| format!("removing {}", path.display())),
+    }
+}
+
+/// Must run as root (it makes users and units).
+pub(crate) fn must_be_root() -> anyhow::Result<()> {
+    use std::os::unix::fs::MetadataExt as _;
+    // `/proc/self` belongs to the process's effective user.
+    let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    if !root {
+        bail!("run this as root: it creates a system user and a service");
+    }
+    Ok(())
+}
+
+/// Writes the unit, reloads systemd, enables and (re)starts the service, and waits
+/// until it is active.
+pub(crate) fn start_unit(service: &Service, bin: &Path) -> anyhow::Result<()> {
+    let unit = service.unit_path();
+    if write_if_changed(&unit, &service.unit(bin))? {
+        say(format_args!("wrote {}", unit.display()));
+    } else {
+        say(format_args!("{} is up to date", unit.display()));
+    }
+    let name = format!("{}.service", service.name);
+    run("systemctl", &["daemon-reload"])?;
+    run("systemctl", &["enable", &name])?;
+    run("systemctl", &["restart", &name])?;
+    say(format_args!("enabled and started {name}"));
+    wait_active(&name)
+}
+
+/// Waits up to 10 s for the unit to be active; a failure shows its last log lines.
+fn wait_active(name: &str) -> anyhow::Result<()> {
+    for _ in 0..50 {
+        let state = Command::new("systemctl")
+            .args(["is-active", name])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
+        match state.as_str() {
+            "active" => return Ok(()),
+            "failed" => break,
+            _ => std::thread::sleep(std::time::Duration::from_millis(200)),
+        }
+    }
+    let log = run("journalctl", &["-u", name, "-n", "20", "--no-pager"]).unwrap_or_default();
+    bail!("{name} did not start; its last log lines:\n{log}")
+}
+
 /// Whether systemd runs this system (what `sd_booted` checks).
 pub(crate) fn has_systemd() -> bool {
     Path::new("/run/systemd/system").is_dir()
@@ -168,10 +307,11 @@ pub(crate) fn user_exists() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Makes the system user unless it exists; true when made.
-pub(crate) fn ensure_user() -> anyhow::Result<bool> {
+/// Makes the system user unless it exists, and says which.
+pub(crate) fn ensure_user() -> anyhow::Result<()> {
     if user_exists() {
-        return Ok(false);
+        say(format_args!("the system user {USER} is there"));
+        return Ok(());
     }
     run(
         "useradd",
@@ -188,7 +328,18 @@ pub(crate) fn ensure_user() -> anyhow::Result<bool> {
             USER,
         ],
     )?;
-    Ok(true)
+    say(format_args!("created the system user {USER}"));
+    Ok(())
+}
+
+/// Says that this system has no systemd and how to start `service` by hand.
+pub(crate) fn say_no_systemd(service: &Service) {
+    say("this system does not run systemd (no /run/systemd/system): no service was made");
+    say(format_args!(
+        "start the {} by hand (and from your init system at boot):\n    {}",
+        service.command,
+        service.by_hand()
+    ));
 }
 
 /// Writes `content` to `path` (mode 0644) unless it holds exactly that; true when
@@ -235,16 +386,29 @@ mod tests {
             NODE.by_hand(),
             "runuser -u switchyard -- /usr/local/bin/switchyard node --state-dir /var/lib/switchyard/node"
         );
+        let p = PANEL.unit(Path::new(BIN));
+        assert!(
+            p.lines().any(|l| l
+                == "ExecStart=/usr/local/bin/switchyard panel --config /etc/switchyard/panel.toml --data /var/lib/switchyard/panel"),
+            "{p}"
+        );
+        assert!(
+            p.starts_with("# Written by `switchyard panel install`"),
+            "{p}"
+        );
     }
 
     #[test]
-    fn the_node_unit_passes_systemd_analyze_verify() {
+    fn the_units_pass_systemd_analyze_verify() {
         let dir = tempfile::tempdir().unwrap();
-        let unit = dir.path().join("switchyard-node.service");
-        std::fs::write(&unit, NODE.unit(&std::env::current_exe().unwrap())).unwrap();
+        let me = std::env::current_exe().unwrap();
+        let node = dir.path().join("switchyard-node.service");
+        std::fs::write(&node, NODE.unit(&me)).unwrap();
+        let panel = dir.path().join("switchyard-panel.service");
+        std::fs::write(&panel, PANEL.unit(&me)).unwrap();
         let out = Command::new("systemd-analyze")
             .args(["verify", "--man=no"])
-            .arg(&unit)
+            .args([&node, &panel])
             .output()
             .expect("systemd-analyze (Debian's systemd package) runs");
         let said = format!(
@@ -254,8 +418,8 @@ mod tests {
         );
         assert!(out.status.success(), "{said}");
         assert!(
-            !said.contains("switchyard-node.service"),
-            "no complaint about the unit: {said}"
+            !said.contains("switchyard-"),
+            "no complaint about the units: {said}"
         );
     }
 
