@@ -13,6 +13,7 @@
 //!   sing-box client, schemathesis, PostgreSQL and Chromium, when missing ([`peers`]); `test`
 //!   does this before the tests.
 //! - `cargo xtask fuzz [SECONDS]`: runs every fuzz target for SECONDS each ([`fuzz`]).
+//! - `cargo xtask deb`: the release build's Debian package in `target/deb` ([`deb`]).
 //!
 //! Every command run is printed first; a failing command's exit code becomes xtask's.
 
@@ -24,6 +25,7 @@
 
 mod bench;
 mod cmd;
+mod deb;
 mod docs;
 mod fuzz;
 mod peers;
@@ -64,6 +66,8 @@ enum Task {
     /// Install the peers the tests drive when missing (sing-box and schemathesis into
     /// target/peers, Debian's postgresql, chromium and chromium-driver with apt).
     Peers,
+    /// Build the release binary and its Debian package into target/deb.
+    Deb,
     /// Run every cargo-fuzz target in fuzz/ for SECONDS each; fail on a crash.
     Fuzz {
         /// Seconds per target.
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Task::Docs => docs::run(&root),
         Task::Peers => peers::run(&root),
         Task::Fuzz { seconds } => fuzz::run(&root, seconds),
+        Task::Deb => deb::run(&root),
     });
     match done {
         Ok(()) => ExitCode::SUCCESS,

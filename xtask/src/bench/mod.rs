@@ -34,7 +34,7 @@
 //! `docs/benchmarks.md` between the `bench:auto` markers; text outside them is kept.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
@@ -286,17 +286,7 @@ fn write_section(root: &Path, at: &Section, section: &str) -> Result<()> {
     Ok(())
 }
 
-/// Cargo's target directory, as `cargo metadata` reports it.
-fn target_dir(root: &Path) -> Result<PathBuf> {
-    let json = Cmd::cargo(root)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .output()?;
-    let meta: Value = serde_json::from_slice(&json).context("parsing `cargo metadata`")?;
-    let dir = meta["target_directory"]
-        .as_str()
-        .context("`cargo metadata` gave no target_directory")?;
-    Ok(PathBuf::from(dir))
-}
+pub(crate) use crate::peers::target_dir;
 
 /// Finds every `new/` directory under `dir` written since `since` and reads it.
 fn collect(dir: &Path, since: SystemTime, out: &mut Vec<Measured>) -> Result<()> {

@@ -352,7 +352,8 @@ fn which(program: &str) -> Option<PathBuf> {
 }
 
 /// Cargo's target directory (honours `CARGO_TARGET_DIR` and `.cargo/config.toml`).
-fn target_dir(root: &Path) -> Result<PathBuf> {
+/// The workspace's target directory, as `cargo metadata` says.
+pub(crate) fn target_dir(root: &Path) -> Result<PathBuf> {
     let json = Cmd::cargo(root)
         .args(["metadata", "--format-version", "1", "--no-deps"])
         .output()?;

@@ -5,6 +5,7 @@ mod client;
 mod client_status;
 mod logs;
 mod node;
+mod package;
 mod panel;
 mod service;
 mod tunnel;
@@ -44,6 +45,16 @@ enum Command {
     /// Tunnels between nodes, for operators without the panel.
     #[command(subcommand)]
     Tunnel(tunnel::TunnelCommand),
+    /// Package this binary for a distribution.
+    #[command(subcommand)]
+    Package(PackageCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum PackageCommand {
+    /// A Debian package (`.deb`) of this binary, with the node's and the panel's
+    /// systemd units (Debian's `dpkg-deb` and `strip` must be installed).
+    Deb(package::DebArgs),
 }
 
 impl Cli {
@@ -57,6 +68,7 @@ impl Cli {
             Command::Panel(args) => args.run(),
             Command::Up(args) => args.run(),
             Command::Tunnel(cmd) => cmd.run(),
+            Command::Package(PackageCommand::Deb(args)) => args.run(),
         }
     }
 }

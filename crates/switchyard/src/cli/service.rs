@@ -199,13 +199,21 @@ pub(crate) fn chown_to_user(dir: &Path) -> anyhow::Result<()> {
 }
 
 /// Puts this executable at [`BIN`] (renamed over the old one, so a service running
-/// it keeps its copy until it restarts), unless it is that file.
+/// it keeps its copy until it restarts), unless it is that file or a package's
+/// (`/usr/bin`, which the package manager owns and upgrades).
 pub(crate) fn place_binary() -> anyhow::Result<PathBuf> {
     let me = std::env::current_exe().context("finding this executable")?;
     let bin = Path::new(BIN);
     if me == bin {
         say(format_args!("{BIN} is this binary"));
         return Ok(bin.into());
+    }
+    if me.starts_with("/usr/bin") {
+        say(format_args!(
+            "the service runs the packaged {}",
+            me.display()
+        ));
+        return Ok(me);
     }
     std::fs::create_dir_all("/usr/local/bin").context("creating /usr/local/bin")?;
     let tmp = bin.with_extension("new");

@@ -11,6 +11,7 @@ mod cli;
 mod client;
 mod client_network;
 mod docs;
+mod install_deb_vps;
 mod install_panel_vps;
 mod install_vps;
 mod node_cli;
