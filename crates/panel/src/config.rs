@@ -81,6 +81,68 @@ pub struct PanelConfig {
     /// (renewed in place: the files are read again when they change). Unset: plain
     /// HTTP, for a panel behind a TLS reverse proxy or on loopback.
     pub tls: Option<TlsFiles>,
+    /// HTTPS with a certificate the panel obtains and renews itself from an ACME
+    /// server (Let's Encrypt by default), answering its TLS-ALPN-01 challenge on
+    /// `listen`. Not with `tls`.
+    pub acme: Option<AcmeSettings>,
+}
+
+/// A certificate from an ACME server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcmeSettings {
+    /// The names (or IP addresses) the certificate is for. Default: `public_url`'s
+    /// host.
+    #[serde(default)]
+    pub identifiers: Vec<String>,
+    /// The ACME server's directory. Default: Let's Encrypt's.
+    #[serde(default = "lets_encrypt")]
+    pub directory: String,
+    /// A PEM file of the root that the ACME server's own HTTPS chains to, for a test
+    /// or private ACME server; unset: the system's roots.
+    #[serde(default)]
+    pub directory_root: Option<PathBuf>,
+    /// An address for the ACME server's notices (expiry warnings).
+    #[serde(default)]
+    pub email: Option<String>,
+    /// Renew when the certificate has fewer days than this left. Default 30, as
+    /// Let's Encrypt advises for its 90-day certificates.
+    #[serde(default = "thirty")]
+    pub renew_days: u32,
+}
+
+/// Let's Encrypt's production directory.
+pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
+
+fn lets_encrypt() -> String {
+    LETS_ENCRYPT.to_owned()
+}
+
+fn thirty() -> u32 {
+    30
+}
+
+impl AcmeSettings {
+    /// The identifiers to ask for: the configured ones, else `public_url`'s host.
+    pub fn identifiers_for(&self, public_base: &str) -> Vec<String> {
+        if !self.identifiers.is_empty() {
+            return self.identifiers.clone();
+        }
+        public_base
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .map(|authority| match authority.strip_prefix('[') {
+                Some(v6) => v6.split(']').next().unwrap_or_default().to_owned(),
+                None => authority
+                    .rsplit_once(':')
+                    .map_or(authority, |(h, _)| h)
+                    .to_owned(),
+            })
+            .filter(|h| !h.is_empty())
+            .into_iter()
+            .collect()
+    }
 }
 
 /// The panel's own certificate.
@@ -265,6 +327,7 @@ impl Default for PanelConfig {
             http: HttpSettings::default(),
             install: InstallSettings::default(),
             tls: None,
+            acme: None,
         }
     }
 }
@@ -424,6 +487,20 @@ impl PanelConfig {
                 return Err(invalid("tls.reload_s", "must be at least 1"));
             }
         }
+        if let Some(acme) = &self.acme {
+            if self.tls.is_some() {
+                return Err(invalid("acme", "give either tls (files) or acme, not both"));
+            }
+            if !acme.directory.starts_with("https://") {
+                return Err(invalid("acme.directory", "must be an https:// URL"));
+            }
+            if acme.identifiers_for(&self.public_base()).is_empty() {
+                return Err(invalid(
+                    "acme.identifiers",
+                    "name the certificate's host (or set public_url)",
+                ));
+            }
+        }
         if self.install.max_downloads == 0 {
             return Err(invalid("install.max_downloads", "must be at least 1"));
         }
@@ -459,7 +536,11 @@ impl PanelConfig {
 
     /// The panel's public base URL (no trailing slash).
     pub fn public_base(&self) -> String {
-        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let scheme = if self.tls.is_some() || self.acme.is_some() {
+            "https"
+        } else {
+            "http"
+        };
         self.public_url
             .clone()
             .unwrap_or_else(|| format!("{scheme}://{}", self.listen))
@@ -569,6 +650,53 @@ mod tests {
         assert!(
             matches!(bad.validate(), Err(PanelConfigError::Invalid { field, .. }) if field == "public_url")
         );
+    }
+
+    #[test]
+    fn acme_asks_for_the_public_host_and_refuses_a_second_source_or_plain_http() {
+        let acme: AcmeSettings = toml::from_str("").unwrap();
+        assert_eq!(acme.directory, LETS_ENCRYPT);
+        assert_eq!(acme.renew_days, 30);
+        for (url, host) in [
+            ("https://panel.example.com:8443/x", "panel.example.com"),
+            ("https://panel.example.com", "panel.example.com"),
+            ("https://[2001:db8::1]:443/", "2001:db8::1"),
+            ("https://192.0.2.7", "192.0.2.7"),
+        ] {
+            assert_eq!(acme.identifiers_for(url), [host], "{url}");
+        }
+        let field = |c: PanelConfig| match c.validate() {
+            Err(PanelConfigError::Invalid { field, .. }) => field,
+            other => panic!("{other:?}"),
+        };
+        let with = |acme: AcmeSettings, tls: Option<TlsFiles>| PanelConfig {
+            public_url: Some("https://p.example.org".into()),
+            acme: Some(acme),
+            tls,
+            ..PanelConfig::default()
+        };
+        assert_eq!(with(acme.clone(), None).validate(), Ok(()));
+        assert_eq!(
+            with(acme.clone(), None).public_base(),
+            "https://p.example.org"
+        );
+        let files = TlsFiles {
+            certificate: "c.pem".into(),
+            key: "k.pem".into(),
+            reload_s: 60,
+        };
+        assert_eq!(field(with(acme.clone(), Some(files))), "acme");
+        let plain = AcmeSettings {
+            directory: "http://acme.example/dir".into(),
+            ..acme.clone()
+        };
+        assert_eq!(field(with(plain, None)), "acme.directory");
+        let nameless = PanelConfig {
+            public_url: Some("https://".into()),
+            acme: Some(acme),
+            ..PanelConfig::default()
+        };
+        assert_eq!(field(nameless), "acme.identifiers");
     }
 
     #[test]

@@ -213,20 +213,29 @@ impl Panel {
         let stop_for_tls = CancellationToken::new();
         let mut config = config;
         if config.public_url.is_none() {
-            let scheme = if config.tls.is_some() {
+            let scheme = if config.tls.is_some() || config.acme.is_some() {
                 "https"
             } else {
                 "http"
             };
             config.public_url = Some(format!("{scheme}://{api_addr}"));
         }
-        let tls = match &config.tls {
-            Some(files) => Some(
+        let tls = match (&config.tls, &config.acme) {
+            (Some(files), _) => Some(
                 crate::https::start(files.clone(), stop_for_tls.clone())
                     .await
                     .map_err(StartError::Tls)?,
             ),
-            None => None,
+            (None, Some(acme)) => Some(
+                crate::acme::start(
+                    acme.clone(),
+                    acme.identifiers_for(&config.public_base()),
+                    config.data_dir.join("acme"),
+                    stop_for_tls.clone(),
+                )
+                .map_err(StartError::Tls)?,
+            ),
+            (None, None) => None,
         };
         let dial = config.channel_address(channel_addr);
         let join: JoinEncoder = Arc::new(move |secret: &str| {

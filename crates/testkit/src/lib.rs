@@ -36,6 +36,8 @@
 //! - [`Nginx`]: Debian's nginx standing in for a CDN in front of a node (its own
 //!   TLS, WebSocket and HTTPUpgrade passed on with the upgrade headers, gRPC through
 //!   `grpc_pass`, buffering off).
+//! - [`pebble::Pebble`]: Let's Encrypt's ACME test server (Debian's `pebble`) on
+//!   127.0.0.1, validating TLS-ALPN-01 on the port the test names.
 //! - [`fault::FaultProxy`]: a TCP proxy that passes, refuses, blackholes or cuts
 //!   connections on command.
 //! - [`netns`]: a real "no network": two network namespaces joined by a veth
@@ -69,6 +71,7 @@ pub mod mihomo;
 pub mod netns;
 pub mod nginx;
 pub mod pattern;
+pub mod pebble;
 mod peer;
 pub mod ports;
 pub mod postgres;

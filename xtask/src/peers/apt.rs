@@ -2,8 +2,9 @@
 //! driver).
 
 use std::fs;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result, bail};
 
 use crate::cmd::Cmd;
 
@@ -33,4 +34,34 @@ fn has_package_lists() -> bool {
             .filter_map(|e| e.ok())
             .any(|e| e.file_name().to_string_lossy().contains("_Packages"))
     })
+}
+
+/// A program from a Debian package: `env`'s path when that variable is set (it must
+/// name a file), else `debian` (the package's path), installing `package` with apt
+/// when it is not there. `what` names it in messages.
+pub(super) fn program(what: &str, env: &str, debian: &str, package: &str) -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os(env).map(PathBuf::from) {
+        if !path.is_file() {
+            bail!(
+                "{env}={} but there is no file there: fix or unset it",
+                path.display()
+            );
+        }
+        println!("{what}: {} (from {env})", path.display());
+        return Ok(path);
+    }
+    let path = Path::new(debian);
+    if !path.is_file() {
+        println!("{what}: not found, installing Debian's package with apt-get");
+        install(&[package]).with_context(|| {
+            format!(
+                "installing {package} with apt-get failed: install Debian's {package} by hand \
+                 (or set {env} to its binary)"
+            )
+        })?;
+        if !path.is_file() {
+            bail!("apt-get installed {package} but there is nothing at {debian}");
+        }
+    }
+    Ok(path.to_path_buf())
 }

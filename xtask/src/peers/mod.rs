@@ -23,7 +23,8 @@
 //! and Debian's `nginx` (a stand-in CDN in front of a node: [`nginx`]); and the
 //! "fresh VPS", a Debian bookworm root made with `debootstrap` under
 //! `target/peers/vps-bookworm` that testkit boots with `systemd-nspawn` ([`vps`],
-//! `SWITCHYARD_VPS_ROOT`).
+//! `SWITCHYARD_VPS_ROOT`); and Debian's `pebble`, the ACME test server for the panel's
+//! certificates ([`pebble`]).
 //! The tests find them through each pin's variable (`env`), PostgreSQL's
 //! (`switchyard_peers::postgres::BIN_ENV`), [`chromium::CHROMIUM_ENV`],
 //! [`chromium::CHROMEDRIVER_ENV`] and [`nginx::ENV`],
@@ -34,6 +35,7 @@ mod apt;
 mod chromium;
 mod clients;
 mod nginx;
+mod pebble;
 mod postgres;
 mod schemathesis;
 mod vps;
@@ -76,6 +78,8 @@ pub(crate) struct Peers {
     pub(crate) chromium: chromium::Chromium,
     /// Debian's nginx.
     pub(crate) nginx: PathBuf,
+    /// Debian's pebble (the ACME test server).
+    pub(crate) pebble: PathBuf,
     /// The fresh VPS's Debian root, made with debootstrap.
     pub(crate) vps_root: PathBuf,
 }
@@ -100,6 +104,7 @@ impl Peers {
                 self.chromium.driver.display()
             ),
             format!("{}={}", nginx::ENV, self.nginx.display()),
+            format!("{}={}", pebble::ENV, self.pebble.display()),
             format!("{VPS_ENV}={}", self.vps_root.display()),
         ]
     }
@@ -125,6 +130,7 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         xray: clients::xray(&peers_dir)?,
         chromium: chromium::chromium()?,
         nginx: nginx::nginx()?,
+        pebble: pebble::pebble()?,
         vps_root: vps::vps(&peers_dir)?,
     })
 }

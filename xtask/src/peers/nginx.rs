@@ -5,9 +5,9 @@
 //! temporary directory, on 127.0.0.1 only; the package's own service is never used.
 //! Debian builds it with HTTP/2, TLS and the gRPC proxy, which is all the tests ask.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::apt;
 
@@ -20,35 +20,16 @@ const DEBIAN: &str = "/usr/sbin/nginx";
 /// nginx, installing Debian's package with apt when it is missing; prints its
 /// version. [`ENV`], when set, is taken as it is.
 pub(crate) fn nginx() -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os(ENV).map(PathBuf::from) {
-        if !path.is_file() {
-            bail!(
-                "{ENV}={} but there is no file there: fix or unset it",
-                path.display()
-            );
-        }
-        println!("nginx: {} (from {ENV})", path.display());
-        return Ok(path);
-    }
-    let path = Path::new(DEBIAN);
-    if !path.is_file() {
-        println!("nginx: not found, installing Debian's package with apt-get");
-        apt::install(&["nginx"]).context(
-            "installing nginx with apt-get failed: install Debian's nginx by hand (or set \
-             SWITCHYARD_NGINX to its binary)",
-        )?;
-        if !path.is_file() {
-            bail!("apt-get installed nginx but there is nothing at {DEBIAN}");
-        }
-    }
+    let path = apt::program("nginx", ENV, DEBIAN, "nginx")?;
     // `nginx -v` prints "nginx version: nginx/1.22.1" on standard error.
-    let out = std::process::Command::new(path)
+    let out = std::process::Command::new(&path)
         .arg("-v")
         .output()
-        .with_context(|| format!("could not run `{DEBIAN} -v`"))?;
+        .with_context(|| format!("could not run `{} -v`", path.display()))?;
     println!(
-        "nginx: {DEBIAN} ({})",
+        "nginx: {} ({})",
+        path.display(),
         String::from_utf8_lossy(&out.stderr).trim()
     );
-    Ok(path.to_path_buf())
+    Ok(path)
 }

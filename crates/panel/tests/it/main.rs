@@ -11,6 +11,7 @@ mod common;
 mod live;
 
 mod account;
+mod acme;
 mod address_limit;
 mod api;
 mod balancing;
