@@ -5,6 +5,7 @@ mod client;
 mod client_status;
 mod logs;
 mod node;
+mod notify;
 mod package;
 mod panel;
 mod service;

@@ -202,6 +202,7 @@ async fn serve(path: PathBuf) -> anyhow::Result<()> {
         token_file.display()
     );
     let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
+    super::notify::notify("READY=1");
     watch(&path, seen, &node, api).await;
     match channel {
         Some(c) => c.shutdown().await,
@@ -263,4 +264,5 @@ pub(crate) async fn shutdown_signal() {
         () = term => {}
     }
     tracing::info!("stopping");
+    super::notify::notify("STOPPING=1");
 }

@@ -131,6 +131,7 @@ async fn serve(config: PanelConfig) -> anyhow::Result<()> {
         );
     }
     println!("node channel: {}", panel.channel);
+    super::notify::notify("READY=1");
     super::node::shutdown_signal().await;
     panel.shutdown().await;
     Ok(())

@@ -107,7 +107,8 @@ After=network-online.target
 Wants=network-online.target
 
 [Service]
-Type=exec
+Type=notify
+NotifyAccess=main
 User={USER}
 Group={USER}
 ExecStart={bin} {args} {dir_flag} {dir}
@@ -375,6 +376,7 @@ mod tests {
         let u = NODE.unit(Path::new(BIN));
         for line in [
             "ExecStart=/usr/local/bin/switchyard node --state-dir /var/lib/switchyard/node",
+            "Type=notify",
             "User=switchyard",
             "StateDirectory=switchyard/node",
             "AmbientCapabilities=CAP_NET_BIND_SERVICE",

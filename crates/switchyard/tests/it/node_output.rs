@@ -187,6 +187,30 @@ fn json_logs_are_one_object_per_line() {
     assert!(!out.contains(&0x1b), "an escape code in: {text:?}");
 }
 
+/// Under systemd (`NOTIFY_SOCKET`), the node says `READY=1` once it serves and
+/// `STOPPING=1` when a SIGTERM begins its stop.
+#[test]
+fn systemd_hears_ready_then_stopping() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket_path = dir.path().join("notify");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut command = node_in(dir.path(), &[]);
+    command.env("NOTIFY_SOCKET", &socket_path);
+    let (child, out) = first_logs(command);
+    let mut buf = [0u8; 256];
+    let n = socket.recv(&mut buf).expect("READY=1 within 20 s");
+    assert_eq!(&buf[..n], b"READY=1", "{}", String::from_utf8_lossy(&out));
+    let pid = child.id().to_string();
+    let killed = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(killed.success());
+    let n = socket.recv(&mut buf).expect("STOPPING=1 within 20 s");
+    assert_eq!(&buf[..n], b"STOPPING=1");
+    stop(child);
+}
+
 /// On a terminal (a pseudo-terminal made by `script`) the logs are coloured, unless
 /// `NO_COLOR` is set.
 #[test]

@@ -121,6 +121,7 @@ pub(crate) async fn serve_enrolled(
         "control API on http://{control_addr} (bearer token in {})",
         state_dir.join(switchyard_node::state::TOKEN_FILE).display()
     );
+    crate::cli::notify::notify("READY=1");
     let api = control::serve(listener, node, super::shutdown_signal()).await;
     enrolled.shutdown().await;
     api.context("the control API")
