@@ -302,6 +302,34 @@ async fn the_one_line_install_makes_a_fresh_server_a_node_that_carries_traffic()
     .await;
     target.download_via_socks(proxy, MIB).await.unwrap();
 
+    // Replace node in the panel, then --rejoin with the new token: joined again, the
+    // state (and with it the traffic journal) kept.
+    let token = panel.replace_token(server.id).await.unwrap();
+    let said = vps
+        .sh_ok(&format!("switchyard node install --rejoin {token}"))
+        .unwrap();
+    for line in [
+        &format!("switchyard: dropped the join as server {}", server.id),
+        &format!(
+            "switchyard: joined the panel at {}:2054 as server {}",
+            netns::SERVERS_ADDR,
+            server.id
+        ),
+    ] {
+        assert!(said.contains(line.as_str()), "{line:?} in\n{said}");
+    }
+    assert!(
+        vps.root()
+            .join("var/lib/switchyard/node/journal.jsonl")
+            .exists()
+    );
+    wait_until("the replaced node is online", 30, || {
+        let store = store.clone();
+        async move { store.server(server.id).await.unwrap().state == ServerState::Online }
+    })
+    .await;
+    target.download_via_socks(proxy, MIB).await.unwrap();
+
     // And gone.
     let said = vps.sh_ok("switchyard node uninstall").unwrap();
     assert!(said.contains("nothing of the node is left"), "{said}");

@@ -21,6 +21,11 @@ pub(crate) struct InstallArgs {
     /// The name shown for this node in the panel (default: the host name).
     #[arg(long)]
     hostname: Option<String>,
+    /// Join with this token even though this server already joined: after **Replace
+    /// node** in the panel (the state is kept), or to move to another panel (the
+    /// state is started afresh).
+    #[arg(long)]
+    rejoin: bool,
 }
 
 /// Remove the node's service, state, system user and binary.
@@ -39,7 +44,7 @@ impl InstallArgs {
         service::ensure_user()?;
         let dir = NODE.state_dir();
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        join(&token, &dir, self.hostname)?;
+        join(&token, &dir, self.hostname, self.rejoin)?;
         service::chown_to_user(&dir)?;
         let bin = installed_binary()?;
         if !systemd {
@@ -55,21 +60,41 @@ impl InstallArgs {
     }
 }
 
-/// Joins unless this state directory already holds a join to the token's panel.
-fn join(token: &JoinToken, dir: &Path, hostname: Option<String>) -> anyhow::Result<()> {
+/// Joins unless this state directory already holds a join to the token's panel (with
+/// `rejoin`: drops that join first; a join to another panel drops the whole state).
+fn join(
+    token: &JoinToken,
+    dir: &Path,
+    hostname: Option<String>,
+    rejoin: bool,
+) -> anyhow::Result<()> {
     if let Some(e) = switchyard_channel::load_enrollment(dir)? {
-        if e.panel == token.panel && e.pin == token.pin {
+        let same = e.panel == token.panel && e.pin == token.pin;
+        if rejoin && same {
+            let file = dir.join(switchyard_channel::ENROLLMENT_FILE);
+            std::fs::remove_file(&file).with_context(|| format!("removing {}", file.display()))?;
+            say(format_args!("dropped the join as server {}", e.server_id));
+        } else if rejoin {
+            std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            say(format_args!(
+                "dropped the join to the panel at {} and its state",
+                e.panel
+            ));
+        } else if same {
             say(format_args!(
                 "already joined the panel at {} as server {}: keeping that join",
                 e.panel, e.server_id
             ));
             return Ok(());
+        } else {
+            bail!(
+                "{} holds a join to another panel ({}): add --rejoin to move this server \
+                 to the new one",
+                dir.display(),
+                e.panel
+            );
         }
-        bail!(
-            "{} holds a join to another panel ({}): run `switchyard node uninstall` first",
-            dir.display(),
-            e.panel
-        );
     }
     let hostname = hostname.unwrap_or_else(switchyard_node::channel::hostname);
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
