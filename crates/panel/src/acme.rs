@@ -163,20 +163,12 @@ impl Keeper {
 
     /// Serves a chain and key; its expiry (Unix s).
     fn serve(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<i64, AcmeError> {
-        let key = switchyard_transport::certificate::parse(
+        let (key, not_after) = read_issued(
             cert_pem,
             key_pem,
             &self.file("cert.pem"),
             &self.file("key.pem"),
-        )
-        .map_err(|e| AcmeError::Certificate(e.to_string()))?;
-        let leaf = key
-            .cert
-            .first()
-            .ok_or_else(|| AcmeError::Certificate("an empty chain".into()))?;
-        let (_, parsed) = x509_parser::parse_x509_certificate(leaf.as_ref())
-            .map_err(|e| AcmeError::Certificate(e.to_string()))?;
-        let not_after = parsed.validity().not_after.timestamp();
+        )?;
         set(&self.served.current, Some(Arc::new(key)));
         Ok(not_after)
     }
@@ -263,6 +255,38 @@ impl Keeper {
     }
 }
 
+/// What the panel checks of a chain and key an ACME server issued (or that it kept):
+/// that rustls can serve them, and the leaf's expiry (Unix s). The fuzz target
+/// `acme_certificate` runs this on arbitrary bytes.
+pub fn check_issued(cert_pem: &[u8], key_pem: &[u8]) -> Result<i64, String> {
+    read_issued(
+        cert_pem,
+        key_pem,
+        Path::new("cert.pem"),
+        Path::new("key.pem"),
+    )
+    .map(|(_, not_after)| not_after)
+    .map_err(|e| e.to_string())
+}
+
+fn read_issued(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    cert_path: &Path,
+    key_path: &Path,
+) -> Result<(CertifiedKey, i64), AcmeError> {
+    let key = switchyard_transport::certificate::parse(cert_pem, key_pem, cert_path, key_path)
+        .map_err(|e| AcmeError::Certificate(e.to_string()))?;
+    let leaf = key
+        .cert
+        .first()
+        .ok_or_else(|| AcmeError::Certificate("an empty chain".into()))?;
+    let (_, parsed) = x509_parser::parse_x509_certificate(leaf.as_ref())
+        .map_err(|e| AcmeError::Certificate(e.to_string()))?;
+    let not_after = parsed.validity().not_after.timestamp();
+    Ok((key, not_after))
+}
+
 /// The TLS-ALPN-01 certificate for `name`: self-signed, carrying the key
 /// authorization's digest in the acmeIdentifier extension.
 fn challenge_key(name: &str, digest: &[u8]) -> Result<Arc<CertifiedKey>, AcmeError> {
@@ -309,4 +333,49 @@ async fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), Acme
         source: std::io::Error::other(e.to_string()),
     })?
     .map_err(|source| AcmeError::File { path: at, source })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_issued_chain_is_checked_and_its_expiry_read() {
+        let mut params = rcgen::CertificateParams::new(vec!["panel.test".to_owned()]).unwrap();
+        params.not_after = rcgen::date_time_ymd(2031, 1, 2);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let (cert_pem, key_pem) = (cert.pem(), key.serialize_pem());
+        assert_eq!(
+            check_issued(cert_pem.as_bytes(), key_pem.as_bytes()),
+            Ok(1_925_078_400),
+            "2031-01-02T00:00:00Z"
+        );
+        let e = check_issued(b"nope", key_pem.as_bytes()).unwrap_err();
+        assert!(e.starts_with("cert.pem: "), "{e}");
+        let other = rcgen::KeyPair::generate().unwrap().serialize_pem();
+        assert!(
+            check_issued(cert_pem.as_bytes(), other.as_bytes()).is_err(),
+            "a key of another certificate"
+        );
+    }
+
+    #[test]
+    fn the_challenge_certificate_carries_the_digest_for_the_name() {
+        let key = challenge_key("127.0.0.1", &[7; 32]).unwrap();
+        let (_, parsed) = x509_parser::parse_x509_certificate(key.cert[0].as_ref()).unwrap();
+        // id-pe-acmeIdentifier (RFC 8737), critical, an OCTET STRING of the digest.
+        let ext = parsed
+            .extensions()
+            .iter()
+            .find(|e| e.oid.to_id_string() == "1.3.6.1.5.5.7.1.31")
+            .expect("the acmeIdentifier extension");
+        assert!(ext.critical);
+        assert_eq!(ext.value, [[4u8, 32].as_slice(), &[7; 32]].concat());
+        let san = parsed.subject_alternative_name().unwrap().unwrap();
+        assert_eq!(
+            format!("{:?}", san.value.general_names),
+            "[IPAddress([127, 0, 0, 1])]"
+        );
+    }
 }

@@ -10,7 +10,7 @@
 
 #![warn(missing_docs)]
 
-mod acme;
+pub mod acme;
 pub mod api;
 pub mod clock;
 pub mod config;
