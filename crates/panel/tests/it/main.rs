@@ -23,6 +23,7 @@ mod httpupgrade;
 mod hysteria2;
 mod hysteria2_live;
 mod input_hygiene;
+mod install_endpoints;
 mod join_tokens;
 mod listener;
 mod logins;
