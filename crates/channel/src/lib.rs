@@ -71,7 +71,7 @@
 
 pub mod backoff;
 pub mod enroll;
-mod fs;
+pub mod fs;
 mod hold;
 pub mod identity;
 mod join;

@@ -69,7 +69,14 @@ pub(crate) fn start(
         dir,
         served,
     };
-    tokio::spawn(async move { keeper.run(stop).await });
+    let keeper = Arc::new(keeper);
+    let each = stop.clone();
+    switchyard_tunnel::supervise::supervise(
+        "panel acme: certificate keeper".into(),
+        stop,
+        Arc::default(),
+        move || keeper.clone().run(each.clone()),
+    );
     Ok(TlsAcceptor::from(Arc::new(config)))
 }
 
@@ -97,7 +104,7 @@ enum AcmeError {
 }
 
 impl Keeper {
-    async fn run(self, stop: CancellationToken) {
+    async fn run(self: Arc<Self>, stop: CancellationToken) {
         let mut retry = FIRST_RETRY;
         let mut expires = self.load_stored().await;
         loop {
@@ -118,6 +125,8 @@ impl Keeper {
                         CHECK_EVERY
                     }
                     Err(e) => {
+                        // A challenge of the failed order is not answered any more.
+                        set(&self.served.challenge, None);
                         tracing::error!(
                             "acme: no certificate for {}: {e}; again in {retry:?}",
                             self.identifiers.join(", ")
@@ -304,28 +313,14 @@ fn challenge_key(name: &str, digest: &[u8]) -> Result<Arc<CertifiedKey>, AcmeErr
     )))
 }
 
-/// Writes a file readable by its owner alone (the directory made 0700 first),
-/// through a temporary file renamed over the old one.
+/// Writes a file readable by its owner alone, atomically
+/// ([`switchyard_channel::fs::write_atomic`]), its directory made `0700` first.
 async fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), AcmeError> {
     let (dir, path, bytes) = (dir.to_owned(), path.to_owned(), bytes.to_owned());
     let at = path.clone();
-    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-        use std::io::Write as _;
-        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&dir)?;
-        let tmp = path.with_extension("tmp");
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(&bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
+    tokio::task::spawn_blocking(move || {
+        switchyard_channel::fs::create_private_dir(&dir)?;
+        switchyard_channel::fs::write_atomic(&path, &bytes)
     })
     .await
     .map_err(|e| AcmeError::File {

@@ -21,11 +21,11 @@ const DEBIAN: &str = "/usr/bin/pebble";
 
 /// A running pebble, stopped on drop.
 pub struct Pebble {
-    child: Child,
+    _child: Child,
     cert: TestCert,
     directory: String,
     management: std::net::SocketAddr,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 fn binary() -> Result<PathBuf> {
@@ -74,11 +74,11 @@ impl Pebble {
             .spawn()
             .with_context(|| format!("starting {}", binary.display()))?;
         let pebble = Self {
-            child,
+            _child: child,
             cert,
             directory: format!("https://{listen}/dir"),
             management,
-            _dir: dir,
+            dir,
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while tokio::net::TcpStream::connect(listen).await.is_err() {
@@ -125,13 +125,8 @@ impl Pebble {
 
     /// The end of pebble's log, for error messages.
     pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(self._dir.path().join("pebble.log")).unwrap_or_default();
+        let text = std::fs::read_to_string(self.dir.path().join("pebble.log")).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(30)..].join("\n")
-    }
-
-    /// Whether pebble still runs.
-    pub fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
     }
 }

@@ -300,20 +300,18 @@ pub async fn join_command(s: &AppState, secret: &str, expires_ms: i64) -> JoinCo
             .ok()
             .map(|t| t.pinning_binary(hash).encode())
     });
+    let token = pinned.unwrap_or(token);
     let join_command = format!("switchyard node join {token}");
-    match pinned {
-        Some(token) => JoinCommand {
-            command: crate::install::command(&s.config().public_base(), &token),
-            join_command: format!("switchyard node join {token}"),
-            token,
-            expires_ms,
-        },
-        None => JoinCommand {
-            command: join_command.clone(),
-            join_command,
-            token,
-            expires_ms,
-        },
+    let command = if token.starts_with(switchyard_channel::token::PREFIX_PINNED) {
+        crate::install::command(&s.config().public_base(), &token)
+    } else {
+        join_command.clone()
+    };
+    JoinCommand {
+        command,
+        join_command,
+        token,
+        expires_ms,
     }
 }
 

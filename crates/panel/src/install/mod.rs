@@ -33,7 +33,7 @@ pub struct BinaryUnreadable {
 pub struct Installer {
     binary: PathBuf,
     arch: &'static str,
-    sha256: tokio::sync::OnceCell<Result<[u8; 32], BinaryUnreadable>>,
+    sha256: tokio::sync::OnceCell<[u8; 32]>,
     downloads: Arc<Semaphore>,
 }
 
@@ -59,26 +59,25 @@ impl Installer {
         self.arch
     }
 
-    /// The binary's sha256, read once (later changes to the file are not seen: a
-    /// download that differs from it is refused by the script).
+    /// The binary's sha256, read once it can be (later changes to the file are not
+    /// seen: a download that differs from it is refused by the script).
     pub async fn sha256(&self) -> Result<[u8; 32], BinaryUnreadable> {
+        // Only a hash is kept: a file that could not be read is tried again next time.
         self.sha256
-            .get_or_init(|| {
+            .get_or_try_init(|| async {
                 let path = self.binary.clone();
-                async move {
-                    let unreadable = |reason: String| BinaryUnreadable {
-                        path: path.display().to_string(),
-                        reason,
-                    };
-                    let p = path.clone();
-                    tokio::task::spawn_blocking(move || hash_file(&p))
-                        .await
-                        .map_err(|e| unreadable(e.to_string()))?
-                        .map_err(|e| unreadable(e.to_string()))
-                }
+                let unreadable = |reason: String| BinaryUnreadable {
+                    path: path.display().to_string(),
+                    reason,
+                };
+                let p = path.clone();
+                tokio::task::spawn_blocking(move || hash_file(&p))
+                    .await
+                    .map_err(|e| unreadable(e.to_string()))?
+                    .map_err(|e| unreadable(e.to_string()))
             })
             .await
-            .clone()
+            .copied()
     }
 
     /// A download slot, if one is free.
