@@ -107,10 +107,10 @@ pub async fn run_node_with(
     let mut failures: u32 = 0;
     while !shutdown.is_cancelled() {
         let started = tokio::time::Instant::now();
-        let ended = tokio::select! {
-            r = session(&enrollment, &router, &options, &status) => r,
-            () = shutdown.cancelled() => break,
-        };
+        let ended = session(&enrollment, &router, &options, &status, &shutdown).await;
+        if shutdown.is_cancelled() {
+            break;
+        }
         let lasted = started.elapsed();
         failures = if lasted >= options.backoff.stable {
             1
@@ -140,37 +140,60 @@ pub async fn run_node_with(
     });
 }
 
-/// One channel, from dial to loss; the reason it ended.
+/// How long requests under way may take to finish when the channel is closed on
+/// purpose (an upgrade answers the panel's request, then closes).
+pub(crate) const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// One channel, from dial to loss; the reason it ended. On `shutdown` it ends at
+/// once, or, once serving, after the requests under way ([`CLOSE_GRACE`] at most).
 async fn session(
     enrollment: &Enrollment,
     router: &axum::Router,
     options: &NodeOptions,
     status: &watch::Sender<ChannelStatus>,
+    shutdown: &CancellationToken,
 ) -> String {
+    let stopped = || String::from("stopped");
+    tokio::select! {
+        io = connect(enrollment, options, status) => match io {
+            Ok(io) => serve(io, router, options, shutdown).await,
+            Err(ended) => ended,
+        },
+        () = shutdown.cancelled() => stopped(),
+    }
+}
+
+/// Dials and waits for the panel to start HTTP/2: the connection, with the bytes
+/// already read; or why not.
+async fn connect(
+    enrollment: &Enrollment,
+    options: &NodeOptions,
+    status: &watch::Sender<ChannelStatus>,
+) -> Result<Prefixed<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>, String> {
     let config = match crate::tls::node_channel_config(
         enrollment.pin,
         &enrollment.certificate_pem,
         enrollment.key_pem.expose(),
     ) {
         Ok(c) => c,
-        Err(e) => return e.to_string(),
+        Err(e) => return Err(e.to_string()),
     };
     let mut tls = match dial(&enrollment.panel, config).await {
         Ok(t) => t,
-        Err(e) => return e.to_string(),
+        Err(e) => return Err(e.to_string()),
     };
     // The panel checks this node's certificate after TLS and then starts HTTP/2;
     // refused, it closes (TLS 1.3 reports a client certificate's refusal only now).
     let mut first = vec![0u8; 4096];
     let n = match tokio::time::timeout(options.start_timeout, tls.read(&mut first)).await {
-        Err(_) => return "the panel did not start the channel in time".into(),
+        Err(_) => return Err("the panel did not start the channel in time".into()),
         Ok(Err(e)) => {
-            return format!(
+            return Err(format!(
                 "the panel refused this node's certificate ({e}); join again with a new token if the server was removed"
-            );
+            ));
         }
         Ok(Ok(0)) => {
-            return "the panel closed the channel at once: it does not know this node's certificate (was the server removed? join again with a new token)".into();
+            return Err("the panel closed the channel at once: it does not know this node's certificate (was the server removed? join again with a new token)".into());
         }
         Ok(Ok(n)) => n,
     };
@@ -188,17 +211,37 @@ async fn session(
         s.failures = 0;
         s.connections += 1;
     });
-    let io = Prefixed {
+    Ok(Prefixed {
         prefix: Bytes::from(first),
         inner: tls,
+    })
+}
+
+/// Serves the control routes over the channel until it is lost, or `shutdown`: then
+/// HTTP/2's GOAWAY, and the requests under way finish ([`CLOSE_GRACE`] at most).
+async fn serve<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
+    io: S,
+    router: &axum::Router,
+    options: &NodeOptions,
+    shutdown: &CancellationToken,
+) -> String {
+    let builder = {
+        let mut b = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+        b.timer(TokioTimer::new())
+            .keep_alive_interval(options.keepalive_interval)
+            .keep_alive_timeout(options.keepalive_timeout)
+            .max_concurrent_streams(options.max_concurrent_requests);
+        b
     };
-    let served = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-        .timer(TokioTimer::new())
-        .keep_alive_interval(options.keepalive_interval)
-        .keep_alive_timeout(options.keepalive_timeout)
-        .max_concurrent_streams(options.max_concurrent_requests)
-        .serve_connection(TokioIo::new(io), TowerToHyperService::new(router.clone()))
-        .await;
+    let conn = builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(router.clone()));
+    tokio::pin!(conn);
+    let served = tokio::select! {
+        r = conn.as_mut() => r,
+        () = shutdown.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            tokio::time::timeout(CLOSE_GRACE, conn.as_mut()).await.unwrap_or(Ok(()))
+        }
+    };
     match served {
         Ok(()) => "the panel closed the channel".into(),
         Err(e) => format!("the channel was lost: {e}"),

@@ -169,6 +169,14 @@ impl Accounting {
             .collect()
     }
 
+    /// Adds bytes `user` moved in another process (the one this node took over
+    /// from, while it drained) to the user's and the node's totals.
+    pub fn absorb(&self, user: &str, up: u64, down: u64) {
+        let now = now_ms();
+        self.user(user).add(up, down, now);
+        self.node.add(up, down, now);
+    }
+
     /// Bytes counted per user so far (for the journal).
     pub fn user_totals(&self) -> BTreeMap<String, (u64, u64)> {
         lock(&self.users)

@@ -103,6 +103,14 @@ impl EnrolledNode {
         self.status.clone()
     }
 
+    /// Drops the channel and leaves the node running (an upgrade's new process holds
+    /// the channel next).
+    pub async fn close_channel(self) -> Arc<Node> {
+        self.stop.cancel();
+        let _ = self.channel.await;
+        self.node
+    }
+
     /// Drops the channel and stops the node (a last journal record first).
     pub async fn shutdown(self) {
         self.stop.cancel();
@@ -134,13 +142,25 @@ pub fn initial_config(
 /// and holds the channel, serving the control routes ([`crate::control::routes`]) to
 /// the panel. The loopback control API is the caller's (`control::serve`).
 pub async fn run_enrolled(options: EnrolledOptions) -> Result<EnrolledNode, EnrolledError> {
+    let channel = options.channel.clone();
+    let (node, enrollment) = start_enrolled(options, crate::node::Start::default()).await?;
+    Ok(hold(node, enrollment, channel))
+}
+
+/// [`run_enrolled`] without the channel: joins when a token is given and starts the
+/// node (as `start` says: a process taking over from another holds the channel only
+/// once its predecessor let it go). [`hold`] then holds it.
+pub async fn start_enrolled(
+    options: EnrolledOptions,
+    start: crate::node::Start,
+) -> Result<(Arc<Node>, Enrollment), EnrolledError> {
     let EnrolledOptions {
         state_dir,
         token,
         hostname,
         settings,
         control,
-        channel,
+        channel: _,
     } = options;
     let enrollment = match token {
         Some(token) => switchyard_channel::join(&token, &state_dir, &hostname).await?,
@@ -165,8 +185,8 @@ pub async fn run_enrolled(options: EnrolledOptions) -> Result<EnrolledNode, Enro
                 source,
             })
             .map_err(ApplyError::from)?;
-    let node = Node::start(config).await?;
-    Ok(hold(node, enrollment, channel))
+    let node = Node::start_with(config, start).await?;
+    Ok((node, enrollment))
 }
 
 /// Holds the channel for a node already running (`switchyard node --config FILE` with

@@ -19,6 +19,14 @@
 //!   refusals (relay) or addresses with back-off and last error (origin);
 //!   `POST /v1/tunnels/{name}/reset`: drops the half's links, the dialing side starts
 //!   over at once;
+//! - `POST /v1/upgrade`: starts the binary at the path this process was started
+//!   from (replaced by the new version) and hands it the listening sockets, the
+//!   journal and the channel; this process drains its open connections and exits
+//!   ([`crate::handover`]); body (optional) `{"drain_s": N}`, how long the old
+//!   process serves its open connections at most (default 600, at most 86400).
+//!   Answers once the new process serves: `{old_pid, new_pid, version}`; `409` while another upgrade runs, `502` with why when the new process
+//!   could not start (this one goes on serving), `501` when nothing runs the node
+//!   that could start another (a test's node);
 //! - `GET /metrics`: Prometheus text.
 
 use std::sync::Arc;
@@ -53,6 +61,7 @@ pub fn routes(node: Arc<Node>) -> Router {
         .route("/v1/tunnels", get(tunnels))
         .route("/v1/tunnels/{name}", get(tunnel))
         .route("/v1/tunnels/{name}/reset", post(reset_tunnel))
+        .route("/v1/upgrade", post(upgrade))
         .route("/metrics", get(metrics::metrics))
         .with_state(node)
 }
@@ -75,6 +84,40 @@ pub async fn serve(
     axum::serve(listener, router(node))
         .with_graceful_shutdown(shutdown)
         .await
+}
+
+/// `POST /v1/upgrade`'s body, optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpgradeBody {
+    /// How long the old process serves its open connections at most (seconds).
+    drain_s: Option<u64>,
+}
+
+async fn upgrade(State(node): State<Arc<Node>>, body: axum::body::Bytes) -> Response {
+    use crate::handover::{DRAIN_DEFAULT_S, DRAIN_MAX_S, HandoverError};
+    let body: UpgradeBody = if body.is_empty() {
+        UpgradeBody::default()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(b) => b,
+            Err(e) => return error(StatusCode::BAD_REQUEST, format!("body: {e}")),
+        }
+    };
+    let drain_s = body.drain_s.unwrap_or(DRAIN_DEFAULT_S);
+    if drain_s > DRAIN_MAX_S {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("drain_s: at most {DRAIN_MAX_S} (a day)"),
+        );
+    }
+    let drain = std::time::Duration::from_secs(drain_s);
+    match node.request_upgrade(drain).await {
+        Ok(upgraded) => Json(upgraded).into_response(),
+        Err(e @ HandoverError::Busy) => error(StatusCode::CONFLICT, e.to_string()),
+        Err(e @ HandoverError::Unsupported) => error(StatusCode::NOT_IMPLEMENTED, e.to_string()),
+        Err(e) => error(StatusCode::BAD_GATEWAY, e.to_string()),
+    }
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {

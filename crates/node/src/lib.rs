@@ -16,6 +16,7 @@ pub mod accounting;
 pub mod channel;
 pub mod config;
 pub mod control;
+pub mod handover;
 mod inbound;
 pub mod journal;
 pub mod node;

@@ -2,9 +2,11 @@
 //! owns the shared state, the journal and the control token.
 
 mod apply;
+mod handover;
 mod tasks;
 
 pub use apply::SaveStatus;
+pub use handover::{Start, UpgradeRequest};
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -85,6 +87,8 @@ pub struct Node {
     started_ms: i64,
     /// The channel to the panel, when the node holds one (for status).
     channel: Mutex<Option<tokio::sync::watch::Receiver<switchyard_channel::ChannelStatus>>>,
+    /// Where `POST /v1/upgrade` requests go, once the binary takes them.
+    upgrades: Mutex<Option<tokio::sync::mpsc::Sender<UpgradeRequest>>>,
 }
 
 impl std::fmt::Debug for Node {
@@ -107,20 +111,35 @@ impl Node {
     /// the control token, opens the journal, binds its inbounds and starts the
     /// background tasks.
     pub async fn start(config: NodeConfig) -> Result<Arc<Self>, ApplyError> {
+        Self::start_with(config, Start::default()).await
+    }
+
+    /// [`Node::start`], taking over from another process when `start` says so
+    /// ([`crate::handover`]).
+    pub async fn start_with(config: NodeConfig, start: Start) -> Result<Arc<Self>, ApplyError> {
         config.validate()?;
         let state_dir = config.node.state_dir.clone();
         let dir = state_dir.clone();
+        let successor = start.inherited.is_some();
         let (token, journal) = state::blocking(move || -> Result<_, ApplyError> {
             state::create_dir(&dir)?;
             state::tighten(&dir.join(LAST_GOOD))?;
-            Ok((state::load_or_create_token(&dir)?, Journal::open(&dir)?))
+            let journal = if successor {
+                Journal::standby()
+            } else {
+                Journal::open(&dir)?
+            };
+            Ok((state::load_or_create_token(&dir)?, journal))
         })
         .await
         .map_err(|source| StateError::Io {
             path: state_dir.clone(),
             source,
         })??;
-        let shared = Arc::new(Shared::new(Runtime::from_config(&config, HashMap::new())));
+        let shared = Arc::new(Shared::new(
+            Runtime::from_config(&config, HashMap::new()),
+            start.inherited,
+        ));
         let node = Arc::new(Self {
             shared,
             running: tokio::sync::Mutex::new(Running {
@@ -144,6 +163,7 @@ impl Node {
             task_restarts: Arc::new(AtomicU64::new(0)),
             started_ms: now_ms(),
             channel: Mutex::new(None),
+            upgrades: Mutex::new(None),
         });
         node.apply(config).await?;
         tasks::start(&node);

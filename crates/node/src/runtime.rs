@@ -6,8 +6,10 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
 
 use crate::accounting::Accounting;
 use crate::config::NodeConfig;
@@ -72,12 +74,29 @@ pub struct Shared {
     pub throughput: (AtomicU64, AtomicU64),
     /// What each inbound tag keeps across its rebuilds (limits, replay state).
     pub(crate) inbound_states: Arc<InboundStates>,
+    /// Fires when the node hands its listeners to a new process
+    /// ([`crate::handover`]): accept loops end, open connections go on.
+    pub(crate) stop_accepting: CancellationToken,
+    /// Fired once the UDP sockets are this process's to read: at once, or, for a
+    /// process taking over, when its predecessor released them.
+    pub(crate) udp_released: CancellationToken,
+    /// Sockets handed over by a predecessor, taken as inbounds bind.
+    pub(crate) inherited: Mutex<crate::handover::Inherited>,
 }
 
 impl Shared {
-    /// Fresh state (no counters, no connections) with `runtime` in force.
-    pub(crate) fn new(runtime: Runtime) -> Self {
+    /// Fresh state (no counters, no connections) with `runtime` in force; with the
+    /// sockets a predecessor handed over, if this process takes over from one (its UDP
+    /// sockets are read once it released them).
+    pub(crate) fn new(runtime: Runtime, inherited: Option<crate::handover::Inherited>) -> Self {
+        let udp_released = CancellationToken::new();
+        if inherited.is_none() {
+            udp_released.cancel();
+        }
         Self {
+            stop_accepting: CancellationToken::new(),
+            udp_released,
+            inherited: Mutex::new(inherited.unwrap_or_default()),
             accounting: Arc::new(Accounting::default()),
             sessions: Arc::new(Sessions::default()),
             runtime: RwLock::new(Arc::new(runtime)),
@@ -92,6 +111,15 @@ impl Shared {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// A socket the predecessor handed over for `addr`, if any (`take`: the
+    /// [`crate::handover::Inherited`] method that converts it).
+    pub(crate) fn inherited<T>(
+        &self,
+        take: impl FnOnce(&mut crate::handover::Inherited) -> Option<T>,
+    ) -> Option<T> {
+        take(&mut self.inherited.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Puts `runtime` in force: connections that read it from now on see it.

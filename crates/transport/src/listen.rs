@@ -123,6 +123,13 @@ impl TcpListener {
     }
 }
 
+/// Its descriptor: a node hands its listeners to the process that takes over from it.
+impl std::os::fd::AsFd for TcpListener {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.inner.as_fd()
+    }
+}
+
 impl Listener for TcpListener {
     type Conn = TcpStream;
 

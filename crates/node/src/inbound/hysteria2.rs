@@ -96,7 +96,24 @@ fn masquerade(tag: &str, url: Option<&str>) -> Masquerade {
 
 /// Serves QUIC on `socket` until the inbound stops: the accept loop runs supervised;
 /// stopping closes the endpoint and with it every connection.
+///
+/// A process taking over from another ([`crate::handover`]) starts the endpoint only
+/// once its predecessor released the sockets (two QUIC endpoints reading one socket
+/// would each get half of every connection's packets); the predecessor closes its
+/// endpoint then, and its clients reconnect here.
 pub(crate) fn start(ctx: Arc<Ctx>, sockets: Vec<std::net::UdpSocket>) {
+    if ctx.shared.udp_released.is_cancelled() {
+        return start_now(ctx, sockets);
+    }
+    tokio::spawn(async move {
+        tokio::select! {
+            () = ctx.shared.udp_released.cancelled() => start_now(ctx, sockets),
+            () = ctx.cancel.cancelled() => {}
+        }
+    });
+}
+
+fn start_now(ctx: Arc<Ctx>, sockets: Vec<std::net::UdpSocket>) {
     let tag = ctx.config.tag.clone();
     let Layer::Tls(acceptor) = &ctx.layer else {
         // Validation rules this out.
@@ -110,9 +127,12 @@ pub(crate) fn start(ctx: Arc<Ctx>, sockets: Vec<std::net::UdpSocket>) {
         Ok(ep) => ep,
         Err(e) => return tracing::error!(inbound = %tag, "hysteria2: QUIC endpoint: {e}"),
     };
-    let (closing, cancel) = (ep.clone(), ctx.cancel.clone());
+    let (closing, cancel, shared) = (ep.clone(), ctx.cancel.clone(), ctx.shared.clone());
     tokio::spawn(async move {
-        cancel.cancelled().await;
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = shared.stop_accepting.cancelled() => {}
+        }
         closing.close(0u32.into(), b"");
     });
     let each = ctx.clone();

@@ -41,6 +41,7 @@ use switchyard_transport::listen::{BindOptions, Listener, TcpListener};
 use switchyard_transport::ws::{self, Refused, Upgrade};
 
 use crate::config::{InboundConfig, Protocol, Transport};
+use crate::handover::{Handed, Kind};
 use crate::runtime::{Runtime, Shared};
 
 pub(crate) use io::{BoxIo, Gate, Gated, Prefixed};
@@ -87,12 +88,19 @@ enum Sockets {
 /// A serving inbound.
 pub(crate) struct Running {
     cancel: CancellationToken,
+    /// Its listening sockets, for a handover ([`crate::handover`]).
+    sockets: Vec<Handed>,
 }
 
 impl Running {
     /// Stops accepting and closes the inbound's connections.
     pub(crate) fn stop(self) {
         self.cancel.cancel();
+    }
+
+    /// Duplicates of its listening sockets, to hand to a new process.
+    pub(crate) fn handed(&self) -> std::io::Result<Vec<Handed>> {
+        self.sockets.iter().map(Handed::try_clone).collect()
     }
 }
 
@@ -133,6 +141,14 @@ pub enum BindError {
         /// Why.
         source: std::io::Error,
     },
+    /// A socket handed over by the previous process could not be taken.
+    #[error("socket handed over for {addr}: {source}")]
+    Inherited {
+        /// Its address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
     /// The UDP port can't be bound (Shadowsocks, Hysteria 2; another program holds it:
     /// `AddrInUse`).
     #[error("UDP port {} on {}: {source}", .addr.port(), .addr.ip())]
@@ -155,10 +171,25 @@ impl BindError {
     }
 }
 
+/// A UDP socket for `addr`: the one the previous process handed over, else a new one
+/// (SO_REUSEPORT).
+fn udp_socket(shared: &Shared, addr: SocketAddr) -> Result<std::net::UdpSocket, BindError> {
+    match shared.inherited(|i| i.take_udp(addr)) {
+        Some(socket) => socket.map_err(|source| BindError::Inherited { addr, source }),
+        None => shadowsocks::bind_udp(addr)?
+            .into_std()
+            .map_err(BindError::UdpSocket),
+    }
+}
+
 /// Binds `config`'s port (with SO_REUSEPORT, so a changed inbound can bind while its
-/// old listener still serves); `layer` (TLS with its certificate, or REALITY) is
-/// built by the caller.
-pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, BindError> {
+/// old listener still serves), or takes the socket the previous process handed over
+/// for it; `layer` (TLS with its certificate, or REALITY) is built by the caller.
+pub(crate) async fn bind(
+    config: &InboundConfig,
+    layer: Layer,
+    shared: &Shared,
+) -> Result<Bound, BindError> {
     let layer = match (layer, &config.transport) {
         (Layer::Tls(acceptor), Transport::Grpc { .. } | Transport::Xhttp(_)) => {
             Layer::Tls(with_h2(&acceptor))
@@ -167,7 +198,10 @@ pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, 
     };
     let addr = SocketAddr::new(config.listen, config.port);
     let udp = match config.protocol {
-        Protocol::Shadowsocks => Some(shadowsocks::bind_udp(addr)?),
+        Protocol::Shadowsocks => Some(
+            tokio::net::UdpSocket::from_std(udp_socket(shared, addr)?)
+                .map_err(BindError::UdpSocket)?,
+        ),
         Protocol::Hysteria2 => {
             // `port`, then the hopping range's other ports (validated: at most 100).
             let hops = config
@@ -177,8 +211,7 @@ pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, 
             let others = hops.into_iter().flatten().filter(|p| *p != config.port);
             let mut sockets = Vec::new();
             for port in std::iter::once(config.port).chain(others) {
-                let socket = shadowsocks::bind_udp(SocketAddr::new(config.listen, port))?;
-                sockets.push(socket.into_std().map_err(BindError::UdpSocket)?);
+                sockets.push(udp_socket(shared, SocketAddr::new(config.listen, port))?);
             }
             return Ok(Bound {
                 config: config.clone(),
@@ -188,13 +221,19 @@ pub(crate) async fn bind(config: &InboundConfig, layer: Layer) -> Result<Bound, 
         }
         _ => None,
     };
-    let listener = TcpListener::bind(
-        addr,
-        BindOptions {
-            reuse_port: true,
-            backlog: 1024,
-        },
-    )?;
+    let inherited = |source| BindError::Inherited { addr, source };
+    let listener = match shared.inherited(|i| i.take_tcp(addr)) {
+        Some(l) => TcpListener::from_tokio(
+            tokio::net::TcpListener::from_std(l.map_err(inherited)?).map_err(inherited)?,
+        ),
+        None => TcpListener::bind(
+            addr,
+            BindOptions {
+                reuse_port: true,
+                backlog: 1024,
+            },
+        )?,
+    };
     Ok(Bound {
         config: config.clone(),
         sockets: Sockets::Tcp(listener, udp),
@@ -216,6 +255,7 @@ impl Bound {
     /// accept loop) run supervised.
     pub(crate) fn start(self, shared: Arc<Shared>) -> Running {
         let cancel = CancellationToken::new();
+        let sockets = self.handed();
         let state = shared.inbound_states.get(&self.config.tag);
         let xhttp = match &self.config.transport {
             Transport::Xhttp(settings) => Some(Arc::new(switchyard_transport::xhttp::Server::new(
@@ -234,9 +274,9 @@ impl Bound {
         });
         let (listener, udp) = match self.sockets {
             Sockets::Tcp(listener, udp) => (Arc::new(listener), udp),
-            Sockets::Quic(sockets) => {
-                hysteria2::start(ctx, sockets);
-                return Running { cancel };
+            Sockets::Quic(quic) => {
+                hysteria2::start(ctx, quic);
+                return Running { cancel, sockets };
             }
         };
         match udp {
@@ -249,7 +289,38 @@ impl Bound {
                 });
             }
         }
-        Running { cancel }
+        Running { cancel, sockets }
+    }
+
+    /// Duplicates of its sockets, each under the address its config names. One that
+    /// cannot be duplicated (out of descriptors) is left out: the new process binds
+    /// that port itself.
+    fn handed(&self) -> Vec<Handed> {
+        let addr = |port| SocketAddr::new(self.config.listen, port);
+        let mut handed = Vec::new();
+        let mut add = |h: std::io::Result<Handed>| match h {
+            Ok(h) => handed.push(h),
+            Err(e) => {
+                tracing::warn!(inbound = %self.config.tag, "keeping a socket for a handover: {e}")
+            }
+        };
+        match &self.sockets {
+            Sockets::Tcp(listener, udp) => {
+                add(Handed::of(Kind::Tcp, addr(self.config.port), listener));
+                if let Some(udp) = udp {
+                    add(Handed::of(Kind::Udp, addr(self.config.port), udp));
+                }
+            }
+            Sockets::Quic(quic) => {
+                for socket in quic {
+                    match socket.local_addr() {
+                        Ok(local) => add(Handed::of(Kind::Udp, addr(local.port()), socket)),
+                        Err(e) => add(Err(e)),
+                    }
+                }
+            }
+        }
+        handed
     }
 }
 
@@ -345,6 +416,7 @@ pub(crate) async fn accept_each<L: Listener>(
         let accepted = tokio::select! {
             a = listener.accept() => a,
             () = ctx.cancel.cancelled() => return,
+            () = ctx.shared.stop_accepting.cancelled() => return,
         };
         match accepted {
             Ok((tcp, peer)) => {

@@ -119,6 +119,8 @@ pub struct Journal {
     /// (harmless: a reader's cursor skips them) until a rewrite succeeds.
     rewrite_owed: bool,
     health: Health,
+    /// Another process holds the file ([`Journal::standby`]).
+    standby: bool,
 }
 
 impl Journal {
@@ -174,6 +176,7 @@ impl Journal {
             torn: false,
             rewrite_owed: false,
             health: Health::default(),
+            standby: false,
         };
         // A repair that fails (a full disk at start) is owed, not fatal: the next
         // write tries again first, and health says so meanwhile.
@@ -194,6 +197,37 @@ impl Journal {
             }
         }
         Ok(journal)
+    }
+
+    /// A journal that is not this process's yet, or any more: another process holds
+    /// the file across an upgrade ([`crate::handover`]). It records nothing, so
+    /// counted bytes stay unrecorded and the first record of the journal opened later
+    /// carries them; it hands out nothing.
+    pub fn standby() -> Self {
+        Self {
+            store: Box::new(Detached),
+            records: VecDeque::new(),
+            next_seq: 1,
+            acked: 0,
+            read_high: 0,
+            flushed: BTreeMap::new(),
+            max_records: MAX_RECORDS,
+            good_len: 0,
+            torn: false,
+            rewrite_owed: false,
+            health: Health::default(),
+            standby: true,
+        }
+    }
+
+    /// Whether it is a [`Journal::standby`].
+    pub fn is_standby(&self) -> bool {
+        self.standby
+    }
+
+    /// Per-user totals the records so far account for (as the last flush saw them).
+    pub fn recorded_totals(&self) -> &BTreeMap<String, (u64, u64)> {
+        &self.flushed
     }
 
     fn fail(&mut self, source: std::io::Error) -> JournalError {
@@ -235,6 +269,9 @@ impl Journal {
         totals: &BTreeMap<String, (u64, u64)>,
         at_ms: i64,
     ) -> Result<Option<u64>, JournalError> {
+        if self.standby {
+            return Ok(None);
+        }
         let mut users = BTreeMap::new();
         for (name, &(up, down)) in totals {
             let (fu, fd) = self.flushed.get(name).copied().unwrap_or((0, 0));
@@ -306,6 +343,9 @@ impl Journal {
     /// merged), so a reader that never acknowledges can't make the journal grow
     /// without bound: it gets nothing new until it does.
     pub fn read(&mut self, cursor: u64, limit: usize) -> (Vec<Record>, u64) {
+        if self.standby {
+            return (Vec::new(), cursor);
+        }
         let handed = self
             .records
             .iter()
@@ -348,7 +388,7 @@ impl Journal {
     /// Drops records up to and including `cursor`. On error they are dropped in
     /// memory and the file catches up on the next write.
     pub fn ack(&mut self, cursor: u64) -> Result<(), JournalError> {
-        if cursor <= self.acked {
+        if self.standby || cursor <= self.acked {
             return Ok(());
         }
         let cursor = cursor.min(self.next_seq - 1);

@@ -208,7 +208,7 @@ impl Node {
                 },
             };
             bound.push(
-                inbound::bind(ib, layer)
+                inbound::bind(ib, layer, &self.shared)
                     .await
                     .map_err(|e| inbound_error(e.into()))?,
             );

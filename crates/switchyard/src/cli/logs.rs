@@ -25,6 +25,15 @@ pub(crate) fn set_format(format: LogFormat) {
     let _ = FORMAT.set(format);
 }
 
+/// The arguments that give another process of this binary the same format (an
+/// upgrade's new process).
+pub(crate) fn format_args() -> Vec<OsString> {
+    match FORMAT.get().copied().unwrap_or_default() {
+        LogFormat::Text => Vec::new(),
+        LogFormat::Json => vec!["--log-format".into(), "json".into()],
+    }
+}
+
 /// Starts the logs (once per process).
 pub(crate) fn init() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -8,7 +8,9 @@
 mod install;
 mod join;
 mod reality_keys;
+mod serving;
 mod token;
+mod upgrade;
 
 pub(crate) use join::JoinRefused;
 
@@ -18,7 +20,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use clap::Args;
-use switchyard_node::{ConfigError, Node, NodeConfig, control};
+use switchyard_node::node::Start;
+use switchyard_node::{ConfigError, Node, NodeConfig};
 
 /// Run a node: the inbounds users connect to, with live config and accounting.
 #[derive(Debug, Args)]
@@ -52,6 +55,8 @@ enum NodeCommand {
     Install(install::InstallArgs),
     /// Remove the node's service, state directory, system user and binary (as root).
     Uninstall(install::UninstallArgs),
+    /// Upgrade the running node to a new binary without dropping a connection.
+    Upgrade(upgrade::UpgradeArgs),
 }
 
 /// How often the config file is checked for changes.
@@ -104,6 +109,7 @@ impl NodeArgs {
             (Some(NodeCommand::RealityKeys(args)), _) => return args.run(),
             (Some(NodeCommand::Install(args)), _) => return args.run(),
             (Some(NodeCommand::Uninstall(args)), _) => return args.run(),
+            (Some(NodeCommand::Upgrade(args)), _) => return args.run(),
             (None, Some(config)) => Some(config),
             (None, None) => None,
         };
@@ -171,7 +177,16 @@ async fn serve(path: PathBuf) -> anyhow::Result<()> {
         .state_dir
         .join(switchyard_node::state::TOKEN_FILE);
     let state_dir = config.node.state_dir.clone();
-    let node = Node::start(config).await?;
+    let (takeover, inherited) = serving::takeover().await?.unzip();
+    let started = Node::start_with(config, Start { inherited }).await;
+    let absorbing = match takeover {
+        Some(t) => {
+            let outcome = started.as_ref().map(Arc::clone).map_err(|e| e.to_string());
+            Some(t.ready(&outcome).await?)
+        }
+        None => None,
+    };
+    let node = started?;
     // An enrolled node holds its channel to the panel too.
     let dir = state_dir.clone();
     let channel = match off_workers(move || switchyard_channel::load_enrollment(&dir)).await? {
@@ -194,31 +209,28 @@ async fn serve(path: PathBuf) -> anyhow::Result<()> {
             None
         }
     };
-    let listener = tokio::net::TcpListener::bind(control_addr)
-        .await
-        .with_context(|| format!("control API on {control_addr}"))?;
+    let listener = serving::control_listener(&node, control_addr).await?;
     tracing::info!(
         "control API on http://{control_addr} (bearer token in {}; `switchyard node token` prints it)",
         token_file.display()
     );
-    let api = tokio::spawn(control::serve(listener, node.clone(), shutdown_signal()));
-    super::notify::notify("READY=1");
-    watch(&path, seen, &node, api).await;
-    match channel {
-        Some(c) => c.shutdown().await,
-        None => node.shutdown().await,
-    }
-    Ok(())
+    let next = serving::next_command(vec!["node".into(), "--config".into(), path.clone().into()])?;
+    let watcher = watch(&path, seen, &node);
+    serving::serve(
+        serving::Serving {
+            node: node.clone(),
+            channel,
+            listener,
+            next,
+            absorbing,
+        },
+        watcher,
+    )
+    .await
 }
 
-/// Re-applies the config file on SIGHUP and when it changes, until the API stops
-/// (SIGINT or SIGTERM).
-async fn watch(
-    path: &Path,
-    mut seen: Option<SystemTime>,
-    node: &Arc<Node>,
-    mut api: tokio::task::JoinHandle<std::io::Result<()>>,
-) {
+/// Re-applies the config file on SIGHUP and when it changes, for ever.
+async fn watch(path: &Path, mut seen: Option<SystemTime>, node: &Arc<Node>) {
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     let changed = |p: &Path| {
         let p = p.to_owned();
@@ -227,7 +239,6 @@ async fn watch(
     let mut tick = tokio::time::interval(WATCH_EVERY);
     loop {
         let why = tokio::select! {
-            _ = &mut api => return,
             Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => "SIGHUP",
             _ = tick.tick() => {
                 let now = changed(path).await.ok().flatten();

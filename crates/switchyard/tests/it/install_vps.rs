@@ -34,7 +34,7 @@ fn now() -> i64 {
 /// A listener on the root namespace's 127.0.0.1 whose connections go on to `to` from
 /// the servers' namespace (sockets made on `ns` live there): how sing-box, which runs
 /// in the root namespace, reaches the server in its own.
-async fn reverse_bridge(ns: Arc<NsRuntime>, to: SocketAddr) -> SocketAddr {
+pub(crate) async fn reverse_bridge(ns: Arc<NsRuntime>, to: SocketAddr) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -68,7 +68,7 @@ pub(crate) async fn get(ns: &NsRuntime, addr: SocketAddr, path: &str) -> (String
     (head.lines().next().unwrap().to_owned(), body.to_owned())
 }
 
-async fn wait_until<F, Fut>(what: &str, secs: u64, mut ok: F)
+pub(crate) async fn wait_until<F, Fut>(what: &str, secs: u64, mut ok: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

@@ -13,6 +13,7 @@ mod client_network;
 mod docs;
 mod install_deb_vps;
 mod install_panel_vps;
+mod install_upgrade_vps;
 mod install_vps;
 mod node_cli;
 mod node_join;

@@ -116,8 +116,15 @@ pub(crate) async fn serve(inbound: Arc<Inbound>, socket: Arc<UdpSocket>) {
     let mut hints: HashMap<SocketAddr, Bytes> = HashMap::new();
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut scratch = vec![0u8; MAX_DATAGRAM];
+    // A process taking over reads the socket once its predecessor stopped reading it
+    // ([`crate::handover`]); the predecessor stops when it hands over.
+    tokio::select! {
+        () = ctx.shared.udp_released.cancelled() => {}
+        () = ctx.cancel.cancelled() => return,
+    }
     loop {
         let (n, client) = tokio::select! {
+            () = ctx.shared.stop_accepting.cancelled() => return,
             r = socket.recv_from(&mut buf) => match r {
                 Ok(r) => r,
                 Err(e) => {

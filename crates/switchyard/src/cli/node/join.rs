@@ -8,9 +8,9 @@ use anyhow::Context;
 use clap::Args;
 use switchyard_channel::{JoinError, JoinToken, TokenError};
 use switchyard_node::Node;
-use switchyard_node::channel::{EnrolledError, EnrolledOptions, run_enrolled};
+use switchyard_node::channel::{EnrolledError, EnrolledOptions, hold, start_enrolled};
 use switchyard_node::config::{ControlSettings, NodeSettings};
-use switchyard_node::control;
+use switchyard_node::node::Start;
 
 /// Join a panel with a join token (from the panel), then run the node.
 #[derive(Debug, Args)]
@@ -84,20 +84,32 @@ pub(crate) async fn serve_enrolled(
     if let Some(h) = hostname {
         options.hostname = h;
     }
-    let enrolled = match run_enrolled(options).await {
-        Ok(e) => e,
+    let channel_options = options.channel.clone();
+    let (takeover, inherited) = super::serving::takeover().await?.unzip();
+    let started = match start_enrolled(options, Start { inherited }).await {
+        Ok(started) => Ok(started),
         Err(EnrolledError::Join(e @ JoinError::Refused { .. })) => {
-            return Err(JoinRefused::Refused(e).into());
+            Err(anyhow::Error::from(JoinRefused::Refused(e)))
         }
-        Err(e @ EnrolledError::NotEnrolled(_)) => return Err(JoinRefused::NotEnrolled(e).into()),
-        Err(e) => return Err(e.into()),
+        Err(e @ EnrolledError::NotEnrolled(_)) => Err(JoinRefused::NotEnrolled(e).into()),
+        Err(e) => Err(e.into()),
     };
-    let e = enrolled.enrollment();
+    let absorbing = match takeover {
+        Some(t) => {
+            let outcome = started
+                .as_ref()
+                .map(|(node, _)| node.clone())
+                .map_err(|e| format!("{e:#}"));
+            Some(t.ready(&outcome).await?)
+        }
+        None => None,
+    };
+    let (node, enrollment) = started?;
     if joining {
         println!(
             "joined the panel at {} as server {}; the enrollment is kept in {}",
-            e.panel,
-            e.server_id,
+            enrollment.panel,
+            enrollment.server_id,
             state_dir
                 .join(switchyard_channel::ENROLLMENT_FILE)
                 .display()
@@ -105,24 +117,39 @@ pub(crate) async fn serve_enrolled(
     }
     tracing::info!(
         "holding the channel to the panel at {} as server {}",
-        e.panel,
-        e.server_id
+        enrollment.panel,
+        enrollment.server_id
     );
-    let node = enrolled.node().clone();
+    let enrolled = hold(node.clone(), enrollment, channel_options);
     let control_addr = node.config().await.control.listen;
-    let listener = match tokio::net::TcpListener::bind(control_addr).await {
+    let listener = match super::serving::control_listener(&node, control_addr).await {
         Ok(l) => l,
         Err(err) => {
             enrolled.shutdown().await;
-            return Err(err).with_context(|| format!("control API on {control_addr}"));
+            return Err(err);
         }
     };
     tracing::info!(
         "control API on http://{control_addr} (bearer token in {})",
         state_dir.join(switchyard_node::state::TOKEN_FILE).display()
     );
-    crate::cli::notify::notify("READY=1");
-    let api = control::serve(listener, node, super::shutdown_signal()).await;
-    enrolled.shutdown().await;
-    api.context("the control API")
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "node".into(),
+        "--state-dir".into(),
+        state_dir.clone().into(),
+    ];
+    if let Some(control) = control {
+        args.extend(["--control".into(), control.to_string().into()]);
+    }
+    super::serving::serve(
+        super::serving::Serving {
+            node,
+            channel: Some(enrolled),
+            listener,
+            next: super::serving::next_command(args)?,
+            absorbing,
+        },
+        std::future::pending(),
+    )
+    .await
 }
