@@ -112,7 +112,7 @@ async fn upgrade(State(node): State<Arc<Node>>, body: axum::body::Bytes) -> Resp
         );
     }
     let drain = std::time::Duration::from_secs(drain_s);
-    match node.request_upgrade(drain).await {
+    match node.request_upgrade(drain, None).await {
         Ok(upgraded) => Json(upgraded).into_response(),
         Err(e @ HandoverError::Busy) => error(StatusCode::CONFLICT, e.to_string()),
         Err(e @ HandoverError::Unsupported) => error(StatusCode::NOT_IMPLEMENTED, e.to_string()),

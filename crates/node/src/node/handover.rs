@@ -25,6 +25,9 @@ pub struct Start {
 pub struct UpgradeRequest {
     /// How long the old process serves its open connections at most.
     pub drain: std::time::Duration,
+    /// The binary to start instead of the one at the path this process was started
+    /// from (one the panel handed over), if any.
+    pub program: Option<std::path::PathBuf>,
     /// Where the answer goes.
     pub reply: oneshot::Sender<Result<Upgraded, String>>,
 }
@@ -109,18 +112,23 @@ impl Node {
         rx
     }
 
-    /// Asks for an upgrade (the old process drains for `drain` at most) and waits
-    /// for its outcome.
+    /// Asks for an upgrade (the old process drains for `drain` at most; the new one
+    /// runs `program`, else the binary at this one's path) and waits for its outcome.
     pub async fn request_upgrade(
         &self,
         drain: std::time::Duration,
+        program: Option<std::path::PathBuf>,
     ) -> Result<Upgraded, HandoverError> {
         let Some(tx) = lock(&self.upgrades).clone() else {
             return Err(HandoverError::Unsupported);
         };
         let (reply, answer) = oneshot::channel();
-        tx.try_send(UpgradeRequest { drain, reply })
-            .map_err(|_| HandoverError::Busy)?;
+        tx.try_send(UpgradeRequest {
+            drain,
+            program,
+            reply,
+        })
+        .map_err(|_| HandoverError::Busy)?;
         match answer.await {
             Ok(Ok(upgraded)) => Ok(upgraded),
             Ok(Err(problem)) => Err(HandoverError::Failed(problem)),

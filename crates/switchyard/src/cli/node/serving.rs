@@ -146,7 +146,11 @@ pub(crate) async fn serve(
                         Vec::new()
                     }
                 };
-                let prepared = match switchyard_node::handover::prepare(&node, &next, extra).await {
+                let command = match &request.program {
+                    Some(program) => Command { program: program.clone(), args: next.args.clone() },
+                    None => next.clone(),
+                };
+                let prepared = match switchyard_node::handover::prepare(&node, &command, extra).await {
                     Ok(p) => p,
                     Err(e) => {
                         tracing::error!("upgrade refused, serving on: {e}");
