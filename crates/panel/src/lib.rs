@@ -24,6 +24,7 @@ pub mod render;
 pub mod run;
 pub mod serve;
 pub mod service;
+pub mod ssh_install;
 pub mod store;
 pub mod subscription;
 pub mod ui;

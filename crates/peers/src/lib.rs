@@ -170,7 +170,9 @@ pub const VPS_MIRROR: &str = "http://deb.debian.org/debian";
 
 /// The packages added to `debootstrap --variant=minbase` (`--include`): a booting
 /// systemd and what an install script needs (minbase already has `passwd`, with
-/// `useradd`, and `util-linux`, with `runuser`).
+/// `useradd`, and `util-linux`, with `runuser`); an SSH server and nftables for the
+/// panel's install over SSH. A change here makes `cargo xtask peers` make the root
+/// again ([`vps_marker_text`]).
 pub const VPS_PACKAGES: &[&str] = &[
     "systemd",
     "systemd-sysv",
@@ -178,6 +180,8 @@ pub const VPS_PACKAGES: &[&str] = &[
     "curl",
     "ca-certificates",
     "iproute2",
+    "openssh-server",
+    "nftables",
 ];
 
 /// Programs the VPS's root must hold (under `usr/bin` or `usr/sbin`) to count as
@@ -188,6 +192,8 @@ pub const VPS_PROGRAMS: &[&str] = &[
     "usr/sbin/useradd",
     "usr/sbin/runuser",
     "usr/bin/ip",
+    "usr/sbin/sshd",
+    "usr/sbin/nft",
 ];
 
 /// The VPS root's directory under `<target>/peers`.
@@ -196,9 +202,24 @@ pub const VPS_DIR: &str = "vps-bookworm";
 /// The variable holding the VPS root's absolute path; `cargo xtask test` sets it.
 pub const VPS_ENV: &str = "SWITCHYARD_VPS_ROOT";
 
-/// The file written into the VPS's root once `debootstrap` has succeeded: a root
-/// without it is half-made and is made again.
+/// The file written into the VPS's root once `debootstrap` has succeeded, holding
+/// [`vps_marker_text`]: a root without it, or with another text (made from another
+/// package list), is made again: without it the root is half-made.
 pub const VPS_MARKER: &str = ".switchyard-complete";
+
+/// What [`VPS_MARKER`] holds in a root made from today's [`VPS_PACKAGES`]: the
+/// `debootstrap` command that made it.
+pub fn vps_marker_text() -> String {
+    format!(
+        "debootstrap --variant=minbase --include={} {VPS_SUITE} {VPS_MIRROR}\n",
+        VPS_PACKAGES.join(",")
+    )
+}
+
+/// Whether `root` is a complete VPS root made from today's [`VPS_PACKAGES`].
+pub fn vps_root_is_current(root: &Path) -> bool {
+    std::fs::read_to_string(root.join(VPS_MARKER)).is_ok_and(|m| m == vps_marker_text())
+}
 
 /// The VPS's root under `peers_dir` (`<target>/peers`): `vps-bookworm`.
 pub fn vps_root_in(peers_dir: &Path) -> PathBuf {

@@ -2,14 +2,16 @@
 //! --boot` (a real systemd as PID 1) inside a network namespace the test made.
 //!
 //! `cargo xtask peers` makes the root once with `debootstrap` (Debian bookworm,
-//! minbase with systemd, dbus, curl, ca-certificates and iproute2; see
+//! minbase with systemd, dbus, curl, ca-certificates, iproute2, openssh-server and
+//! nftables; see
 //! `switchyard-peers`); [`root_dir`] finds it ([`ENV`], else
 //! `<target>/peers/vps-bookworm`). [`Vps::boot`] copies it (`cp -a
 //! --reflink=auto`) into `$TMPDIR/sy-vps-<pid>-<n>/root`, so a test may change
 //! anything in it, and runs
 //!
 //! ```text
-//! systemd-nspawn --register=no --keep-unit --boot --console=read-only -D <copy>
+//! systemd-nspawn --register=no --keep-unit --boot --console=read-only
+//!     --capability=CAP_NET_ADMIN -D <copy>
 //!     --network-namespace-path=/run/netns/<ns> --machine=sy-vps-<pid>-<n>
 //! ```
 //!
@@ -58,7 +60,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use switchyard_peers::{PEERS_DIR, VPS_DIR, VPS_ENV, VPS_MARKER};
+use switchyard_peers::{PEERS_DIR, VPS_DIR, VPS_ENV, VPS_MARKER, vps_root_is_current};
 
 use crate::netns::NetNs;
 
@@ -86,11 +88,18 @@ static SWEEP_OWN: Once = Once::new();
 
 /// The VPS root `cargo xtask peers` made: [`ENV`] when set, else
 /// `<target>/peers/vps-bookworm`; it must hold the marker `debootstrap`'s success
-/// left. Fails, saying to run `cargo xtask peers`, when there is none.
+/// left, naming today's package list. Fails, saying to run `cargo xtask peers`, when there is none.
 pub fn root_dir() -> Result<PathBuf> {
     if let Some(root) = std::env::var_os(ENV).map(PathBuf::from) {
-        if root.join(VPS_MARKER).is_file() {
+        if vps_root_is_current(&root) {
             return Ok(root);
+        }
+        if root.join(VPS_MARKER).is_file() {
+            bail!(
+                "{ENV}={} was made from another package list than today's: run `cargo \
+                 xtask peers` to make it again",
+                root.display()
+            );
         }
         bail!(
             "{ENV}={} but it holds no complete VPS root (no {VPS_MARKER}): run `cargo \
@@ -109,8 +118,15 @@ pub fn root_dir() -> Result<PathBuf> {
         looked.push(workspace.join("target").join(PEERS_DIR).join(VPS_DIR));
     }
     looked.dedup();
-    if let Some(found) = looked.iter().find(|p| p.join(VPS_MARKER).is_file()) {
+    if let Some(found) = looked.iter().find(|p| vps_root_is_current(p)) {
         return Ok(found.clone());
+    }
+    if let Some(stale) = looked.iter().find(|p| p.join(VPS_MARKER).is_file()) {
+        bail!(
+            "the VPS root {} was made from another package list than today's: run `cargo \
+             xtask peers` to make it again",
+            stale.display()
+        );
     }
     let looked: Vec<String> = looked.iter().map(|p| p.display().to_string()).collect();
     bail!(
@@ -261,6 +277,9 @@ impl Vps {
                 "--keep-unit",
                 "--boot",
                 "--console=read-only",
+                // Its own namespace's firewall (nftables) is its to set, as on a VPS;
+                // nspawn keeps CAP_NET_ADMIN only for a network of its own making.
+                "--capability=CAP_NET_ADMIN",
             ])
             .arg("-D")
             .arg(&self.root)

@@ -5,7 +5,8 @@
 //! `debootstrap --variant=minbase --include=<VPS_PACKAGES> bookworm` into
 //! `<target>/peers/vps-bookworm.tmp`, renamed to `vps-bookworm` when it succeeded,
 //! and only then marked complete ([`VPS_MARKER`]): a root without the marker is
-//! half-made (an interrupted run) and is made again, and a leftover `.tmp` is removed
+//! half-made (an interrupted run) and is made again, as is one whose marker names
+//! another package list than [`VPS_PACKAGES`] (the marker holds the command), and a leftover `.tmp` is removed
 //! first (after unmounting what an interrupted `debootstrap` left mounted in it). The
 //! root gets no DNS (its `/etc/resolv.conf` names no server: the VPS only ever reaches
 //! the addresses of its namespace) and no downloaded `.deb`s (smaller, faster to
@@ -18,7 +19,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use switchyard_peers::{
-    VPS_ENV, VPS_MARKER, VPS_MIRROR, VPS_PACKAGES, VPS_PROGRAMS, VPS_SUITE, vps_root_in,
+    VPS_ENV, VPS_MARKER, VPS_MIRROR, VPS_PACKAGES, VPS_PROGRAMS, VPS_SUITE, vps_marker_text,
+    vps_root_in, vps_root_is_current,
 };
 
 use super::{apt, which};
@@ -39,7 +41,13 @@ pub(crate) fn vps(peers_dir: &Path) -> Result<PathBuf> {
         return Ok(root);
     }
     let root = vps_root_in(peers_dir);
-    if !root.join(VPS_MARKER).is_file() {
+    if root.join(VPS_MARKER).is_file() && !vps_root_is_current(&root) {
+        println!(
+            "vps root: {} was made from another package list; making it again",
+            root.display()
+        );
+    }
+    if !vps_root_is_current(&root) {
         tools()?;
         make(&root)?;
     }
@@ -133,11 +141,7 @@ fn make(root: &Path) -> Result<()> {
     fs::rename(&tmp, root)
         .with_context(|| format!("renaming {} to {}", tmp.display(), root.display()))?;
     let marker = root.join(VPS_MARKER);
-    fs::write(
-        &marker,
-        format!("debootstrap --variant=minbase {include} {VPS_SUITE} {VPS_MIRROR}\n"),
-    )
-    .with_context(|| format!("writing {}", marker.display()))
+    fs::write(&marker, vps_marker_text()).with_context(|| format!("writing {}", marker.display()))
 }
 
 /// Unmounts (lazily, deepest first) whatever is mounted under `dir`: an interrupted

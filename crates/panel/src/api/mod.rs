@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod problem;
 pub mod resources;
 pub mod routes;
+pub mod ssh_install;
 pub mod subscription;
 pub mod tunnels;
 pub mod users;
@@ -59,6 +60,8 @@ struct Inner {
     nodes: std::sync::OnceLock<crate::nodes::Nodes>,
     /// The install script's binary, once attached (absent in tests of the API alone).
     installer: std::sync::OnceLock<Arc<crate::install::Installer>>,
+    /// This instance's installs over SSH.
+    ssh_jobs: crate::ssh_install::Jobs,
 }
 
 /// What every handler sees. Cheap to clone.
@@ -108,6 +111,7 @@ impl AppState {
             topology,
             nodes: std::sync::OnceLock::new(),
             installer: std::sync::OnceLock::new(),
+            ssh_jobs: crate::ssh_install::Jobs::default(),
         }))
     }
 
@@ -124,6 +128,11 @@ impl AppState {
     /// The binary and script handed out to new servers, if attached.
     pub fn installer(&self) -> Option<&Arc<crate::install::Installer>> {
         self.0.installer.get()
+    }
+
+    /// This instance's installs over SSH.
+    pub fn ssh_jobs(&self) -> &crate::ssh_install::Jobs {
+        &self.0.ssh_jobs
     }
 
     /// This instance's node channels, if attached.
@@ -210,6 +219,7 @@ impl AppState {
         routes::move_route, routes::order_routes, routes::attach_inbound,
         resources::servers, resources::create_server, resources::server, resources::update_server,
         resources::delete_server, resources::join, resources::replace_node, resources::server_history,
+        ssh_install::ssh_install, ssh_install::ssh_install_job,
         resources::inbounds, resources::create_inbound, resources::inbound, resources::update_inbound,
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
@@ -374,6 +384,10 @@ pub fn router(state: AppState) -> Router {
         .route("/servers/{id}/join", post(r::join))
         .route("/servers/{id}/replace", post(r::replace_node))
         .route("/servers/{id}/history", get(r::server_history))
+        .route(
+            "/servers/{id}/ssh-install",
+            get(ssh_install::ssh_install_job).post(ssh_install::ssh_install),
+        )
         .route("/inbounds", get(r::inbounds).post(r::create_inbound))
         .route(
             "/inbounds/{id}",

@@ -168,8 +168,16 @@ pub trait ServerStore: Send + Sync {
     /// The pin of the server's node certificate, none before its node joins.
     async fn server_pin(&self, id: Id) -> Result<Option<String>, StoreError>;
 
-    /// Forgets the server's pinned node (its channel is refused from now on), revokes
-    /// its unused join tokens and stores a fresh one, in one step.
+    /// The server's pinned SSH host key (`SHA256:…`), none before an install over SSH
+    /// pinned one.
+    async fn ssh_host_key(&self, id: Id) -> Result<Option<String>, StoreError>;
+
+    /// Pins the server's SSH host key. A pin is never overwritten: another key
+    /// answers `Conflict` (only [`Self::replace_node`] forgets it).
+    async fn pin_ssh_host_key(&self, id: Id, fingerprint: &str) -> Result<(), StoreError>;
+
+    /// Forgets the server's pinned node (its channel is refused from now on) and its
+    /// pinned SSH host key, revokes its unused join tokens and stores a fresh one, in one step.
     async fn replace_node(
         &self,
         server_id: Id,

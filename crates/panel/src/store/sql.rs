@@ -92,6 +92,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0015_default_route_name.sql"),
             include_str!("../../migrations/sqlite/0016_hysteria2.sql"),
             include_str!("../../migrations/sqlite/0017_trusted_proxies.sql"),
+            include_str!("../../migrations/sqlite/0018_ssh_host_key.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -111,6 +112,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0015_default_route_name.sql"),
             include_str!("../../migrations/postgres/0016_hysteria2.sql"),
             include_str!("../../migrations/postgres/0017_trusted_proxies.sql"),
+            include_str!("../../migrations/postgres/0018_ssh_host_key.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -133,6 +135,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (15, "default_route_name"),
         (16, "hysteria2"),
         (17, "trusted_proxies"),
+        (18, "ssh_host_key"),
     ];
     let migrations = files
         .iter()

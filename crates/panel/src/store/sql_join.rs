@@ -203,7 +203,8 @@ impl SqlStore {
         let mut tx = self.begin().await?;
         lock_server(&mut tx, server_id).await?;
         sqlx::query(
-            "UPDATE servers SET fingerprint = NULL, journal_cursor = 0, state = 'pending', \
+            "UPDATE servers SET fingerprint = NULL, ssh_host_key = NULL, journal_cursor = 0, \
+             state = 'pending', \
              state_reason = 'the node is being replaced: waiting for the new one to join', \
              state_since_ms = $1, config_version = NULL, users_online = 0, up_bps = 0, \
              down_bps = 0 WHERE id = $2",
@@ -226,5 +227,35 @@ impl SqlStore {
             .await?
             .ok_or(StoreError::NotFound("server"))?;
         Ok(row.try_get(0)?)
+    }
+
+    /// See [`super::ServerStore::ssh_host_key`].
+    pub(super) async fn ssh_host_key_of(&self, id: Id) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT ssh_host_key FROM servers WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.write)
+            .await?
+            .ok_or(StoreError::NotFound("server"))?;
+        Ok(row.try_get(0)?)
+    }
+
+    /// See [`super::ServerStore::pin_ssh_host_key`].
+    pub(super) async fn pin_ssh_host_key_of(
+        &self,
+        id: Id,
+        fingerprint: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE servers SET ssh_host_key = $1 WHERE id = $2 AND ssh_host_key IS NULL")
+            .bind(fingerprint)
+            .bind(id)
+            .execute(&self.write)
+            .await?;
+        match self.ssh_host_key_of(id).await? {
+            Some(pinned) if pinned == fingerprint => Ok(()),
+            _ => Err(StoreError::Conflict(crate::model::FieldError::new(
+                "host_key",
+                "the server's SSH host key is pinned to another key",
+            ))),
+        }
     }
 }

@@ -325,6 +325,14 @@ impl ServerStore for SqlStore {
         self.server_pin_of(id).await
     }
 
+    async fn ssh_host_key(&self, id: Id) -> Result<Option<String>, StoreError> {
+        self.ssh_host_key_of(id).await
+    }
+
+    async fn pin_ssh_host_key(&self, id: Id, fingerprint: &str) -> Result<(), StoreError> {
+        self.pin_ssh_host_key_of(id, fingerprint).await
+    }
+
     async fn replace_node(
         &self,
         server_id: Id,

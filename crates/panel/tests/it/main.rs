@@ -33,6 +33,7 @@ mod reality;
 mod routes;
 mod schema_strict;
 mod schemathesis;
+mod ssh_install_api;
 mod stats_hostile;
 mod store_story;
 mod sub_formats;

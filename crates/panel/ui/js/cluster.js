@@ -1,5 +1,5 @@
 // A cluster: its servers (state, throughput, users online, capacity, the join
-// command), the topology of its routes, and the forms that change them. Live: the
+// command, the install over SSH), the topology of its routes, and the forms that change them. Live: the
 // page polls every 3 s and redraws only what changed (never during a drag or with a
 // menu or dialog open).
 
@@ -10,6 +10,7 @@ import { drawTopology, stateBadge } from "./topology.js";
 import { barChart } from "./chart.js";
 import { routeForm } from "./route_form.js";
 import { inboundForm } from "./inbound_form.js";
+import { sshInstall } from "./ssh_install.js";
 
 /** Every cluster, and a form for a new one. */
 export async function clustersPage(main) {
@@ -140,7 +141,8 @@ function drawServers(box, servers, clusterId, reload) {
       h("button", { type: "button", "data-history": s.id, onclick: () => history(s) }, "History"),
       s.joined
         ? h("button", { type: "button", "data-replace-node": s.id, onclick: () => replaceNode(joinOut, s, reload) }, "Replace node…")
-        : h("button", { type: "button", onclick: () => showJoin(joinOut, s) }, "Join command"),
+        : [h("button", { type: "button", onclick: () => showJoin(joinOut, s) }, "Join command"),
+          h("button", { type: "button", "data-ssh-install": s.id, onclick: () => sshInstall(s, reload) }, "Install over SSH…")],
       h("button", { type: "button", class: "danger-text", onclick: () => removeServer(s, reload) }, "Delete"))));
   fill(box,
     h("h2", { id: "servers-h" }, "Servers"),
@@ -196,6 +198,8 @@ async function showJoin(out, server, replacing) {
     if (j.command !== j.join_command) rows.push(row(j.command, "data-install-command", "Install command"));
     rows.push(h("p", {}, j.command !== j.join_command ? "Or, where switchyard is already installed, join and run it in the foreground:" : "Run it where switchyard is installed:"));
     rows.push(row(j.join_command, "data-join-command", "Join command"));
+    rows.push(h("p", {}, "Or let the panel do it over SSH, with a password or a key it never stores:"),
+      h("button", { type: "button", "data-ssh-install": server.id, onclick: () => sshInstall(server, () => {}) }, "Install over SSH…"));
     fill(out, h("div", { class: "notice" }, ...rows));
   } catch (err) { toast(err.message, "bad"); }
 }

@@ -1,0 +1,95 @@
+//! What the tests of installs in a fresh VPS share: the panel in-process on the
+//! servers' side of a namespace pair (10.77.0.1, its channel on 2054), handing out a
+//! given binary, and a server with a Shadowsocks inbound for the VPS to become.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use switchyard_panel::Panel;
+use switchyard_panel::config::{ChannelSettings, InstallSettings, PanelConfig};
+use switchyard_panel::model::{InboundSecurity, InboundTransport, Protocol, Server};
+use switchyard_panel::store::{InboundInput, ServerInput};
+use switchyard_testkit::netns::{self, Pair};
+
+/// The panel's API address in the servers' namespace.
+pub(crate) const PANEL_AT: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(netns::SERVERS_ADDR), 2053);
+
+/// Starts the panel (data under `dir`, handing out `binary`) on a runtime of its own
+/// whose threads are all in the servers' namespace (threads start in their
+/// creator's), so its listeners, and the connections it makes, are there.
+pub(crate) fn start_panel(
+    pair: &Pair,
+    dir: &Path,
+    binary: PathBuf,
+) -> (tokio::runtime::Runtime, Panel) {
+    let config = PanelConfig {
+        listen: PANEL_AT,
+        public_url: Some(format!("http://{PANEL_AT}")),
+        data_dir: dir.join("panel"),
+        channel: ChannelSettings {
+            listen: SocketAddr::from((netns::SERVERS_ADDR, 2054)),
+            ..ChannelSettings::default()
+        },
+        install: InstallSettings {
+            binary: Some(binary),
+            ..InstallSettings::default()
+        },
+        ..PanelConfig::default()
+    };
+    let (runtime, panel) = pair
+        .servers
+        .run_in(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            let panel = rt.block_on(Panel::start(config));
+            (rt, panel)
+        })
+        .unwrap();
+    (runtime, panel.unwrap())
+}
+
+/// A cluster and in it the server `vps` at the client's address, with a Shadowsocks
+/// 2022 inbound on `port`.
+pub(crate) async fn shadowsocks_server(panel: &Panel, port: u16) -> Server {
+    let now = switchyard_panel::clock::now_ms();
+    let service = panel.state.service().clone();
+    let cluster = panel.state.store().create_cluster("c", now).await.unwrap();
+    let server = service
+        .create_server(
+            &ServerInput {
+                cluster_id: cluster.id,
+                name: "vps".into(),
+                address: netns::CLIENT_ADDR.to_string(),
+                allow_private_destinations: true,
+            },
+            now,
+        )
+        .await
+        .unwrap();
+    service
+        .create_inbound(
+            &InboundInput {
+                server_id: server.id,
+                name: "Shadowsocks".into(),
+                protocol: Protocol::Shadowsocks,
+                port,
+                transport: InboundTransport::Tcp,
+                security: InboundSecurity::None,
+                host: None,
+                sni: None,
+                coefficient: 1.0,
+                method: Some("2022-blake3-aes-256-gcm".into()),
+                flow: None,
+                hysteria2: None,
+                trusted_proxies: Vec::new(),
+            },
+            now,
+        )
+        .await
+        .unwrap();
+    server
+}
