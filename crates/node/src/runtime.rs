@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -82,6 +82,8 @@ pub struct Shared {
     pub(crate) udp_released: CancellationToken,
     /// Sockets handed over by a predecessor, taken as inbounds bind.
     pub(crate) inherited: Mutex<crate::handover::Inherited>,
+    /// Streams the relay opened on this node's origin halves, served now.
+    pub origin_streams: AtomicUsize,
 }
 
 impl Shared {
@@ -97,6 +99,7 @@ impl Shared {
             stop_accepting: CancellationToken::new(),
             udp_released,
             inherited: Mutex::new(inherited.unwrap_or_default()),
+            origin_streams: AtomicUsize::new(0),
             accounting: Arc::new(Accounting::default()),
             sessions: Arc::new(Sessions::default()),
             runtime: RwLock::new(Arc::new(runtime)),

@@ -411,7 +411,11 @@ pub(crate) async fn start(
     let site = crate::tunnel_site::site_dialer(shared);
     let shared = shared.clone();
     let handler = Arc::new(move |open: Open, stream: MuxStream| {
-        tokio::spawn(serve_stream(shared.clone(), open, stream));
+        let (shared, open_now) = (shared.clone(), OriginStream::enter(&shared));
+        tokio::spawn(async move {
+            serve_stream(shared, open, stream).await;
+            drop(open_now);
+        });
     });
     let half = if direct {
         OriginHalf::listen(
@@ -445,6 +449,37 @@ pub(crate) async fn start(
         half.set_credential(current, previous);
     }
     Ok(Half::Origin(Box::new(half)))
+}
+
+/// A stream the relay opened on this origin, counted in
+/// [`Shared::origin_streams`] while it is served (an upgrade's old process drains
+/// them too).
+struct OriginStream(Arc<Shared>);
+
+impl OriginStream {
+    fn enter(shared: &Arc<Shared>) -> Self {
+        shared
+            .origin_streams
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self(shared.clone())
+    }
+}
+
+impl Drop for OriginStream {
+    fn drop(&mut self) {
+        self.0
+            .origin_streams
+            .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Hands the half over to another process ([`crate::handover`]): no new links, and
+/// every link says `GoAway`; streams under way go on.
+pub(crate) fn hand_over(r: &Running) {
+    match &r.half {
+        Half::Relay(h) => h.hand_over(),
+        Half::Origin(h) => h.hand_over(),
+    }
 }
 
 /// On an origin: a stream the relay opened goes out through this node's own routing.

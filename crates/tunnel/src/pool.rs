@@ -183,6 +183,14 @@ impl Pool {
         s.placement.origin_lost(origin);
     }
 
+    /// Every link takes no new streams and tells its origin so (the process hands
+    /// over); their streams go on.
+    pub fn go_away_all(&self) {
+        for e in self.lock().origins.values().flatten() {
+            e.handle.go_away();
+        }
+    }
+
     /// Closes every link (reset, or the half is rebuilt).
     pub fn close_all(&self) {
         let origins: Vec<String> = self.lock().origins.keys().cloned().collect();
@@ -273,7 +281,7 @@ impl Pool {
 fn order(links: &[Entry], balancing: Balancing) -> Vec<MuxHandle> {
     let mut live: Vec<(usize, usize, &Entry)> = links
         .iter()
-        .filter(|e| !e.handle.is_closed())
+        .filter(|e| !e.handle.is_closed() && !e.handle.is_going_away())
         .map(|e| (e.profile, e.handle.open_streams(), e))
         .collect();
     match balancing {

@@ -213,7 +213,7 @@ impl Draining {
         let closed = loop {
             tick.tick().await;
             self.send_usage(node).await;
-            let open = node.shared().sessions.len();
+            let open = node.open_connections();
             if open == 0 {
                 break 0;
             }

@@ -53,6 +53,17 @@ pub struct Inherited {
     sockets: HashMap<(Kind, SocketAddr), OwnedFd>,
 }
 
+/// Sockets handed over within one process (tests, embedders).
+impl From<Vec<Handed>> for Inherited {
+    fn from(handed: Vec<Handed>) -> Self {
+        let mut inherited = Self::default();
+        for h in handed {
+            inherited.insert(h.kind, h.addr, h.fd);
+        }
+        inherited
+    }
+}
+
 impl Inherited {
     /// Adds a received socket. A second one for the same address replaces the first.
     pub(crate) fn insert(&mut self, kind: Kind, addr: SocketAddr, fd: OwnedFd) {

@@ -12,6 +12,7 @@ use crate::route::Network;
 use crate::runtime::Runtime;
 use crate::users::User;
 use switchyard_tunnel::frame::{Network as TunnelNetwork, Open};
+use switchyard_tunnel::pool::PoolError;
 
 /// Bytes exchanged before the relay starts.
 pub(crate) struct Preamble<'a> {
@@ -105,6 +106,11 @@ impl DialFailure {
     }
 }
 
+/// How long a connection into a tunnel waits for an origin to connect when none is:
+/// 2 s, what origins take to dial a relay that just started (after an upgrade, the
+/// old process's `GoAway` sends them to the new one at once).
+pub(crate) const ORIGIN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Opens `user`'s connection to `dest` by the route's plan: a direct dial, or a stream
 /// in a tunnel. The destination checks (blocked, private, the control API) are the
 /// dialer's.
@@ -120,10 +126,20 @@ pub(crate) async fn dial(
                 user: user.name.clone(),
                 destination: dest.clone(),
             };
-            match rt.relays.get(&tag).map(|r| r.open(open, now_ms())) {
-                Some(Ok(stream)) => Ok(Box::new(stream)),
-                Some(Err(source)) => Err(DialFailure::Tunnel { tag, source }),
-                None => Err(DialFailure::TunnelDown(tag)),
+            let Some(relay) = rt.relays.get(&tag) else {
+                return Err(DialFailure::TunnelDown(tag));
+            };
+            // No origin yet (the relay just started, or took over from an upgraded
+            // process, and the origins are dialing it): wait a little for one.
+            let until = tokio::time::Instant::now() + ORIGIN_WAIT;
+            loop {
+                match relay.open(open.clone(), now_ms()) {
+                    Ok(stream) => return Ok(Box::new(stream)),
+                    Err(PoolError::NoOrigin) if tokio::time::Instant::now() < until => {
+                        tokio::time::sleep(ORIGIN_WAIT / 20).await;
+                    }
+                    Err(source) => return Err(DialFailure::Tunnel { tag, source }),
+                }
             }
         }
         Plan::Direct(addrs) => Ok(Box::new(Dialer::connect_to(dest, &addrs).await?)),

@@ -33,8 +33,9 @@ pub struct UpgradeRequest {
 }
 
 impl Node {
-    /// Duplicates of every inbound's listening sockets.
-    pub(crate) async fn handed_sockets(&self) -> Vec<Handed> {
+    /// Duplicates of every inbound's listening sockets, to hand to a process (or a
+    /// node) taking over ([`Inherited::from`]).
+    pub async fn handed_sockets(&self) -> Vec<Handed> {
         let running = self.running.lock().await;
         let mut out = Vec::new();
         for (tag, inbound) in &running.inbounds {
@@ -46,18 +47,32 @@ impl Node {
         out
     }
 
+    /// Connections this process still serves: users' sessions and the streams its
+    /// origin halves carry.
+    pub fn open_connections(&self) -> usize {
+        self.shared.sessions.len()
+            + self
+                .shared
+                .origin_streams
+                .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The state directory.
     pub fn state_dir(&self) -> &std::path::Path {
         &self.state_dir
     }
 
-    /// Hands over: stops accepting (open connections go on), stops the background
-    /// tasks, takes a last journal record and lets the journal go. Returns the
+    /// Hands over: stops accepting (open connections go on), tunnel halves make no
+    /// new links and say `GoAway` on theirs, stops the background tasks, takes a last
+    /// journal record and lets the journal go. Returns the
     /// per-user totals the journal accounts for: what users move from now on is the
     /// new process's to record.
     pub async fn release(&self) -> BTreeMap<String, (u64, u64)> {
         self.shared.stop_accepting.cancel();
         self.stop.cancel();
+        for tunnel in self.running.lock().await.tunnels.values() {
+            crate::tunnels::hand_over(tunnel);
+        }
         if let Err(e) = self.flush_journal().await {
             tracing::error!(
                 "last journal record before the handover: {e}; the new process records those bytes"

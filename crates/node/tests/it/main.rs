@@ -39,6 +39,7 @@ mod tunnel_cdn;
 mod tunnel_config;
 mod tunnel_direct;
 mod tunnel_faults;
+mod tunnel_handover;
 mod tunnel_reality;
 mod tunnel_reality_dest;
 mod two_tunnels;

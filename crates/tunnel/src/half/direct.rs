@@ -9,8 +9,8 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 
 use super::{
-    HalfError, Listening, OriginHalf, Profile, RelayHalf, StreamHandler, lock, pool_link,
-    serve_origin_link, spread,
+    HalfError, Listening, OriginHalf, OriginLink, Profile, RelayHalf, StreamHandler, lock,
+    pool_link, serve_origin_link, spread,
 };
 use crate::credentials::{Credential, certificate_name, tunnel_tag};
 use crate::frame::Hello;
@@ -185,6 +185,7 @@ impl RelayHalf {
                     origin.clone(),
                     profile,
                     link.stream,
+                    Some(link.release),
                     mux.clone(),
                 );
             }
@@ -270,7 +271,7 @@ impl OriginHalf {
             &spec.profiles,
             &|t| Acceptor::new(tls.clone(), t.clone()).with_site(spec.site.clone()),
             &admitted,
-            &half.stop,
+            &half.listening,
             &half.tasks,
         )
         .await?;
@@ -278,6 +279,7 @@ impl OriginHalf {
         half.admitted = Some(admitted);
         let (handler, count, mux) = (half.handler.clone(), half.links.clone(), half.mux.clone());
         let (generation, stop) = (half.generation.clone(), half.stop.clone());
+        let handing = half.handing.clone();
         half.tasks.spawn(async move {
             loop {
                 let (_, a) = tokio::select! {
@@ -286,11 +288,15 @@ impl OriginHalf {
                 };
                 let current = lock(&generation).clone();
                 serve_origin_link(
-                    a.stream,
+                    OriginLink {
+                        stream: a.stream,
+                        release: None,
+                        handing: handing.clone(),
+                        mux: mux.clone(),
+                    },
                     handler.clone(),
                     current,
                     count.clone(),
-                    mux.clone(),
                 );
             }
         });

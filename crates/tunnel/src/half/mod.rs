@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken as Cancel;
 use crate::credentials::tunnel_tag;
 use crate::frame::Open;
 use crate::link::transport::{Acceptor, Transport};
-use crate::link::{Accepted, Admitted, Gate, LinkStream, Listener};
+use crate::link::{Accepted, Admitted, Gate, LinkStream, Listener, Release};
 use crate::mux::{Mux, MuxConfig, MuxStream, Side};
 use crate::pool::Pool;
 
@@ -147,6 +147,21 @@ impl Tasks {
     }
 }
 
+/// A profile's listener: `SO_REUSEPORT`, so the process a node hands over to binds
+/// the port while this one still listens (it stops at the handover; links it holds
+/// stay).
+fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_reuseport(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
 /// The listening side of a half (the relay in reverse mode, an origin in direct
 /// mode): every profile's port bound (all or none), a [`Listener`] on each, and the
 /// admitted links of all of them on one channel with their profile index.
@@ -166,14 +181,12 @@ impl Listening {
     ) -> Result<(Self, mpsc::Receiver<(usize, Accepted)>), HalfError> {
         let mut bound = Vec::new();
         for (i, p) in profiles.iter().enumerate() {
-            let l = TcpListener::bind(SocketAddr::new(listen, p.port))
-                .await
-                .map_err(|source| HalfError::Bind {
-                    tunnel: tunnel.to_owned(),
-                    profile: i,
-                    port: p.port,
-                    source,
-                })?;
+            let l = bind(SocketAddr::new(listen, p.port)).map_err(|source| HalfError::Bind {
+                tunnel: tunnel.to_owned(),
+                profile: i,
+                port: p.port,
+                source,
+            })?;
             bound.push(l);
         }
         let tag = tunnel_tag(tunnel);
@@ -207,17 +220,26 @@ impl Listening {
 }
 
 /// On an origin: runs the multiplexer on a link and hands every stream the relay
-/// opens to `handler`, until the link ends or `stop` fires.
+/// opens to `handler`, until the link ends or `stop` fires. When `handing` fires
+/// (this process hands over to another), the link says `GoAway` and carries its
+/// streams to their end; when the relay says it, a dialed link is `release`d, so a
+/// replacement is dialed at once.
 fn serve_origin_link(
-    stream: LinkStream,
+    link: OriginLink,
     handler: StreamHandler,
     stop: Cancel,
     count: Arc<AtomicUsize>,
-    mux: MuxConfig,
 ) {
+    let OriginLink {
+        stream,
+        release,
+        handing,
+        mux,
+    } = link;
     let (handle, mut incoming) = Mux::start(stream, Side::Acceptor, mux);
     count.fetch_add(1, Ordering::Relaxed);
     tokio::spawn(async move {
+        let (mut said, mut heard) = (false, release.is_none());
         loop {
             tokio::select! {
                 next = incoming.next() => match next {
@@ -225,10 +247,39 @@ fn serve_origin_link(
                     None => break,
                 },
                 () = stop.cancelled() => { handle.close(); break }
+                () = handing.cancelled(), if !said => {
+                    said = true;
+                    handle.go_away();
+                }
+                () = handle.peer_going_away(), if !heard => {
+                    heard = true;
+                    retire(&handle, release.as_ref());
+                }
             }
         }
         count.fetch_sub(1, Ordering::Relaxed);
     });
+}
+
+/// A link the peer says `GoAway` on leaves its dialer's count (a replacement is
+/// dialed at once); one that closed simply ended.
+fn retire(handle: &crate::mux::MuxHandle, release: Option<&Release>) {
+    if let Some(release) = release
+        && !handle.is_closed()
+    {
+        tracing::info!("tunnel link: the peer hands over; dialing a replacement");
+        release.retire();
+    }
+}
+
+/// What [`serve_origin_link`] runs on.
+struct OriginLink {
+    stream: LinkStream,
+    /// A dialed link's place in its dialer's count.
+    release: Option<Release>,
+    /// Fires when this process hands over.
+    handing: Cancel,
+    mux: MuxConfig,
 }
 
 /// On the relay: runs the multiplexer on a link of `origin` and pools it until it
@@ -241,6 +292,7 @@ fn pool_link(
     origin: String,
     profile: usize,
     stream: LinkStream,
+    release: Option<Release>,
     mux: MuxConfig,
 ) {
     let (handle, _incoming) = Mux::start(stream, Side::Opener, mux);
@@ -251,6 +303,10 @@ fn pool_link(
     }
     let pool = pool.clone();
     tokio::spawn(async move {
+        if release.is_some() {
+            handle.peer_going_away().await;
+            retire(&handle, release.as_ref());
+        }
         let why = handle.closed().await;
         tracing::debug!(%origin, "tunnel link ended: {why}");
         pool.remove(&origin, id);
@@ -283,6 +339,7 @@ mod tests {
             "de".into(),
             0,
             Box::new(a),
+            None,
             MuxConfig::default(),
         );
         assert_eq!(pool.links(), 0);

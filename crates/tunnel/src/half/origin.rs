@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken as Cancel;
 
-use super::{Profile, StreamHandler, Tasks, lock, mux_config, serve_origin_link, spread};
+use super::{
+    OriginLink, Profile, StreamHandler, Tasks, lock, mux_config, serve_origin_link, spread,
+};
 use crate::credentials::{Credential, certificate_name, tunnel_tag};
 use crate::frame::Hello;
 use crate::link::cert::CertSwap;
@@ -57,6 +59,11 @@ pub struct OriginHalf {
     pub(super) links: Arc<AtomicUsize>,
     /// The whole half.
     pub(super) stop: Cancel,
+    /// Direct mode: the profiles' listeners (a child of `stop`; a handover stops
+    /// them alone).
+    pub(super) listening: Cancel,
+    /// Fires when this process hands over: every link says `GoAway`.
+    pub(super) handing: Cancel,
     /// The links of this generation (a child of `stop`; a reset replaces it).
     pub(super) generation: Arc<std::sync::Mutex<Cancel>>,
     pub(super) tasks: Tasks,
@@ -102,6 +109,8 @@ impl OriginHalf {
             admitted: None,
             links: Arc::default(),
             generation: Arc::new(std::sync::Mutex::new(stop.child_token())),
+            listening: stop.child_token(),
+            handing: Cancel::new(),
             stop,
             tasks: Tasks::default(),
         }
@@ -136,7 +145,7 @@ impl OriginHalf {
             handler,
             generation,
             count,
-            self.mux.clone(),
+            (self.mux.clone(), self.handing.clone()),
         ));
         dialer
     }
@@ -221,6 +230,19 @@ impl OriginHalf {
         self.mux.max_window
     }
 
+    /// Hands over to another process: no new links (the dialer stops; direct mode,
+    /// the listeners close), and every link says `GoAway`, so the relay opens new
+    /// streams on the other process's links; streams under way go on here.
+    pub fn hand_over(&self) {
+        if let Some(d) = &self.dialing
+            && let Some(dialer) = lock(&d.dialer).take()
+        {
+            dialer.stop();
+        }
+        self.listening.cancel();
+        self.handing.cancel();
+    }
+
     /// Stops the half: links close, dialing stops, and (direct mode) the profiles'
     /// ports are free when this returns.
     pub async fn stop(&self) {
@@ -246,7 +268,7 @@ async fn serve_links(
     handler: StreamHandler,
     generation: Cancel,
     count: Arc<AtomicUsize>,
-    mux: MuxConfig,
+    (mux, handing): (MuxConfig, Cancel),
 ) {
     loop {
         let link = tokio::select! {
@@ -254,11 +276,15 @@ async fn serve_links(
             () = generation.cancelled() => return,
         };
         serve_origin_link(
-            link.stream,
+            OriginLink {
+                stream: link.stream,
+                release: Some(link.release),
+                handing: handing.clone(),
+                mux: mux.clone(),
+            },
             handler.clone(),
             generation.clone(),
             count.clone(),
-            mux.clone(),
         );
     }
 }

@@ -56,6 +56,9 @@ pub struct RelayHalf {
     /// Reverse mode: the profiles' listeners' gates.
     gates: Vec<crate::link::Gate>,
     pub(super) stop: Cancel,
+    /// Reverse mode: the profiles' listeners (a child of `stop`; a handover stops
+    /// them alone).
+    listening: Cancel,
     pub(super) tasks: Tasks,
     /// Direct mode: the dialers of the origins.
     pub(super) direct: Option<direct::DirectState>,
@@ -78,6 +81,7 @@ impl RelayHalf {
             pool: Arc::new(pool),
             admitted: Admitted::default(),
             gates: Vec::new(),
+            listening: Cancel::new(),
             stop: Cancel::new(),
             tasks: Tasks::default(),
             direct,
@@ -100,6 +104,7 @@ impl RelayHalf {
             spec.window,
         );
         half.cert = Some(cert);
+        half.listening = half.stop.child_token();
         half.admitted = Admitted::new(spec.origins.clone());
         half.pool.set_configured(half.admitted.origins());
         let (listening, mut links) = Listening::start(
@@ -108,7 +113,7 @@ impl RelayHalf {
             &spec.profiles,
             &|t| Acceptor::new(tls.clone(), t.clone()).with_site(spec.site.clone()),
             &half.admitted,
-            &half.stop,
+            &half.listening,
             &half.tasks,
         )
         .await?;
@@ -121,7 +126,15 @@ impl RelayHalf {
                     a = links.recv() => match a { Some(a) => a, None => return },
                     () = stop.cancelled() => return,
                 };
-                pool_link(&pool, &admitted, a.origin, profile, a.stream, mux.clone());
+                pool_link(
+                    &pool,
+                    &admitted,
+                    a.origin,
+                    profile,
+                    a.stream,
+                    None,
+                    mux.clone(),
+                );
             }
         });
         // Removed origins lose their links at once.
@@ -216,6 +229,21 @@ impl RelayHalf {
             Some(swap) => swap.set(cert_pem, key_pem).map_err(fail),
             None => Ok(()),
         }
+    }
+
+    /// Hands over to another process: no new links (reverse mode, the listeners
+    /// close; direct mode, the dialers stop), and every link says `GoAway`, so the
+    /// origins dial the other process and it opens the new streams; streams under way
+    /// go on here.
+    pub fn hand_over(&self) {
+        self.listening.cancel();
+        self.stop_dialers();
+        self.pool.go_away_all();
+    }
+
+    /// Streams open over all links.
+    pub fn open_streams(&self) -> usize {
+        self.pool.status().values().map(|o| o.open_streams).sum()
     }
 
     /// Stops the half: links close and the profiles' ports are free when this returns.

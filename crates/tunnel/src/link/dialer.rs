@@ -21,7 +21,7 @@ pub use super::dial_error::DialError;
 use super::handshake::{HANDSHAKE_DEADLINE, HandshakeError, send_hello};
 use super::pin::Pin as CertPin;
 use super::schedule::Schedule;
-use super::tracked::{Lease, Tracked};
+use super::tracked::{Ended, Lease, Release, Tracked};
 use super::transport::{LinkStream, Target, connect};
 use crate::frame::Hello;
 
@@ -110,6 +110,9 @@ pub struct Link {
     pub target: usize,
     /// The link's byte stream.
     pub stream: LinkStream,
+    /// Retire it when the peer hands over (`GoAway`): a replacement is dialed at once
+    /// while it carries its streams to their end.
+    pub release: Release,
 }
 
 impl core::fmt::Debug for Link {
@@ -297,7 +300,7 @@ impl Address {
 }
 
 async fn run(mut a: Address) {
-    let (ended_tx, mut ended) = mpsc::unbounded_channel::<u64>();
+    let (ended_tx, mut ended) = mpsc::unbounded_channel::<(u64, Ended)>();
     let mut attempts: JoinSet<Result<LinkStream, DialError>> = JoinSet::new();
     loop {
         let wake = {
@@ -327,11 +330,12 @@ async fn run(mut a: Address) {
                     Ok(stream) => {
                         let id = lock(&a.schedule).dial_succeeded(now);
                         tracing::debug!(target = %a.target, "link up");
+                        let release = Release::new(Lease { id, ended: ended_tx.clone(), how: Ended::Ended });
                         let stream = Box::new(Tracked {
                             inner: stream,
-                            _lease: Lease { id, ended: ended_tx.clone() },
+                            _release: release.clone(),
                         });
-                        if a.links.send(Link { target: a.index, stream }).is_err() {
+                        if a.links.send(Link { target: a.index, stream, release }).is_err() {
                             return; // nobody takes links any more
                         }
                     }
@@ -342,9 +346,13 @@ async fn run(mut a: Address) {
                     }
                 }
             }
-            Some(id) = ended.recv() => {
+            Some((id, how)) = ended.recv() => {
                 let jitter = a.rng.next();
-                lock(&a.schedule).link_ended(Instant::now(), id, jitter);
+                let mut schedule = lock(&a.schedule);
+                match how {
+                    Ended::Ended => schedule.link_ended(Instant::now(), id, jitter),
+                    Ended::Retired => schedule.link_retired(id),
+                }
             }
             Ok(()) = a.reset.changed() => lock(&a.schedule).reset(),
         }

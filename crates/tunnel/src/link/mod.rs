@@ -38,4 +38,5 @@ pub use handshake::{Admitted, Gate, Refusal, Refusals};
 pub use listener::{Accepted, Listener};
 pub use outer::OuterTls;
 pub use pin::Pin;
+pub use tracked::Release;
 pub use transport::{LinkStream, Target, Transport};

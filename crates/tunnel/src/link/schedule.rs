@@ -96,6 +96,14 @@ impl Schedule {
         }
     }
 
+    /// Link `id` no longer counts (its peer hands over to another process): a
+    /// replacement is due at once, and nothing counts as a failure.
+    pub fn link_retired(&mut self, id: u64) {
+        if let Some(i) = self.links.iter().position(|&(l, _)| l == id) {
+            self.links.swap_remove(i);
+        }
+    }
+
     /// When [`Self::handle_timeout`] has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let retry = self
@@ -227,6 +235,27 @@ mod tests {
         s.handle_timeout(t1 + STABLE);
         assert_eq!(s.failures_in_a_row(), 0);
         assert_eq!(s.next_attempt_in(t1 + STABLE), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_retired_link_is_replaced_at_once_and_is_no_failure() {
+        let t0 = Instant::now();
+        let mut s = Schedule::new(2);
+        while s.poll_dial(t0) {}
+        let (a, _b) = (s.dial_succeeded(t0), s.dial_succeeded(t0));
+        assert!(!s.poll_dial(t0), "both wanted links are up");
+        // A second after it came up: as an end, a flap; retired, nothing of the kind.
+        let t1 = t0 + Duration::from_secs(1);
+        s.link_retired(a);
+        assert_eq!(
+            (s.connected(), s.failures(), s.failures_in_a_row()),
+            (1, 0, 0)
+        );
+        assert!(s.last_error().is_none());
+        assert!(s.poll_dial(t1), "the replacement is dialed at once");
+        assert!(!s.poll_dial(t1));
+        s.link_retired(a);
+        assert_eq!(s.connected(), 1, "retiring twice changes nothing");
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! A link's stream that tells the dialer when it is dropped, so the pool owns links
-//! outright and the dialer still knows when to redial.
+//! outright and the dialer still knows when to redial; or earlier, when the peer
+//! says it hands over ([`Release::retire`]).
 
 use std::io;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -10,21 +12,59 @@ use tokio::sync::mpsc;
 
 use super::transport::LinkStream;
 
-/// Tells the dialer a link ended when its stream is dropped.
+/// How a link left the dialer's count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ended {
+    /// It ended (a short life counts as a failure).
+    Ended,
+    /// Its peer hands over to another process: it carries its streams to their end,
+    /// and a replacement is dialed at once, without back-off.
+    Retired,
+}
+
+/// Tells the dialer how a link left its count when dropped.
 pub(super) struct Lease {
     pub(super) id: u64,
-    pub(super) ended: mpsc::UnboundedSender<u64>,
+    pub(super) ended: mpsc::UnboundedSender<(u64, Ended)>,
+    pub(super) how: Ended,
 }
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let _ = self.ended.send(self.id);
+        let _ = self.ended.send((self.id, self.how));
+    }
+}
+
+/// A link's place in its dialer's count, given up once: when the link's stream is
+/// dropped, or by [`Release::retire`].
+#[derive(Clone)]
+pub struct Release(Arc<Mutex<Option<Lease>>>);
+
+impl std::fmt::Debug for Release {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Release").finish_non_exhaustive()
+    }
+}
+
+impl Release {
+    pub(super) fn new(lease: Lease) -> Self {
+        Self(Arc::new(Mutex::new(Some(lease))))
+    }
+
+    /// The peer hands over: the link keeps its streams, the dialer dials a
+    /// replacement at once.
+    pub fn retire(&self) {
+        let lease = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(mut lease) = lease {
+            lease.how = Ended::Retired;
+        }
     }
 }
 
 pub(super) struct Tracked {
     pub(super) inner: LinkStream,
-    pub(super) _lease: Lease,
+    /// Dropped with the stream: the link ended, unless it was retired before.
+    pub(super) _release: Release,
 }
 
 impl AsyncRead for Tracked {

@@ -52,6 +52,8 @@ pub(crate) struct Core {
     pub(super) writer: Option<Waker>,
     pub(super) closed: Option<MuxError>,
     going_away: bool,
+    /// The peer sent `GoAway` (it is handing over to another process).
+    pub(super) peer_going_away: bool,
     pub(super) bytes: u64,
     pub(super) last_rx: Instant,
     pub(super) last_ping: Instant,
@@ -81,6 +83,7 @@ impl Core {
             writer: None,
             closed: None,
             going_away: false,
+            peer_going_away: false,
             bytes: 0,
             last_rx: now,
             last_ping: now,
@@ -148,6 +151,11 @@ impl Core {
             self.going_away = true;
             self.push_control(Kind::GoAway, 0, &[]);
         }
+    }
+
+    /// Whether the link takes no new streams (either side sent `GoAway`).
+    pub(crate) fn going_away(&self) -> bool {
+        self.going_away
     }
 
     /// Number of streams the link holds.
@@ -228,7 +236,10 @@ impl Core {
                     self.rtt = Some((now.saturating_duration_since(sent), now));
                 }
             }
-            Kind::GoAway => self.going_away = true,
+            Kind::GoAway => {
+                self.going_away = true;
+                self.peer_going_away = true;
+            }
             Kind::Open => self.handle_open(f.stream, f.payload, now)?,
             Kind::Data => self.handle_data(f.stream, f.payload)?,
             Kind::Window => {

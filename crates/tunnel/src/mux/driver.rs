@@ -28,6 +28,8 @@ pub(crate) struct Shared {
     core: Mutex<Core>,
     /// Turns true once, when the link closes.
     closed: watch::Sender<bool>,
+    /// Turns true once, when the peer sends `GoAway` or the link closes.
+    peer_going_away: watch::Sender<bool>,
 }
 
 impl Shared {
@@ -35,6 +37,7 @@ impl Shared {
         Self {
             core: Mutex::new(core),
             closed: watch::channel(false).0,
+            peer_going_away: watch::channel(false).0,
         }
     }
 
@@ -46,11 +49,22 @@ impl Shared {
     /// Releases the core, announcing the link's end if it just closed.
     pub(crate) fn unlock(&self, core: MutexGuard<'_, Core>) {
         let closed = core.closed().is_some();
+        let going = core.peer_going_away || closed;
         drop(core);
         if closed {
             self.closed
                 .send_if_modified(|c| !std::mem::replace(c, true));
         }
+        if going {
+            self.peer_going_away
+                .send_if_modified(|c| !std::mem::replace(c, true));
+        }
+    }
+
+    /// Waits until the peer sent `GoAway`, or the link closed.
+    pub(crate) async fn peer_going_away(&self) {
+        let mut rx = self.peer_going_away.subscribe();
+        let _ = rx.wait_for(|g| *g).await;
     }
 
     /// Closes the link.

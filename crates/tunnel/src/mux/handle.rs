@@ -75,6 +75,17 @@ impl MuxHandle {
         self.shared.closed().await
     }
 
+    /// Whether the link takes no new streams: either side sent `GoAway`.
+    pub fn is_going_away(&self) -> bool {
+        self.shared.lock().going_away()
+    }
+
+    /// Waits until the peer sent `GoAway` (its process hands over to another), or the
+    /// link closed: the dialing side then makes a replacement link.
+    pub async fn peer_going_away(&self) {
+        self.shared.peer_going_away().await;
+    }
+
     /// Takes no new streams on this link and tells the peer to open none; the streams
     /// already open carry on.
     pub fn go_away(&self) {

@@ -169,3 +169,42 @@ async fn one_user_holds_at_most_1024_streams_and_256_udp_associations() {
     assert_eq!(pool.user_streams("mallory"), (1023, 256));
     drop((udps, tcps));
 }
+
+#[tokio::test]
+async fn links_whose_origin_says_go_away_take_no_new_streams_and_the_peer_hears_it() {
+    let pool = Pool::new(Balancing::Distribute);
+    let mut keep = Links(vec![]);
+    let (_, old) = add(&pool, &mut keep, "fi", 0);
+    let before = pool.open(open("u0"), 0).unwrap();
+    // The old origin process hands over: its link says GoAway; the new one's is up.
+    let far = keep.0[0].2.clone();
+    far.go_away();
+    tokio::time::timeout(std::time::Duration::from_secs(5), old.peer_going_away())
+        .await
+        .expect("the relay hears the GoAway");
+    assert!(old.is_going_away() && !old.is_closed());
+    let (_, new) = add(&pool, &mut keep, "fi", 0);
+    for i in 1..=6 {
+        drop(pool.open(open(&format!("u{i}")), 0).unwrap());
+    }
+    let mut held = vec![];
+    for i in 1..=3 {
+        held.push(pool.open(open(&format!("u{i}")), 0).unwrap());
+    }
+    assert_eq!(
+        (old.open_streams(), new.open_streams()),
+        (1, 3),
+        "only the new link"
+    );
+    drop(before);
+    // With only going-away links, a stream finds no link, and says why.
+    far.go_away();
+    keep.0[1].2.go_away();
+    tokio::time::timeout(std::time::Duration::from_secs(5), new.peer_going_away())
+        .await
+        .unwrap();
+    assert!(matches!(
+        pool.open(open("u9"), 0),
+        Err(PoolError::NoLink { .. })
+    ));
+}
