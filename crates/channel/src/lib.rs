@@ -72,6 +72,7 @@
 pub mod backoff;
 pub mod enroll;
 pub mod fs;
+pub mod handover;
 mod hold;
 pub mod identity;
 mod join;

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use switchyard_channel::handover::{Handed, Inherited, Kind};
 use switchyard_channel::{JoinToken, PanelIdentity};
 use thiserror::Error;
 use tokio::net::TcpListener;
@@ -100,14 +101,30 @@ pub struct Panel {
     pub nodes: Nodes,
     /// The HTTP listeners' counters (connections refused past `http.max_connections`).
     pub listener_stats: Arc<crate::serve::ListenerStats>,
+    /// Duplicates of its listeners, for an upgrade's new process.
+    handed: Vec<Handed>,
     stop: CancellationToken,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-async fn bind(what: &'static str, addr: SocketAddr) -> Result<TcpListener, StartError> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|source| StartError::Bind { what, addr, source })
+/// The listener for `addr`: the one a panel this one takes over from handed over,
+/// else a new one; a duplicate of it is kept for the next handover.
+async fn bind(
+    what: &'static str,
+    addr: SocketAddr,
+    inherited: &mut Inherited,
+    handed: &mut Vec<Handed>,
+) -> Result<TcpListener, StartError> {
+    let error = |source| StartError::Bind { what, addr, source };
+    let listener = match inherited.take_tcp(addr) {
+        Some(l) => TcpListener::from_std(l.map_err(error)?).map_err(error)?,
+        None => TcpListener::bind(addr).await.map_err(error)?,
+    };
+    match Handed::of(Kind::Tcp, addr, &listener) {
+        Ok(h) => handed.push(h),
+        Err(e) => tracing::warn!("{what}: keeping the socket for an upgrade: {e}"),
+    }
+    Ok(listener)
 }
 
 fn write_secret_file(path: &std::path::Path, text: &str) -> std::io::Result<()> {
@@ -164,6 +181,15 @@ async fn first_admin(
 impl Panel {
     /// Starts a panel with `config`.
     pub async fn start(config: PanelConfig) -> Result<Self, StartError> {
+        Self::start_with(config, Inherited::default()).await
+    }
+
+    /// Starts a panel with `config` on the listeners in `inherited` (those a panel
+    /// being upgraded handed over: `switchyard panel upgrade`), binding the others.
+    pub async fn start_with(
+        config: PanelConfig,
+        mut inherited: Inherited,
+    ) -> Result<Self, StartError> {
         let dir = config.data_dir.clone();
         std::fs::create_dir_all(&dir).map_err(|source| StartError::DataDir {
             path: dir.clone(),
@@ -188,10 +214,13 @@ impl Panel {
             .map_err(|e| StartError::Identity(e.to_string()))?;
         let identity = Arc::new(identity);
 
-        let api_listener = bind("listen", config.listen).await?;
-        let channel_listener = bind("channel.listen", config.channel.listen).await?;
+        let mut handed = Vec::new();
+        let (inherited, keep) = (&mut inherited, &mut handed);
+        let api_listener = bind("listen", config.listen, inherited, keep).await?;
+        let channel_listener =
+            bind("channel.listen", config.channel.listen, inherited, keep).await?;
         let sub_listener = match config.subscription_listen {
-            Some(a) => Some(bind("subscription_listen", a).await?),
+            Some(a) => Some(bind("subscription_listen", a, inherited, keep).await?),
             None => None,
         };
         let api_addr = api_listener
@@ -341,6 +370,7 @@ impl Panel {
             store,
             nodes,
             listener_stats,
+            handed,
             stop,
             tasks,
         })
@@ -397,7 +427,14 @@ impl Panel {
         Ok(self.state.join_token(&secret))
     }
 
-    /// Stops listeners and tasks.
+    /// Duplicates of its listeners (API, node channel, subscriptions), to hand to the
+    /// process an upgrade starts.
+    pub fn handed_sockets(&self) -> std::io::Result<Vec<Handed>> {
+        self.handed.iter().map(Handed::try_clone).collect()
+    }
+
+    /// Stops listeners and tasks: the listeners stop accepting, requests under way
+    /// finish, node channels close.
     pub async fn shutdown(self) {
         self.stop.cancel();
         for t in self.tasks {

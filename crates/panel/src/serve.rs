@@ -117,5 +117,16 @@ pub async fn serve(
         });
     }
     drop(listener);
+    // A connection accepted just now may not have sent its request yet, and a
+    // graceful shutdown closes such idle connections at once (an upgrade's old
+    // process would drop a client the new one never saw): give them a moment first.
+    let until = tokio::time::Instant::now() + FIRST_REQUEST;
+    while graceful.count() > 0 && tokio::time::Instant::now() < until {
+        tokio::time::sleep(FIRST_REQUEST / 20).await;
+    }
     let _ = tokio::time::timeout(DRAIN, graceful.shutdown()).await;
 }
+
+/// How long a stopping listener's connections have to send a request before idle ones
+/// are closed: 1 s.
+const FIRST_REQUEST: Duration = Duration::from_secs(1);

@@ -4,29 +4,16 @@
 //! deadline, sending their counts across.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::os::fd::AsFd as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use serde::Serialize;
 
-use super::wire::{Conn, Listener, Message, USAGE_BUDGET, USAGE_ENTRY};
-use super::{ENV, Handed, HandoverError, PREPARE_TIMEOUT, SOCKET_FILE};
+use super::{Handed, HandoverError, SOCKET_FILE};
 use crate::node::Node;
-
-/// How the new process is started: the program (the binary at the path this one was
-/// started from, which an upgrade has replaced) and its arguments.
-#[derive(Clone, Debug)]
-pub struct Command {
-    /// The program.
-    pub program: PathBuf,
-    /// Its arguments.
-    pub args: Vec<OsString>,
-}
+use switchyard_channel::handover::{
+    Command, Conn, Message, Offered, USAGE_BUDGET, USAGE_ENTRY, blocking, offer,
+};
 
 /// What an upgrade did, as `POST /v1/upgrade` answers it.
 #[derive(Clone, Debug, Serialize)]
@@ -43,11 +30,7 @@ pub struct Upgraded {
 /// accepts too, and still holds the journal and the channel.
 #[derive(Debug)]
 pub struct Prepared {
-    conn: Conn,
-    child: std::process::Child,
-    version: String,
-    /// Kept until the commit: the socket file goes with it.
-    _listener: Listener,
+    offered: Offered,
 }
 
 /// The old process after the commit: it serves its open connections only.
@@ -59,17 +42,6 @@ pub struct Draining {
     upgraded: Upgraded,
     /// Never waited for: the new process outlives this one.
     _child: std::process::Child,
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, HandoverError> + Send + 'static,
-) -> Result<T, HandoverError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| HandoverError::Protocol {
-            peer: "old",
-            problem: format!("handover task: {e}"),
-        })?
 }
 
 /// Starts the new process with `command` and hands it the node's listening sockets
@@ -84,76 +56,8 @@ pub async fn prepare(
     sockets.extend(extra);
     let path = node.state_dir().join(SOCKET_FILE);
     let command = command.clone();
-    blocking(move || prepare_blocking(path, command, sockets)).await
-}
-
-fn prepare_blocking(
-    path: PathBuf,
-    command: Command,
-    sockets: Vec<Handed>,
-) -> Result<Prepared, HandoverError> {
-    let listener = Listener::bind(&path)?;
-    let mut child = std::process::Command::new(&command.program)
-        .args(&command.args)
-        .env(ENV, &path)
-        .stdin(std::process::Stdio::null())
-        .spawn()
-        .map_err(|source| HandoverError::Spawn {
-            program: command.program.clone(),
-            source,
-        })?;
-    tracing::info!(pid = child.id(), program = %command.program.display(), "upgrade: started the new process");
-    match hand_sockets(&listener, &mut child, &sockets) {
-        Ok((conn, version)) => Ok(Prepared {
-            conn,
-            child,
-            version,
-            _listener: listener,
-        }),
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err(e)
-        }
-    }
-}
-
-fn hand_sockets(
-    listener: &Listener,
-    child: &mut std::process::Child,
-    sockets: &[Handed],
-) -> Result<(Conn, String), HandoverError> {
-    let conn = listener.accept(child, Instant::now() + PREPARE_TIMEOUT)?;
-    conn.set_timeout(Some(PREPARE_TIMEOUT))?;
-    let out_of_order = |what: &str, m: Message| HandoverError::Protocol {
-        peer: "new",
-        problem: format!("sent {m:?} where {what} was due"),
-    };
-    let version = match conn.expect("hello")? {
-        Message::Hello { version, .. } => version,
-        m => return Err(out_of_order("hello", m)),
-    };
-    for h in sockets {
-        let m = Message::Socket {
-            kind: h.kind,
-            addr: h.addr,
-        };
-        conn.send(&m, Some(h.fd.as_fd()))?;
-    }
-    conn.send(
-        &Message::Sockets {
-            count: sockets.len(),
-        },
-        None,
-    )?;
-    match conn.expect("ready")? {
-        Message::Ready => Ok((conn, version)),
-        Message::Failed { problem } => Err(HandoverError::Protocol {
-            peer: "new",
-            problem: format!("could not start: {problem}"),
-        }),
-        m => Err(out_of_order("ready", m)),
-    }
+    let offered = blocking(move || offer(path, &command, &sockets)).await?;
+    Ok(Prepared { offered })
 }
 
 impl Prepared {
@@ -161,8 +65,8 @@ impl Prepared {
     pub fn upgraded(&self) -> Upgraded {
         Upgraded {
             old_pid: std::process::id(),
-            new_pid: self.child.id(),
-            version: self.version.clone(),
+            new_pid: self.offered.child.id(),
+            version: self.offered.version.clone(),
         }
     }
 
@@ -172,13 +76,8 @@ impl Prepared {
     /// it should exit (systemd starts the service again).
     pub async fn commit(self, node: &Arc<Node>) -> Result<Draining, HandoverError> {
         let sent = node.release().await;
-        let Self {
-            conn,
-            child,
-            version,
-            _listener,
-        } = self;
-        let conn = blocking(move || conn.send(&Message::Released, None).map(|()| conn)).await?;
+        let offered = self.offered;
+        let (conn, child, version) = blocking(move || offered.release()).await?;
         let upgraded = Upgraded {
             old_pid: std::process::id(),
             new_pid: child.id(),

@@ -10,7 +10,7 @@ mod join;
 mod reality_keys;
 mod serving;
 mod token;
-mod upgrade;
+pub(crate) mod upgrade;
 
 pub(crate) use join::JoinRefused;
 

@@ -7,17 +7,18 @@
 //! --to FILE`: an online copy of the SQLite database.
 
 mod install;
+mod upgrade;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use switchyard_panel::PanelConfig;
 use switchyard_panel::model::{InboundSecurity, InboundTransport, Protocol, TlsCertificate};
 use switchyard_panel::store::{
     Changes, InboundInput, RouteInput, RouteStore, ServerInput, ServerStore, SqlStore, UserInput,
 };
-use switchyard_panel::{Panel, PanelConfig};
 
 /// Run the panel: servers, inbounds, users, subscriptions, node channels.
 #[derive(Debug, Args)]
@@ -77,6 +78,8 @@ enum PanelCommand {
     Install(install::InstallArgs),
     /// Remove the panel's service (as root); the data stays unless --delete-data.
     Uninstall(install::UninstallArgs),
+    /// Upgrade the running panel to a new binary; its API keeps answering.
+    Upgrade(upgrade::UpgradeArgs),
 }
 
 impl PanelArgs {
@@ -99,6 +102,7 @@ impl PanelArgs {
         match self.command {
             Some(PanelCommand::Install(args)) => return args.run(),
             Some(PanelCommand::Uninstall(args)) => return args.run(),
+            Some(PanelCommand::Upgrade(args)) => return args.run(),
             _ => {}
         }
         super::node::init_logs();
@@ -114,27 +118,9 @@ impl PanelArgs {
             }) => runtime.block_on(seed(config, users, tokens, with_inbound, (routes, pool))),
             Some(PanelCommand::Backup { to }) => runtime.block_on(backup(config, to)),
             // Install and uninstall returned above.
-            _ => runtime.block_on(serve(config)),
+            _ => runtime.block_on(upgrade::serve(config)),
         }
     }
-}
-
-async fn serve(config: PanelConfig) -> anyhow::Result<()> {
-    let panel = Panel::start(config).await?;
-    println!("panel: http://{}", panel.api);
-    if let Some(a) = &panel.first_admin {
-        println!(
-            "first admin: {} / {} (written to {}; change it after logging in)",
-            a.username,
-            a.password,
-            a.file.display()
-        );
-    }
-    println!("node channel: {}", panel.channel);
-    super::notify::notify("READY=1");
-    super::node::shutdown_signal().await;
-    panel.shutdown().await;
-    Ok(())
 }
 
 async fn backup(config: PanelConfig, to: PathBuf) -> anyhow::Result<()> {

@@ -5,6 +5,10 @@
 //! and the data; `panel uninstall` keeps the data unless told to delete it.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use switchyard_testkit::netns;
 use switchyard_testkit::vps::Vps;
@@ -14,6 +18,26 @@ use crate::install_vps::get;
 fn assert_lines(said: &str, lines: &[&str]) {
     for line in lines {
         assert!(said.contains(line), "{line:?} in\n{said}");
+    }
+}
+
+/// `GET /healthz` on a new connection: `200 ok`, or what went wrong.
+async fn healthz(at: SocketAddr) -> Result<(), String> {
+    let mut s = tokio::net::TcpStream::connect(at)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    s.write_all(b"GET /healthz HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n")
+        .await
+        .map_err(|e| format!("write: {e}"))?;
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw)
+        .await
+        .map_err(|e| format!("read: {e}"))?;
+    let text = String::from_utf8_lossy(&raw);
+    if text.starts_with("HTTP/1.1 200 OK") && text.ends_with("ok\n") {
+        Ok(())
+    } else {
+        Err(format!("answer: {text:?}"))
     }
 }
 
@@ -86,6 +110,84 @@ async fn panel_install_runs_the_panel_as_a_service_and_uninstall_keeps_its_data(
             "switchyard: /etc/systemd/system/switchyard-panel.service is up to date",
             "switchyard: enabled and started switchyard-panel.service",
         ],
+    );
+
+    // An upgrade to a second build (this one with bytes appended) under a stream of
+    // requests, each on a new connection: every one is answered.
+    let next = vps.root().join("root/switchyard-next");
+    std::fs::copy(env!("CARGO_BIN_EXE_switchyard"), &next).unwrap();
+    {
+        use std::io::Write as _;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&next)
+            .unwrap();
+        f.write_all(b"\nsecond build\n").unwrap();
+    }
+    let old_pid = vps
+        .sh_ok("systemctl show -p MainPID --value switchyard-panel")
+        .unwrap();
+    let old_pid = old_pid.trim().to_owned();
+    let stop = Arc::new(AtomicBool::new(false));
+    let hammer = {
+        let stop = stop.clone();
+        servers.spawn(async move {
+            let (mut ok, mut failed) = (0u32, Vec::new());
+            while !stop.load(Ordering::Relaxed) {
+                match healthz(at).await {
+                    Ok(()) => ok += 1,
+                    Err(e) => failed.push(e),
+                }
+            }
+            (ok, failed)
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let said = vps
+        .sh_ok("switchyard panel upgrade --binary /root/switchyard-next")
+        .unwrap_or_else(|e| panic!("panel upgrade: {e:#}\n{}", vps.log_tail()));
+    let new_pid = vps
+        .sh_ok("systemctl show -p MainPID --value switchyard-panel")
+        .unwrap();
+    let new_pid = new_pid.trim().to_owned();
+    assert_ne!(new_pid, old_pid, "systemd follows the new process");
+    assert_lines(
+        &said,
+        &[
+            "switchyard: installed /usr/local/bin/switchyard (switchyard ",
+            &format!("switchyard: asking the panel (process {old_pid}) to hand over"),
+            &format!("switchyard: process {new_pid} serves now; process {old_pid} finishes"),
+        ],
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    stop.store(true, Ordering::Relaxed);
+    let (ok, failed) = hammer.await.unwrap();
+    assert!(ok > 20, "{ok} requests answered");
+    assert!(
+        failed.is_empty(),
+        "{} of {} failed: {failed:?}",
+        failed.len(),
+        ok as usize + failed.len()
+    );
+    let same = vps
+        .sh_ok(&format!(
+            "sha256sum /proc/{new_pid}/exe /root/switchyard-next | cut -d' ' -f1 | uniq | wc -l"
+        ))
+        .unwrap();
+    assert_eq!(same.trim(), "1", "the new process runs the second build");
+    let ended = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        !vps.sh(&format!("test -d /proc/{old_pid}"))
+            .unwrap()
+            .status
+            .success()
+    });
+    assert!(ended, "the old process ended");
+    assert_eq!(
+        vps.sh_ok("systemctl is-active switchyard-panel")
+            .unwrap()
+            .trim(),
+        "active"
     );
 
     let said = vps.sh_ok("switchyard panel uninstall").unwrap();

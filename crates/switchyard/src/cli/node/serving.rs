@@ -23,7 +23,7 @@ pub(crate) struct Takeover {
 /// When this process was started by an upgrade: connects to the old process and takes
 /// its sockets (before the node starts on them).
 pub(crate) async fn takeover() -> anyhow::Result<Option<(Takeover, Inherited)>> {
-    let taken = tokio::task::spawn_blocking(Successor::from_env)
+    let taken = tokio::task::spawn_blocking(|| Successor::from_env(env!("CARGO_PKG_VERSION")))
         .await
         .context("the handover task")?;
     match taken {
@@ -45,6 +45,7 @@ impl Takeover {
             .successor
             .ready(outcome)
             .await
+            .map(Absorbing::new)
             .context("taking over from the running node")?;
         if let Ok(node) = started {
             if let Err(e) = node.take_over().await {

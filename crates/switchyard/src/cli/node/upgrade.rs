@@ -81,7 +81,7 @@ impl UpgradeArgs {
 }
 
 /// Runs `binary --version`: it must be a switchyard binary that runs here.
-fn check_binary(binary: &Path) -> anyhow::Result<String> {
+pub(crate) fn check_binary(binary: &Path) -> anyhow::Result<String> {
     let out = std::process::Command::new(binary)
         .arg("--version")
         .output()
@@ -99,7 +99,7 @@ fn check_binary(binary: &Path) -> anyhow::Result<String> {
 /// Copies `binary` next to `to`, then renames it over: the running process keeps
 /// the old file, the next start gets the new one, and a half-copied file is never
 /// at `to`.
-fn install_binary(binary: &Path, to: &Path) -> anyhow::Result<()> {
+pub(crate) fn install_binary(binary: &Path, to: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
     let tmp = to.with_extension("new");
     std::fs::copy(binary, &tmp)

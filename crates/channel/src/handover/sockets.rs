@@ -66,7 +66,7 @@ impl From<Vec<Handed>> for Inherited {
 
 impl Inherited {
     /// Adds a received socket. A second one for the same address replaces the first.
-    pub(crate) fn insert(&mut self, kind: Kind, addr: SocketAddr, fd: OwnedFd) {
+    pub fn insert(&mut self, kind: Kind, addr: SocketAddr, fd: OwnedFd) {
         self.sockets.insert((kind, addr), fd);
     }
 

@@ -24,15 +24,15 @@ use super::{HandoverError, Kind};
 /// The largest message: 128 KiB (the kernel refuses a packet over its socket
 /// buffer, about 208 KiB by default). `usage` is cut into messages of at most
 /// [`USAGE_BUDGET`].
-pub(super) const MAX_MESSAGE: usize = 128 * 1024;
+pub const MAX_MESSAGE: usize = 128 * 1024;
 
 /// What one `usage` message may carry, estimated as each user's name plus
 /// [`USAGE_ENTRY`] bytes: half of [`MAX_MESSAGE`].
-pub(super) const USAGE_BUDGET: usize = MAX_MESSAGE / 2;
+pub const USAGE_BUDGET: usize = MAX_MESSAGE / 2;
 
 /// One user's entry in `usage` beyond its name, at most: quotes, a colon, a comma,
 /// two 20-digit numbers in brackets.
-pub(super) const USAGE_ENTRY: usize = 48;
+pub const USAGE_ENTRY: usize = 48;
 
 /// One message of the handover.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ pub enum Message {
 
 /// A connected handover socket.
 #[derive(Debug)]
-pub(crate) struct Conn {
+pub struct Conn {
     fd: OwnedFd,
     /// Who is at the other end: `old` or `new`.
     peer: &'static str,
@@ -107,7 +107,7 @@ fn seqpacket() -> std::io::Result<OwnedFd> {
 
 impl Conn {
     /// Connects to the old process's socket at `path`.
-    pub(crate) fn connect(path: &Path) -> Result<Self, HandoverError> {
+    pub fn connect(path: &Path) -> Result<Self, HandoverError> {
         let fd = seqpacket().map_err(|e| io_error(path, e))?;
         let addr = SocketAddrUnix::new(path).map_err(|e| io_error(path, e))?;
         rustix::net::connect(&fd, &addr).map_err(|e| io_error(path, e))?;
@@ -119,7 +119,7 @@ impl Conn {
     }
 
     /// Sets how long a receive waits (`None`: for ever). Sends wait as long.
-    pub(crate) fn set_timeout(&self, timeout: Option<Duration>) -> Result<(), HandoverError> {
+    pub fn set_timeout(&self, timeout: Option<Duration>) -> Result<(), HandoverError> {
         use rustix::net::sockopt::{Timeout, set_socket_timeout};
         set_socket_timeout(&self.fd, Timeout::Recv, timeout).map_err(|e| self.io(e))?;
         set_socket_timeout(&self.fd, Timeout::Send, timeout).map_err(|e| self.io(e))
@@ -130,11 +130,7 @@ impl Conn {
     }
 
     /// Sends `message`, with `fd` riding along.
-    pub(crate) fn send(
-        &self,
-        message: &Message,
-        fd: Option<BorrowedFd<'_>>,
-    ) -> Result<(), HandoverError> {
+    pub fn send(&self, message: &Message, fd: Option<BorrowedFd<'_>>) -> Result<(), HandoverError> {
         let bytes = serde_json::to_vec(message).map_err(|e| self.io(std::io::Error::other(e)))?;
         if bytes.len() > MAX_MESSAGE {
             return Err(self.io(std::io::Error::other("message too large")));
@@ -161,7 +157,7 @@ impl Conn {
 
     /// The next message and the socket riding with it; `None` when the other side
     /// closed.
-    pub(crate) fn recv(&self) -> Result<Option<(Message, Option<OwnedFd>)>, HandoverError> {
+    pub fn recv(&self) -> Result<Option<(Message, Option<OwnedFd>)>, HandoverError> {
         let mut buf = vec![0u8; MAX_MESSAGE];
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -207,7 +203,7 @@ impl Conn {
     }
 
     /// The next message, which must come without a descriptor; EOF is an error.
-    pub(crate) fn expect(&self, what: &'static str) -> Result<Message, HandoverError> {
+    pub fn expect(&self, what: &'static str) -> Result<Message, HandoverError> {
         match self.recv() {
             Ok(Some((m, None))) => Ok(m),
             Ok(Some((_, Some(_)))) => Err(HandoverError::Protocol {
@@ -236,14 +232,14 @@ impl AsFd for Conn {
 
 /// The old process's listening handover socket; its file goes when it is dropped.
 #[derive(Debug)]
-pub(crate) struct Listener {
+pub struct Listener {
     fd: OwnedFd,
     path: PathBuf,
 }
 
 impl Listener {
     /// Binds `path` (`0600`), replacing a stale socket file.
-    pub(crate) fn bind(path: &Path) -> Result<Self, HandoverError> {
+    pub fn bind(path: &Path) -> Result<Self, HandoverError> {
         match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_error(path, e)),
             _ => {}
@@ -264,7 +260,7 @@ impl Listener {
 
     /// Waits for the process `child` to connect, until `deadline`; a connection
     /// from any other process is refused, a child that exits ends the wait.
-    pub(crate) fn accept(
+    pub fn accept(
         &self,
         child: &mut std::process::Child,
         deadline: Instant,
