@@ -80,6 +80,26 @@ pub enum Message {
     },
 }
 
+impl Message {
+    /// A message from its packet: at most [`MAX_MESSAGE`] bytes of JSON, every field
+    /// known; or why not.
+    pub fn decode(packet: &[u8]) -> Result<Self, String> {
+        if packet.len() > MAX_MESSAGE {
+            return Err("a message longer than 128 KiB".into());
+        }
+        serde_json::from_slice(packet).map_err(|e| format!("unreadable message: {e}"))
+    }
+
+    /// Its packet.
+    pub fn encode(&self) -> Result<Vec<u8>, String> {
+        let bytes = serde_json::to_vec(self).map_err(|e| e.to_string())?;
+        if bytes.len() > MAX_MESSAGE {
+            return Err("message too large".into());
+        }
+        Ok(bytes)
+    }
+}
+
 /// A connected handover socket.
 #[derive(Debug)]
 pub struct Conn {
@@ -131,10 +151,9 @@ impl Conn {
 
     /// Sends `message`, with `fd` riding along.
     pub fn send(&self, message: &Message, fd: Option<BorrowedFd<'_>>) -> Result<(), HandoverError> {
-        let bytes = serde_json::to_vec(message).map_err(|e| self.io(std::io::Error::other(e)))?;
-        if bytes.len() > MAX_MESSAGE {
-            return Err(self.io(std::io::Error::other("message too large")));
-        }
+        let bytes = message
+            .encode()
+            .map_err(|e| self.io(std::io::Error::other(e)))?;
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = SendAncillaryBuffer::new(&mut space);
         let fds;
@@ -197,8 +216,7 @@ impl Conn {
         if got.flags.contains(ReturnFlags::CTRUNC) || fds.len() > 1 {
             return Err(broken("more than one descriptor in a message"));
         }
-        let message: Message = serde_json::from_slice(&buf[..got.bytes])
-            .map_err(|e| broken(&format!("unreadable message: {e}")))?;
+        let message = Message::decode(&buf[..got.bytes]).map_err(|e| broken(&e))?;
         Ok(Some((message, fds.pop())))
     }
 

@@ -14,6 +14,7 @@ use switchyard_testkit::netns;
 use switchyard_testkit::vps::Vps;
 
 use crate::install_vps::get;
+use crate::vps_panel::second_build;
 
 fn assert_lines(said: &str, lines: &[&str]) {
     for line in lines {
@@ -114,16 +115,7 @@ async fn panel_install_runs_the_panel_as_a_service_and_uninstall_keeps_its_data(
 
     // An upgrade to a second build (this one with bytes appended) under a stream of
     // requests, each on a new connection: every one is answered.
-    let next = vps.root().join("root/switchyard-next");
-    std::fs::copy(env!("CARGO_BIN_EXE_switchyard"), &next).unwrap();
-    {
-        use std::io::Write as _;
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&next)
-            .unwrap();
-        f.write_all(b"\nsecond build\n").unwrap();
-    }
+    second_build(&vps, env!("CARGO_BIN_EXE_switchyard"));
     let old_pid = vps
         .sh_ok("systemctl show -p MainPID --value switchyard-panel")
         .unwrap();

@@ -12,10 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchyard_panel::Panel;
-use switchyard_panel::config::{ChannelSettings, InstallSettings, PanelConfig};
-use switchyard_panel::model::{InboundSecurity, InboundTransport, Protocol, ServerState};
-use switchyard_panel::store::{InboundInput, ServerInput, UserInput};
+use switchyard_panel::model::ServerState;
+use switchyard_panel::store::UserInput;
 use switchyard_testkit::netns;
 use switchyard_testkit::socks5::{self, UdpAssociation};
 use switchyard_testkit::vps::Vps;
@@ -23,6 +21,7 @@ use switchyard_testkit::{HttpTarget, SingBox};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 use crate::install_vps::{get, reverse_bridge, wait_until};
+use crate::vps_panel::{PANEL_AT, second_build, start_panel, vless_server};
 
 const MIB: u64 = 1 << 20;
 /// The VLESS inbound's port on the server.
@@ -54,70 +53,11 @@ async fn an_upgrade_keeps_a_download_and_a_udp_association_and_counts_every_byte
 
     let pair = netns::pair().unwrap();
     let servers = Arc::new(pair.servers.runtime_in().unwrap());
-    let panel_at = SocketAddr::from((netns::SERVERS_ADDR, 2053));
-    let config = PanelConfig {
-        listen: panel_at,
-        public_url: Some(format!("http://{panel_at}")),
-        data_dir: dir.path().join("panel"),
-        channel: ChannelSettings {
-            listen: SocketAddr::from((netns::SERVERS_ADDR, 2054)),
-            ..ChannelSettings::default()
-        },
-        install: InstallSettings {
-            binary: Some(binary.clone()),
-            ..InstallSettings::default()
-        },
-        ..PanelConfig::default()
-    };
-    let (panel_runtime, panel) = pair
-        .servers
-        .run_in(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            let panel = rt.block_on(Panel::start(config));
-            (rt, panel)
-        })
-        .unwrap();
-    let panel = panel.unwrap();
+    let panel_at = PANEL_AT;
+    let (panel_runtime, panel) = start_panel(&pair, dir.path(), binary.clone());
     let service = panel.state.service().clone();
     let store = panel.state.store().clone();
-    let cluster = store.create_cluster("c", now()).await.unwrap();
-    let server = service
-        .create_server(
-            &ServerInput {
-                cluster_id: cluster.id,
-                name: "vps".into(),
-                address: netns::CLIENT_ADDR.to_string(),
-                allow_private_destinations: true,
-            },
-            now(),
-        )
-        .await
-        .unwrap();
-    service
-        .create_inbound(
-            &InboundInput {
-                server_id: server.id,
-                name: "VLESS".into(),
-                protocol: Protocol::Vless,
-                port: INBOUND_PORT,
-                transport: InboundTransport::Tcp,
-                security: InboundSecurity::None,
-                host: None,
-                sni: None,
-                coefficient: 1.0,
-                method: None,
-                flow: None,
-                hysteria2: None,
-                trusted_proxies: Vec::new(),
-            },
-            now(),
-        )
-        .await
-        .unwrap();
+    let server = vless_server(&panel, INBOUND_PORT).await;
     let user = service
         .create_user(&UserInput::new("alice"), now())
         .await
@@ -221,16 +161,7 @@ async fn an_upgrade_keeps_a_download_and_a_udp_association_and_counts_every_byte
     assert!(!download.is_finished(), "the download is still going");
 
     // The second build.
-    let next = vps.root().join("root/switchyard-next");
-    std::fs::copy(&binary, &next).unwrap();
-    {
-        use std::io::Write as _;
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&next)
-            .unwrap();
-        f.write_all(b"\nsecond build\n").unwrap();
-    }
+    second_build(&vps, &binary);
     let old_pid = vps
         .sh_ok("systemctl show -p MainPID --value switchyard-node")
         .unwrap();

@@ -13,15 +13,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use switchyard_panel::Panel;
-use switchyard_panel::config::{ChannelSettings, InstallSettings, PanelConfig};
-use switchyard_panel::model::{InboundSecurity, InboundTransport, Protocol, ServerState};
-use switchyard_panel::store::{InboundInput, ServerInput, UserInput};
+use switchyard_panel::model::ServerState;
+use switchyard_panel::store::UserInput;
 use switchyard_testkit::netns::{self, NsRuntime};
 use switchyard_testkit::vps::Vps;
 use switchyard_testkit::{HttpTarget, SingBox};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+use crate::vps_panel::{PANEL_AT, shadowsocks_server, start_panel};
 
 const MIB: u64 = 1 << 20;
 /// The Shadowsocks inbound's port on the server.
@@ -102,72 +102,11 @@ async fn the_one_line_install_makes_a_fresh_server_a_node_that_carries_traffic()
 
     let pair = netns::pair().unwrap();
     let servers = Arc::new(pair.servers.runtime_in().unwrap());
-    let panel_at = SocketAddr::from((netns::SERVERS_ADDR, 2053));
-    let config = PanelConfig {
-        listen: panel_at,
-        public_url: Some(format!("http://{panel_at}")),
-        data_dir: dir.path().join("panel"),
-        channel: ChannelSettings {
-            listen: SocketAddr::from((netns::SERVERS_ADDR, 2054)),
-            ..ChannelSettings::default()
-        },
-        install: InstallSettings {
-            binary: Some(binary.clone()),
-            ..InstallSettings::default()
-        },
-        ..PanelConfig::default()
-    };
-    // The panel on a runtime of its own whose threads are all in the servers'
-    // namespace (threads start in their creator's), so its listeners are there.
-    let (panel_runtime, panel) = pair
-        .servers
-        .run_in(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            let panel = rt.block_on(Panel::start(config));
-            (rt, panel)
-        })
-        .unwrap();
-    let panel = panel.unwrap();
+    let panel_at = PANEL_AT;
+    let (panel_runtime, panel) = start_panel(&pair, dir.path(), binary.clone());
     let service = panel.state.service().clone();
     let store = panel.state.store().clone();
-    let cluster = store.create_cluster("c", now()).await.unwrap();
-    let server = service
-        .create_server(
-            &ServerInput {
-                cluster_id: cluster.id,
-                name: "vps".into(),
-                address: netns::CLIENT_ADDR.to_string(),
-                allow_private_destinations: true,
-            },
-            now(),
-        )
-        .await
-        .unwrap();
-    service
-        .create_inbound(
-            &InboundInput {
-                server_id: server.id,
-                name: "Shadowsocks".into(),
-                protocol: Protocol::Shadowsocks,
-                port: INBOUND_PORT,
-                transport: InboundTransport::Tcp,
-                security: InboundSecurity::None,
-                host: None,
-                sni: None,
-                coefficient: 1.0,
-                method: Some("2022-blake3-aes-256-gcm".into()),
-                flow: None,
-                hysteria2: None,
-                trusted_proxies: Vec::new(),
-            },
-            now(),
-        )
-        .await
-        .unwrap();
+    let server = shadowsocks_server(&panel, INBOUND_PORT).await;
     let user = service
         .create_user(&UserInput::new("alice"), now())
         .await

@@ -55,6 +55,16 @@ pub(crate) fn start_panel(
 /// A cluster and in it the server `vps` at the client's address, with a Shadowsocks
 /// 2022 inbound on `port`.
 pub(crate) async fn shadowsocks_server(panel: &Panel, port: u16) -> Server {
+    server_with(panel, "Shadowsocks", Protocol::Shadowsocks, port).await
+}
+
+/// A cluster and in it the server `vps` at the client's address, with a VLESS inbound
+/// (plain TCP) on `port`.
+pub(crate) async fn vless_server(panel: &Panel, port: u16) -> Server {
+    server_with(panel, "VLESS", Protocol::Vless, port).await
+}
+
+async fn server_with(panel: &Panel, name: &str, protocol: Protocol, port: u16) -> Server {
     let now = switchyard_panel::clock::now_ms();
     let service = panel.state.service().clone();
     let cluster = panel.state.store().create_cluster("c", now).await.unwrap();
@@ -70,19 +80,20 @@ pub(crate) async fn shadowsocks_server(panel: &Panel, port: u16) -> Server {
         )
         .await
         .unwrap();
+    let method = (protocol == Protocol::Shadowsocks).then(|| "2022-blake3-aes-256-gcm".into());
     service
         .create_inbound(
             &InboundInput {
                 server_id: server.id,
-                name: "Shadowsocks".into(),
-                protocol: Protocol::Shadowsocks,
+                name: name.into(),
+                protocol,
                 port,
                 transport: InboundTransport::Tcp,
                 security: InboundSecurity::None,
                 host: None,
                 sni: None,
                 coefficient: 1.0,
-                method: Some("2022-blake3-aes-256-gcm".into()),
+                method,
                 flow: None,
                 hysteria2: None,
                 trusted_proxies: Vec::new(),
@@ -92,4 +103,18 @@ pub(crate) async fn shadowsocks_server(panel: &Panel, port: u16) -> Server {
         .await
         .unwrap();
     server
+}
+
+/// A second build of `binary` at `/root/switchyard-next` in the server: the same
+/// bytes with more appended (another file, another hash, a binary that runs), what
+/// an upgrade test installs.
+pub(crate) fn second_build(vps: &switchyard_testkit::vps::Vps, binary: impl AsRef<Path>) {
+    use std::io::Write as _;
+    let next = vps.root().join("root/switchyard-next");
+    std::fs::copy(binary, &next).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&next)
+        .unwrap();
+    f.write_all(b"\nsecond build\n").unwrap();
 }
