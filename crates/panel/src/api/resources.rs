@@ -157,9 +157,9 @@ pub async fn servers(
     let now = s.now();
     let settings = s.health();
     let list = s.store().servers(q.cluster_id).await?;
-    let mut list: Vec<Server> = list.into_iter().map(|x| x.at(now, settings)).collect();
-    super::upgrade::mark_upgrades(&s, &mut list).await;
-    Ok(Json(list))
+    Ok(Json(
+        list.into_iter().map(|x| x.at(now, settings)).collect(),
+    ))
 }
 
 /// A new server: pending until its node joins with the command from
@@ -186,10 +186,7 @@ pub async fn server(
     _a: Authed,
     Id(id): Id<i64>,
 ) -> Result<Json<Server>, ApiError> {
-    let mut one = [s.store().server(id).await?.at(s.now(), s.health())];
-    super::upgrade::mark_upgrades(&s, &mut one).await;
-    let [server] = one;
-    Ok(Json(server))
+    Ok(Json(s.store().server(id).await?.at(s.now(), s.health())))
 }
 
 /// Changes a server.
