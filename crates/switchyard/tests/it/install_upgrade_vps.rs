@@ -179,11 +179,21 @@ async fn an_upgrade_keeps_a_download_and_a_udp_association_and_counts_every_byte
         )),
         "{said}"
     );
-    let new_pid = vps
-        .sh_ok("systemctl show -p MainPID --value switchyard-node")
-        .unwrap();
-    let new_pid = new_pid.trim();
-    assert_ne!(new_pid, old_pid, "systemd follows the new process");
+    // The answer comes once the new process serves; the old one then closes its
+    // channel (letting requests under way finish), lets go and tells systemd.
+    let main_pid = || {
+        vps.sh_ok("systemctl show -p MainPID --value switchyard-node")
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let followed = (0..150).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        main_pid() != old_pid
+    });
+    assert!(followed, "systemd follows the new process\n{}", journal());
+    let new_pid = main_pid();
+    let new_pid = new_pid.as_str();
     assert!(said.contains(&format!("process {new_pid} ")), "{said}");
     let exe = vps
         .sh_ok(&format!(
