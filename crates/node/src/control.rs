@@ -8,7 +8,9 @@
 //! credentials, Shadowsocks server keys and tunnel credentials read `"<redacted>"`.
 //!
 //! - `GET /v1/status`: version, uptime, inbounds with open connections, throughput,
-//!   the channel to the panel (`panel`, `null` when not enrolled);
+//!   the channel to the panel (`panel`, `null` when not enrolled), the software's
+//!   version (`node_version`) and this executable's sha256 (`binary_sha256`, `null`
+//!   until hashed, on a thread of its own at the first status);
 //! - `GET /v1/stats?cursor=N&limit=M`: journal records after `cursor`, plus live
 //!   per-user and per-inbound counters;
 //! - `POST /v1/stats/ack` `{"cursor": N}`: drops records up to `N`;
@@ -19,12 +21,19 @@
 //!   refusals (relay) or addresses with back-off and last error (origin);
 //!   `POST /v1/tunnels/{name}/reset`: drops the half's links, the dialing side starts
 //!   over at once;
+//! - `PUT /v1/binary?sha256=H` (or the `X-Switchyard-Sha256` header): a binary
+//!   handed over, streamed into `<state_dir>/bin/switchyard-H` ([`binary`]):
+//!   `{sha256, bytes}`; `409` while another upload runs, `413` past 256 MiB, `422`
+//!   when the body's sha256 is another;
 //! - `POST /v1/upgrade`: starts the binary at the path this process was started
-//!   from (replaced by the new version) and hands it the listening sockets, the
-//!   journal and the channel; this process drains its open connections and exits
-//!   ([`crate::handover`]); body (optional) `{"drain_s": N}`, how long the old
-//!   process serves its open connections at most (default 600, at most 86400).
-//!   Answers once the new process serves: `{old_pid, new_pid, version}`; `409` while another upgrade runs, `502` with why when the new process
+//!   from (replaced by the new version), or with `"binary": H` the one `PUT
+//!   /v1/binary` kept (`404` naming `binary` when there is none), and hands it the
+//!   listening sockets, the journal and the channel; this process drains its open
+//!   connections and exits ([`crate::handover`]); body (optional) `{"drain_s": N,
+//!   "binary": H}`, how long the old process serves its open connections at most
+//!   (default 600, at most 86400). Answers once the new process serves: `{old_pid,
+//!   new_pid, version}`; `bin/current` then names the binary a restart runs (none:
+//!   the installed one); `409` while another upgrade runs, `502` with why when the new process
 //!   could not start (this one goes on serving), `501` when nothing runs the node
 //!   that could start another (a test's node);
 //! - `GET /metrics`: Prometheus text.
@@ -35,7 +44,7 @@ use std::sync::atomic::Ordering;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -44,6 +53,7 @@ use crate::accounting::now_ms;
 use crate::node::{ApplyError, Node};
 
 mod auth;
+pub mod binary;
 mod metrics;
 
 /// Journal records returned per call at most.
@@ -62,6 +72,11 @@ pub fn routes(node: Arc<Node>) -> Router {
         .route("/v1/tunnels/{name}", get(tunnel))
         .route("/v1/tunnels/{name}/reset", post(reset_tunnel))
         .route("/v1/upgrade", post(upgrade))
+        // Binaries are far larger than axum's default 2 MB: [`binary`] bounds them.
+        .route(
+            "/v1/binary",
+            put(binary::put).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
         .route("/metrics", get(metrics::metrics))
         .with_state(node)
 }
@@ -92,6 +107,9 @@ pub async fn serve(
 struct UpgradeBody {
     /// How long the old process serves its open connections at most (seconds).
     drain_s: Option<u64>,
+    /// The sha256 of a binary `PUT /v1/binary` kept, to start instead of the one at
+    /// this process's path.
+    binary: Option<String>,
 }
 
 async fn upgrade(State(node): State<Arc<Node>>, body: axum::body::Bytes) -> Response {
@@ -112,8 +130,45 @@ async fn upgrade(State(node): State<Arc<Node>>, body: axum::body::Bytes) -> Resp
         );
     }
     let drain = std::time::Duration::from_secs(drain_s);
-    match node.request_upgrade(drain, None).await {
-        Ok(upgraded) => Json(upgraded).into_response(),
+    let dir = node.state_dir().to_owned();
+    let kept = match body.binary.as_deref().map(binary::parse_sha256).transpose() {
+        Ok(k) => k,
+        Err(e) => return error(StatusCode::BAD_REQUEST, format!("binary: {e}")),
+    };
+    let program = match &kept {
+        Some(sha) => {
+            let path = binary::binary_path(&dir, sha);
+            let p = path.clone();
+            let there = crate::state::blocking(move || p.is_file())
+                .await
+                .unwrap_or(false);
+            if !there {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "binary: this node has no binary {sha}: hand it over first (PUT /v1/binary)"
+                    ),
+                );
+            }
+            Some(path)
+        }
+        None => None,
+    };
+    match node.request_upgrade(drain, program).await {
+        Ok(upgraded) => {
+            // The new process serves: a restart runs what it runs.
+            let remembered = crate::state::blocking(move || match &kept {
+                Some(sha) => binary::set_current(&dir, sha),
+                None => binary::clear_current(&dir).map(|_| ()),
+            })
+            .await;
+            if let Err(e) = remembered.and_then(|r| r) {
+                tracing::error!(
+                    "upgrade: recording which binary a restart runs (bin/current): {e}"
+                );
+            }
+            Json(upgraded).into_response()
+        }
         Err(e @ HandoverError::Busy) => error(StatusCode::CONFLICT, e.to_string()),
         Err(e @ HandoverError::Unsupported) => error(StatusCode::NOT_IMPLEMENTED, e.to_string()),
         Err(e) => error(StatusCode::BAD_GATEWAY, e.to_string()),
@@ -151,6 +206,8 @@ async fn status(State(node): State<Arc<Node>>) -> Json<serde_json::Value> {
         "journal": node.journal_summary(),
         "last_good": node.save_status(),
         "panel": node.channel_status(),
+        "node_version": env!("CARGO_PKG_VERSION"),
+        "binary_sha256": binary::this_executable_sha256(),
     }))
 }
 

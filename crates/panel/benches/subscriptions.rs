@@ -43,6 +43,8 @@ fn server(id: i64) -> Server {
         joined: true,
         hostname: None,
         node_version: None,
+        binary_sha256: None,
+        upgrade_available: false,
         config_version: None,
         users_online: 100 + id as u64 * 7,
         up_bytes_per_s: 1_000_000 * id as u64,

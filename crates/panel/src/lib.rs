@@ -28,6 +28,7 @@ pub mod ssh_install;
 pub mod store;
 pub mod subscription;
 pub mod ui;
+pub mod upgrade;
 
 pub use config::PanelConfig;
 pub use run::Panel;

@@ -265,6 +265,8 @@ mod tests {
             joined: true,
             hostname: None,
             node_version: None,
+            binary_sha256: None,
+            upgrade_available: false,
             config_version: None,
             users_online: 0,
             up_bytes_per_s: 0,

@@ -44,6 +44,7 @@ const ASSETS: &[Asset] = assets![
     "js/login.js" => JS,
     "js/cluster.js" => JS,
     "js/ssh_install.js" => JS,
+    "js/upgrade.js" => JS,
     "js/topology.js" => JS,
     "js/route_form.js" => JS,
     "js/inbound_form.js" => JS,

@@ -19,6 +19,7 @@ pub mod routes;
 pub mod ssh_install;
 pub mod subscription;
 pub mod tunnels;
+pub mod upgrade;
 pub mod users;
 
 use std::sync::Arc;
@@ -62,6 +63,8 @@ struct Inner {
     installer: std::sync::OnceLock<Arc<crate::install::Installer>>,
     /// This instance's installs over SSH.
     ssh_jobs: crate::ssh_install::Jobs,
+    /// This instance's upgrades of nodes.
+    upgrades: Arc<crate::upgrade::Jobs>,
 }
 
 /// What every handler sees. Cheap to clone.
@@ -112,6 +115,7 @@ impl AppState {
             nodes: std::sync::OnceLock::new(),
             installer: std::sync::OnceLock::new(),
             ssh_jobs: crate::ssh_install::Jobs::default(),
+            upgrades: Arc::default(),
         }))
     }
 
@@ -133,6 +137,11 @@ impl AppState {
     /// This instance's installs over SSH.
     pub fn ssh_jobs(&self) -> &crate::ssh_install::Jobs {
         &self.0.ssh_jobs
+    }
+
+    /// This instance's upgrades of nodes.
+    pub fn upgrades(&self) -> &Arc<crate::upgrade::Jobs> {
+        &self.0.upgrades
     }
 
     /// This instance's node channels, if attached.
@@ -220,6 +229,7 @@ impl AppState {
         resources::servers, resources::create_server, resources::server, resources::update_server,
         resources::delete_server, resources::join, resources::replace_node, resources::server_history,
         ssh_install::ssh_install, ssh_install::ssh_install_job,
+        upgrade::upgrade, upgrade::upgrade_job, upgrade::upgrade_all, upgrade::upgrade_all_state,
         resources::inbounds, resources::create_inbound, resources::inbound, resources::update_inbound,
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
@@ -376,6 +386,10 @@ pub fn router(state: AppState) -> Router {
         .route("/tunnels/{id}/usage", get(tunnels::usage))
         .route("/servers", get(r::servers).post(r::create_server))
         .route(
+            "/servers/upgrade",
+            get(upgrade::upgrade_all_state).post(upgrade::upgrade_all),
+        )
+        .route(
             "/servers/{id}",
             get(r::server)
                 .put(r::update_server)
@@ -384,6 +398,10 @@ pub fn router(state: AppState) -> Router {
         .route("/servers/{id}/join", post(r::join))
         .route("/servers/{id}/replace", post(r::replace_node))
         .route("/servers/{id}/history", get(r::server_history))
+        .route(
+            "/servers/{id}/upgrade",
+            get(upgrade::upgrade_job).post(upgrade::upgrade),
+        )
         .route(
             "/servers/{id}/ssh-install",
             get(ssh_install::ssh_install_job).post(ssh_install::ssh_install),

@@ -157,9 +157,9 @@ pub async fn servers(
     let now = s.now();
     let settings = s.health();
     let list = s.store().servers(q.cluster_id).await?;
-    Ok(Json(
-        list.into_iter().map(|x| x.at(now, settings)).collect(),
-    ))
+    let mut list: Vec<Server> = list.into_iter().map(|x| x.at(now, settings)).collect();
+    super::upgrade::mark_upgrades(&s, &mut list).await;
+    Ok(Json(list))
 }
 
 /// A new server: pending until its node joins with the command from
@@ -186,7 +186,10 @@ pub async fn server(
     _a: Authed,
     Id(id): Id<i64>,
 ) -> Result<Json<Server>, ApiError> {
-    Ok(Json(s.store().server(id).await?.at(s.now(), s.health())))
+    let mut one = [s.store().server(id).await?.at(s.now(), s.health())];
+    super::upgrade::mark_upgrades(&s, &mut one).await;
+    let [server] = one;
+    Ok(Json(server))
 }
 
 /// Changes a server.

@@ -5,8 +5,10 @@
 //! The script is [`script`], rendered with the panel's public URL and the binary's
 //! architecture. Join tokens pin the binary's sha256 ([`Installer::sha256`]), so the
 //! script refuses a download that differs by one byte before running anything.
-//! The binary is read from its file on each download (it is large) and hashed once,
-//! on first need, off the async workers; downloads at once are bounded
+//! The binary is read from its file on each download (it is large) and hashed on
+//! first need, off the async workers, then again whenever the file changed (another
+//! file renamed over it, another size or modification time), so a panel handing out
+//! a new build pins and offers it without a restart; downloads at once are bounded
 //! ([`crate::config::InstallSettings::max_downloads`]).
 
 use std::path::PathBuf;
@@ -28,12 +30,37 @@ pub struct BinaryUnreadable {
     pub reason: String,
 }
 
+/// What tells one version of a file from another without reading it: its inode,
+/// size, and modification and change times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(m: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt as _;
+        Self {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+}
+
 /// The binary the panel hands out, its hash, and the bound on downloads at once.
 #[derive(Debug)]
 pub struct Installer {
     binary: PathBuf,
     arch: &'static str,
-    sha256: tokio::sync::OnceCell<[u8; 32]>,
+    /// The hash of the file as it was at its stamp; one hashing at a time.
+    sha256: tokio::sync::Mutex<Option<(Stamp, [u8; 32])>>,
     downloads: Arc<Semaphore>,
 }
 
@@ -44,7 +71,7 @@ impl Installer {
         Self {
             binary,
             arch: std::env::consts::ARCH,
-            sha256: tokio::sync::OnceCell::new(),
+            sha256: tokio::sync::Mutex::new(None),
             downloads: Arc::new(Semaphore::new(max_downloads.max(1))),
         }
     }
@@ -59,25 +86,61 @@ impl Installer {
         self.arch
     }
 
-    /// The binary's sha256, read once it can be (later changes to the file are not
-    /// seen: a download that differs from it is refused by the script).
+    fn unreadable(&self, reason: impl ToString) -> BinaryUnreadable {
+        BinaryUnreadable {
+            path: self.binary.display().to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// The binary's sha256: hashed at the first call, again when the file changed
+    /// (a file that could not be read is tried again next time). A change made
+    /// while it is hashed is seen at the next call.
     pub async fn sha256(&self) -> Result<[u8; 32], BinaryUnreadable> {
-        // Only a hash is kept: a file that could not be read is tried again next time.
-        self.sha256
-            .get_or_try_init(|| async {
-                let path = self.binary.clone();
-                let unreadable = |reason: String| BinaryUnreadable {
-                    path: path.display().to_string(),
-                    reason,
-                };
-                let p = path.clone();
-                tokio::task::spawn_blocking(move || hash_file(&p))
-                    .await
-                    .map_err(|e| unreadable(e.to_string()))?
-                    .map_err(|e| unreadable(e.to_string()))
-            })
+        let mut kept = self.sha256.lock().await;
+        let stamp = tokio::fs::metadata(&self.binary)
             .await
-            .copied()
+            .map(|m| Stamp::of(&m))
+            .map_err(|e| self.unreadable(e))?;
+        if let Some((at, hash)) = *kept
+            && at == stamp
+        {
+            return Ok(hash);
+        }
+        let p = self.binary.clone();
+        let hash = tokio::task::spawn_blocking(move || hash_file(&p))
+            .await
+            .map_err(|e| self.unreadable(e))?
+            .map_err(|e| self.unreadable(e))?;
+        *kept = Some((stamp, hash));
+        Ok(hash)
+    }
+
+    /// The binary's bytes (at most `limit`) and their sha256, read off the async
+    /// workers: what an upgrade hands to a node.
+    pub async fn read(&self, limit: u64) -> Result<(Vec<u8>, [u8; 32]), BinaryUnreadable> {
+        let p = self.binary.clone();
+        let read = tokio::task::spawn_blocking(move || -> std::io::Result<_> {
+            let file = std::fs::File::open(&p)?;
+            let len = file.metadata()?.len();
+            if len > limit {
+                return Err(std::io::Error::other(format!(
+                    "{len} bytes, more than a node takes ({limit})"
+                )));
+            }
+            let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, limit + 1), &mut bytes)?;
+            if bytes.len() as u64 > limit {
+                return Err(std::io::Error::other(format!(
+                    "it grew past what a node takes ({limit} bytes) while read"
+                )));
+            }
+            let hash: [u8; 32] = Sha256::digest(&bytes).into();
+            Ok((bytes, hash))
+        });
+        read.await
+            .map_err(|e| self.unreadable(e))?
+            .map_err(|e| self.unreadable(e))
     }
 
     /// A download slot, if one is free.
@@ -160,7 +223,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_hash_is_the_file_s_sha256_read_once() {
+    async fn the_hash_is_the_file_s_sha256_and_follows_a_new_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bin");
         std::fs::write(&path, b"abc").unwrap();
@@ -170,10 +233,29 @@ mod tests {
             switchyard_config::hex::encode(&i.sha256().await.unwrap()),
             abc
         );
-        std::fs::write(&path, b"abd").unwrap();
+        // A new build renamed over it, as installs do: the hash follows.
+        let next = dir.path().join("next");
+        std::fs::write(&next, b"abcd").unwrap();
+        std::fs::rename(&next, &path).unwrap();
+        let abcd = "88d4266fd4e6338d13b845fcf289579d209c897823b9217da3e161936f031589";
         assert_eq!(
             switchyard_config::hex::encode(&i.sha256().await.unwrap()),
-            abc
+            abcd
+        );
+        let (bytes, hash) = i.read(4).await.unwrap();
+        assert_eq!(
+            (
+                bytes.as_slice(),
+                switchyard_config::hex::encode(&hash).as_str()
+            ),
+            (&b"abcd"[..], abcd)
+        );
+        assert!(
+            i.read(3)
+                .await
+                .unwrap_err()
+                .to_string()
+                .contains("more than a node takes")
         );
         let gone = Installer::new(dir.path().join("nope"), 1);
         assert!(

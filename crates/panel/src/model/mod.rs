@@ -109,8 +109,15 @@ pub struct Server {
     pub joined: bool,
     /// The node's host name, as it said when it joined.
     pub hostname: Option<String>,
-    /// The node's software version.
+    /// The node's software version, as its status last said (at the join before).
     pub node_version: Option<String>,
+    /// The sha256 of the binary the node runs, as its status last said.
+    #[serde(default)]
+    pub binary_sha256: Option<String>,
+    /// Whether the node runs another binary than the one this panel hands out
+    /// (`POST /api/v1/servers/{id}/upgrade` upgrades it); false while either is unknown.
+    #[serde(default)]
+    pub upgrade_available: bool,
     /// The config version the node reports running.
     pub config_version: Option<u64>,
     /// Users with an open connection, at the last heartbeat.

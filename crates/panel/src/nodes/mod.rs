@@ -89,6 +89,32 @@ struct Status {
     users_online: u64,
     #[serde(default)]
     throughput: Throughput,
+    /// The node's software version (nodes before it said none).
+    #[serde(default)]
+    node_version: Option<String>,
+    /// The sha256 of the binary the node runs, once it hashed it.
+    #[serde(default)]
+    binary_sha256: Option<String>,
+}
+
+/// The longest node version kept (as an enrollment's).
+const MAX_VERSION_LEN: usize = switchyard_channel::enroll::MAX_VERSION_LEN;
+
+/// What a node says of its software, kept only when it is what it claims to be: a
+/// short printable version, a sha256 of 64 hex digits (lowercased).
+fn software(status: &Status) -> (Option<String>, Option<String>) {
+    let version = status
+        .node_version
+        .as_deref()
+        .filter(|v| !v.is_empty() && v.len() <= MAX_VERSION_LEN)
+        .filter(|v| v.chars().all(|c| c.is_ascii_graphic() || c == ' '))
+        .map(str::to_owned);
+    let sha = status
+        .binary_sha256
+        .as_deref()
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+        .map(str::to_ascii_lowercase);
+    (version, sha)
 }
 
 #[derive(Default, Deserialize)]
@@ -186,6 +212,30 @@ impl Nodes {
         Some(
             channel
                 .request_within(method, path, None, deadline)
+                .await
+                .map(|(status, body)| (status, body.to_vec())),
+        )
+    }
+
+    /// A request with `body` to `server`'s node control API over the channel this
+    /// instance holds, within `deadline`; `None` when it holds none.
+    pub async fn request_with(
+        &self,
+        server: Id,
+        method: Method,
+        path: &str,
+        body: Vec<u8>,
+        deadline: std::time::Duration,
+    ) -> Option<Result<(http::StatusCode, Vec<u8>), ChannelError>> {
+        let channel = {
+            let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            held.get(&server)
+                .map(|(c, _)| c.clone())
+                .filter(|c| !c.is_closed())?
+        };
+        Some(
+            channel
+                .request_within(method, path, Some(body), deadline)
                 .await
                 .map(|(status, body)| (status, body.to_vec())),
         )
@@ -362,6 +412,8 @@ impl Nodes {
             users_online: parts.users_online,
             throughput: parts.throughput,
             capacity: parts.capacity,
+            node_version: parts.node_version.clone(),
+            binary_sha256: parts.binary_sha256.clone(),
         };
         if let Err(e) = self.store.report_server(id, &report, now_ms()).await {
             tracing::warn!(server = id, "storing the server's health: {e}");
@@ -393,7 +445,10 @@ impl Nodes {
     /// failure reason.
     async fn round(&self, id: Id, channel: &NodeChannel) -> Result<ReportParts, RoundError> {
         let status: Status = call(channel, Method::GET, "/v1/status", None).await?;
+        let (node_version, binary_sha256) = software(&status);
         let mut parts = ReportParts {
+            node_version,
+            binary_sha256,
             config_version: status.version,
             users_online: status.users_online,
             throughput: (
@@ -443,6 +498,10 @@ struct ReportParts {
     /// The payload counters of the tunnels this server relays, by tunnel id (none:
     /// the node did not answer).
     tunnel_bytes: Option<Vec<(Id, u64)>>,
+    /// The node's software version; none keeps the stored one.
+    node_version: Option<String>,
+    /// The sha256 of the binary the node runs; none keeps the stored one.
+    binary_sha256: Option<String>,
 }
 
 /// Why a heartbeat round failed (its text is the heartbeat's failure reason).

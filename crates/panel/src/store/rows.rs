@@ -13,7 +13,7 @@ use crate::model::{
 pub(super) const SERVER: &str = "id, cluster_id, name, address, allow_private, fingerprint, \
     hostname, node_version, state, state_reason, state_since_ms, refreshed_ms, \
     config_version, users_online, up_bps, down_bps, created_ms, capacity_peak, \
-    capacity_above_floor_ms, capacity_last_ms";
+    capacity_above_floor_ms, capacity_last_ms, node_binary_sha256";
 
 pub(super) const INBOUND: &str = "i.id, i.server_id, i.name, i.protocol, i.port, \
     i.transport, i.security, i.host, i.sni, i.coefficient, i.method, i.created_ms, \
@@ -64,6 +64,8 @@ pub(super) fn server(r: &AnyRow) -> Result<Server, sqlx::Error> {
         joined: fingerprint.is_some(),
         hostname: r.try_get("hostname")?,
         node_version: r.try_get("node_version")?,
+        binary_sha256: r.try_get("node_binary_sha256")?,
+        upgrade_available: false,
         config_version: r
             .try_get::<Option<i64>, _>("config_version")?
             .map(|v| v as u64),

@@ -79,6 +79,10 @@ pub struct ServerReport {
     pub throughput: (u64, u64),
     /// The capacity estimate to store; none keeps the stored one.
     pub capacity: Option<switchyard_balance::capacity::Capacity>,
+    /// The node's software version, as its status says; none keeps the stored one.
+    pub node_version: Option<String>,
+    /// The sha256 of the binary the node runs; none keeps the stored one.
+    pub binary_sha256: Option<String>,
 }
 
 /// A server's load in one step of its history: averages over the heartbeats that found

@@ -93,6 +93,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0016_hysteria2.sql"),
             include_str!("../../migrations/sqlite/0017_trusted_proxies.sql"),
             include_str!("../../migrations/sqlite/0018_ssh_host_key.sql"),
+            include_str!("../../migrations/sqlite/0019_node_binary.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -113,6 +114,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0016_hysteria2.sql"),
             include_str!("../../migrations/postgres/0017_trusted_proxies.sql"),
             include_str!("../../migrations/postgres/0018_ssh_host_key.sql"),
+            include_str!("../../migrations/postgres/0019_node_binary.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -136,6 +138,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (16, "hysteria2"),
         (17, "trusted_proxies"),
         (18, "ssh_host_key"),
+        (19, "node_binary"),
     ];
     let migrations = files
         .iter()

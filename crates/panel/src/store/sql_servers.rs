@@ -254,7 +254,9 @@ impl ServerStore for SqlStore {
              refreshed_ms = $4, config_version = $5, users_online = $6, up_bps = $7, \
              down_bps = $8, capacity_peak = COALESCE($9, capacity_peak), \
              capacity_above_floor_ms = COALESCE($10, capacity_above_floor_ms), \
-             capacity_last_ms = COALESCE($11, capacity_last_ms) WHERE id = $12",
+             capacity_last_ms = COALESCE($11, capacity_last_ms), \
+             node_version = COALESCE($12, node_version), \
+             node_binary_sha256 = COALESCE($13, node_binary_sha256) WHERE id = $14",
         )
         .bind(report.health.state.as_str())
         .bind(&report.health.reason)
@@ -267,6 +269,8 @@ impl ServerStore for SqlStore {
         .bind(report.capacity.map(|c| c.peak))
         .bind(report.capacity.map(|c| c.above_floor_ms))
         .bind(report.capacity.and_then(|c| c.last_ms))
+        .bind(report.node_version.as_deref())
+        .bind(report.binary_sha256.as_deref())
         .bind(id)
         .execute(&mut *tx)
         .await?;

@@ -1184,7 +1184,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 39] = [
+const ROUTES: [(&str, &[&str]); 41] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
@@ -1206,6 +1206,8 @@ const ROUTES: [(&str, &[&str]); 39] = [
     ("/api/v1/servers/{id}/join", &["post"]),
     ("/api/v1/servers/{id}/replace", &["post"]),
     ("/api/v1/servers/{id}/ssh-install", &["get", "post"]),
+    ("/api/v1/servers/{id}/upgrade", &["get", "post"]),
+    ("/api/v1/servers/upgrade", &["get", "post"]),
     ("/api/v1/servers/{id}/history", &["get"]),
     ("/api/v1/inbounds", &["get", "post"]),
     ("/api/v1/inbounds/{id}", &["delete", "get", "put"]),

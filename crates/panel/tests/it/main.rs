@@ -56,4 +56,5 @@ mod ui_node_and_limits;
 mod ui_trusted_proxies;
 mod ui_tunnel_cdn;
 mod ui_xhttp;
+mod upgrade_api;
 mod xhttp;

@@ -405,6 +405,8 @@ async fn measure(h: &Harness, server: i64, users: u64, traffic: u64, capacity: O
                 users_online: users,
                 throughput: (traffic / 2, traffic - traffic / 2),
                 capacity: capacity.or(Some(Capacity::default())),
+                node_version: None,
+                binary_sha256: None,
             },
             now,
         )
@@ -426,6 +428,8 @@ async fn silence(h: &Harness, server: i64) {
         users_online: 0,
         throughput: (0, 0),
         capacity: None,
+        node_version: None,
+        binary_sha256: None,
     };
     h.store.report_server(server, &report, stale).await.unwrap();
     h.state.topology().invalidate();
@@ -556,6 +560,8 @@ async fn the_capacity_estimate_is_kept_across_restarts() {
         users_online: 0,
         throughput: (0, 0),
         capacity,
+        node_version: None,
+        binary_sha256: None,
     };
     h.store
         .report_server(servers[0], &report(Some(warmed)), now)

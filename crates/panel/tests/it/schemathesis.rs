@@ -191,6 +191,10 @@ async fn schemathesis_finds_nothing_against_the_live_document() {
         // An install over SSH dials the address it is given: tests reach only this
         // machine (its answers are tested in `ssh_install_api::`).
         .args(["--exclude-operation-id", "ssh_install"])
+        // Upgrades hand the panel's binary to real nodes (tested in `upgrade_api::`
+        // and `switchyard`'s `upgrade_action_vps::`).
+        .args(["--exclude-operation-id", "upgrade"])
+        .args(["--exclude-operation-id", "upgrade_all"])
         .args(["--seed", "1"])
         .args(["--workers", "1"])
         .args(["--no-color"])

@@ -626,6 +626,8 @@ async fn routes_story(store: SqlStore) {
                     users_online: 3,
                     throughput: (10, 20),
                     capacity,
+                    node_version: None,
+                    binary_sha256: None,
                 },
                 NOW,
             )
@@ -646,6 +648,8 @@ async fn routes_story(store: SqlStore) {
         users_online: users,
         throughput: (up, 2 * up),
         capacity: None,
+        node_version: None,
+        binary_sha256: None,
     };
     let later = NOW + 61_000;
     store

@@ -212,6 +212,8 @@ async fn a_server_s_history_is_served_for_its_charts() {
                     users_online: users,
                     throughput: (1000, 3000),
                     capacity: None,
+                    node_version: None,
+                    binary_sha256: None,
                 },
                 now,
             )

@@ -92,6 +92,8 @@ async fn heartbeat(panel: &Panel, server: i64, users_online: u64, throughput: (u
                 users_online,
                 throughput,
                 capacity: None,
+                node_version: None,
+                binary_sha256: None,
             },
             now,
         )

@@ -1,5 +1,5 @@
-// A cluster: its servers (state, throughput, users online, capacity, the join
-// command, the install over SSH), the topology of its routes, and the forms that change them. Live: the
+// A cluster: its servers (state, throughput, users online, capacity, the node's
+// version and its upgrade, the join command, the install over SSH), the topology of its routes, and the forms that change them. Live: the
 // page polls every 3 s and redraws only what changed (never during a drag or with a
 // menu or dialog open).
 
@@ -11,6 +11,7 @@ import { barChart } from "./chart.js";
 import { routeForm } from "./route_form.js";
 import { inboundForm } from "./inbound_form.js";
 import { sshInstall } from "./ssh_install.js";
+import { upgradeServer, upgradeAll } from "./upgrade.js";
 
 /** Every cluster, and a form for a new one. */
 export async function clustersPage(main) {
@@ -136,7 +137,13 @@ function drawServers(box, servers, clusterId, reload) {
     h("td", {}, `↑ ${rate(s.up_bytes_per_s)}`, h("br"), `↓ ${rate(s.down_bytes_per_s)}`),
     h("td", { class: "num" }, String(s.users_online)),
     h("td", {}, s.capacity_bytes_per_s ? rate(s.capacity_bytes_per_s) : h("span", { class: "muted" }, "no estimate yet")),
-    h("td", {}, s.node_version ? `${s.node_version}` : "—", h("br"), h("small", { class: "muted" }, s.refreshed_ms ? `seen ${when(s.refreshed_ms)}` : "never seen")),
+    h("td", { "data-node-version": s.id },
+      s.node_version ? `${s.node_version}` : "—",
+      s.binary_sha256 ? h("small", { class: "muted block", title: `sha256 ${s.binary_sha256}` }, `binary ${s.binary_sha256.slice(0, 12)}…`) : null,
+      h("small", { class: "muted block" }, s.refreshed_ms ? `seen ${when(s.refreshed_ms)}` : "never seen"),
+      s.upgrade_available
+        ? h("button", { type: "button", "data-upgrade": s.id, title: "Runs another binary than this panel hands out", onclick: () => upgradeServer(s, reload) }, "Upgrade")
+        : null),
     h("td", {},
       h("button", { type: "button", "data-history": s.id, onclick: () => history(s) }, "History"),
       s.joined
@@ -144,8 +151,11 @@ function drawServers(box, servers, clusterId, reload) {
         : [h("button", { type: "button", onclick: () => showJoin(joinOut, s) }, "Join command"),
           h("button", { type: "button", "data-ssh-install": s.id, onclick: () => sshInstall(s, reload) }, "Install over SSH…")],
       h("button", { type: "button", class: "danger-text", onclick: () => removeServer(s, reload) }, "Delete"))));
+  const outdated = servers.filter((s) => s.upgrade_available).length;
   fill(box,
     h("h2", { id: "servers-h" }, "Servers"),
+    outdated ? h("p", { class: "notice" }, `${outdated} server(s) run another binary than this panel hands out. `,
+      h("button", { type: "button", "data-upgrade-all": "", onclick: () => upgradeAll(reload) }, "Upgrade all")) : null,
     servers.length ? h("div", { class: "table-wrap" }, h("table", {},
       h("thead", {}, h("tr", {}, ["Server", "State", "Throughput", "Users online", "Capacity estimate", "Node", ""].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, rows))) : h("p", { class: "muted" }, "No server yet."),

@@ -7,6 +7,7 @@
 
 mod install;
 mod join;
+mod kept;
 mod reality_keys;
 mod serving;
 mod token;
@@ -40,6 +41,10 @@ pub(crate) struct NodeArgs {
     /// good config's, else 127.0.0.1:9090).
     #[arg(long, conflicts_with = "config")]
     control: Option<std::net::SocketAddr>,
+    /// The installed binary, given to a process started from a binary the panel
+    /// handed over: an upgrade without a binary goes back to it.
+    #[arg(long, hide = true)]
+    installed_binary: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -114,15 +119,28 @@ impl NodeArgs {
             (None, None) => None,
         };
         init_logs();
+        let installed = kept::installed(self.installed_binary)?;
+        let dir = match &config {
+            Some(config) => switchyard_node::config::default_state_dir_of(config),
+            None => self
+                .state_dir
+                .unwrap_or_else(|| switchyard_node::config::NodeSettings::default().state_dir),
+        };
+        // Before anything starts: a binary the panel handed over runs in this one's
+        // place when the node was upgraded to it.
+        kept::exec_kept(&dir, &installed);
+        // Hashed on a thread of its own, for the status the panel reads.
+        let _ = switchyard_node::control::binary::this_executable_sha256();
         let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
         match config {
-            Some(config) => runtime.block_on(serve(config)),
-            None => {
-                let dir = self
-                    .state_dir
-                    .unwrap_or_else(|| switchyard_node::config::NodeSettings::default().state_dir);
-                runtime.block_on(join::serve_enrolled(dir, None, None, self.control))
-            }
+            Some(config) => runtime.block_on(serve(config, installed)),
+            None => runtime.block_on(join::serve_enrolled(
+                dir,
+                None,
+                None,
+                self.control,
+                installed,
+            )),
         }
     }
 }
@@ -165,7 +183,7 @@ fn initial(path: &Path) -> anyhow::Result<NodeConfig> {
     }
 }
 
-async fn serve(path: PathBuf) -> anyhow::Result<()> {
+async fn serve(path: PathBuf, installed: PathBuf) -> anyhow::Result<()> {
     let file = path.clone();
     // The file's time before it is read: an edit made while the node starts (after
     // this read, before the watcher's first look) is then still a change.
@@ -214,7 +232,10 @@ async fn serve(path: PathBuf) -> anyhow::Result<()> {
         "control API on http://{control_addr} (bearer token in {}; `switchyard node token` prints it)",
         token_file.display()
     );
-    let next = serving::next_command(vec!["node".into(), "--config".into(), path.clone().into()])?;
+    let next = kept::next_command(
+        vec!["node".into(), "--config".into(), path.clone().into()],
+        &installed,
+    )?;
     let watcher = watch(&path, seen, &node);
     serving::serve(
         serving::Serving {

@@ -25,4 +25,5 @@ mod tunnel_init;
 mod tunnel_init_modes;
 mod up;
 mod up_replace;
+mod upgrade_action_vps;
 mod vps_panel;

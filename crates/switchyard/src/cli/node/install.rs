@@ -45,6 +45,9 @@ impl InstallArgs {
         let dir = NODE.state_dir();
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         join(&token, &dir, self.hostname, self.rejoin)?;
+        // The installed binary is in charge again: a binary the panel handed over is
+        // not run at the next start.
+        super::kept::forget(&dir)?;
         service::chown_to_user(&dir)?;
         let bin = installed_binary()?;
         if !systemd {

@@ -50,23 +50,27 @@ impl JoinArgs {
         let token = JoinToken::parse(&self.token).map_err(JoinRefused::from)?;
         super::init_logs();
         let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+        let installed = super::kept::installed(None)?;
         runtime.block_on(serve_enrolled(
             self.state_dir,
             Some(token),
             self.hostname,
             self.control,
+            installed,
         ))
     }
 }
 
 /// Runs an enrolled node (joining first with `token`): the config from its state
 /// directory, the channel to the panel, the loopback control API; until SIGINT or
-/// SIGTERM.
+/// SIGTERM. `installed` is the installed binary, which an upgrade without a binary
+/// starts.
 pub(crate) async fn serve_enrolled(
     state_dir: PathBuf,
     token: Option<JoinToken>,
     hostname: Option<String>,
     control: Option<std::net::SocketAddr>,
+    installed: PathBuf,
 ) -> anyhow::Result<()> {
     let mut options = EnrolledOptions::new(&state_dir);
     if let Some(listen) = control {
@@ -146,7 +150,7 @@ pub(crate) async fn serve_enrolled(
             node,
             channel: Some(enrolled),
             listener,
-            next: super::serving::next_command(args)?,
+            next: super::kept::next_command(args, &installed)?,
             absorbing,
         },
         std::future::pending(),

@@ -2,7 +2,9 @@
 //! and asks the running node to hand over to it (`POST /v1/upgrade` on its loopback
 //! control API): the new process takes the listening sockets, the journal and the
 //! channel; the old one serves its open connections to their end (or the drain
-//! deadline) and exits. Nobody is dropped (docs/install.md, "Upgrades").
+//! deadline) and exits. Nobody is dropped (docs/install.md, "Upgrades"). A binary
+//! the panel handed over is left behind: the node runs the installed one again, and
+//! restarts too (`bin/current` is removed).
 
 use std::io::{Read as _, Write as _};
 use std::net::SocketAddr;
@@ -50,6 +52,8 @@ impl UpgradeArgs {
             let version = check_binary(binary)?;
             install_binary(binary, Path::new(BIN))?;
             say(format_args!("installed {BIN} ({version})"));
+            // The installed binary is in charge again, restarts included.
+            super::kept::forget(&dir)?;
         }
         let control = match self.control {
             Some(c) => c,
