@@ -116,6 +116,31 @@ impl HttpTarget {
         Ok(())
     }
 
+    /// Starts downloading `n` bytes through the SOCKS5 proxy at `proxy`, read slowly
+    /// (32 KiB every 10 ms, about 3 MiB/s), so the connection stays open a while (an
+    /// upgrade's drain is tested under it): every byte checked, the count returned.
+    pub fn download_via_socks_slowly(&self, proxy: SocketAddr, n: u64) -> JoinHandle<Result<u64>> {
+        let target = self.addr;
+        tokio::spawn(async move {
+            let stream = socks5::connect(proxy, target).await?;
+            let (mut from, to) = tokio::io::split(stream);
+            let (slow, mut paced) = tokio::io::duplex(64 * 1024);
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 32 * 1024];
+                loop {
+                    let got = from.read(&mut buf).await.unwrap_or(0);
+                    if got == 0 || paced.write_all(&buf[..got]).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            });
+            get_bytes(tokio::io::join(slow, to), n)
+                .await
+                .with_context(|| format!("GET /bytes/{n} from {target}, slowly, through {proxy}"))
+        })
+    }
+
     /// Like [`Self::download_via_socks`], but done once the `n` bytes are in, checked,
     /// without waiting for the proxy to close: the stream is handed back, open or not.
     pub async fn download_via_socks_by_length(

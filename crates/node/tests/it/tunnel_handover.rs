@@ -14,10 +14,9 @@ use common::*;
 use switchyard_node::node::Start;
 use switchyard_node::{Node, NodeConfig};
 use switchyard_testkit::config::vless_outbound;
-use switchyard_testkit::{SingBox, free_port, socks5};
+use switchyard_testkit::{SingBox, free_port};
 use switchyard_tunnel::credentials::{TunnelSecret, origin_credential};
 use switchyard_tunnel::link::cert::issue;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const SECRET: TunnelSecret = TunnelSecret([9; 32]);
 const MIB: u64 = 1 << 20;
@@ -48,31 +47,6 @@ async fn take_over(old: &Arc<Node>) -> Arc<Node> {
     old.release().await;
     new.take_over().await.unwrap();
     new
-}
-
-/// A download of `n` bytes through `proxy`, read slowly (about 3 MiB/s): it runs
-/// until it ends or fails.
-fn slow_download(
-    proxy: std::net::SocketAddr,
-    target: std::net::SocketAddr,
-    n: u64,
-) -> tokio::task::JoinHandle<anyhow::Result<u64>> {
-    tokio::spawn(async move {
-        let stream = socks5::connect(proxy, target).await?;
-        let (mut from, to) = tokio::io::split(stream);
-        let (slow, mut paced) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 32 * 1024];
-            loop {
-                let got = from.read(&mut buf).await.unwrap_or(0);
-                if got == 0 || paced.write_all(&buf[..got]).await.is_err() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        });
-        switchyard_testkit::http::get_bytes(tokio::io::join(slow, to), n).await
-    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,11 +84,10 @@ async fn a_tunnel_carries_on_across_the_upgrade_of_its_relay_then_of_its_origin(
         .await
         .unwrap();
     let proxy = client.proxy_addr().unwrap();
-    let target = relay.http.addr();
     relay.http.download_via_socks(proxy, MIB).await.unwrap();
 
     // The relay is upgraded under a slow download.
-    let first = slow_download(proxy, target, 30 * MIB);
+    let first = relay.http.download_via_socks_slowly(proxy, 30 * MIB);
     wait_for("the download through the old relay", async || {
         relay.node.open_connections() == 1
     })
@@ -135,7 +108,7 @@ async fn a_tunnel_carries_on_across_the_upgrade_of_its_relay_then_of_its_origin(
     .await;
 
     // Then the origin, under another slow download (through the new relay).
-    let second = slow_download(proxy, target, 30 * MIB);
+    let second = relay.http.download_via_socks_slowly(proxy, 30 * MIB);
     wait_for("the download through the old origin", async || {
         origin.open_connections() == 1
     })
@@ -147,7 +120,7 @@ async fn a_tunnel_carries_on_across_the_upgrade_of_its_relay_then_of_its_origin(
     .await;
     // New streams go over the new origin's links: the old ones said GoAway.
     relay.http.download_via_socks(proxy, MIB).await.unwrap();
-    let third = slow_download(proxy, target, 4 * MIB);
+    let third = relay.http.download_via_socks_slowly(proxy, 4 * MIB);
     wait_for("a stream on the new origin", async || {
         origin2.open_connections() == 1
     })

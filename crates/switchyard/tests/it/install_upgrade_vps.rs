@@ -11,17 +11,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use switchyard_panel::model::ServerState;
 use switchyard_panel::store::UserInput;
+use switchyard_testkit::HttpTarget;
 use switchyard_testkit::netns;
 use switchyard_testkit::socks5::{self, UdpAssociation};
 use switchyard_testkit::vps::Vps;
-use switchyard_testkit::{HttpTarget, SingBox};
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::install_vps::{get, reverse_bridge, wait_until};
-use crate::vps_panel::{PANEL_AT, second_build, start_panel, vless_server};
+use crate::install_vps::wait_until;
+use crate::vps_panel::{second_build, sing_box_on, start_panel, vless_server};
 
 const MIB: u64 = 1 << 20;
 /// The VLESS inbound's port on the server.
@@ -53,7 +51,6 @@ async fn an_upgrade_keeps_a_download_and_a_udp_association_and_counts_every_byte
 
     let pair = netns::pair().unwrap();
     let servers = Arc::new(pair.servers.runtime_in().unwrap());
-    let panel_at = PANEL_AT;
     let (panel_runtime, panel) = start_panel(&pair, dir.path(), binary.clone());
     let service = panel.state.service().clone();
     let store = panel.state.store().clone();
@@ -95,25 +92,7 @@ async fn an_upgrade_keeps_a_download_and_a_udp_association_and_counts_every_byte
             let _ = echo_socket.send_to(&buf[..n], from).await;
         }
     });
-    let sub = format!("{}?format=sing-box", user.subscription_path);
-    let (status, body) = get(&servers, panel_at, &sub).await;
-    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
-    let config: Value = serde_json::from_str(&body).unwrap();
-    let mut outbound = config["outbounds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["type"] == "vless")
-        .unwrap_or_else(|| panic!("a VLESS entry in {config:#}"))
-        .clone();
-    let bridge = reverse_bridge(
-        servers.clone(),
-        SocketAddr::from((netns::CLIENT_ADDR, INBOUND_PORT)),
-    )
-    .await;
-    outbound["server"] = json!(bridge.ip().to_string());
-    outbound["server_port"] = json!(bridge.port());
-    let client = SingBox::client(outbound).await.unwrap();
+    let client = sing_box_on(&servers, &user.subscription_path, "vless", INBOUND_PORT).await;
     let proxy = client.proxy_addr().unwrap();
 
     // A first download gives the size of one response's head and one request.
@@ -140,23 +119,7 @@ async fn an_upgrade_keeps_a_download_and_a_udp_association_and_counts_every_byte
         .await
         .unwrap_or_else(|e| panic!("UDP through the node: {e:#}\n{}", client.log_tail()));
     udp_bytes += 1000;
-    let stream = socks5::connect(proxy, target.addr()).await.unwrap();
-    let (mut from_node, to_node) = tokio::io::split(stream);
-    let (slow, mut paced) = tokio::io::duplex(64 * 1024);
-    let pace = tokio::spawn(async move {
-        let mut buf = vec![0u8; 32 * 1024];
-        loop {
-            let n = from_node.read(&mut buf).await.unwrap_or(0);
-            if n == 0 || paced.write_all(&buf[..n]).await.is_err() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    });
-    let download = tokio::spawn(switchyard_testkit::http::get_bytes(
-        tokio::io::join(slow, to_node),
-        30 * MIB,
-    ));
+    let download = target.download_via_socks_slowly(proxy, 30 * MIB);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!download.is_finished(), "the download is still going");
 
@@ -225,7 +188,6 @@ async fn an_upgrade_keeps_a_download_and_a_udp_association_and_counts_every_byte
         .unwrap()
         .unwrap_or_else(|e| panic!("the download across the upgrade: {e:#}\n{}", journal()));
     assert_eq!(got, 30 * MIB);
-    let _ = pace.await;
     echo(&association, echo_at, &datagram).await.unwrap();
     udp_bytes += 1000;
 

@@ -12,16 +12,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
 use switchyard_panel::model::ServerState;
 use switchyard_panel::store::UserInput;
+use switchyard_testkit::HttpTarget;
 use switchyard_testkit::netns::{self, NsRuntime};
 use switchyard_testkit::vps::Vps;
-use switchyard_testkit::{HttpTarget, SingBox};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::vps_panel::{PANEL_AT, shadowsocks_server, start_panel};
+use crate::vps_panel::{PANEL_AT, shadowsocks_server, sing_box_on, start_panel};
 
 const MIB: u64 = 1 << 20;
 /// The Shadowsocks inbound's port on the server.
@@ -188,26 +187,13 @@ async fn the_one_line_install_makes_a_fresh_server_a_node_that_carries_traffic()
             .unwrap(),
     )
     .unwrap();
-    let sub = format!("{}?format=sing-box", user.subscription_path);
-    let (status, body) = get(&servers, panel_at, &sub).await;
-    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
-    let config: Value = serde_json::from_str(&body).unwrap();
-    let mut outbound = config["outbounds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["type"] == "shadowsocks")
-        .unwrap_or_else(|| panic!("a Shadowsocks entry in {config:#}"))
-        .clone();
-    assert_eq!(outbound["server"], json!(netns::CLIENT_ADDR.to_string()));
-    let bridge = reverse_bridge(
-        servers.clone(),
-        SocketAddr::from((netns::CLIENT_ADDR, INBOUND_PORT)),
+    let client = sing_box_on(
+        &servers,
+        &user.subscription_path,
+        "shadowsocks",
+        INBOUND_PORT,
     )
     .await;
-    outbound["server"] = json!(bridge.ip().to_string());
-    outbound["server_port"] = json!(bridge.port());
-    let client = SingBox::client(outbound).await.unwrap();
     let proxy = client.proxy_addr().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {

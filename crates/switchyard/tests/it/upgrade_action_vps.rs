@@ -13,18 +13,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::Digest as _;
 use switchyard_panel::model::ServerState;
 use switchyard_panel::store::UserInput;
+use switchyard_testkit::HttpTarget;
 use switchyard_testkit::netns::{self, NsRuntime};
-use switchyard_testkit::socks5;
 use switchyard_testkit::vps::Vps;
-use switchyard_testkit::{HttpTarget, SingBox};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::install_vps::{get, reverse_bridge, wait_until};
-use crate::vps_panel::{PANEL_AT, shadowsocks_server, start_panel};
+use crate::install_vps::wait_until;
+use crate::vps_panel::{PANEL_AT, shadowsocks_server, sing_box_on, start_panel};
 
 const MIB: u64 = 1 << 20;
 /// The Shadowsocks inbound's port on the server.
@@ -139,47 +138,19 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
             .unwrap(),
     )
     .unwrap();
-    let sub = format!("{}?format=sing-box", user.subscription_path);
-    let (status, body) = get(&servers, PANEL_AT, &sub).await;
-    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
-    let config: Value = serde_json::from_str(&body).unwrap();
-    let mut outbound = config["outbounds"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["type"] == "shadowsocks")
-        .unwrap_or_else(|| panic!("a Shadowsocks entry in {config:#}"))
-        .clone();
-    let bridge = reverse_bridge(
-        servers.clone(),
-        SocketAddr::from((netns::CLIENT_ADDR, INBOUND_PORT)),
+    let client = sing_box_on(
+        &servers,
+        &user.subscription_path,
+        "shadowsocks",
+        INBOUND_PORT,
     )
     .await;
-    outbound["server"] = json!(bridge.ip().to_string());
-    outbound["server_port"] = json!(bridge.port());
-    let client = SingBox::client(outbound).await.unwrap();
     let proxy = client.proxy_addr().unwrap();
     wait_until("a first download", 20, || async {
         target.download_via_socks(proxy, MIB).await.is_ok()
     })
     .await;
-    let stream = socks5::connect(proxy, target.addr()).await.unwrap();
-    let (mut from_node, to_node) = tokio::io::split(stream);
-    let (slow, mut paced) = tokio::io::duplex(64 * 1024);
-    let pace = tokio::spawn(async move {
-        let mut buf = vec![0u8; 32 * 1024];
-        loop {
-            let n = from_node.read(&mut buf).await.unwrap_or(0);
-            if n == 0 || paced.write_all(&buf[..n]).await.is_err() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    });
-    let download = tokio::spawn(switchyard_testkit::http::get_bytes(
-        tokio::io::join(slow, to_node),
-        60 * MIB,
-    ));
+    let download = target.download_via_socks_slowly(proxy, 60 * MIB);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!download.is_finished(), "the download is still going");
     let old_pid = vps
@@ -234,7 +205,6 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
         .unwrap()
         .unwrap_or_else(|e| panic!("the download across the upgrade: {e:#}\n{}", journal()));
     assert_eq!(got, 60 * MIB);
-    let _ = pace.await;
 
     // The main process runs B, from the node's state directory, as the node's user.
     let kept = format!("/var/lib/switchyard/node/bin/switchyard-{sha_b}");

@@ -118,3 +118,35 @@ pub(crate) fn second_build(vps: &switchyard_testkit::vps::Vps, binary: impl AsRe
         .unwrap();
     f.write_all(b"\nsecond build\n").unwrap();
 }
+
+/// A real sing-box client on the panel's subscription at `path` (its `kind` entry,
+/// which names the server's address), reaching the server's inbound on `port`
+/// through a bridge from the root namespace, where sing-box runs.
+pub(crate) async fn sing_box_on(
+    servers: &std::sync::Arc<switchyard_testkit::netns::NsRuntime>,
+    path: &str,
+    kind: &str,
+    port: u16,
+) -> switchyard_testkit::SingBox {
+    use serde_json::{Value, json};
+    let sub = format!("{path}?format=sing-box");
+    let (status, body) = crate::install_vps::get(servers, PANEL_AT, &sub).await;
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+    let config: Value = serde_json::from_str(&body).unwrap();
+    let mut outbound = config["outbounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["type"] == kind)
+        .unwrap_or_else(|| panic!("a {kind} entry in {config:#}"))
+        .clone();
+    assert_eq!(outbound["server"], json!(netns::CLIENT_ADDR.to_string()));
+    let bridge = crate::install_vps::reverse_bridge(
+        servers.clone(),
+        SocketAddr::from((netns::CLIENT_ADDR, port)),
+    )
+    .await;
+    outbound["server"] = json!(bridge.ip().to_string());
+    outbound["server_port"] = json!(bridge.port());
+    switchyard_testkit::SingBox::client(outbound).await.unwrap()
+}
