@@ -146,10 +146,21 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
     )
     .await;
     let proxy = client.proxy_addr().unwrap();
+    // A first download gives the size of one response's head and one request (the
+    // same digits as the 60 MiB one's).
     wait_until("a first download", 20, || async {
-        target.download_via_socks(proxy, MIB).await.is_ok()
+        target.download_via_socks(proxy, 10 * MIB).await.is_ok()
     })
     .await;
+    wait_until("the first count", 20, || async {
+        store.user(user.id, now()).await.unwrap().used_down > 10 * MIB
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let counted = store.user(user.id, now()).await.unwrap();
+    let head = counted.used_down - target.bytes_out();
+    let request = counted.used_up / target.requests();
+    assert!((50..500).contains(&head), "an HTTP head is {head} bytes");
     let download = target.download_via_socks_slowly(proxy, 60 * MIB);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!download.is_finished(), "the download is still going");
@@ -250,6 +261,23 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
             .success()
     })
     .await;
+    // Every byte counted once across the panel's upgrade: what the target sent
+    // (bodies and heads) down, the requests up.
+    let want = (
+        target.bytes_out() + target.requests() * head,
+        target.requests() * request,
+    );
+    wait_until("the traffic counted", 30, || async {
+        store.user(user.id, now()).await.unwrap().used_down >= want.0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let counted = store.user(user.id, now()).await.unwrap();
+    assert_eq!(
+        (counted.used_down, counted.used_up),
+        want,
+        "counted once across the upgrade, no more, no less"
+    );
 
     // A restart runs B again (the installed binary execs it, same PID).
     vps.sh_ok("systemctl restart switchyard-node")
