@@ -42,7 +42,7 @@ async fn client(
         ])
         .arg("--data")
         .arg(data)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", crate::test_log())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -284,7 +284,7 @@ async fn the_client_carries_socks5_and_http_connect_through_the_subscription_s_s
     let bad = format!("http://{}/sub/no-such-token", up.api);
     let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
         .args(["client", "run", "--subscription", &bad])
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", crate::test_log())
         .output()
         .await
         .unwrap();

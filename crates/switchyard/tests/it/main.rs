@@ -27,3 +27,9 @@ mod up;
 mod up_replace;
 mod upgrade_action_vps;
 mod vps_panel;
+
+/// The log filter for the `switchyard` processes these tests start: `warn`, or
+/// `SWITCHYARD_TEST_LOG` when set (to see what a failing run did).
+fn test_log() -> String {
+    std::env::var("SWITCHYARD_TEST_LOG").unwrap_or_else(|_| "warn".to_owned())
+}

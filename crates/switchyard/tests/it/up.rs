@@ -49,7 +49,7 @@ pub(crate) async fn up(data: &std::path::Path) -> Up {
             "0",
             "--allow-private-destinations",
         ])
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", crate::test_log())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
