@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Secret;
+use crate::{AcmeSettings, Secret};
 
 /// The protocol an inbound speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -69,9 +69,9 @@ pub enum Security {
     /// a TLS-terminating proxy).
     #[default]
     None,
-    /// TLS 1.2/1.3 with a certificate chain and key: from PEM files (`cert`, `key`) or
-    /// inline PEM (`cert_pem`, `key_pem`, as the panel pushes them); exactly one of
-    /// the two forms (see [`Security::tls_source`]).
+    /// TLS 1.2/1.3 with a certificate chain and key: from PEM files (`cert`, `key`),
+    /// inline PEM (`cert_pem`, `key_pem`, as the panel pushes them) or an ACME server
+    /// (`acme`); exactly one of the three forms (see [`Security::tls_source`]).
     Tls {
         /// The certificate chain, a PEM file.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,6 +85,12 @@ pub enum Security {
         /// The private key, PEM text (a secret: reads show `"<redacted>"`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         key_pem: Option<Secret>,
+        /// A certificate the node obtains and renews itself from an ACME server,
+        /// answering its TLS-ALPN-01 challenge on this inbound's port (public ACME
+        /// servers validate on port 443). Until the first one arrives, handshakes
+        /// other than the challenge's fail.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        acme: Option<AcmeSettings>,
     },
     /// REALITY (VLESS over TCP only): clients whose ClientHello carries valid REALITY
     /// auth get a TLS 1.3 session with the node; every other connection is spliced
@@ -133,6 +139,8 @@ pub enum TlsSource<'a> {
         /// The key.
         key_pem: &'a Secret,
     },
+    /// An ACME server.
+    Acme(&'a AcmeSettings),
 }
 
 impl Security {
@@ -143,6 +151,7 @@ impl Security {
             key: Some(key.into()),
             cert_pem: None,
             key_pem: None,
+            acme: None,
         }
     }
 
@@ -153,6 +162,18 @@ impl Security {
             key: None,
             cert_pem: Some(cert_pem.into()),
             key_pem: Some(Secret::new(key_pem)),
+            acme: None,
+        }
+    }
+
+    /// TLS with a certificate from an ACME server.
+    pub fn tls_acme(settings: AcmeSettings) -> Self {
+        Self::Tls {
+            cert: None,
+            key: None,
+            cert_pem: None,
+            key_pem: None,
+            acme: Some(settings),
         }
     }
 
@@ -165,13 +186,22 @@ impl Security {
                 key: Some(key),
                 cert_pem: None,
                 key_pem: None,
+                acme: None,
             } => Some(TlsSource::Files { cert, key }),
             Self::Tls {
                 cert: None,
                 key: None,
                 cert_pem: Some(cert_pem),
                 key_pem: Some(key_pem),
+                acme: None,
             } => Some(TlsSource::Inline { cert_pem, key_pem }),
+            Self::Tls {
+                cert: None,
+                key: None,
+                cert_pem: None,
+                key_pem: None,
+                acme: Some(acme),
+            } => Some(TlsSource::Acme(acme)),
             _ => None,
         }
     }

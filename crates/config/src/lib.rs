@@ -22,6 +22,7 @@
 
 #![warn(missing_docs)]
 
+pub mod acme;
 pub mod credentials;
 pub mod hex;
 mod inbound;
@@ -39,6 +40,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use acme::AcmeSettings;
 pub use inbound::{
     Flow, Hysteria2Settings, InboundConfig, MAX_HOP_PORTS, MAX_TRUSTED_PROXIES, Protocol, Security,
     SsMethod, TlsSource, Transport,

@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod accounting;
+mod acme;
 pub mod channel;
 pub mod config;
 pub mod control;

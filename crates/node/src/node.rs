@@ -89,6 +89,8 @@ pub struct Node {
     channel: Mutex<Option<tokio::sync::watch::Receiver<switchyard_channel::ChannelStatus>>>,
     /// Where `POST /v1/upgrade` requests go, once the binary takes them.
     upgrades: Mutex<Option<tokio::sync::mpsc::Sender<UpgradeRequest>>>,
+    /// Certificates from ACME servers, for TLS inbounds that take theirs there.
+    acme: crate::acme::Keepers,
 }
 
 impl std::fmt::Debug for Node {
@@ -140,7 +142,12 @@ impl Node {
             Runtime::from_config(&config, HashMap::new()),
             start.inherited,
         ));
+        let stop = CancellationToken::new();
+        let task_restarts = Arc::new(AtomicU64::new(0));
+        let acme =
+            crate::acme::Keepers::new(state_dir.clone(), stop.clone(), task_restarts.clone());
         let node = Arc::new(Self {
+            acme,
             shared,
             running: tokio::sync::Mutex::new(Running {
                 config: NodeConfig {
@@ -159,8 +166,8 @@ impl Node {
             token,
             metrics_without_token: AtomicBool::new(false),
             saved: Mutex::new(SaveStatus::default()),
-            stop: CancellationToken::new(),
-            task_restarts: Arc::new(AtomicU64::new(0)),
+            stop,
+            task_restarts,
             started_ms: now_ms(),
             channel: Mutex::new(None),
             upgrades: Mutex::new(None),

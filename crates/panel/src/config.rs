@@ -87,62 +87,31 @@ pub struct PanelConfig {
     pub acme: Option<AcmeSettings>,
 }
 
-/// A certificate from an ACME server.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AcmeSettings {
-    /// The names (or IP addresses) the certificate is for. Default: `public_url`'s
-    /// host.
-    #[serde(default)]
-    pub identifiers: Vec<String>,
-    /// The ACME server's directory. Default: Let's Encrypt's.
-    #[serde(default = "lets_encrypt")]
-    pub directory: String,
-    /// A PEM file of the root that the ACME server's own HTTPS chains to, for a test
-    /// or private ACME server; unset: the system's roots.
-    #[serde(default)]
-    pub directory_root: Option<PathBuf>,
-    /// An address for the ACME server's notices (expiry warnings).
-    #[serde(default)]
-    pub email: Option<String>,
-    /// Renew when the certificate has fewer days than this left. Default 30, as
-    /// Let's Encrypt advises for its 90-day certificates.
-    #[serde(default = "thirty")]
-    pub renew_days: u32,
-}
-
+/// A certificate from an ACME server: the settings nodes' inbounds use too.
+pub use switchyard_config::AcmeSettings;
 /// Let's Encrypt's production directory.
-pub const LETS_ENCRYPT: &str = "https://acme-v02.api.letsencrypt.org/directory";
+pub use switchyard_config::acme::LETS_ENCRYPT;
 
-fn lets_encrypt() -> String {
-    LETS_ENCRYPT.to_owned()
-}
-
-fn thirty() -> u32 {
-    30
-}
-
-impl AcmeSettings {
-    /// The identifiers to ask for: the configured ones, else `public_url`'s host.
-    pub fn identifiers_for(&self, public_base: &str) -> Vec<String> {
-        if !self.identifiers.is_empty() {
-            return self.identifiers.clone();
-        }
-        public_base
-            .split("://")
-            .nth(1)
-            .and_then(|rest| rest.split('/').next())
-            .map(|authority| match authority.strip_prefix('[') {
-                Some(v6) => v6.split(']').next().unwrap_or_default().to_owned(),
-                None => authority
-                    .rsplit_once(':')
-                    .map_or(authority, |(h, _)| h)
-                    .to_owned(),
-            })
-            .filter(|h| !h.is_empty())
-            .into_iter()
-            .collect()
+/// The identifiers the panel's certificate is asked for: the configured ones, else
+/// `public_url`'s host.
+pub fn acme_identifiers(acme: &AcmeSettings, public_base: &str) -> Vec<String> {
+    if !acme.identifiers.is_empty() {
+        return acme.identifiers.clone();
     }
+    public_base
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .map(|authority| match authority.strip_prefix('[') {
+            Some(v6) => v6.split(']').next().unwrap_or_default().to_owned(),
+            None => authority
+                .rsplit_once(':')
+                .map_or(authority, |(h, _)| h)
+                .to_owned(),
+        })
+        .filter(|h| !h.is_empty())
+        .into_iter()
+        .collect()
 }
 
 /// The panel's own certificate.
@@ -491,10 +460,9 @@ impl PanelConfig {
             if self.tls.is_some() {
                 return Err(invalid("acme", "give either tls (files) or acme, not both"));
             }
-            if !acme.directory.starts_with("https://") {
-                return Err(invalid("acme.directory", "must be an https:// URL"));
-            }
-            if acme.identifiers_for(&self.public_base()).is_empty() {
+            acme.check()
+                .map_err(|p| invalid(&format!("acme.{}", p.field), p.problem))?;
+            if acme_identifiers(acme, &self.public_base()).is_empty() {
                 return Err(invalid(
                     "acme.identifiers",
                     "name the certificate's host (or set public_url)",
@@ -663,7 +631,7 @@ mod tests {
             ("https://[2001:db8::1]:443/", "2001:db8::1"),
             ("https://192.0.2.7", "192.0.2.7"),
         ] {
-            assert_eq!(acme.identifiers_for(url), [host], "{url}");
+            assert_eq!(acme_identifiers(&acme, url), [host], "{url}");
         }
         let field = |c: PanelConfig| match c.validate() {
             Err(PanelConfigError::Invalid { field, .. }) => field,

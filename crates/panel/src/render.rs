@@ -100,6 +100,17 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
                 InboundSecurity::Tls {
                     certificate: TlsCertificate::Files { cert, key },
                 } => json!({ "type": "tls", "cert": cert, "key": key }),
+                // For the name clients ask for, as their entries say it.
+                InboundSecurity::Tls {
+                    certificate: acme @ TlsCertificate::Acme { .. },
+                } => {
+                    let name = i
+                        .sni
+                        .clone()
+                        .or_else(|| i.host.clone())
+                        .unwrap_or_else(|| server.address.clone());
+                    json!({ "type": "tls", "acme": acme.acme_settings(&name) })
+                }
                 InboundSecurity::Reality {
                     dest,
                     server_names,

@@ -123,6 +123,42 @@ impl Pebble {
         Ok(body.to_owned())
     }
 
+    /// A TLS session with `addr` for `name`, once the certificate it serves chains to
+    /// pebble's root (retried every 200 ms for 30 s; the error carries pebble's log).
+    pub async fn verified(
+        &self,
+        addr: std::net::SocketAddr,
+        name: &str,
+    ) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+        let root = self.root_pem().await?;
+        let mut roots = rustls::RootCertStore::empty();
+        for c in rustls_pemfile::certs(&mut root.as_bytes()) {
+            roots.add(c.context("pebble's root")?)?;
+        }
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+        let server_name = rustls::pki_types::ServerName::try_from(name.to_owned())
+            .with_context(|| format!("{name:?} is not a server name"))?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let tcp = tokio::net::TcpStream::connect(addr)
+                .await
+                .with_context(|| format!("connecting to {addr}"))?;
+            match connector.connect(server_name.clone(), tcp).await {
+                Ok(s) => return Ok(s),
+                Err(e) if Instant::now() > deadline => bail!(
+                    "{addr} served no certificate from pebble's root for {name} within 30 s: {e}\n{}",
+                    self.log_tail()
+                ),
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    }
+
     /// The end of pebble's log, for error messages.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(self.dir.path().join("pebble.log")).unwrap_or_default();

@@ -359,17 +359,7 @@ fn host_ok(host: &str) -> bool {
     if bare.parse::<IpAddr>().is_ok() {
         return true;
     }
-    let name = host.strip_suffix('.').unwrap_or(host);
-    !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            (1..=63).contains(&label.len())
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        })
+    super::dns_name(host, true)
 }
 
 fn validate_reality(
@@ -434,6 +424,38 @@ fn validate_reality(
 }
 
 impl NodeConfig {
+    /// An inbound's ACME settings: each field, at least one identifier, and a TCP
+    /// port for the challenge (a Hysteria 2 inbound, on UDP, shares the certificate
+    /// of a TCP inbound with the same settings, which answers for it).
+    fn validate_acme(
+        &self,
+        i: usize,
+        acme: &crate::AcmeSettings,
+        f: &impl Fn(&str) -> String,
+    ) -> Result<(), ConfigError> {
+        acme.check()
+            .map_err(|p| invalid(f(&format!("security.acme.{}", p.field)), p.problem))?;
+        if acme.identifiers.is_empty() {
+            return Err(invalid(
+                f("security.acme.identifiers"),
+                "name at least one DNS name or IP address the certificate is for",
+            ));
+        }
+        if self.inbounds[i].protocol == Protocol::Hysteria2 {
+            let answered = self.inbounds.iter().any(|o| {
+                o.protocol != Protocol::Hysteria2
+                    && matches!(&o.security, Security::Tls { acme: Some(a), .. } if a == acme)
+            });
+            if !answered {
+                return Err(invalid(
+                    f("security.acme"),
+                    "hysteria2 listens on UDP, and the ACME challenge (TLS-ALPN-01) comes over TCP: add a TCP TLS inbound with the same acme settings (it answers for both), or give cert and key",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn validate_inbounds(&self) -> Result<(), ConfigError> {
         let mut tags = HashSet::new();
         let mut ports: HashMap<u16, Vec<(IpAddr, usize)>> = HashMap::new();
@@ -516,17 +538,28 @@ impl NodeConfig {
                 key,
                 cert_pem,
                 key_pem,
+                acme,
             } = &ib.security
             {
                 let files = cert.is_some() || key.is_some();
                 let inline = cert_pem.is_some() || key_pem.is_some();
-                if files && inline {
+                if [files, inline, acme.is_some()]
+                    .iter()
+                    .filter(|x| **x)
+                    .count()
+                    > 1
+                {
                     return Err(invalid(
                         f("security"),
-                        "give either cert and key (PEM files) or cert_pem and key_pem (inline PEM), not both",
+                        "give one of cert and key (PEM files), cert_pem and key_pem (inline PEM) or acme, not more",
                     ));
                 }
-                let missing = if files {
+                if let Some(acme) = acme {
+                    self.validate_acme(i, acme, &f)?;
+                }
+                let missing = if acme.is_some() {
+                    None
+                } else if files {
                     match (cert, key) {
                         (None, _) => Some("security.cert"),
                         (_, None) => Some("security.key"),

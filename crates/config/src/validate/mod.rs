@@ -37,6 +37,22 @@ fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ConfigError 
     }
 }
 
+/// A DNS name: labels of 1-63 letters, digits and `-` (and `_` when `underscore`),
+/// not starting or ending with `-`, at most 253 bytes, a trailing dot allowed.
+pub(crate) fn dns_name(name: &str, underscore: bool) -> bool {
+    let name = name.strip_suffix('.').unwrap_or(name);
+    !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            (1..=63).contains(&label.len())
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || (underscore && b == b'_'))
+        })
+}
+
 fn tag_ok(tag: &str) -> bool {
     !tag.is_empty()
         && tag.len() <= 64

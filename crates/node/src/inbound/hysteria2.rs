@@ -115,7 +115,7 @@ pub(crate) fn start(ctx: Arc<Ctx>, sockets: Vec<std::net::UdpSocket>) {
 
 fn start_now(ctx: Arc<Ctx>, sockets: Vec<std::net::UdpSocket>) {
     let tag = ctx.config.tag.clone();
-    let Layer::Tls(acceptor) = &ctx.layer else {
+    let Layer::Tls(acceptor, _) = &ctx.layer else {
         // Validation rules this out.
         return tracing::error!(inbound = %tag, "hysteria2: needs TLS");
     };

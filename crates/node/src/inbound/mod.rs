@@ -63,8 +63,9 @@ pub(crate) const MAX_HEADER: usize = 8 * 1024;
 pub(crate) enum Layer {
     /// Nothing.
     Plain,
-    /// TLS with the inbound's certificate.
-    Tls(TlsAcceptor),
+    /// TLS with the inbound's certificate; with an ACME keeper's, whose challenge
+    /// handshakes are answered before the acceptor sees a client.
+    Tls(TlsAcceptor, Option<Arc<switchyard_acme::Served>>),
     /// REALITY: TLS 1.3 for its own clients, the target site for everyone else.
     Reality(Arc<reality::Reality>),
 }
@@ -191,8 +192,8 @@ pub(crate) async fn bind(
     shared: &Shared,
 ) -> Result<Bound, BindError> {
     let layer = match (layer, &config.transport) {
-        (Layer::Tls(acceptor), Transport::Grpc { .. } | Transport::Xhttp(_)) => {
-            Layer::Tls(with_h2(&acceptor))
+        (Layer::Tls(acceptor, acme), Transport::Grpc { .. } | Transport::Xhttp(_)) => {
+            Layer::Tls(with_h2(&acceptor), acme)
         }
         (layer, _) => layer,
     };
@@ -465,10 +466,11 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, mut conn: Conn) {
             Some(tls) => Box::new(tls),
             None => return,
         },
-        Layer::Tls(acceptor) if vision_capable => {
+        Layer::Tls(acceptor, acme) if vision_capable => {
             let raw = Records::new(Prefixed::new(Vec::new(), tcp), true);
-            match timeout_at(conn.deadline, acceptor.accept(raw)).await {
-                Ok(Ok(tls)) => return vless::serve_tls(&ctx, &rt, tls, conn).await,
+            match timeout_at(conn.deadline, accept_tls(acceptor, acme.as_ref(), raw)).await {
+                Ok(Ok(Some(tls))) => return vless::serve_tls(&ctx, &rt, tls, conn).await,
+                Ok(Ok(None)) => return,
                 Ok(Err(e)) => {
                     return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
                 }
@@ -477,15 +479,18 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, mut conn: Conn) {
                 }
             }
         }
-        Layer::Tls(acceptor) => match timeout_at(conn.deadline, acceptor.accept(tcp)).await {
-            Ok(Ok(tls)) => Box::new(tls),
-            Ok(Err(e)) => {
-                return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
+        Layer::Tls(acceptor, acme) => {
+            match timeout_at(conn.deadline, accept_tls(acceptor, acme.as_ref(), tcp)).await {
+                Ok(Ok(Some(tls))) => Box::new(tls),
+                Ok(Ok(None)) => return,
+                Ok(Err(e)) => {
+                    return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
+                }
+                Err(_) => {
+                    return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake timed out");
+                }
             }
-            Err(_) => {
-                return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake timed out");
-            }
-        },
+        }
     };
     let stream = match &ctx.config.transport {
         Transport::Tcp => stream,
@@ -512,6 +517,22 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, mut conn: Conn) {
         Protocol::Socks => socks::serve(&ctx, &rt, stream, conn, local).await,
         Protocol::Shadowsocks => {} // served by shadowsocks::start
         Protocol::Hysteria2 => {}   // served by hysteria2::start
+    }
+}
+
+/// A TLS handshake; with an ACME keeper, an ACME server's validation is answered and
+/// ends there (`None`).
+async fn accept_tls<IO>(
+    acceptor: &TlsAcceptor,
+    acme: Option<&Arc<switchyard_acme::Served>>,
+    io: IO,
+) -> std::io::Result<Option<tokio_rustls::server::TlsStream<IO>>>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    match acme {
+        None => acceptor.accept(io).await.map(Some),
+        Some(served) => switchyard_acme::accept(acceptor, served, io).await,
     }
 }
 

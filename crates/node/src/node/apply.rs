@@ -74,6 +74,8 @@ fn read_files(config: &NodeConfig) -> Files {
                     Some(TlsSource::Inline { cert_pem, key_pem }) => {
                         tls::load_inline(cert_pem, key_pem.expose(), &ib.tag)
                     }
+                    // Kept by the node's ACME keepers, not read here.
+                    Some(TlsSource::Acme(_)) => return None,
                     None => Err(tls::CertificateError::NoSource),
                 },
             )),
@@ -89,6 +91,20 @@ fn read_files(config: &NodeConfig) -> Files {
         certificates,
         tunnels,
     }
+}
+
+/// An acceptor serving what an ACME keeper holds (a client's handshake before the
+/// first certificate arrived fails); its challenges are told apart before
+/// ([`switchyard_acme::accept`]).
+fn acme_acceptor(
+    served: &std::sync::Arc<switchyard_acme::Served>,
+) -> Result<tokio_rustls::TlsAcceptor, rustls::Error> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_cert_resolver(served.clone());
+    Ok(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)))
 }
 
 /// Whether two halves name the same certificate files.
@@ -192,9 +208,18 @@ impl Node {
                     let c = Certificate::new(loaded);
                     let acceptor = c.acceptor().map_err(|e| inbound_error(e.into()))?;
                     certificates.insert(ib.tag.clone(), c);
-                    Layer::Tls(acceptor)
+                    Layer::Tls(acceptor, None)
                 }
                 None => match &ib.security {
+                    Security::Tls {
+                        acme: Some(settings),
+                        ..
+                    } => {
+                        let served = self.acme.served(settings);
+                        let acceptor =
+                            acme_acceptor(&served).map_err(|e| inbound_error(e.into()))?;
+                        Layer::Tls(acceptor, Some(served))
+                    }
                     Security::Reality {
                         max_time_diff_ms, ..
                     } => {
@@ -282,6 +307,7 @@ impl Node {
             running.inbounds.insert(tag, b.start(self.shared.clone()));
         }
         running.certificates.extend(certificates);
+        self.acme.retain(&new);
         tracing::info!(version = new.version, "config applied");
         self.save(&new).await;
         running.config = new;

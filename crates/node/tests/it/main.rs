@@ -11,6 +11,7 @@ mod common;
 mod reality_support;
 mod tunnel_support;
 
+mod acme;
 mod atomic_apply;
 mod cdn;
 mod certificate_renewal;

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use super::certificate::TlsCertificate;
 use super::{FieldError, Id, check_host};
 
 /// The protocol an inbound speaks.
@@ -97,24 +98,6 @@ pub fn is_grpc_service_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
-}
-
-/// Where a TLS inbound's certificate comes from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(tag = "source", rename_all = "snake_case", deny_unknown_fields)]
-pub enum TlsCertificate {
-    /// The panel generates a self-signed certificate for the inbound's SNI and gives
-    /// it to clients in the subscription to pin (sing-box) or to accept without a CA
-    /// (share links, `allowInsecure=1`). For first looks and tests; use a real
-    /// certificate in production.
-    SelfSigned,
-    /// PEM files on the node (for example kept fresh by an ACME client there).
-    Files {
-        /// The certificate chain's path on the node.
-        cert: String,
-        /// The private key's path on the node.
-        key: String,
-    },
 }
 
 /// What protects the transport.
@@ -381,6 +364,15 @@ pub fn check_inbound(
                 ));
             }
         }
+    }
+    if let InboundSecurity::Tls { certificate } = security {
+        if protocol == Protocol::Hysteria2 && matches!(certificate, TlsCertificate::Acme { .. }) {
+            return Err(FieldError::new(
+                "security.certificate",
+                "Hysteria 2 listens on UDP, and the ACME challenge comes over TCP: use certificate files or self-signed",
+            ));
+        }
+        certificate.check()?;
     }
     Ok(())
 }
@@ -719,6 +711,24 @@ mod tests {
                 1.0
             )),
             "security.certificate.cert"
+        );
+        let acme = InboundSecurity::Tls {
+            certificate: TlsCertificate::Acme {
+                email: None,
+                directory: None,
+                directory_root_pem: None,
+            },
+        };
+        assert_eq!(
+            e(check_inbound(
+                Protocol::Hysteria2,
+                443,
+                &InboundTransport::Tcp,
+                &acme,
+                None,
+                1.0
+            )),
+            "security.certificate"
         );
         assert!(
             check_inbound(

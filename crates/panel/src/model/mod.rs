@@ -6,6 +6,7 @@
 //! entry in a user's app, a pool of inbounds; a **Cluster** holds servers, inbounds,
 //! routes and tunnels (the spec's "cluster page").
 
+mod certificate;
 pub mod health;
 pub mod hysteria2;
 pub mod inbound;

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::CertificateDer;
+use switchyard_config::acme::MAX_RENEW_DAYS;
 use switchyard_panel::Panel;
 use switchyard_panel::config::{AcmeSettings, ChannelSettings, PanelConfig};
 use switchyard_testkit::pebble::Pebble;
@@ -30,6 +31,7 @@ fn config(
             identifiers: vec!["127.0.0.1".into()],
             directory: pebble.directory().to_owned(),
             directory_root: Some(pebble.directory_root()),
+            directory_root_pem: None,
             email: None,
             renew_days,
         }),
@@ -39,33 +41,9 @@ fn config(
 
 /// The certificate the panel serves, verified against pebble's root (its chain
 /// checked by rustls, for the name 127.0.0.1), once it serves one (30 s at most).
-async fn served(listen: SocketAddr, root_pem: &str, pebble: &Pebble) -> CertificateDer<'static> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut root_pem.as_bytes()) {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
-    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let tcp = tokio::net::TcpStream::connect(listen).await.unwrap();
-        match connector.connect(name.clone(), tcp).await {
-            Ok(s) => return switchyard_testkit::cert::served(&s).unwrap(),
-            Err(e) if Instant::now() > deadline => {
-                panic!(
-                    "no certificate from pebble's root served: {e}\n{}",
-                    pebble.log_tail()
-                )
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
+async fn served(listen: SocketAddr, pebble: &Pebble) -> CertificateDer<'static> {
+    let s = pebble.verified(listen, "127.0.0.1").await.unwrap();
+    switchyard_testkit::cert::served(&s).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,7 +60,7 @@ async fn the_panel_gets_its_certificate_by_acme_keeps_it_and_renews_it() {
         panel.state.config().public_base(),
         format!("https://{listen}")
     );
-    let first = served(listen, &root, &pebble).await;
+    let first = served(listen, &pebble).await;
     let stored = dir.path().join("panel/acme");
     for file in ["cert.pem", "key.pem", "account.json"] {
         use std::os::unix::fs::PermissionsExt as _;
@@ -99,7 +77,7 @@ async fn the_panel_gets_its_certificate_by_acme_keeps_it_and_renews_it() {
         .await
         .unwrap();
     assert_eq!(
-        served(listen, &root, &pebble).await,
+        served(listen, &pebble).await,
         first,
         "the stored certificate"
     );
@@ -107,12 +85,12 @@ async fn the_panel_gets_its_certificate_by_acme_keeps_it_and_renews_it() {
 
     // Fewer days left than renew_days: renewed at start, the same account.
     let account = std::fs::read_to_string(stored.join("account.json")).unwrap();
-    let panel = Panel::start(config(dir.path(), listen, &pebble, 100_000))
+    let panel = Panel::start(config(dir.path(), listen, &pebble, MAX_RENEW_DAYS))
         .await
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if served(listen, &root, &pebble).await != first {
+        if served(listen, &pebble).await != first {
             break;
         }
         assert!(

@@ -12,6 +12,7 @@ mod live;
 
 mod account;
 mod acme;
+mod acme_inbound;
 mod address_limit;
 mod api;
 mod balancing;
@@ -47,6 +48,7 @@ mod tunnels_live;
 mod tunnels_moves;
 mod tunnels_profiles;
 mod ui_account;
+mod ui_acme;
 mod ui_assets;
 mod ui_browser;
 mod ui_common;

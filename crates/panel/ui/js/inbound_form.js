@@ -43,9 +43,10 @@ export function inboundForm(servers, inbound) {
         ["stream-one", "stream-one (one request)"]]
         .map(([v, t]) => h("option", { value: v, selected: (i.transport.mode || "auto") === v }, t)));
     const tls = i.security.type === "reality" ? "reality"
-      : i.security.type === "tls" ? (i.security.certificate.source === "files" ? "files" : "self_signed") : "none";
+      : i.security.type === "tls" ? (["files", "acme"].includes(i.security.certificate.source) ? i.security.certificate.source : "self_signed") : "none";
     const security = h("select", { name: "security" },
       [["self_signed", "TLS, self-signed certificate (first looks, tests)"], ["files", "TLS, certificate files on the node"],
+        ["acme", "TLS, certificate by ACME (Let's Encrypt), kept by the node"],
         ["reality", "REALITY (VLESS over TCP: borrows a real site's TLS)"], ["none", "None"]]
         .map(([v, t]) => h("option", { value: v, selected: tls === v }, t)));
     const r = i.security.type === "reality" ? i.security : {};
@@ -77,6 +78,14 @@ export function inboundForm(servers, inbound) {
     const behindCdn = h("div", { class: "group" },
       field("Trusted proxies", trustedProxies, "The CDN's or reverse proxy's networks, one per line or comma-separated: their X-Forwarded-For names the user's address (address limit, logs). Empty: the header is ignored"));
     const files = h("div", { class: "group" }, field("Certificate file", certFile), field("Key file", keyFile));
+    const a = (i.security.certificate && i.security.certificate.source === "acme") ? i.security.certificate : {};
+    const acmeEmail = h("input", { name: "security.certificate.email", type: "email", value: a.email || "", placeholder: "ops@example.com" });
+    const acmeDirectory = h("input", { name: "security.certificate.directory", value: a.directory || "", placeholder: "Let's Encrypt" });
+    const acmeRoot = h("textarea", { name: "security.certificate.directory_root_pem", rows: 3, placeholder: "-----BEGIN CERTIFICATE-----" }, a.directory_root_pem || "");
+    const acme = h("div", { class: "group" },
+      h("p", { class: "hint" }, "The node asks for a certificate for the TLS server name (or the client address, or the server's), validated on port 443 of that name: listen on 443."),
+      field("Email for expiry notices", acmeEmail), field("ACME directory", acmeDirectory, "Another ACME server's https:// directory; Let's Encrypt when empty"),
+      field("ACME server's root (PEM)", acmeRoot, "Only for a private ACME server"));
     const ss = h("div", { class: "group" }, field("Method", method));
     const hy = i.hysteria2 || { obfs: false, udp: true };
     const obfs = h("input", { type: "checkbox", name: "hysteria2.obfs", checked: Boolean(hy.obfs) });
@@ -112,14 +121,16 @@ export function inboundForm(servers, inbound) {
     const transportBox = field("Transport", transport);
     const realityOption = security.querySelector('option[value="reality"]');
     const noneOption = security.querySelector('option[value="none"]');
+    const acmeOption = security.querySelector('option[value="acme"]');
     const sync = () => {
       // Hysteria 2 is QUIC under TLS: no transport, REALITY or plain.
       const quic = protocol.value === "hysteria2";
       if (quic) transport.value = "tcp";
-      if (quic && (security.value === "reality" || security.value === "none")) security.value = "self_signed";
+      if (quic && ["reality", "none", "acme"].includes(security.value)) security.value = "self_signed";
       transportBox.hidden = quic;
       realityOption.hidden = quic;
       noneOption.hidden = quic;
+      acmeOption.hidden = quic;
       hysteria2.hidden = !quic;
       obfsPassword.disabled = !obfs.checked;
       // WebSocket and HTTPUpgrade both have a path and a Host header.
@@ -130,6 +141,7 @@ export function inboundForm(servers, inbound) {
       serviceName.required = !grpc.hidden;
       path.placeholder = { httpupgrade: "/up", xhttp: "/xh" }[transport.value] || "/ws";
       files.hidden = security.value !== "files";
+      acme.hidden = security.value !== "acme";
       ss.hidden = protocol.value !== "shadowsocks";
       reality.hidden = security.value !== "reality";
       sniBox.hidden = security.value === "reality";
@@ -140,7 +152,7 @@ export function inboundForm(servers, inbound) {
     const form = h("form", {},
       field("Server", server), field("Display name", name, "Shown in the panel; users see the name of the route it is in"),
       field("Protocol", protocol), ss, hysteria2, field("Port", port),
-      transportBox, ws, grpc, xhttp, behindCdn, field("Security", security), files, reality, flowBox,
+      transportBox, ws, grpc, xhttp, behindCdn, field("Security", security), files, acme, reality, flowBox,
       field("Client address", host, "The address clients dial; the server's when empty"),
       sniBox,
       field("Coefficient", coefficient, "Weight in round-robin: 2 takes about twice the users of 1"),
@@ -164,7 +176,10 @@ export function inboundForm(servers, inbound) {
             type: "reality", dest: dest.value.trim(), server_names: list(serverNames), short_ids: list(shortIds),
             max_time_diff_ms: Number(maxTimeDiff.value), fingerprint: fingerprint.value,
           }
-          : { type: "tls", certificate: security.value === "files" ? { source: "files", cert: certFile.value, key: keyFile.value } : { source: "self_signed" } },
+          : { type: "tls", certificate: security.value === "files" ? { source: "files", cert: certFile.value, key: keyFile.value }
+            : security.value === "acme" ? { source: "acme", email: acmeEmail.value.trim() || undefined,
+              directory: acmeDirectory.value.trim() || undefined, directory_root_pem: acmeRoot.value.trim() || undefined }
+            : { source: "self_signed" } },
         host: host.value.trim() || null, sni: security.value === "reality" ? null : sni.value.trim() || null,
         coefficient: Number(coefficient.value), method: protocol.value === "shadowsocks" ? method.value : null,
         flow: flowBox.hidden ? null : flow.value || null,
