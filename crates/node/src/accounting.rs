@@ -71,6 +71,19 @@ impl Counters {
         self.last_active_ms.fetch_max(now_ms, Ordering::Relaxed);
     }
 
+    /// [`Self::add`] for counts another process reports (an upgrade's predecessor):
+    /// saturating, never wrapping.
+    fn add_saturating(&self, up: u64, down: u64, now_ms: i64) {
+        for (counter, n) in [(&self.up, up), (&self.down, down)] {
+            if n > 0 {
+                let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                    Some(v.saturating_add(n))
+                });
+            }
+        }
+        self.last_active_ms.fetch_max(now_ms, Ordering::Relaxed);
+    }
+
     fn enter(&self, source: IpAddr) {
         self.open.fetch_add(1, Ordering::Relaxed);
         *self.sources().entry(source).or_default() += 1;
@@ -173,8 +186,8 @@ impl Accounting {
     /// from, while it drained) to the user's and the node's totals.
     pub fn absorb(&self, user: &str, up: u64, down: u64) {
         let now = now_ms();
-        self.user(user).add(up, down, now);
-        self.node.add(up, down, now);
+        self.user(user).add_saturating(up, down, now);
+        self.node.add_saturating(up, down, now);
     }
 
     /// Bytes counted per user so far (for the journal).

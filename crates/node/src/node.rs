@@ -89,6 +89,8 @@ pub struct Node {
     channel: Mutex<Option<tokio::sync::watch::Receiver<switchyard_channel::ChannelStatus>>>,
     /// Where `POST /v1/upgrade` requests go, once the binary takes them.
     upgrades: Mutex<Option<tokio::sync::mpsc::Sender<UpgradeRequest>>>,
+    /// Set while an upgrade request waits for its outcome: one at a time.
+    upgrading: AtomicBool,
     /// Certificates from ACME servers, for TLS inbounds that take theirs there.
     acme: crate::acme::Keepers,
 }
@@ -171,6 +173,7 @@ impl Node {
             started_ms: now_ms(),
             channel: Mutex::new(None),
             upgrades: Mutex::new(None),
+            upgrading: AtomicBool::new(false),
         });
         node.apply(config).await?;
         tasks::start(&node);

@@ -108,7 +108,10 @@ pub struct Panel {
 }
 
 /// The listener for `addr`: the one a panel this one takes over from handed over,
-/// else a new one; a duplicate of it is kept for the next handover.
+/// else a new one; a duplicate of it is kept for the next handover. Sockets are
+/// handed over by their configured address, so one configured with port 0 (any free
+/// port) is neither handed over nor taken: an upgrade binds another free port, as a
+/// restart does.
 async fn bind(
     what: &'static str,
     addr: SocketAddr,
@@ -116,13 +119,20 @@ async fn bind(
     handed: &mut Vec<Handed>,
 ) -> Result<TcpListener, StartError> {
     let error = |source| StartError::Bind { what, addr, source };
-    let listener = match inherited.take_tcp(addr) {
+    let taken = if addr.port() == 0 {
+        None
+    } else {
+        inherited.take_tcp(addr)
+    };
+    let listener = match taken {
         Some(l) => TcpListener::from_std(l.map_err(error)?).map_err(error)?,
         None => TcpListener::bind(addr).await.map_err(error)?,
     };
-    match Handed::of(Kind::Tcp, addr, &listener) {
-        Ok(h) => handed.push(h),
-        Err(e) => tracing::warn!("{what}: keeping the socket for an upgrade: {e}"),
+    if addr.port() != 0 {
+        match Handed::of(Kind::Tcp, addr, &listener) {
+            Ok(h) => handed.push(h),
+            Err(e) => tracing::warn!("{what}: keeping the socket for an upgrade: {e}"),
+        }
     }
     Ok(listener)
 }
@@ -258,7 +268,7 @@ impl Panel {
             (None, Some(acme)) => Some(
                 crate::acme::start(
                     acme.clone(),
-                    acme.identifiers_for(&config.public_base()),
+                    crate::config::acme_identifiers(acme, &config.public_base()),
                     config.data_dir.join("acme"),
                     stop_for_tls.clone(),
                 )

@@ -137,6 +137,27 @@ impl Node {
         let Some(tx) = lock(&self.upgrades).clone() else {
             return Err(HandoverError::Unsupported);
         };
+        // One at a time: a request while another waits for its outcome is refused
+        // at once (not queued behind it).
+        if self
+            .upgrading
+            .compare_exchange(
+                false,
+                true,
+                std::sync::atomic::Ordering::AcqRel,
+                std::sync::atomic::Ordering::Acquire,
+            )
+            .is_err()
+        {
+            return Err(HandoverError::Busy);
+        }
+        struct Done<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                self.0.store(false, std::sync::atomic::Ordering::Release);
+            }
+        }
+        let _done = Done(&self.upgrading);
         let (reply, answer) = oneshot::channel();
         tx.try_send(UpgradeRequest {
             drain,

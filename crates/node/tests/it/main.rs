@@ -22,6 +22,7 @@ mod config_hardening;
 mod config_paths;
 mod control_api;
 mod control_auth;
+mod control_upgrade;
 mod forwarded;
 mod grpc;
 mod httpupgrade;

@@ -281,6 +281,19 @@ fn wait_active(name: &str) -> anyhow::Result<()> {
 }
 
 /// Whether systemd runs this system (what `sd_booted` checks).
+/// This executable's path: the file at the path it was started from. Once an
+/// upgrade renamed a new binary over it, `/proc/self/exe` names the old file with
+/// " (deleted)" after it; the new one is at the path without it.
+pub(crate) fn this_executable() -> anyhow::Result<PathBuf> {
+    let me = std::env::current_exe().context("this binary's path")?;
+    Ok(
+        match me.to_str().and_then(|p| p.strip_suffix(" (deleted)")) {
+            Some(p) => PathBuf::from(p),
+            None => me,
+        },
+    )
+}
+
 pub(crate) fn has_systemd() -> bool {
     Path::new("/run/systemd/system").is_dir()
 }

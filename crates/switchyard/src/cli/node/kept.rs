@@ -23,23 +23,12 @@ pub(crate) const EXEC_GUARD: &str = "SWITCHYARD_KEPT_BINARY";
 /// installed one is.
 pub(crate) const INSTALLED_FLAG: &str = "--installed-binary";
 
-/// This executable's path (without the " (deleted)" a replaced file gets).
-fn this_executable() -> anyhow::Result<PathBuf> {
-    let me = std::env::current_exe().context("this binary's path")?;
-    Ok(
-        match me.to_str().and_then(|p| p.strip_suffix(" (deleted)")) {
-            Some(p) => PathBuf::from(p),
-            None => me,
-        },
-    )
-}
-
 /// The installed binary: `flag` (`--installed-binary`, given to processes started
 /// from a kept binary), else this executable.
 pub(crate) fn installed(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     match flag {
         Some(p) => Ok(p),
-        None => this_executable(),
+        None => crate::cli::service::this_executable(),
     }
 }
 

@@ -5,7 +5,6 @@
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -60,13 +59,7 @@ impl Takeover {
 /// The command that starts this node again: this binary (the file at the path it was
 /// started from, which an upgrade replaced) with `args` after the global options.
 pub(crate) fn next_command(args: Vec<OsString>) -> anyhow::Result<Command> {
-    let program = std::env::current_exe().context("this binary's path")?;
-    // Once replaced, /proc/self/exe names the old file " (deleted)": the new one is
-    // at the path without it.
-    let program = match program.to_str().and_then(|p| p.strip_suffix(" (deleted)")) {
-        Some(p) => PathBuf::from(p),
-        None => program,
-    };
+    let program = crate::cli::service::this_executable()?;
     let mut all = super::super::logs::format_args();
     all.extend(args);
     Ok(Command { program, args: all })

@@ -122,11 +122,7 @@ pub(crate) async fn ready(
 
 /// This binary, at the path it was started from, with the arguments it got.
 pub(crate) fn next_command() -> anyhow::Result<Command> {
-    let program = std::env::current_exe().context("this binary's path")?;
-    let program = match program.to_str().and_then(|p| p.strip_suffix(" (deleted)")) {
-        Some(p) => PathBuf::from(p),
-        None => program,
-    };
+    let program = crate::cli::service::this_executable()?;
     Ok(Command {
         program,
         args: std::env::args_os().skip(1).collect(),
