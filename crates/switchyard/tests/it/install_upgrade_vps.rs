@@ -30,7 +30,11 @@ fn now() -> i64 {
 }
 
 /// One datagram to the echo and its answer, through the association.
-async fn echo(association: &UdpAssociation, to: SocketAddr, data: &[u8]) -> anyhow::Result<()> {
+pub(crate) async fn echo(
+    association: &UdpAssociation,
+    to: SocketAddr,
+    data: &[u8],
+) -> anyhow::Result<()> {
     let dest = socks5::Dest::from(to);
     for _ in 0..3 {
         association.send_to(data, &dest).await?;

@@ -4,7 +4,8 @@
 //! the panel's hash follows the file, no restart). The API shows the node's version,
 //! its binary's sha256 and `upgrade_available`; `POST /api/v1/servers/{id}/upgrade`
 //! runs `uploading`, `switching`, `online` while a slow download through the node
-//! (Shadowsocks, the real sing-box client) goes on and ends intact. Then the node's
+//! (VLESS, the real sing-box client) goes on and ends intact, and a UDP association
+//! held across it is answered before and after; every byte is counted once. Then the node's
 //! main process runs B from its state directory, `systemctl restart` runs B again,
 //! and `switchyard node upgrade --binary A` puts A back in charge (`bin/current`
 //! gone), restarts included.
@@ -19,15 +20,17 @@ use switchyard_panel::model::ServerState;
 use switchyard_panel::store::UserInput;
 use switchyard_testkit::HttpTarget;
 use switchyard_testkit::netns::{self, NsRuntime};
+use switchyard_testkit::socks5::UdpAssociation;
 use switchyard_testkit::vps::Vps;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
+use crate::install_upgrade_vps::echo;
 use crate::install_vps::wait_until;
-use crate::vps_panel::{PANEL_AT, shadowsocks_server, sing_box_on, start_panel};
+use crate::vps_panel::{PANEL_AT, sing_box_on, start_panel, vless_server};
 
 const MIB: u64 = 1 << 20;
-/// The Shadowsocks inbound's port on the server.
-const INBOUND_PORT: u16 = 8388;
+/// The VLESS inbound's port on the server.
+const INBOUND_PORT: u16 = 8443;
 const TOKEN: &str = "sy_upgrade_action_test_token_0123456789";
 
 fn now() -> i64 {
@@ -97,7 +100,7 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
         )
         .await
         .unwrap();
-    let server = shadowsocks_server(&panel, INBOUND_PORT).await;
+    let server = vless_server(&panel, INBOUND_PORT).await;
     let user = panel
         .state
         .service()
@@ -138,13 +141,7 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
             .unwrap(),
     )
     .unwrap();
-    let client = sing_box_on(
-        &servers,
-        &user.subscription_path,
-        "shadowsocks",
-        INBOUND_PORT,
-    )
-    .await;
+    let client = sing_box_on(&servers, &user.subscription_path, "vless", INBOUND_PORT).await;
     let proxy = client.proxy_addr().unwrap();
     // A first download gives the size of one response's head and one request (the
     // same digits as the 60 MiB one's).
@@ -161,6 +158,25 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
     let head = counted.used_down - target.bytes_out();
     let request = counted.used_up / target.requests();
     assert!((50..500).contains(&head), "an HTTP head is {head} bytes");
+    // A UDP echo on the servers' side, and an association through the node.
+    let echo_socket = servers
+        .run(async { tokio::net::UdpSocket::bind((netns::SERVERS_ADDR, 0)).await })
+        .await
+        .unwrap();
+    let echo_at = echo_socket.local_addr().unwrap();
+    servers.spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok((n, from)) = echo_socket.recv_from(&mut buf).await {
+            let _ = echo_socket.send_to(&buf[..n], from).await;
+        }
+    });
+    let association = UdpAssociation::open(proxy).await.unwrap();
+    let datagram = vec![7u8; 1000];
+    let mut udp_bytes = 0u64;
+    echo(&association, echo_at, &datagram)
+        .await
+        .unwrap_or_else(|e| panic!("UDP through the node: {e:#}\n{}", client.log_tail()));
+    udp_bytes += 1000;
     let download = target.download_via_socks_slowly(proxy, 60 * MIB);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(!download.is_finished(), "the download is still going");
@@ -210,6 +226,17 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
         ServerState::Online
     );
 
+    // The association is answered by the new process.
+    echo(&association, echo_at, &datagram)
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "the UDP association after the upgrade: {e:#}\n{}",
+                journal()
+            )
+        });
+    udp_bytes += 1000;
+
     // The held download goes on in the old process and ends intact.
     let got = download
         .await
@@ -254,6 +281,8 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
         vps.sh_ok(&format!("stat -c %a {kept}")).unwrap().trim(),
         "755"
     );
+    // The association ends: the old process has nothing left and exits.
+    drop(association);
     wait_until("the old process drained and ended", 90, || async {
         !vps.sh(&format!("test -d /proc/{old_pid}"))
             .unwrap()
@@ -264,8 +293,8 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
     // Every byte counted once across the panel's upgrade: what the target sent
     // (bodies and heads) down, the requests up.
     let want = (
-        target.bytes_out() + target.requests() * head,
-        target.requests() * request,
+        target.bytes_out() + target.requests() * head + udp_bytes,
+        target.requests() * request + udp_bytes,
     );
     wait_until("the traffic counted", 30, || async {
         store.user(user.id, now()).await.unwrap().used_down >= want.0
