@@ -51,7 +51,6 @@ async fn the_panel_gets_its_certificate_by_acme_keeps_it_and_renews_it() {
     let dir = tempfile::tempdir().unwrap();
     let listen = SocketAddr::from(([127, 0, 0, 1], switchyard_testkit::free_port().unwrap()));
     let pebble = Pebble::start(listen.port()).await.unwrap();
-    let root = pebble.root_pem().await.unwrap();
 
     let panel = Panel::start(config(dir.path(), listen, &pebble, 30))
         .await

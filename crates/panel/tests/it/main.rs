@@ -55,6 +55,7 @@ mod ui_common;
 mod ui_hysteria2;
 mod ui_inbound_transport;
 mod ui_node_and_limits;
+mod ui_ssh_install;
 mod ui_trusted_proxies;
 mod ui_tunnel_cdn;
 mod ui_xhttp;

@@ -29,6 +29,22 @@ fn now() -> i64 {
     switchyard_panel::clock::now_ms()
 }
 
+/// A UDP echo on the servers' side of the link, for the test's life; its address.
+pub(crate) async fn udp_echo(servers: &netns::NsRuntime) -> SocketAddr {
+    let echo_socket = servers
+        .run(async { tokio::net::UdpSocket::bind((netns::SERVERS_ADDR, 0)).await })
+        .await
+        .unwrap();
+    let echo_at = echo_socket.local_addr().unwrap();
+    servers.spawn(async move {
+        let mut buf = vec![0u8; 65536];
+        while let Ok((n, from)) = echo_socket.recv_from(&mut buf).await {
+            let _ = echo_socket.send_to(&buf[..n], from).await;
+        }
+    });
+    echo_at
+}
+
 /// One datagram to the echo and its answer, through the association.
 pub(crate) async fn echo(
     association: &UdpAssociation,
@@ -85,17 +101,7 @@ async fn an_upgrade_keeps_a_download_and_a_udp_association_and_counts_every_byte
             .unwrap(),
     )
     .unwrap();
-    let echo_socket = servers
-        .run(async { tokio::net::UdpSocket::bind((netns::SERVERS_ADDR, 0)).await })
-        .await
-        .unwrap();
-    let echo_at = echo_socket.local_addr().unwrap();
-    servers.spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok((n, from)) = echo_socket.recv_from(&mut buf).await {
-            let _ = echo_socket.send_to(&buf[..n], from).await;
-        }
-    });
+    let echo_at = udp_echo(&servers).await;
     let client = sing_box_on(&servers, &user.subscription_path, "vless", INBOUND_PORT).await;
     let proxy = client.proxy_addr().unwrap();
 

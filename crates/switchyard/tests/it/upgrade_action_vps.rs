@@ -24,7 +24,7 @@ use switchyard_testkit::socks5::UdpAssociation;
 use switchyard_testkit::vps::Vps;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::install_upgrade_vps::echo;
+use crate::install_upgrade_vps::{echo, udp_echo};
 use crate::install_vps::wait_until;
 use crate::vps_panel::{PANEL_AT, sing_box_on, start_panel, vless_server};
 
@@ -159,17 +159,7 @@ async fn the_panel_upgrades_a_node_under_a_download_and_restarts_keep_it() {
     let request = counted.used_up / target.requests();
     assert!((50..500).contains(&head), "an HTTP head is {head} bytes");
     // A UDP echo on the servers' side, and an association through the node.
-    let echo_socket = servers
-        .run(async { tokio::net::UdpSocket::bind((netns::SERVERS_ADDR, 0)).await })
-        .await
-        .unwrap();
-    let echo_at = echo_socket.local_addr().unwrap();
-    servers.spawn(async move {
-        let mut buf = vec![0u8; 65536];
-        while let Ok((n, from)) = echo_socket.recv_from(&mut buf).await {
-            let _ = echo_socket.send_to(&buf[..n], from).await;
-        }
-    });
+    let echo_at = udp_echo(&servers).await;
     let association = UdpAssociation::open(proxy).await.unwrap();
     let datagram = vec![7u8; 1000];
     let mut udp_bytes = 0u64;
