@@ -4,6 +4,9 @@
 //! and the origin goes on in the old nodes while new connections go through the new
 //! ones: the relay's links say `GoAway`, so the origin dials the new relay at once;
 //! the old origin's links say it, so the relay opens new streams on the new origin's.
+//! And a connection to a relay whose origin has not connected yet (it just started,
+//! or took over) waits a little for one: it is carried once the origin comes, and
+//! fails, rather than hangs, when none does.
 
 use crate::common;
 
@@ -49,8 +52,15 @@ async fn take_over(old: &Arc<Node>) -> Arc<Node> {
     new
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_tunnel_carries_on_across_the_upgrade_of_its_relay_then_of_its_origin() {
+/// A relay node (VLESS inbound, the tunnel "eu" to origin "fi", two links per
+/// profile) and the config of its origin, not started.
+struct Halves {
+    relay: Fixture,
+    origin_text: String,
+    _dirs: [tempfile::TempDir; 2],
+}
+
+async fn halves() -> Halves {
     let cert = issue("eu").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (cert_path, key_path) = (dir.path().join("t.crt"), dir.path().join("t.key"));
@@ -73,7 +83,45 @@ async fn a_tunnel_carries_on_across_the_upgrade_of_its_relay_then_of_its_origin(
         free_port().unwrap(),
         cert.pin
     );
-    let origin = Node::start(NodeConfig::from_toml(&origin_text).unwrap())
+    Halves {
+        relay,
+        origin_text,
+        _dirs: [dir, origin_dir],
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_waits_a_little_for_an_origin_and_fails_without_one() {
+    let h = halves().await;
+    let relay = &h.relay;
+    let client = SingBox::client(vless_outbound(relay.addr(), ALICE_UUID))
+        .await
+        .unwrap();
+    let proxy = client.proxy_addr().unwrap();
+    // No origin at all: the connection fails (after the wait), nothing hangs.
+    assert!(relay.http.download_via_socks(proxy, MIB).await.is_err());
+    // A connection made while the origin is still dialing waits for it.
+    let waiting = relay.http.download_via_socks_slowly(proxy, MIB);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "it waits for an origin");
+    let origin = Node::start(NodeConfig::from_toml(&h.origin_text).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        waiting.await.unwrap().unwrap(),
+        MIB,
+        "carried once the origin came"
+    );
+    origin.shutdown().await;
+    drop(client);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tunnel_carries_on_across_the_upgrade_of_its_relay_then_of_its_origin() {
+    let h = halves().await;
+    let relay = &h.relay;
+    let origin_text = &h.origin_text;
+    let origin = Node::start(NodeConfig::from_toml(origin_text).unwrap())
         .await
         .unwrap();
     wait_for("2 links", async || {
