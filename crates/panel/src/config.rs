@@ -222,6 +222,10 @@ pub struct SubscriptionSettings {
     /// Then one more fetch per this many seconds. Default 10 (360 an hour): apps
     /// fetch every few hours, so only a script hammering a token ever waits.
     pub fetch_refill_s: u32,
+    /// The resolver a VPN config asks through the proxy (sing-box's own apps:
+    /// `https://IP[:port][/path]`, `tls://`, `tcp://` or `udp://IP[:port]`). Default
+    /// Cloudflare's over HTTPS, `https://1.1.1.1/dns-query`.
+    pub remote_dns: String,
 }
 
 impl Default for SubscriptionSettings {
@@ -237,6 +241,7 @@ impl Default for SubscriptionSettings {
             hysteresis_percent: 25,
             fetch_burst: 60,
             fetch_refill_s: 10,
+            remote_dns: switchyard_proto::singbox_vpn::DEFAULT_REMOTE_DNS.to_owned(),
         }
     }
 }
@@ -588,6 +593,8 @@ impl SubscriptionSettings {
                 "must be 1 to 86400 seconds",
             ));
         }
+        switchyard_proto::singbox_vpn::RemoteDns::parse(&self.remote_dns)
+            .map_err(|e| invalid("subscription.remote_dns", e))?;
         check_rules(&self.agents).map_err(|e| invalid(&e.field, e.message))
     }
 }

@@ -78,6 +78,7 @@ pub mod reality;
 pub mod shadowsocks;
 pub mod share;
 pub mod singbox;
+pub mod singbox_vpn;
 pub mod socks5;
 pub mod trojan;
 pub mod vision;

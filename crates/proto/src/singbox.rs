@@ -5,7 +5,8 @@
 //! deprecated field:
 //!
 //! ```text
-//! inbounds:  mixed (SOCKS5 + HTTP proxy) on options.listen
+//! inbounds:  mixed (SOCKS5 + HTTP proxy) on options.listen; with `options.vpn`, a
+//!            tun and DNS through the proxy too (crate::singbox_vpn)
 //! outbounds: selector `group_name` -> [urltest `urltest_name`, entry 1, entry 2, ...]
 //!            urltest `urltest_name` -> [entry 1, entry 2, ...] (url, interval)
 //!            one outbound per entry, tagged with its name (made unique)
@@ -26,6 +27,7 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::entry::{Entry, EntryProtocol, EntryTransport};
+use crate::singbox_vpn::{REMOTE_DNS_TAG, RemoteServer, TUN_TAG, Tun, VpnOptions, VpnRule};
 
 /// The tag of the `mixed` inbound.
 pub const MIXED_TAG: &str = "mixed-in";
@@ -63,6 +65,9 @@ pub struct SingBoxOptions {
     pub urltest_interval: Duration,
     /// sing-box's log level (`trace` ... `panic`). Default `"warn"`.
     pub log_level: String,
+    /// A VPN config, for the apps that build their VPN from it (a `tun` inbound, DNS
+    /// through the proxy, [`crate::singbox_vpn`]). Default `None`: a local proxy.
+    pub vpn: Option<VpnOptions>,
 }
 
 impl Default for SingBoxOptions {
@@ -74,6 +79,7 @@ impl Default for SingBoxOptions {
             urltest_url: "https://www.gstatic.com/generate_204".to_owned(),
             urltest_interval: Duration::from_secs(180),
             log_level: "warn".to_owned(),
+            vpn: None,
         }
     }
 }
@@ -117,26 +123,39 @@ impl Serialize for ClientConfig<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let o = self.options;
         let empty = self.entries.is_empty();
+        // The remote resolver needs the selector to reach it by.
+        let remote = o.vpn.as_ref().filter(|_| !empty).map(|v| RemoteServer {
+            dns: &v.remote_dns,
+            detour: &o.group_name,
+        });
         Document {
             log: Log {
                 level: &o.log_level,
                 timestamp: true,
             },
             dns: Dns {
-                servers: [DnsServer {
-                    kind: "local",
-                    tag: DNS_TAG,
-                }],
+                r#final: remote.as_ref().map(|_| REMOTE_DNS_TAG),
+                servers: (
+                    remote,
+                    DnsServer {
+                        kind: "local",
+                        tag: DNS_TAG,
+                    },
+                ),
             },
-            inbounds: [Mixed {
-                kind: "mixed",
-                tag: MIXED_TAG,
-                listen: o.listen.ip().to_string(),
-                listen_port: o.listen.port(),
-            }],
+            inbounds: (
+                Mixed {
+                    kind: "mixed",
+                    tag: MIXED_TAG,
+                    listen: o.listen.ip().to_string(),
+                    listen_port: o.listen.port(),
+                },
+                o.vpn.as_ref().map(|_| Tun::new()),
+            ),
             outbounds: Outbounds(self),
             route: Route {
                 default_domain_resolver: DNS_TAG,
+                auto_detect_interface: o.vpn.is_some(),
                 r#final: if empty { DIRECT_TAG } else { &o.group_name },
                 rules: Rules(self),
             },
@@ -145,13 +164,47 @@ impl Serialize for ClientConfig<'_> {
     }
 }
 
+/// Two things serialized as a list, the second left out when `None`.
+struct Pair<A, B>(A, Option<B>);
+
+impl<A: Serialize, B: Serialize> Serialize for Pair<A, B> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(None)?;
+        seq.serialize_element(&self.0)?;
+        if let Some(b) = &self.1 {
+            seq.serialize_element(b)?;
+        }
+        seq.end()
+    }
+}
+
 #[derive(Serialize)]
 struct Document<'a> {
     log: Log<'a>,
-    dns: Dns,
-    inbounds: [Mixed; 1],
+    dns: Dns<'a>,
+    #[serde(serialize_with = "pair")]
+    inbounds: (Mixed, Option<Tun>),
     outbounds: Outbounds<'a>,
     route: Route<'a>,
+}
+
+fn pair<S: Serializer, A: Serialize, B: Serialize>(
+    (a, b): &(A, Option<B>),
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    Pair(a, b.as_ref()).serialize(serializer)
+}
+
+fn pair_last<S: Serializer, A: Serialize, B: Serialize>(
+    (a, b): &(Option<A>, B),
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    // The optional one first: the remote resolver, then the local one.
+    match a {
+        Some(a) => Pair(a, Some(b)).serialize(serializer),
+        None => Pair(b, None::<&B>).serialize(serializer),
+    }
 }
 
 #[derive(Serialize)]
@@ -161,8 +214,11 @@ struct Log<'a> {
 }
 
 #[derive(Serialize)]
-struct Dns {
-    servers: [DnsServer; 1],
+struct Dns<'a> {
+    #[serde(serialize_with = "pair_last")]
+    servers: (Option<RemoteServer<'a>>, DnsServer),
+    #[serde(skip_serializing_if = "Option::is_none")]
+    r#final: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -184,6 +240,8 @@ struct Mixed {
 #[derive(Serialize)]
 struct Route<'a> {
     default_domain_resolver: &'static str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    auto_detect_interface: bool,
     r#final: &'a str,
     #[serde(skip_serializing_if = "Rules::is_empty")]
     rules: Rules<'a>,
@@ -210,31 +268,45 @@ impl Rules<'_> {
     }
 
     fn is_empty(&self) -> bool {
-        !self.0.entries.is_empty() && self.carried().next().is_none()
+        self.0.options.vpn.is_none()
+            && !self.0.entries.is_empty()
+            && self.carried().next().is_none()
     }
 }
 
 impl Serialize for Rules<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let vpn = self.0.options.vpn.is_some();
+        let first = vpn
+            .then(crate::singbox_vpn::rules)
+            .into_iter()
+            .flatten()
+            .map(Rule::Vpn);
         if self.0.entries.is_empty() {
-            return serializer.collect_seq([Rule::Reject {
-                inbound: [MIXED_TAG],
+            let inbound: &'static [&'static str] = if vpn {
+                &[MIXED_TAG, TUN_TAG]
+            } else {
+                &[MIXED_TAG]
+            };
+            return serializer.collect_seq(first.chain([Rule::Reject {
+                inbound,
                 action: "reject",
-            }]);
+            }]));
         }
-        serializer.collect_seq(self.carried().map(|(route, tag)| Rule::Route {
+        serializer.collect_seq(first.chain(self.carried().map(|(route, tag)| Rule::Route {
             domain: [format!("{route}.{ROUTE_DOMAIN}")],
             action: "route",
             outbound: tag,
-        }))
+        })))
     }
 }
 
 #[derive(Serialize)]
 #[serde(untagged)]
 enum Rule<'a> {
+    Vpn(VpnRule),
     Reject {
-        inbound: [&'static str; 1],
+        inbound: &'static [&'static str],
         action: &'static str,
     },
     Route {

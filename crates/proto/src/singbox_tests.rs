@@ -403,3 +403,69 @@ fn grpc_transport() {
         "outbounds[0]: transport.service_name: expected a string"
     );
 }
+
+#[test]
+fn a_vpn_config_has_a_tun_dns_through_the_proxy_and_its_rules() {
+    let entries = [entry("Tokyo", vless(), EntryTransport::Tcp, None)];
+    let options = SingBoxOptions {
+        vpn: Some(crate::singbox_vpn::VpnOptions {
+            remote_dns: crate::singbox_vpn::RemoteDns::parse("tcp://10.77.1.2:5353").unwrap(),
+        }),
+        ..SingBoxOptions::default()
+    };
+    let config = client_config(&entries, &options);
+    assert_eq!(
+        config["inbounds"][1],
+        json!({
+            "type": "tun", "tag": "tun-in",
+            "address": ["172.19.0.1/30", "fdfe:dcba:9876::1/126"],
+            "auto_route": true, "strict_route": true, "stack": "system",
+        })
+    );
+    assert_eq!(
+        config["dns"],
+        json!({
+            "servers": [
+                { "type": "tcp", "tag": "remote", "server": "10.77.1.2", "server_port": 5353, "detour": "Switchyard" },
+                { "type": "local", "tag": "local" },
+            ],
+            "final": "remote",
+        })
+    );
+    assert_eq!(
+        config["route"],
+        json!({
+            "default_domain_resolver": "local",
+            "auto_detect_interface": true,
+            "final": "Switchyard",
+            "rules": [
+                { "action": "sniff" },
+                { "protocol": "dns", "action": "hijack-dns" },
+                { "ip_is_private": true, "action": "route", "outbound": "direct" },
+            ],
+        })
+    );
+    // The default resolver: Cloudflare's over HTTPS, default port and path left out.
+    let default = client_config(
+        &entries,
+        &SingBoxOptions {
+            vpn: Some(crate::singbox_vpn::VpnOptions::default()),
+            ..SingBoxOptions::default()
+        },
+    );
+    assert_eq!(
+        default["dns"]["servers"][0],
+        json!({ "type": "https", "tag": "remote", "server": "1.1.1.1", "detour": "Switchyard" })
+    );
+    // No entries: both inbounds rejected, only the local resolver.
+    let empty = client_config(&[], &options);
+    assert_eq!(
+        empty["dns"],
+        json!({ "servers": [{ "type": "local", "tag": "local" }] })
+    );
+    assert_eq!(
+        empty["route"]["rules"][3],
+        json!({ "inbound": ["mixed-in", "tun-in"], "action": "reject" })
+    );
+    assert_eq!(empty["route"]["final"], json!("direct"));
+}

@@ -209,6 +209,7 @@ async fn other_options_and_no_entries_pass_sing_box_check() {
         urltest_url: "http://cp.cloudflare.com/".into(),
         urltest_interval: std::time::Duration::from_secs(45),
         log_level: "debug".into(),
+        vpn: None,
     };
     check(&client_config(&every_kind(&cert), &options))
         .await
@@ -216,6 +217,34 @@ async fn other_options_and_no_entries_pass_sing_box_check() {
     check(&client_config(&[], &SingBoxOptions::default()))
         .await
         .unwrap();
+}
+
+/// A VPN config (a tun, DNS through the proxy, sniffing and DNS hijack) for every
+/// kind of entry, with each kind of remote resolver, and with no entries.
+#[tokio::test]
+async fn vpn_configs_pass_sing_box_check() {
+    use switchyard_proto::singbox_vpn::{RemoteDns, VpnOptions};
+    let cert = TestCert::new("node.test").unwrap();
+    for dns in [
+        "https://1.1.1.1/dns-query",
+        "https://[2606:4700::1111]:8443/custom",
+        "tls://9.9.9.9",
+        "tcp://10.77.1.2:5353",
+        "udp://8.8.8.8",
+    ] {
+        let options = SingBoxOptions {
+            vpn: Some(VpnOptions {
+                remote_dns: RemoteDns::parse(dns).unwrap(),
+            }),
+            ..SingBoxOptions::default()
+        };
+        check(&client_config(&every_kind(&cert), &options))
+            .await
+            .unwrap_or_else(|e| panic!("{dns}: {e:#}"));
+        if dns.starts_with("udp") {
+            check(&client_config(&[], &options)).await.unwrap();
+        }
+    }
 }
 
 #[tokio::test]

@@ -38,6 +38,8 @@
 //!   `grpc_pass`, buffering off).
 //! - [`pebble::Pebble`]: Let's Encrypt's ACME test server (Debian's `pebble`) on
 //!   127.0.0.1, validating TLS-ALPN-01 on the port the test names.
+//! - [`dns::DnsRecorder`]: a resolver that writes down every name it is asked (which
+//!   resolver a client's questions reached: DNS leaks).
 //! - [`fault::FaultProxy`]: a TCP proxy that passes, refuses, blackholes or cuts
 //!   connections on command.
 //! - [`netns`]: a real "no network": two network namespaces joined by a veth
@@ -63,6 +65,7 @@
 pub mod browser;
 pub mod cert;
 pub mod config;
+pub mod dns;
 pub mod fault;
 pub mod http;
 pub mod load;

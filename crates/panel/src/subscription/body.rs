@@ -17,12 +17,20 @@ pub struct AppBody {
     pub file_name: &'static str,
 }
 
-/// `entries` in `format`; `group_name` names the selector group (sing-box, Clash).
-pub fn app_body(format: Format, entries: &[Entry], group_name: &str) -> AppBody {
+/// `entries` in `format`; `group_name` names the selector group (sing-box, Clash);
+/// `vpn`, for an app that builds its VPN from the config, adds a tun and DNS through
+/// the proxy (sing-box).
+pub fn app_body(
+    format: Format,
+    entries: &[Entry],
+    group_name: &str,
+    vpn: Option<&switchyard_proto::singbox_vpn::VpnOptions>,
+) -> AppBody {
     let (text, content_type, file_name) = match format {
         Format::SingBox => {
             let options = switchyard_proto::singbox::SingBoxOptions {
                 group_name: group_name.to_owned(),
+                vpn: vpn.cloned(),
                 ..Default::default()
             };
             let config = switchyard_proto::singbox::ClientConfig::new(entries, &options);

@@ -39,6 +39,7 @@ mod stats_hostile;
 mod store_story;
 mod sub_formats;
 mod sub_hardening;
+mod sub_vpn_tun;
 mod subscription;
 mod trusted_proxies;
 mod tunnel_dests;

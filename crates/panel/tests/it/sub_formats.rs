@@ -415,3 +415,75 @@ async fn apps_without_hwid_can_be_refused_for_users_with_a_device_limit() {
         ("links", 1)
     );
 }
+
+/// sing-box's own apps build their VPN from the config: they get a `tun` inbound and
+/// DNS asked through the proxy (the operator's `remote_dns`), which the real
+/// sing-box accepts; other sing-box readers get the local proxy alone; an operator's
+/// rule can say an app builds its VPN too; a resolver that is not an IP URL is
+/// refused naming the field.
+#[tokio::test]
+async fn sing_box_s_own_apps_get_a_vpn_config_with_dns_through_the_proxy() {
+    let config: PanelConfig = toml::from_str(
+        r#"
+        [subscription]
+        remote_dns = "tls://9.9.9.9"
+        [[subscription.agents]]
+        app = "Karing"
+        contains = "karing"
+        format = "sing-box"
+        vpn = true
+        "#,
+    )
+    .unwrap();
+    config.validate().unwrap();
+    let h = Harness::with(config).await;
+    let t = h.token().await;
+    seed(&h, &t).await;
+    let p = path(&user(&h, &t, json!({"username": "alice"})).await);
+    for (ua, query, vpn) in [
+        ("SFA/1.11.4 (Android 14)", "", true),
+        ("SFI/1.12.0 (iOS 18.1)", "", true),
+        ("SFM/1.12.0 (macOS 15.1)", "", true),
+        ("SFA/1.11.4 (Android 14)", "?format=sing-box", true),
+        ("karing_1.1.2_android", "", true),
+        ("sing-box 1.14.4", "", false),
+        ("switchyard-client/0.1.0", "", false),
+        (
+            "HiddifyNext/2.5.7 (android) like ClashMeta v2ray sing-box",
+            "",
+            false,
+        ),
+        ("curl/8.5.0", "?format=sing-box", false),
+    ] {
+        let (_, body, shape) = fetch(&h, &format!("{p}{query}"), &[("user-agent", ua)]).await;
+        assert_eq!(shape, ("sing-box", 1), "{ua}");
+        let config: Value = serde_json::from_str(&body).unwrap();
+        let tun = config["inbounds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["type"] == "tun");
+        assert_eq!(tun, vpn, "{ua}: {config:#}");
+        if vpn {
+            assert_eq!(config["dns"]["final"], "remote", "{ua}");
+            assert_eq!(
+                config["dns"]["servers"][0],
+                json!({"type": "tls", "tag": "remote", "server": "9.9.9.9", "detour": "Switchyard"}),
+                "{ua}"
+            );
+            assert_eq!(config["route"]["auto_detect_interface"], true, "{ua}");
+            switchyard_testkit::sing_box::check(&config)
+                .await
+                .unwrap_or_else(|e| panic!("{ua}: {e:#}"));
+        } else {
+            assert_eq!(config["dns"].get("final"), None, "{ua}");
+        }
+    }
+    let bad: PanelConfig =
+        toml::from_str("[subscription]\nremote_dns = \"https://dns.google/dns-query\"").unwrap();
+    let e = bad.validate().unwrap_err().to_string();
+    assert!(
+        e.contains("subscription.remote_dns: \"dns.google\" is not an IP"),
+        "{e}"
+    );
+}

@@ -73,7 +73,7 @@ fn every_builtin_row_is_reached_by_a_sample() {
     }
     assert_eq!(SAMPLES.len(), builtin().len());
     assert_eq!(
-        TABLE_VERSION, 3,
+        TABLE_VERSION, 4,
         "a changed table bumps TABLE_VERSION and the docs"
     );
 }
@@ -161,6 +161,7 @@ fn non_ascii_user_agents_do_not_panic() {
         older: None,
         lacks: Vec::new(),
         runs: Vec::new(),
+        vpn: false,
     };
     assert_eq!(
         format_for("x ✓APP/3", std::slice::from_ref(&rule)),
@@ -182,6 +183,7 @@ fn rule(app: &str, prefix: Option<&str>, contains: Option<&str>, format: Format)
         older: None,
         lacks: Vec::new(),
         runs: Vec::new(),
+        vpn: false,
     }
 }
 
@@ -405,6 +407,7 @@ proptest::proptest! {
                 older: None,
                 lacks: Vec::new(),
                 runs: Vec::new(),
+                vpn: false,
             }];
             let _ = format_for(&format!("{prefix}{digits}{ua}"), &rules);
         }
