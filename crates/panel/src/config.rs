@@ -241,7 +241,7 @@ impl Default for SubscriptionSettings {
             hysteresis_percent: 25,
             fetch_burst: 60,
             fetch_refill_s: 10,
-            remote_dns: switchyard_proto::singbox_vpn::DEFAULT_REMOTE_DNS.to_owned(),
+            remote_dns: switchyard_proto::vpn::DEFAULT_REMOTE_DNS.to_owned(),
         }
     }
 }
@@ -593,7 +593,7 @@ impl SubscriptionSettings {
                 "must be 1 to 86400 seconds",
             ));
         }
-        switchyard_proto::singbox_vpn::RemoteDns::parse(&self.remote_dns)
+        switchyard_proto::vpn::RemoteDns::parse(&self.remote_dns)
             .map_err(|e| invalid("subscription.remote_dns", e))?;
         check_rules(&self.agents).map_err(|e| invalid(&e.field, e.message))
     }

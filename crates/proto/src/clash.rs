@@ -13,6 +13,9 @@
 //! rules:        MATCH -> the select group
 //! ```
 //!
+//! With `options.vpn`, a `dns` section, a `tun` section for the app's switch and
+//! private addresses direct ([`crate::clash_vpn`]).
+//!
 //! A pinned certificate ([`EntryTls::certificate_pem`], or
 //! [`EntryTls::certificate_sha256`] when only its hash is known) becomes mihomo's
 //! `fingerprint`: the SHA-256 of the certificate's DER, in hex. mihomo then accepts
@@ -81,6 +84,9 @@ pub struct ClashOptions {
     /// mihomo's `log-level` (`silent`, `error`, `warning`, `info`, `debug`). Default
     /// `"warning"`.
     pub log_level: String,
+    /// DNS through the proxy and a `tun` section for the app's TUN switch
+    /// ([`crate::clash_vpn`]). Default `None`: a local proxy.
+    pub vpn: Option<crate::vpn::VpnOptions>,
 }
 
 impl Default for ClashOptions {
@@ -92,6 +98,7 @@ impl Default for ClashOptions {
             urltest_url: "https://www.gstatic.com/generate_204".to_owned(),
             urltest_interval: Duration::from_secs(180),
             log_level: "warning".to_owned(),
+            vpn: None,
         }
     }
 }
@@ -129,15 +136,25 @@ pub(crate) fn config_value(entries: &[Entry], options: &ClashOptions) -> Value {
             },
         ])
     };
-    json!({
+    let mut rules: Vec<String> = Vec::new();
+    if options.vpn.is_some() && !owned.is_empty() {
+        rules.extend(crate::clash_vpn::private_rules().map(str::to_owned));
+    }
+    rules.push(format!("MATCH,{}", options.group_name));
+    let mut config = json!({
         "mixed-port": options.mixed_port,
         "allow-lan": false,
         "mode": "rule",
         "log-level": options.log_level,
         "proxies": proxies,
         "proxy-groups": groups,
-        "rules": [format!("MATCH,{}", options.group_name)],
-    })
+        "rules": rules,
+    });
+    if let Some(vpn) = &options.vpn {
+        config["dns"] = crate::clash_vpn::dns(vpn);
+        config["tun"] = crate::clash_vpn::tun();
+    }
+    config
 }
 
 /// Whether mihomo can express `entry` (a Trojan or Hysteria 2 entry needs TLS).

@@ -358,3 +358,36 @@ fn httpupgrade_as_exact_yaml() {
     assert_eq!(yaml, expected);
     assert_eq!(crate::clash::entries(&yaml), Ok(entries.to_vec()));
 }
+
+#[test]
+fn a_vpn_config_has_dns_through_the_proxy_a_tun_for_the_app_s_switch_and_lan_direct() {
+    let options = ClashOptions {
+        vpn: Some(crate::vpn::VpnOptions {
+            remote_dns: crate::vpn::RemoteDns::parse("tls://9.9.9.9").unwrap(),
+        }),
+        ..ClashOptions::default()
+    };
+    let entries = [entry("Tokyo", vless(), EntryTransport::Tcp, None)];
+    let back = parsed(&client_config(&entries, &options));
+    assert_eq!(
+        back["dns"],
+        json!({
+            "enable": true, "ipv6": false, "respect-rules": true,
+            "enhanced-mode": "fake-ip", "fake-ip-range": "198.18.0.1/16",
+            "fake-ip-filter": ["+.lan", "+.local", "+.localdomain", "+.home.arpa"],
+            "nameserver": ["tls://9.9.9.9:853"],
+            "proxy-server-nameserver": ["system"],
+            "direct-nameserver": ["system"],
+        })
+    );
+    assert_eq!(back["tun"]["enable"], json!(false), "the app's switch");
+    assert_eq!(back["tun"]["dns-hijack"], json!(["any:53", "tcp://any:53"]));
+    let rules = back["rules"].as_array().unwrap();
+    assert_eq!(rules[0], json!("IP-CIDR,10.0.0.0/8,DIRECT,no-resolve"));
+    assert_eq!(rules.len(), 9);
+    assert_eq!(rules[8], json!("MATCH,Switchyard"));
+    // No entries: only MATCH (to REJECT), nothing direct.
+    let empty = parsed(&client_config(&[], &options));
+    assert_eq!(empty["rules"], json!(["MATCH,Switchyard"]));
+    assert_eq!(empty["dns"]["enable"], json!(true));
+}

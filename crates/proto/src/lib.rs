@@ -66,6 +66,7 @@
 pub mod address;
 mod base64;
 pub mod clash;
+pub mod clash_vpn;
 pub mod client_hello;
 pub mod dest;
 pub mod entry;
@@ -83,6 +84,7 @@ pub mod socks5;
 pub mod trojan;
 pub mod vision;
 pub mod vless;
+pub mod vpn;
 pub mod websocket;
 pub mod xhttp;
 pub mod xray;

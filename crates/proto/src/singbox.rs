@@ -27,7 +27,8 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::entry::{Entry, EntryProtocol, EntryTransport};
-use crate::singbox_vpn::{REMOTE_DNS_TAG, RemoteServer, TUN_TAG, Tun, VpnOptions, VpnRule};
+use crate::singbox_vpn::{REMOTE_DNS_TAG, RemoteServer, TUN_TAG, Tun, VpnRule};
+use crate::vpn::VpnOptions;
 
 /// The tag of the `mixed` inbound.
 pub const MIXED_TAG: &str = "mixed-in";

@@ -408,8 +408,8 @@ fn grpc_transport() {
 fn a_vpn_config_has_a_tun_dns_through_the_proxy_and_its_rules() {
     let entries = [entry("Tokyo", vless(), EntryTransport::Tcp, None)];
     let options = SingBoxOptions {
-        vpn: Some(crate::singbox_vpn::VpnOptions {
-            remote_dns: crate::singbox_vpn::RemoteDns::parse("tcp://10.77.1.2:5353").unwrap(),
+        vpn: Some(crate::vpn::VpnOptions {
+            remote_dns: crate::vpn::RemoteDns::parse("tcp://10.77.1.2:5353").unwrap(),
         }),
         ..SingBoxOptions::default()
     };
@@ -449,7 +449,7 @@ fn a_vpn_config_has_a_tun_dns_through_the_proxy_and_its_rules() {
     let default = client_config(
         &entries,
         &SingBoxOptions {
-            vpn: Some(crate::singbox_vpn::VpnOptions::default()),
+            vpn: Some(crate::vpn::VpnOptions::default()),
             ..SingBoxOptions::default()
         },
     );

@@ -223,7 +223,7 @@ async fn other_options_and_no_entries_pass_sing_box_check() {
 /// kind of entry, with each kind of remote resolver, and with no entries.
 #[tokio::test]
 async fn vpn_configs_pass_sing_box_check() {
-    use switchyard_proto::singbox_vpn::{RemoteDns, VpnOptions};
+    use switchyard_proto::vpn::{RemoteDns, VpnOptions};
     let cert = TestCert::new("node.test").unwrap();
     for dns in [
         "https://1.1.1.1/dns-query",
@@ -255,6 +255,37 @@ async fn a_subscription_read_back_passes_sing_box_check() {
     check(&client_config(&entries, &SingBoxOptions::default()))
         .await
         .unwrap();
+}
+
+/// The VPN config (DNS through the proxy, a tun section, LAN direct) passes
+/// `mihomo -t` too, with the tun switched on as the apps do.
+#[tokio::test]
+async fn vpn_configs_pass_mihomo_check() {
+    use switchyard_proto::vpn::{RemoteDns, VpnOptions};
+    let cert = TestCert::new("node.test").unwrap();
+    for dns in [
+        "https://1.1.1.1/dns-query",
+        "tcp://[2606:4700::1111]:53",
+        "udp://8.8.8.8",
+    ] {
+        let options = ClashOptions {
+            vpn: Some(VpnOptions {
+                remote_dns: RemoteDns::parse(dns).unwrap(),
+            }),
+            ..ClashOptions::default()
+        };
+        for entries in [every_kind_and_reality(&cert), Vec::new()] {
+            let config = clash::client_config(&entries, &options);
+            switchyard_testkit::mihomo::check(&config)
+                .await
+                .unwrap_or_else(|e| panic!("{dns}: {e:#}"));
+            let on = config.replace("\"enable\": false", "\"enable\": true");
+            assert_ne!(on, config);
+            switchyard_testkit::mihomo::check(&on)
+                .await
+                .unwrap_or_else(|e| panic!("{dns}, tun on: {e:#}"));
+        }
+    }
 }
 
 #[tokio::test]

@@ -87,6 +87,20 @@ impl DnsRecorder {
         })
     }
 
+    /// A recorder on port 53 of `addr` (UDP and TCP) in the namespace `ns`.
+    pub fn start_in(
+        ns: &crate::netns::NetNs,
+        addr: Ipv4Addr,
+        answers: &[(&str, Ipv4Addr)],
+    ) -> Result<Self> {
+        let at = std::net::SocketAddr::from((addr, 53));
+        let udp = ns
+            .run_in(move || std::net::UdpSocket::bind(at))?
+            .with_context(|| format!("binding UDP {at}"))?;
+        let tcp = ns.tcp_listener(at)?;
+        Self::start(udp, tcp, answers)
+    }
+
     /// The names asked so far (lower case, no trailing dot), in order.
     pub fn asked(&self) -> Vec<String> {
         self.asked.lock().unwrap_or_else(|p| p.into_inner()).clone()

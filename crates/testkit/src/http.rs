@@ -37,6 +37,8 @@ struct Counters {
     sunk: AtomicU64,
     /// Requests answered, any route.
     requests: AtomicU64,
+    /// The address of every connection's peer, in order.
+    peers: std::sync::Mutex<Vec<SocketAddr>>,
 }
 
 /// The HTTP/1.1 server on `127.0.0.1:0`; it stops accepting when dropped.
@@ -69,7 +71,12 @@ impl HttpTarget {
         let counters = Arc::new(Counters::default());
         let shared = Arc::clone(&counters);
         let accept = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
+            while let Ok((stream, peer)) = listener.accept().await {
+                shared
+                    .peers
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(peer);
                 let counters = Arc::clone(&shared);
                 tokio::spawn(async move {
                     // A client that goes away mid-request is the client's test's
@@ -103,6 +110,16 @@ impl HttpTarget {
     /// Requests answered so far.
     pub fn requests(&self) -> u64 {
         self.counters.requests.load(Ordering::Relaxed)
+    }
+
+    /// Where every connection came from, in order (through a proxy: the proxy's
+    /// address, not the client's).
+    pub fn peers(&self) -> Vec<SocketAddr> {
+        self.counters
+            .peers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Downloads `n` bytes from this target through the SOCKS5 proxy at `proxy` and

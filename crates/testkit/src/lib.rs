@@ -39,7 +39,9 @@
 //! - [`pebble::Pebble`]: Let's Encrypt's ACME test server (Debian's `pebble`) on
 //!   127.0.0.1, validating TLS-ALPN-01 on the port the test names.
 //! - [`dns::DnsRecorder`]: a resolver that writes down every name it is asked (which
-//!   resolver a client's questions reached: DNS leaks).
+//!   resolver a client's questions reached: DNS leaks); [`phone::Phone`]: a phone and
+//!   an internet in two namespaces, with both sides' resolvers and a target, for
+//!   VPN clients with a TUN.
 //! - [`fault::FaultProxy`]: a TCP proxy that passes, refuses, blackholes or cuts
 //!   connections on command.
 //! - [`netns`]: a real "no network": two network namespaces joined by a veth
@@ -76,6 +78,7 @@ pub mod nginx;
 pub mod pattern;
 pub mod pebble;
 mod peer;
+pub mod phone;
 pub mod ports;
 pub mod postgres;
 pub mod schemathesis;

@@ -57,6 +57,15 @@ use rustix::thread::{LinkNameSpaceType, move_into_link_name_space};
 
 use crate::fault::FaultProxy;
 
+/// A namespace's own `resolv.conf` ([`NetNs::resolv_conf`]), removed on drop.
+pub struct ResolvConf(std::path::PathBuf);
+
+impl Drop for ResolvConf {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The servers side's address in a [`Pair`].
 pub const SERVERS_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 /// The client side's address in a [`Pair`].
@@ -169,6 +178,20 @@ impl NetNs {
             thread: Some(thread),
             name: self.name.clone(),
         })
+    }
+
+    /// Gives the namespace's processes started with [`Self::command`] their own
+    /// `/etc/resolv.conf` naming `nameserver` (`ip netns exec` shows them
+    /// `/etc/netns/NAME/resolv.conf` in its place); removed when the guard drops.
+    pub fn resolv_conf(&self, nameserver: Ipv4Addr) -> Result<ResolvConf> {
+        let dir = Path::new("/etc/netns").join(&self.name);
+        fs::create_dir_all(&dir).with_context(|| format!("making {}", dir.display()))?;
+        fs::write(
+            dir.join("resolv.conf"),
+            format!("nameserver {nameserver}\n"),
+        )
+        .with_context(|| format!("writing {}/resolv.conf", dir.display()))?;
+        Ok(ResolvConf(dir))
     }
 
     /// `ip netns exec NAME program`: add its arguments, then spawn it.

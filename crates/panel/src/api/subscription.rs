@@ -38,7 +38,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use switchyard_balance::Settings;
-use switchyard_proto::singbox_vpn::{RemoteDns, VpnOptions};
+use switchyard_proto::vpn::{RemoteDns, VpnOptions};
 use utoipa::IntoParams;
 
 use super::AppState;
@@ -260,12 +260,13 @@ pub async fn subscription(
                 .get(header::USER_AGENT)
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
-            let vpn = wants_vpn(ua, &settings.agents, f).then(|| VpnOptions {
+            let vpn = VpnOptions {
                 // Checked when the config was read.
                 remote_dns: RemoteDns::parse(&settings.remote_dns)
                     .unwrap_or_else(|_| VpnOptions::default().remote_dns),
-            });
-            let b = app_body(f, &entries, &settings.title, vpn.as_ref());
+            };
+            let builds_vpn = wants_vpn(ua, &settings.agents, f);
+            let b = app_body(f, &entries, &settings.title, &vpn, builds_vpn);
             (b.text, b.content_type, b.file_name)
         }
     };

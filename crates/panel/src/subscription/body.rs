@@ -3,6 +3,7 @@
 //! file name it is saved as. The renderers live in `switchyard_proto`.
 
 use switchyard_proto::entry::Entry;
+use switchyard_proto::vpn::VpnOptions;
 
 use super::agents::Format;
 
@@ -17,20 +18,22 @@ pub struct AppBody {
     pub file_name: &'static str,
 }
 
-/// `entries` in `format`; `group_name` names the selector group (sing-box, Clash);
-/// `vpn`, for an app that builds its VPN from the config, adds a tun and DNS through
-/// the proxy (sing-box).
+/// `entries` in `format`; `group_name` names the selector group (sing-box, Clash).
+/// `vpn` is what a VPN config needs (the resolver asked through the proxy): every
+/// Clash config carries it (the apps' TUN switch uses it); a sing-box config only for
+/// an app that builds its VPN from the config (`builds_vpn`).
 pub fn app_body(
     format: Format,
     entries: &[Entry],
     group_name: &str,
-    vpn: Option<&switchyard_proto::singbox_vpn::VpnOptions>,
+    vpn: &VpnOptions,
+    builds_vpn: bool,
 ) -> AppBody {
     let (text, content_type, file_name) = match format {
         Format::SingBox => {
             let options = switchyard_proto::singbox::SingBoxOptions {
                 group_name: group_name.to_owned(),
-                vpn: vpn.cloned(),
+                vpn: builds_vpn.then(|| vpn.clone()),
                 ..Default::default()
             };
             let config = switchyard_proto::singbox::ClientConfig::new(entries, &options);
@@ -43,6 +46,7 @@ pub fn app_body(
         Format::Clash => {
             let options = switchyard_proto::clash::ClashOptions {
                 group_name: group_name.to_owned(),
+                vpn: Some(vpn.clone()),
                 ..Default::default()
             };
             (

@@ -7,6 +7,7 @@
     reason = "tests, benchmarks and tools time real processes by the wall clock"
 )]
 
+mod clash_tun;
 mod cli;
 mod client;
 mod client_network;

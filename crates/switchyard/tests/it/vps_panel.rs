@@ -64,7 +64,22 @@ pub(crate) async fn vless_server(panel: &Panel, port: u16) -> Server {
     server_with(panel, "VLESS", Protocol::Vless, port).await
 }
 
+/// [`vless_server`] at `address` instead of the client's.
+pub(crate) async fn vless_server_at(panel: &Panel, address: &str, port: u16) -> Server {
+    server_at(panel, address, "VLESS", Protocol::Vless, port).await
+}
+
 async fn server_with(panel: &Panel, name: &str, protocol: Protocol, port: u16) -> Server {
+    server_at(panel, &netns::CLIENT_ADDR.to_string(), name, protocol, port).await
+}
+
+async fn server_at(
+    panel: &Panel,
+    address: &str,
+    name: &str,
+    protocol: Protocol,
+    port: u16,
+) -> Server {
     let now = switchyard_panel::clock::now_ms();
     let service = panel.state.service().clone();
     let cluster = panel.state.store().create_cluster("c", now).await.unwrap();
@@ -73,7 +88,7 @@ async fn server_with(panel: &Panel, name: &str, protocol: Protocol, port: u16) -
             &ServerInput {
                 cluster_id: cluster.id,
                 name: "vps".into(),
-                address: netns::CLIENT_ADDR.to_string(),
+                address: address.to_owned(),
                 allow_private_destinations: true,
             },
             now,
