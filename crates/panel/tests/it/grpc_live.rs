@@ -188,7 +188,7 @@ async fn sing_box_runs_the_grpc_subscription() {
 async fn mihomo_runs_the_grpc_subscription() {
     let target = HttpTarget::start().await.unwrap();
     let w = world().await;
-    let yaml = fetch(&w, "clash").await.replace(
+    let yaml = live::through_the_node(&fetch(&w, "clash").await).replace(
         "\"https://www.gstatic.com/generate_204\"",
         &format!("\"http://{}/bytes/0\"", target.addr()),
     );

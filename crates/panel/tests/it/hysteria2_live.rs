@@ -232,6 +232,7 @@ async fn mihomo_runs_the_hysteria2_subscription_and_xray_leaves_it_out() {
     let target = HttpTarget::start().await.unwrap();
     let w = world().await;
     let (_, yaml) = fetch(&w, "clash").await;
+    let yaml = live::through_the_node(&yaml);
     assert!(yaml.contains("\"obfs\": \"salamander\""), "{yaml}");
     assert!(!yaml.contains("skip-cert-verify"), "{yaml}");
     assert!(

@@ -240,3 +240,22 @@ pub async fn echo_server() -> std::net::SocketAddr {
     });
     addr
 }
+
+/// A Clash config the panel served, for a test whose targets are on 127.0.0.1:
+/// without the rules that send private addresses (127.0.0.0/8 among them) direct,
+/// which would take the test's traffic around the node. Fails when there are none
+/// to take out.
+pub fn through_the_node(yaml: &str) -> String {
+    let kept: Vec<&str> = yaml
+        .lines()
+        .filter(|l| !l.trim_end().ends_with(",DIRECT,no-resolve\""))
+        .collect();
+    assert_eq!(
+        yaml.lines().count() - kept.len(),
+        8,
+        "the private rules of a served Clash config:\n{yaml}"
+    );
+    let mut out = kept.join("\n");
+    out.push('\n');
+    out
+}
