@@ -12,6 +12,13 @@
 //! routing:   AsIs; both inbounds -> proxy
 //! ```
 //!
+//! With `options.vpn` ([`crate::vpn::VpnOptions`]): a `dns` section asking the remote
+//! resolver through the proxy (`https://` as DNS over HTTPS, `tcp://` as DNS over TCP,
+//! `udp://` plain; Xray has no DNS over TLS, so `tls://` is asked over TCP at port
+//! 53), IPv4 answers only, and private, loopback and link-local addresses routed
+//! direct before everything else (the apps that run these configs, Happ, v2rayNG,
+//! v2RayTun, Streisand, carry their VPN's traffic into the SOCKS inbound).
+//!
 //! Xray reads the early-data form of a WebSocket path (`/ws?ed=2048`) itself, so the
 //! path is written as the entry holds it. A pinned certificate
 //! ([`EntryTls::certificate_pem`]) becomes the only root Xray trusts for that
@@ -54,6 +61,9 @@ pub struct XrayOptions {
     /// Xray's `loglevel` (`debug`, `info`, `warning`, `error`, `none`). Default
     /// `"warning"`.
     pub log_level: String,
+    /// DNS through the proxy and the local network direct (see the module docs).
+    /// Default `None`: a local proxy.
+    pub vpn: Option<crate::vpn::VpnOptions>,
 }
 
 impl Default for XrayOptions {
@@ -62,6 +72,7 @@ impl Default for XrayOptions {
             socks_port: 10808,
             http_port: 10809,
             log_level: "warning".to_owned(),
+            vpn: None,
         }
     }
 }
@@ -86,7 +97,20 @@ pub fn has_xray_form(entry: &Entry) -> bool {
 /// The complete Xray config for one entry.
 pub fn client_config(entry: &Entry, options: &XrayOptions) -> Value {
     let listen = Ipv4Addr::LOCALHOST.to_string();
-    json!({
+    let mut rules = Vec::new();
+    if options.vpn.is_some() {
+        rules.push(json!({
+            "type": "field",
+            "ip": PRIVATE_CIDRS,
+            "outboundTag": DIRECT_TAG,
+        }));
+    }
+    rules.push(json!({
+        "type": "field",
+        "inboundTag": [SOCKS_TAG, HTTP_TAG],
+        "outboundTag": PROXY_TAG,
+    }));
+    let mut config = json!({
         "remarks": entry.name,
         "log": { "loglevel": options.log_level },
         "inbounds": [
@@ -114,13 +138,41 @@ pub fn client_config(entry: &Entry, options: &XrayOptions) -> Value {
         ],
         "routing": {
             "domainStrategy": "AsIs",
-            "rules": [{
-                "type": "field",
-                "inboundTag": [SOCKS_TAG, HTTP_TAG],
-                "outboundTag": PROXY_TAG,
-            }],
+            "rules": rules,
         },
-    })
+    });
+    if let Some(vpn) = &options.vpn {
+        config["dns"] = json!({
+            "servers": [dns_server(&vpn.remote_dns)],
+            "queryStrategy": "UseIPv4",
+        });
+    }
+    config
+}
+
+/// Private, loopback and link-local addresses: the local network, routed direct.
+pub const PRIVATE_CIDRS: [&str; 8] = [
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "fc00::/7",
+    "fe80::/10",
+    "::1/128",
+];
+
+/// The remote resolver in Xray's words: asked through the routing (the proxy, the
+/// first outbound), never `+local`.
+fn dns_server(dns: &crate::vpn::RemoteDns) -> Value {
+    use crate::vpn::DnsKind;
+    let ip = dns.server;
+    match dns.kind {
+        DnsKind::Https | DnsKind::Tcp => json!(dns.url()),
+        // No DNS over TLS in Xray: the same resolver over TCP.
+        DnsKind::Tls => json!(format!("tcp://{}", std::net::SocketAddr::new(ip, 53))),
+        DnsKind::Udp => json!({ "address": ip.to_string(), "port": dns.port }),
+    }
 }
 
 /// Xray's outbound for `entry`, tagged [`PROXY_TAG`].

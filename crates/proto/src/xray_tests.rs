@@ -134,6 +134,7 @@ fn whole_configs() {
         socks_port: 1080,
         http_port: 8080,
         log_level: "info".into(),
+        vpn: None,
     };
     let config = client_config(&entries[0], &options);
     assert_eq!(config["inbounds"][0]["port"], json!(1080));
@@ -305,5 +306,49 @@ fn xhttp_stream_settings() {
     assert_eq!(
         crate::entry::xhttp::XhttpExtra::from_settings(&settings),
         Some(extra)
+    );
+}
+
+#[test]
+fn a_vpn_config_asks_dns_through_the_proxy_and_sends_the_local_network_direct() {
+    let entries = [entry("Tokyo", vless(), EntryTransport::Tcp, None)];
+    let with = |dns: &str| {
+        client_config(
+            &entries[0],
+            &XrayOptions {
+                vpn: Some(crate::vpn::VpnOptions {
+                    remote_dns: crate::vpn::RemoteDns::parse(dns).unwrap(),
+                }),
+                ..XrayOptions::default()
+            },
+        )
+    };
+    let config = with("https://1.1.1.1/dns-query");
+    assert_eq!(
+        config["dns"],
+        json!({ "servers": ["https://1.1.1.1:443/dns-query"], "queryStrategy": "UseIPv4" })
+    );
+    assert_eq!(
+        config["routing"]["rules"][0],
+        json!({ "type": "field", "ip": PRIVATE_CIDRS, "outboundTag": "direct" })
+    );
+    assert_eq!(config["routing"]["rules"][1]["outboundTag"], json!("proxy"));
+    assert_eq!(
+        config["outbounds"][0]["tag"],
+        json!("proxy"),
+        "the default outbound"
+    );
+    assert_eq!(
+        with("tls://9.9.9.9")["dns"]["servers"],
+        json!(["tcp://9.9.9.9:53"]),
+        "no DNS over TLS in Xray: TCP"
+    );
+    assert_eq!(
+        with("tcp://[2606:4700::1111]:5353")["dns"]["servers"],
+        json!(["tcp://[2606:4700::1111]:5353"])
+    );
+    assert_eq!(
+        with("udp://8.8.8.8")["dns"]["servers"],
+        json!([{ "address": "8.8.8.8", "port": 53 }])
     );
 }

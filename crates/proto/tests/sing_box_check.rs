@@ -308,6 +308,34 @@ async fn every_kind_of_entry_passes_xray_test() {
     }
 }
 
+/// The VPN configs (DNS through the proxy with each kind of resolver, the local
+/// network direct) pass `xray run -test`.
+#[tokio::test]
+async fn vpn_configs_pass_xray_test() {
+    use switchyard_proto::vpn::{RemoteDns, VpnOptions};
+    let cert = TestCert::new("node.test").unwrap();
+    for dns in [
+        "https://1.1.1.1/dns-query",
+        "tls://9.9.9.9",
+        "tcp://[2606:4700::1111]:53",
+        "udp://8.8.8.8:5353",
+    ] {
+        let options = XrayOptions {
+            vpn: Some(VpnOptions {
+                remote_dns: RemoteDns::parse(dns).unwrap(),
+            }),
+            ..XrayOptions::default()
+        };
+        // Two configs each (the parts checked here are the same in all of them).
+        let configs = xray::client_configs(&every_kind_and_reality(&cert), &options);
+        for config in &configs.as_array().unwrap()[..2] {
+            switchyard_testkit::xray::check(config)
+                .await
+                .unwrap_or_else(|e| panic!("{dns}: {e:#}"));
+        }
+    }
+}
+
 /// XHTTP entries (Xray's only: sing-box and mihomo have no XHTTP, and their configs
 /// leave such entries out) in every mode, with and without `extra`, over TLS and
 /// REALITY: the pinned Xray accepts their configs, but for `stream-one`, which it

@@ -168,6 +168,7 @@ fn xray_options() -> XrayOptions {
         socks_port: free_port().unwrap(),
         http_port: free_port().unwrap(),
         log_level: "info".into(),
+        vpn: None,
     }
 }
 

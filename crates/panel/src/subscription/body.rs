@@ -20,8 +20,9 @@ pub struct AppBody {
 
 /// `entries` in `format`; `group_name` names the selector group (sing-box, Clash).
 /// `vpn` is what a VPN config needs (the resolver asked through the proxy): every
-/// Clash config carries it (the apps' TUN switch uses it); a sing-box config only for
-/// an app that builds its VPN from the config (`builds_vpn`).
+/// Clash config (the apps' TUN switch uses it) and Xray config (the apps carry their
+/// VPN into its SOCKS inbound) carries it; a sing-box config only for an app that
+/// builds its VPN from the config (`builds_vpn`).
 pub fn app_body(
     format: Format,
     entries: &[Entry],
@@ -56,7 +57,11 @@ pub fn app_body(
             )
         }
         Format::Xray => {
-            let configs = switchyard_proto::xray::client_configs(entries, &Default::default());
+            let options = switchyard_proto::xray::XrayOptions {
+                vpn: Some(vpn.clone()),
+                ..Default::default()
+            };
+            let configs = switchyard_proto::xray::client_configs(entries, &options);
             (
                 serde_json::to_string(&configs).unwrap_or_default(),
                 "application/json; charset=utf-8",

@@ -226,6 +226,7 @@ async fn xray_runs_the_grpc_subscription_in_multi_mode_too() {
     assert_eq!(multi, [&json!(true), &json!(false)]);
     for config in configs {
         let mut config = config.clone();
+        live::xray_through_the_node(&mut config);
         let mut taken = std::collections::HashSet::new();
         for inbound in config["inbounds"].as_array_mut().unwrap() {
             let port = std::iter::repeat_with(|| free_port().unwrap())

@@ -395,6 +395,7 @@ async fn xray_runs_every_config_of_the_xray_subscription() {
     }
     for config in configs {
         let mut config = config.clone();
+        live::xray_through_the_node(&mut config);
         // Distinct ports: two free ports asked for in a row may be the same one, and
         // then Xray's HTTP inbound answers on the SOCKS port.
         let mut taken = std::collections::HashSet::new();

@@ -259,3 +259,13 @@ pub fn through_the_node(yaml: &str) -> String {
     out.push('\n');
     out
 }
+
+/// An Xray config the panel served, for a test whose targets are on 127.0.0.1:
+/// without its rule that routes private addresses direct (around the node). Fails
+/// when it has none.
+pub fn xray_through_the_node(config: &mut serde_json::Value) {
+    let rules = config["routing"]["rules"].as_array_mut().unwrap();
+    let before = rules.len();
+    rules.retain(|r| r["outboundTag"] != "direct");
+    assert_eq!(before - rules.len(), 1, "the private rule of {config}");
+}
