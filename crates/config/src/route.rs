@@ -147,6 +147,11 @@ pub struct Rule {
     /// `tcp` or `udp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<Network>,
+    /// The tags of the inbounds whose users' connections it applies to (empty:
+    /// every inbound's). A connection the node makes for itself has no inbound and
+    /// never matches a rule that names some.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inbound: Vec<String>,
     /// The outbound that carries what matches.
     pub outbound: String,
 }
@@ -163,15 +168,21 @@ fn suffix_matches(name: &str, suffix: &str) -> bool {
 }
 
 impl Rule {
-    /// Whether a connection to `dest` over `network` matches. A name matches a rule's
-    /// IP networks when any address it resolves to (`resolved`) is inside; `None`
-    /// when that is what decides and the name is not resolved yet.
+    /// Whether a connection to `dest` over `network`, of a user of the inbound
+    /// `inbound` (none: the node's own), matches. A name matches a rule's IP networks
+    /// when any address it resolves to (`resolved`) is inside; `None` when that is
+    /// what decides and the name is not resolved yet.
     pub fn matches(
         &self,
         dest: &Address,
         network: Network,
+        inbound: Option<&str>,
         resolved: Option<&[IpAddr]>,
     ) -> Option<bool> {
+        if !self.inbound.is_empty() && !inbound.is_some_and(|i| self.inbound.iter().any(|t| t == i))
+        {
+            return Some(false);
+        }
         let name = match dest {
             Address::Domain(d, _) => Some(d.trim_end_matches('.')),
             Address::Ip(_) => None,
@@ -203,6 +214,7 @@ impl Rule {
             && self.ip_cidr.is_empty()
             && self.port.is_empty()
             && self.network.is_none()
+            && self.inbound.is_empty()
     }
 }
 
@@ -216,17 +228,19 @@ pub enum Routed<'a> {
     NeedsAddresses,
 }
 
-/// The outbound for a connection: the first matching rule's, else `final_tag`.
-/// `resolved` holds the addresses of a name destination, once known.
+/// The outbound for a connection (of a user of `inbound`, none: the node's own): the
+/// first matching rule's, else `final_tag`. `resolved` holds the addresses of a name
+/// destination, once known.
 pub fn route<'a>(
     rules: &'a [Rule],
     final_tag: &'a str,
     dest: &Address,
     network: Network,
+    inbound: Option<&str>,
     resolved: Option<&[IpAddr]>,
 ) -> Routed<'a> {
     for rule in rules {
-        match rule.matches(dest, network, resolved) {
+        match rule.matches(dest, network, inbound, resolved) {
             Some(true) => return Routed::Outbound(&rule.outbound),
             Some(false) => {}
             None => return Routed::NeedsAddresses,
@@ -242,11 +256,12 @@ pub fn route_with_addresses<'a>(
     final_tag: &'a str,
     dest: &Address,
     network: Network,
+    inbound: Option<&str>,
     ips: &[IpAddr],
 ) -> &'a str {
     rules
         .iter()
-        .find(|r| r.matches(dest, network, Some(ips)) == Some(true))
+        .find(|r| r.matches(dest, network, inbound, Some(ips)) == Some(true))
         .map_or(final_tag, |r| r.outbound.as_str())
 }
 
@@ -290,7 +305,7 @@ mod tests {
             outbound = "block"
             "#,
         );
-        let t = |d: &Address, n| route_with_addresses(&r, "tunnel-eu", d, n, &[]);
+        let t = |d: &Address, n| route_with_addresses(&r, "tunnel-eu", d, n, None, &[]);
         assert_eq!(t(&dom("x.ads.example", 443), Network::Tcp), "block");
         assert_eq!(t(&dom("ads.example", 443), Network::Udp), "block");
         assert_eq!(
@@ -331,20 +346,27 @@ mod tests {
         let name = dom("lan.example", 80);
         // The name rule decides first without resolving.
         assert_eq!(
-            route(&r, "tunnel", &dom("pinned.example", 80), Network::Tcp, None),
+            route(
+                &r,
+                "tunnel",
+                &dom("pinned.example", 80),
+                Network::Tcp,
+                None,
+                None
+            ),
             Routed::Outbound("direct")
         );
         assert_eq!(
-            route(&r, "tunnel", &name, Network::Tcp, None),
+            route(&r, "tunnel", &name, Network::Tcp, None, None),
             Routed::NeedsAddresses
         );
         let lan: [IpAddr; 2] = ["1.1.1.1".parse().unwrap(), "10.1.1.1".parse().unwrap()];
         assert_eq!(
-            route_with_addresses(&r, "tunnel", &name, Network::Tcp, &lan),
+            route_with_addresses(&r, "tunnel", &name, Network::Tcp, None, &lan),
             "block"
         );
         assert_eq!(
-            route_with_addresses(&r, "tunnel", &name, Network::Tcp, &lan[..1]),
+            route_with_addresses(&r, "tunnel", &name, Network::Tcp, None, &lan[..1]),
             "tunnel"
         );
     }
@@ -352,7 +374,9 @@ mod tests {
     #[test]
     fn suffixes_compare_bytes_so_non_ascii_names_do_not_panic() {
         let r = rules("[[rules]]\ndomain_suffix = [\"x.org\", \"é.org\"]\noutbound = \"block\"");
-        let t = |name: &str| route_with_addresses(&r, "direct", &dom(name, 443), Network::Tcp, &[]);
+        let t = |name: &str| {
+            route_with_addresses(&r, "direct", &dom(name, 443), Network::Tcp, None, &[])
+        };
         // "é" is two bytes: the cut for "x.org" falls inside it.
         assert_eq!(t("aé.org"), "direct", "needs a dot boundary");
         assert_eq!(t("a.é.org"), "block");
@@ -378,5 +402,32 @@ mod tests {
             toml::from_str::<toml::Table>("[[rules]]\nport = [\"9-1\"]\noutbound = \"x\"")
                 .map(|t| t["rules"].clone().try_into().unwrap_or_default());
         assert!(bad.map_or(true, |r: Vec<Rule>| r.is_empty()));
+    }
+
+    #[test]
+    fn a_rule_that_names_inbounds_applies_to_their_users_alone() {
+        let r = rules(
+            r#"
+            [[rules]]
+            domain_suffix = ["blocked.example"]
+            inbound = ["free", "trial"]
+            outbound = "block"
+            "#,
+        );
+        let t = |inbound| {
+            route_with_addresses(
+                &r,
+                "direct",
+                &dom("a.blocked.example", 443),
+                Network::Tcp,
+                inbound,
+                &[],
+            )
+        };
+        assert_eq!(t(Some("free")), "block");
+        assert_eq!(t(Some("trial")), "block");
+        assert_eq!(t(Some("paid")), "direct");
+        assert_eq!(t(None), "direct", "the node's own connections");
+        assert!(!r[0].is_catch_all());
     }
 }

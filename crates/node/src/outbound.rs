@@ -190,18 +190,24 @@ impl Dialer {
         Ok(addrs)
     }
 
-    /// Routes `dest` over `network`: resolves the name when a rule with IP networks
-    /// needs its addresses (or the route is direct), and checks every address against
-    /// the node's refusals.
-    pub async fn plan(&self, dest: &Destination, network: Network) -> Result<Plan, DialError> {
+    /// Routes `dest` over `network` for a user of the inbound `inbound` (none: the
+    /// node's own connection): resolves the name when a rule with IP networks needs
+    /// its addresses (or the route is direct), and checks every address against the
+    /// node's refusals.
+    pub async fn plan(
+        &self,
+        dest: &Destination,
+        network: Network,
+        inbound: Option<&str>,
+    ) -> Result<Plan, DialError> {
         let mut addrs = None;
-        let tag = match route(&self.rules, &self.final_tag, dest, network, None) {
+        let tag = match route(&self.rules, &self.final_tag, dest, network, inbound, None) {
             Routed::Outbound(tag) => tag,
             Routed::NeedsAddresses => {
                 let found = Self::lookup(dest).await?;
                 let ips: Vec<IpAddr> = found.iter().map(SocketAddr::ip).collect();
                 addrs = Some(found);
-                route_with_addresses(&self.rules, &self.final_tag, dest, network, &ips)
+                route_with_addresses(&self.rules, &self.final_tag, dest, network, inbound, &ips)
             }
         };
         match self.tag_via(tag) {
@@ -228,7 +234,7 @@ impl Dialer {
         dest: &Destination,
         network: Network,
     ) -> Result<Vec<SocketAddr>, DialError> {
-        match self.plan(dest, network).await? {
+        match self.plan(dest, network, None).await? {
             Plan::Direct(addrs) => Ok(addrs),
             Plan::Tunnel(tag) => Err(DialError::Tunnel(dest.clone(), tag)),
         }
@@ -441,11 +447,11 @@ mod tests {
         let config = NodeConfig::from_toml(text).unwrap();
         let dialer = Dialer::from_config(&config);
         let name = Destination::Domain("localhost".into(), 7);
-        let err = dialer.plan(&name, Network::Tcp).await.unwrap_err();
+        let err = dialer.plan(&name, Network::Tcp, None).await.unwrap_err();
         assert!(matches!(err, DialError::Blocked(_)), "{err}");
         let other_port = Destination::Domain("localhost".into(), 8);
         assert!(matches!(
-            dialer.plan(&other_port, Network::Tcp).await,
+            dialer.plan(&other_port, Network::Tcp, None).await,
             Ok(Plan::Direct(_))
         ));
     }

@@ -504,7 +504,7 @@ async fn serve_stream(shared: Arc<Shared>, open: Open, stream: MuxStream) {
 /// On an origin: a UDP stream's datagrams go out through one socket (this node's
 /// routing; no tunnels chained), answers come back with their source.
 async fn serve_datagrams(rt: &Runtime, open: &Open, stream: MuxStream) {
-    let Ok(mut outlet) = Outlet::open(&open.user, &HashMap::new()).await else {
+    let Ok(mut outlet) = Outlet::open(&open.user, None, &HashMap::new()).await else {
         return stream.reset(ResetReason::ConnectFailed);
     };
     let mut buf = vec![0u8; 65_536];

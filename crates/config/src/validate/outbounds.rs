@@ -45,6 +45,14 @@ impl NodeConfig {
                     format!("no outbound is tagged {:?}", rule.outbound),
                 ));
             }
+            for (j, tag) in rule.inbound.iter().enumerate() {
+                if !self.inbounds.iter().any(|ib| &ib.tag == tag) {
+                    return Err(invalid(
+                        format!("route.rules[{i}].inbound[{j}]"),
+                        format!("no inbound is tagged {tag:?}"),
+                    ));
+                }
+            }
         }
         if self.via(&self.final_tag()).is_none() {
             return Err(invalid(

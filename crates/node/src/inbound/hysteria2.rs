@@ -244,7 +244,7 @@ async fn stream(
         }
     };
     let dest = accept.request.address.clone();
-    let remote = match tcp::dial(&rt, &user, &dest).await {
+    let remote = match tcp::dial(&rt, &user, &dest, &ctx.config.tag).await {
         Ok(r) => r,
         Err(e) => {
             e.log(&user, &dest);
@@ -343,7 +343,9 @@ impl Association {
     async fn run(self, mut rx: mpsc::Receiver<(Destination, Vec<u8>)>) {
         let rt = self.ctx.shared.runtime();
         let user = self.conn.user();
-        let mut outlet = match Outlet::open(&user.name, &rt.relays).await {
+        let mut outlet = match Outlet::open(&user.name, Some(&self.ctx.config.tag), &rt.relays)
+            .await
+        {
             Ok(o) => o,
             Err(e) => {
                 return tracing::debug!(user = %user.name, inbound = %self.ctx.config.tag, "UDP socket: {e}");

@@ -86,7 +86,7 @@ impl InboundStates {
             &'static str,
             fn(&InboundState) -> u64,
         );
-        let metrics: [Metric; 6] = [
+        let metrics: [Metric; 7] = [
             (
                 "switchyard_inbound_unauthenticated",
                 "gauge",
@@ -98,6 +98,12 @@ impl InboundStates {
                 "counter",
                 "Connections closed at once because too many were in their handshake (per inbound or per source).",
                 |s| s.limited.load(Ordering::Relaxed),
+            ),
+            (
+                "switchyard_inbound_blocked_total",
+                "counter",
+                "Users' TCP connections a routing rule sent to a block outbound, per inbound.",
+                |s| s.blocked.load(Ordering::Relaxed),
             ),
             (
                 "switchyard_inbound_task_restarts_total",
@@ -152,6 +158,8 @@ pub(crate) struct InboundState {
     pub(crate) pending: Arc<Pending>,
     /// Connections closed by the pre-authentication limits.
     pub(crate) limited: AtomicU64,
+    /// Users' connections a routing rule blocked.
+    pub(crate) blocked: AtomicU64,
     /// Failed tasks restarted.
     pub(crate) restarts: Arc<AtomicU64>,
     /// VLESS connections with the Vision flow.

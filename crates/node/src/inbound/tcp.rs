@@ -46,9 +46,16 @@ pub(crate) async fn proxy(
         .shared
         .sessions
         .register(&user.name, &ctx.config.tag, &ctx.cancel);
-    let mut remote = match dial(rt, user, &dest).await {
+    let mut remote = match dial(rt, user, &dest, &ctx.config.tag).await {
         Ok(r) => r,
-        Err(e) => return e.log(user, &dest),
+        Err(e) => {
+            if e.is_blocked() {
+                ctx.state
+                    .blocked
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            return e.log(user, &dest);
+        }
     };
     if !response.is_empty()
         && (stream.write_all(response).await.is_err() || stream.flush().await.is_err())
@@ -95,6 +102,11 @@ pub(crate) enum DialFailure {
 }
 
 impl DialFailure {
+    /// Whether a routing rule blocked the destination.
+    pub(crate) fn is_blocked(&self) -> bool {
+        matches!(self, Self::Dial(crate::outbound::DialError::Blocked(_)))
+    }
+
     /// Logs it for `user`'s connection to `dest` (a tunnel that is down is the
     /// operator's business: a warning).
     pub(crate) fn log(&self, user: &User, dest: &Destination) {
@@ -111,15 +123,16 @@ impl DialFailure {
 /// old process's `GoAway` sends them to the new one at once).
 pub(crate) const ORIGIN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Opens `user`'s connection to `dest` by the route's plan: a direct dial, or a stream
-/// in a tunnel. The destination checks (blocked, private, the control API) are the
-/// dialer's.
+/// Opens `user`'s connection to `dest` (they came in by the inbound `inbound`) by the
+/// route's plan: a direct dial, or a stream in a tunnel. The destination checks
+/// (blocked, private, the control API) are the dialer's.
 pub(crate) async fn dial(
     rt: &Runtime,
     user: &User,
     dest: &Destination,
+    inbound: &str,
 ) -> Result<BoxIo, DialFailure> {
-    match rt.dialer.plan(dest, Network::Tcp).await? {
+    match rt.dialer.plan(dest, Network::Tcp, Some(inbound)).await? {
         Plan::Tunnel(tag) => {
             let open = Open {
                 network: TunnelNetwork::Tcp,

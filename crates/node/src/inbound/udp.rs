@@ -189,15 +189,19 @@ pub(crate) struct Outlet {
     v6: bool,
     resolved: HashMap<Destination, SocketAddr>,
     user: String,
+    /// The inbound the user came in by (none: a tunnel's origin half).
+    inbound: Option<String>,
     relays: HashMap<String, Arc<RelayHalf>>,
     tunnels: HashMap<String, Arc<MuxStream>>,
     from_tunnels: (mpsc::Sender<Datagram>, mpsc::Receiver<Datagram>),
 }
 
 impl Outlet {
-    /// An outlet for `user`'s association; `relays` are the node's tunnels.
+    /// An outlet for `user`'s association, come in by `inbound`; `relays` are the
+    /// node's tunnels.
     pub(crate) async fn open(
         user: &str,
+        inbound: Option<&str>,
         relays: &HashMap<String, Arc<RelayHalf>>,
     ) -> io::Result<Self> {
         // One dual-stack socket when the host has IPv6, else IPv4 only.
@@ -210,6 +214,7 @@ impl Outlet {
             v6,
             resolved: HashMap::new(),
             user: user.to_owned(),
+            inbound: inbound.map(str::to_owned),
             relays: relays.clone(),
             tunnels: HashMap::new(),
             from_tunnels: mpsc::channel(TUNNEL_QUEUE),
@@ -262,7 +267,10 @@ impl Outlet {
     ) -> Result<(), UdpError> {
         let addr = match self.resolved.get(to) {
             Some(a) => *a,
-            None => match dialer.plan(to, crate::route::Network::Udp).await? {
+            None => match dialer
+                .plan(to, crate::route::Network::Udp, self.inbound.as_deref())
+                .await?
+            {
                 Plan::Tunnel(tag) => {
                     let fresh = !self.tunnels.contains_key(&tag);
                     self.send_tunnel(&tag, to, data)?;
@@ -377,7 +385,7 @@ pub(crate) async fn serve(
         framing,
         first.to_vec(),
         rt,
-        &user.name,
+        (&user.name, &ctx.config.tag),
         &admission,
         &session.cancel,
     )
@@ -387,19 +395,20 @@ pub(crate) async fn serve(
     }
 }
 
-/// Carries a user's UDP association until the stream ends, the user is idle for
-/// `idle`, or `cancel` fires. `first` holds stream bytes already read.
+/// Carries a user's UDP association (the user and the inbound they came in by) until
+/// the stream ends, the user is idle for `idle`, or `cancel` fires. `first` holds
+/// stream bytes already read.
 pub(crate) async fn associate(
     mut stream: BoxIo,
     mut framing: Framing,
     first: Vec<u8>,
     rt: &Runtime,
-    user: &str,
+    (user, inbound): (&str, &str),
     admission: &Admission,
     cancel: &CancellationToken,
 ) -> Result<(), UdpError> {
     let (dialer, idle) = (&rt.dialer, rt.idle_timeout);
-    let mut outlet = Outlet::open(user, &rt.relays)
+    let mut outlet = Outlet::open(user, Some(inbound), &rt.relays)
         .await
         .map_err(UdpError::Socket)?;
     let mut pending = first;

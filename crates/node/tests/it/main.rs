@@ -33,6 +33,7 @@ mod live_config;
 mod probes_and_limits;
 mod reality;
 mod reality_dest;
+mod routing_per_inbound;
 mod shadowsocks;
 mod sing_box;
 mod subscription_entries;

@@ -316,9 +316,11 @@ fn start(
     };
     let rt = rt.clone();
     let name = user.name.clone();
+    let tag = ctx.config.tag.clone();
     tokio::spawn(async move {
         let _slot = slot;
-        if let Err(e) = associate(&rt, &name, rx, reply, &admission, &session.cancel).await {
+        if let Err(e) = associate(&rt, (&name, &tag), rx, reply, &admission, &session.cancel).await
+        {
             tracing::debug!(user = %name, "shadowsocks UDP: {e}");
         }
     });
@@ -375,13 +377,13 @@ impl Reply {
 /// drops it, or `cancel` fires.
 async fn associate(
     rt: &Runtime,
-    user: &str,
+    (user, inbound): (&str, &str),
     mut from_client: mpsc::Receiver<(Destination, Vec<u8>)>,
     mut reply: Reply,
     admission: &crate::accounting::Admission,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<(), UdpError> {
-    let mut outlet = Outlet::open(user, &rt.relays)
+    let mut outlet = Outlet::open(user, Some(inbound), &rt.relays)
         .await
         .map_err(UdpError::Socket)?;
     let mut datagram = vec![0u8; MAX_DATAGRAM];
