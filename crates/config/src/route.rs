@@ -21,6 +21,27 @@ pub enum Network {
     Udp,
 }
 
+/// A protocol the node tells from a connection's first bytes
+/// (`switchyard_proto::bittorrent`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sniffed {
+    /// BitTorrent: the peer handshake or a tracker announce on TCP; DHT, a UDP
+    /// tracker or a uTP connection request on UDP.
+    Bittorrent,
+}
+
+/// What the node saw of a connection besides its destination: the inbound its user
+/// came in by (none: the node's own connection) and the protocol its first bytes
+/// showed (none: not looked at, or nothing known).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Seen<'a> {
+    /// The inbound's tag.
+    pub inbound: Option<&'a str>,
+    /// The protocol sniffed.
+    pub protocol: Option<Sniffed>,
+}
+
 /// An IP network: address and prefix length, written `10.0.0.0/8` or `2001:db8::/32`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Cidr {
@@ -152,6 +173,10 @@ pub struct Rule {
     /// never matches a rule that names some.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inbound: Vec<String>,
+    /// Protocols told from the connection's first bytes (`["bittorrent"]`): the node
+    /// looks at them only while some rule names one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocol: Vec<Sniffed>,
     /// The outbound that carries what matches.
     pub outbound: String,
 }
@@ -168,19 +193,24 @@ fn suffix_matches(name: &str, suffix: &str) -> bool {
 }
 
 impl Rule {
-    /// Whether a connection to `dest` over `network`, of a user of the inbound
-    /// `inbound` (none: the node's own), matches. A name matches a rule's IP networks
-    /// when any address it resolves to (`resolved`) is inside; `None` when that is
-    /// what decides and the name is not resolved yet.
+    /// Whether a connection to `dest` over `network`, with what the node `seen` of
+    /// it, matches. A name matches a rule's IP networks when any address it resolves
+    /// to (`resolved`) is inside; `None` when that is what decides and the name is not
+    /// resolved yet.
     pub fn matches(
         &self,
         dest: &Address,
         network: Network,
-        inbound: Option<&str>,
+        seen: Seen<'_>,
         resolved: Option<&[IpAddr]>,
     ) -> Option<bool> {
-        if !self.inbound.is_empty() && !inbound.is_some_and(|i| self.inbound.iter().any(|t| t == i))
-        {
+        let by_inbound = self.inbound.is_empty()
+            || seen
+                .inbound
+                .is_some_and(|i| self.inbound.iter().any(|t| t == i));
+        let by_protocol =
+            self.protocol.is_empty() || seen.protocol.is_some_and(|p| self.protocol.contains(&p));
+        if !(by_inbound && by_protocol) {
             return Some(false);
         }
         let name = match dest {
@@ -215,7 +245,13 @@ impl Rule {
             && self.port.is_empty()
             && self.network.is_none()
             && self.inbound.is_empty()
+            && self.protocol.is_empty()
     }
+}
+
+/// Whether any of `rules` looks at a protocol: then connections are sniffed.
+pub fn sniffs(rules: &[Rule]) -> bool {
+    rules.iter().any(|r| !r.protocol.is_empty())
 }
 
 /// Where routing sends a connection.
@@ -228,19 +264,19 @@ pub enum Routed<'a> {
     NeedsAddresses,
 }
 
-/// The outbound for a connection (of a user of `inbound`, none: the node's own): the
-/// first matching rule's, else `final_tag`. `resolved` holds the addresses of a name
+/// The outbound for a connection (with what the node `seen` of it): the first
+/// matching rule's, else `final_tag`. `resolved` holds the addresses of a name
 /// destination, once known.
 pub fn route<'a>(
     rules: &'a [Rule],
     final_tag: &'a str,
     dest: &Address,
     network: Network,
-    inbound: Option<&str>,
+    seen: Seen<'_>,
     resolved: Option<&[IpAddr]>,
 ) -> Routed<'a> {
     for rule in rules {
-        match rule.matches(dest, network, inbound, resolved) {
+        match rule.matches(dest, network, seen, resolved) {
             Some(true) => return Routed::Outbound(&rule.outbound),
             Some(false) => {}
             None => return Routed::NeedsAddresses,
@@ -256,12 +292,12 @@ pub fn route_with_addresses<'a>(
     final_tag: &'a str,
     dest: &Address,
     network: Network,
-    inbound: Option<&str>,
+    seen: Seen<'_>,
     ips: &[IpAddr],
 ) -> &'a str {
     rules
         .iter()
-        .find(|r| r.matches(dest, network, inbound, Some(ips)) == Some(true))
+        .find(|r| r.matches(dest, network, seen, Some(ips)) == Some(true))
         .map_or(final_tag, |r| r.outbound.as_str())
 }
 
@@ -305,7 +341,7 @@ mod tests {
             outbound = "block"
             "#,
         );
-        let t = |d: &Address, n| route_with_addresses(&r, "tunnel-eu", d, n, None, &[]);
+        let t = |d: &Address, n| route_with_addresses(&r, "tunnel-eu", d, n, Seen::default(), &[]);
         assert_eq!(t(&dom("x.ads.example", 443), Network::Tcp), "block");
         assert_eq!(t(&dom("ads.example", 443), Network::Udp), "block");
         assert_eq!(
@@ -351,22 +387,29 @@ mod tests {
                 "tunnel",
                 &dom("pinned.example", 80),
                 Network::Tcp,
-                None,
+                Seen::default(),
                 None
             ),
             Routed::Outbound("direct")
         );
         assert_eq!(
-            route(&r, "tunnel", &name, Network::Tcp, None, None),
+            route(&r, "tunnel", &name, Network::Tcp, Seen::default(), None),
             Routed::NeedsAddresses
         );
         let lan: [IpAddr; 2] = ["1.1.1.1".parse().unwrap(), "10.1.1.1".parse().unwrap()];
         assert_eq!(
-            route_with_addresses(&r, "tunnel", &name, Network::Tcp, None, &lan),
+            route_with_addresses(&r, "tunnel", &name, Network::Tcp, Seen::default(), &lan),
             "block"
         );
         assert_eq!(
-            route_with_addresses(&r, "tunnel", &name, Network::Tcp, None, &lan[..1]),
+            route_with_addresses(
+                &r,
+                "tunnel",
+                &name,
+                Network::Tcp,
+                Seen::default(),
+                &lan[..1]
+            ),
             "tunnel"
         );
     }
@@ -375,7 +418,14 @@ mod tests {
     fn suffixes_compare_bytes_so_non_ascii_names_do_not_panic() {
         let r = rules("[[rules]]\ndomain_suffix = [\"x.org\", \"é.org\"]\noutbound = \"block\"");
         let t = |name: &str| {
-            route_with_addresses(&r, "direct", &dom(name, 443), Network::Tcp, None, &[])
+            route_with_addresses(
+                &r,
+                "direct",
+                &dom(name, 443),
+                Network::Tcp,
+                Seen::default(),
+                &[],
+            )
         };
         // "é" is two bytes: the cut for "x.org" falls inside it.
         assert_eq!(t("aé.org"), "direct", "needs a dot boundary");
@@ -415,12 +465,16 @@ mod tests {
             "#,
         );
         let t = |inbound| {
+            let seen = Seen {
+                inbound,
+                protocol: None,
+            };
             route_with_addresses(
                 &r,
                 "direct",
                 &dom("a.blocked.example", 443),
                 Network::Tcp,
-                inbound,
+                seen,
                 &[],
             )
         };
@@ -428,6 +482,35 @@ mod tests {
         assert_eq!(t(Some("trial")), "block");
         assert_eq!(t(Some("paid")), "direct");
         assert_eq!(t(None), "direct", "the node's own connections");
+        assert!(!r[0].is_catch_all());
+    }
+
+    #[test]
+    fn a_protocol_rule_matches_what_was_sniffed_alone() {
+        let r = rules(
+            r#"
+            [[rules]]
+            protocol = ["bittorrent"]
+            inbound = ["main"]
+            outbound = "block"
+            "#,
+        );
+        let t = |inbound, protocol| {
+            let seen = Seen { inbound, protocol };
+            route_with_addresses(
+                &r,
+                "direct",
+                &ip("203.0.113.9:6881"),
+                Network::Tcp,
+                seen,
+                &[],
+            )
+        };
+        assert_eq!(t(Some("main"), Some(Sniffed::Bittorrent)), "block");
+        assert_eq!(t(Some("main"), None), "direct", "not sniffed");
+        assert_eq!(t(Some("other"), Some(Sniffed::Bittorrent)), "direct");
+        assert!(sniffs(&r));
+        assert!(!sniffs(&rules("[[rules]]\nport = [1]\noutbound = \"x\"")));
         assert!(!r[0].is_catch_all());
     }
 }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::config::{NodeConfig, OutboundKind};
-use crate::route::{Network, Routed, Rule, route, route_with_addresses};
+use crate::route::{Network, Routed, Rule, Seen, route, route_with_addresses};
 
 /// Connecting to a destination takes at most this long in all, over every address
 /// its name resolves to. 10 s: slow destinations still connect; a dead one frees the
@@ -190,24 +190,30 @@ impl Dialer {
         Ok(addrs)
     }
 
-    /// Routes `dest` over `network` for a user of the inbound `inbound` (none: the
-    /// node's own connection): resolves the name when a rule with IP networks needs
-    /// its addresses (or the route is direct), and checks every address against the
-    /// node's refusals.
+    /// Whether some rule looks at a protocol: then users' connections are sniffed
+    /// before they are routed.
+    pub fn sniffs(&self) -> bool {
+        crate::route::sniffs(&self.rules)
+    }
+
+    /// Routes `dest` over `network`, with what the node `seen` of the connection (the
+    /// inbound, the protocol sniffed): resolves the name when a rule with IP networks
+    /// needs its addresses (or the route is direct), and checks every address against
+    /// the node's refusals.
     pub async fn plan(
         &self,
         dest: &Destination,
         network: Network,
-        inbound: Option<&str>,
+        seen: Seen<'_>,
     ) -> Result<Plan, DialError> {
         let mut addrs = None;
-        let tag = match route(&self.rules, &self.final_tag, dest, network, inbound, None) {
+        let tag = match route(&self.rules, &self.final_tag, dest, network, seen, None) {
             Routed::Outbound(tag) => tag,
             Routed::NeedsAddresses => {
                 let found = Self::lookup(dest).await?;
                 let ips: Vec<IpAddr> = found.iter().map(SocketAddr::ip).collect();
                 addrs = Some(found);
-                route_with_addresses(&self.rules, &self.final_tag, dest, network, inbound, &ips)
+                route_with_addresses(&self.rules, &self.final_tag, dest, network, seen, &ips)
             }
         };
         match self.tag_via(tag) {
@@ -234,7 +240,7 @@ impl Dialer {
         dest: &Destination,
         network: Network,
     ) -> Result<Vec<SocketAddr>, DialError> {
-        match self.plan(dest, network, None).await? {
+        match self.plan(dest, network, Seen::default()).await? {
             Plan::Direct(addrs) => Ok(addrs),
             Plan::Tunnel(tag) => Err(DialError::Tunnel(dest.clone(), tag)),
         }
@@ -447,11 +453,16 @@ mod tests {
         let config = NodeConfig::from_toml(text).unwrap();
         let dialer = Dialer::from_config(&config);
         let name = Destination::Domain("localhost".into(), 7);
-        let err = dialer.plan(&name, Network::Tcp, None).await.unwrap_err();
+        let err = dialer
+            .plan(&name, Network::Tcp, Seen::default())
+            .await
+            .unwrap_err();
         assert!(matches!(err, DialError::Blocked(_)), "{err}");
         let other_port = Destination::Domain("localhost".into(), 8);
         assert!(matches!(
-            dialer.plan(&other_port, Network::Tcp, None).await,
+            dialer
+                .plan(&other_port, Network::Tcp, Seen::default())
+                .await,
             Ok(Plan::Direct(_))
         ));
     }

@@ -65,6 +65,7 @@
 
 pub mod address;
 mod base64;
+pub mod bittorrent;
 pub mod clash;
 pub mod clash_vpn;
 pub mod client_hello;

@@ -84,6 +84,8 @@ pub(crate) struct Peers {
     pub(crate) vps_root: PathBuf,
     /// Debian's curl: an app with no proxy settings, behind a VPN's TUN.
     pub(crate) curl: PathBuf,
+    /// Debian's aria2: a real BitTorrent client, for the node's "no torrents" rule.
+    pub(crate) aria2: PathBuf,
 }
 
 impl Peers {
@@ -109,6 +111,7 @@ impl Peers {
             format!("{}={}", pebble::ENV, self.pebble.display()),
             format!("{VPS_ENV}={}", self.vps_root.display()),
             format!("{CURL_ENV}={}", self.curl.display()),
+            format!("{ARIA2_ENV}={}", self.aria2.display()),
         ]
     }
 }
@@ -136,8 +139,12 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         pebble: pebble::pebble()?,
         vps_root: vps::vps(&peers_dir)?,
         curl: apt::program("curl", CURL_ENV, "/usr/bin/curl", "curl")?,
+        aria2: apt::program("aria2", ARIA2_ENV, "/usr/bin/aria2c", "aria2")?,
     })
 }
+
+/// The variable that tells the tests where aria2 is.
+const ARIA2_ENV: &str = "SWITCHYARD_ARIA2";
 
 /// The variable that tells the tests where curl is.
 const CURL_ENV: &str = "SWITCHYARD_CURL";

@@ -244,7 +244,11 @@ async fn stream(
         }
     };
     let dest = accept.request.address.clone();
-    let remote = match tcp::dial(&rt, &user, &dest, &ctx.config.tag).await {
+    let seen = crate::route::Seen {
+        inbound: Some(&ctx.config.tag),
+        protocol: None,
+    };
+    let remote = match tcp::dial(&rt, &user, &dest, seen).await {
         Ok(r) => r,
         Err(e) => {
             e.log(&user, &dest);

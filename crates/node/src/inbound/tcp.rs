@@ -46,7 +46,29 @@ pub(crate) async fn proxy(
         .shared
         .sessions
         .register(&user.name, &ctx.config.tag, &ctx.cancel);
-    let mut remote = match dial(rt, user, &dest, &ctx.config.tag).await {
+    // Rules that look at protocols see the client's first bytes (more are read for
+    // a moment when the header brought too few); they go to the destination first.
+    // The protocol's answer goes out before, as a client may wait for it to send
+    // anything (SOCKS5): a blocked connection is then closed after it.
+    let sniffing = rt.dialer.sniffs();
+    if sniffing
+        && !response.is_empty()
+        && (stream.write_all(response).await.is_err() || stream.flush().await.is_err())
+    {
+        return;
+    }
+    let mut sniffed = first.to_vec();
+    let protocol = if sniffing {
+        sniff(&mut stream, &mut sniffed).await
+    } else {
+        None
+    };
+    let first = sniffed.as_slice();
+    let seen = crate::route::Seen {
+        inbound: Some(&ctx.config.tag),
+        protocol,
+    };
+    let mut remote = match dial(rt, user, &dest, seen).await {
         Ok(r) => r,
         Err(e) => {
             if e.is_blocked() {
@@ -57,7 +79,8 @@ pub(crate) async fn proxy(
             return e.log(user, &dest);
         }
     };
-    if !response.is_empty()
+    if !sniffing
+        && !response.is_empty()
         && (stream.write_all(response).await.is_err() || stream.flush().await.is_err())
     {
         return;
@@ -123,16 +146,45 @@ impl DialFailure {
 /// old process's `GoAway` sends them to the new one at once).
 pub(crate) const ORIGIN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Opens `user`'s connection to `dest` (they came in by the inbound `inbound`) by the
-/// route's plan: a direct dial, or a stream in a tunnel. The destination checks
+/// How long a connection's first bytes are waited for when a rule looks at its
+/// protocol and the header brought too few: a client that waits for the server to
+/// speak first (SMTP, SSH) waits this much longer once.
+pub(crate) const SNIFF_WAIT: std::time::Duration = std::time::Duration::from_millis(300);
+/// The most bytes read for sniffing.
+const SNIFF_MAX: usize = 2048;
+
+/// The protocol `first` (the client's bytes so far, grown by what more arrives
+/// within [`SNIFF_WAIT`], up to [`SNIFF_MAX`]) shows, if one a rule can name.
+async fn sniff(stream: &mut BoxIo, first: &mut Vec<u8>) -> Option<crate::route::Sniffed> {
+    use switchyard_proto::bittorrent::{Sniff, sniff_tcp};
+    use tokio::io::AsyncReadExt;
+    let until = tokio::time::Instant::now() + SNIFF_WAIT;
+    loop {
+        match sniff_tcp(first) {
+            Sniff::BitTorrent => return Some(crate::route::Sniffed::Bittorrent),
+            Sniff::Other => return None,
+            Sniff::NeedMore if first.len() >= SNIFF_MAX => return None,
+            Sniff::NeedMore => {}
+        }
+        let mut buf = [0u8; 1024];
+        let room = (SNIFF_MAX - first.len()).min(buf.len());
+        match tokio::time::timeout_at(until, stream.read(&mut buf[..room])).await {
+            Ok(Ok(n)) if n > 0 => first.extend_from_slice(&buf[..n]),
+            _ => return None,
+        }
+    }
+}
+
+/// Opens `user`'s connection to `dest` by the route's plan (with what the node
+/// `seen` of it): a direct dial, or a stream in a tunnel. The destination checks
 /// (blocked, private, the control API) are the dialer's.
 pub(crate) async fn dial(
     rt: &Runtime,
     user: &User,
     dest: &Destination,
-    inbound: &str,
+    seen: crate::route::Seen<'_>,
 ) -> Result<BoxIo, DialFailure> {
-    match rt.dialer.plan(dest, Network::Tcp, Some(inbound)).await? {
+    match rt.dialer.plan(dest, Network::Tcp, seen).await? {
         Plan::Tunnel(tag) => {
             let open = Open {
                 network: TunnelNetwork::Tcp,

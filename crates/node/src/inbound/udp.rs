@@ -265,12 +265,18 @@ impl Outlet {
         to: &Destination,
         data: &[u8],
     ) -> Result<(), UdpError> {
-        let addr = match self.resolved.get(to) {
+        // A datagram that shows a protocol some rule looks at is routed on its own
+        // (never by the addresses kept for its destination).
+        let protocol = (dialer.sniffs() && switchyard_proto::bittorrent::is_bittorrent_udp(data))
+            .then_some(crate::route::Sniffed::Bittorrent);
+        let seen = crate::route::Seen {
+            inbound: self.inbound.as_deref(),
+            protocol,
+        };
+        let cached = self.resolved.get(to).filter(|_| protocol.is_none());
+        let addr = match cached {
             Some(a) => *a,
-            None => match dialer
-                .plan(to, crate::route::Network::Udp, self.inbound.as_deref())
-                .await?
-            {
+            None => match dialer.plan(to, crate::route::Network::Udp, seen).await? {
                 Plan::Tunnel(tag) => {
                     let fresh = !self.tunnels.contains_key(&tag);
                     self.send_tunnel(&tag, to, data)?;

@@ -13,6 +13,7 @@ mod tunnel_support;
 
 mod acme;
 mod atomic_apply;
+mod bittorrent;
 mod cdn;
 mod certificate_renewal;
 mod channel;

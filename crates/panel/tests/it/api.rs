@@ -1151,10 +1151,20 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
     assert!(config["outbounds"].is_array(), "{config}");
     assert!(json.text().contains("🇺🇸 New York"));
     assert!(json.text().contains("BEGIN CERTIFICATE"));
-    // sing-box's apps get JSON without asking.
+    // sing-box's apps get JSON without asking; its own apps a VPN config of the same
+    // servers (subscriptions.md, "sing-box's own apps").
     for ua in ["sing-box 1.14.4", "SFA/1.11", "SFI/1.11"] {
-        let r = h.get(&path).header("user-agent", ua).send().await;
-        assert_eq!(r.json(), config, "{ua}");
+        let got = h.get(&path).header("user-agent", ua).send().await.json();
+        assert_eq!(got["outbounds"], config["outbounds"], "{ua}");
+        let tun = got["inbounds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["type"] == "tun");
+        assert_eq!(tun, ua.starts_with("SF"), "{ua}: {got}");
+        if !tun {
+            assert_eq!(got, config, "{ua}");
+        }
     }
 
     let p = h
