@@ -279,7 +279,7 @@ impl Serialize for Rules<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let vpn = self.0.options.vpn.is_some();
         let first = vpn
-            .then(crate::singbox_vpn::rules)
+            .then(|| crate::singbox_vpn::rules(DIRECT_TAG))
             .into_iter()
             .flatten()
             .map(Rule::Vpn);

@@ -106,8 +106,8 @@ pub(crate) enum VpnRule {
     },
 }
 
-/// The rules, in order.
-pub(crate) fn rules() -> [VpnRule; 3] {
+/// The rules, in order; private addresses go to the outbound tagged `direct`.
+pub(crate) fn rules(direct: &'static str) -> [VpnRule; 3] {
     [
         VpnRule::Sniff { action: "sniff" },
         VpnRule::HijackDns {
@@ -117,7 +117,7 @@ pub(crate) fn rules() -> [VpnRule; 3] {
         VpnRule::Private {
             ip_is_private: true,
             action: "route",
-            outbound: crate::singbox::DIRECT_TAG,
+            outbound: direct,
         },
     ]
 }

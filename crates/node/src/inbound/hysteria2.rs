@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use switchyard_proto::hysteria2::Salamander;
 use switchyard_transport::hysteria2::{
-    Authenticated, Masquerade, PendingTcp, ProxySite, ServerSettings, endpoint_on, handshake,
+    Authenticated, Masquerade, PendingTcp, ProxySite, ServerSettings, TcpAccept, endpoint_on,
+    handshake,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -244,6 +245,9 @@ async fn stream(
         }
     };
     let dest = accept.request.address.clone();
+    if rt.dialer.sniffs() {
+        return sniffed_stream(&ctx, &rt, &user, &admission, &cancel, accept, dest).await;
+    }
     let seen = crate::route::Seen {
         inbound: Some(&ctx.config.tag),
         protocol: None,
@@ -263,6 +267,52 @@ async fn stream(
         return;
     };
     let ended = switchyard_tunnel::pump::relay(stream, remote, rt.idle_timeout, &cancel, |u, d| {
+        admission.add(u, d);
+    })
+    .await;
+    tracing::trace!(user = %user.name, %dest, ?ended, "hysteria2 stream closed");
+}
+
+/// A stream while a rule looks at protocols: answered ok at once (the client sends
+/// nothing before), its first bytes sniffed ([`tcp::sniff`]), then routed with what
+/// they showed; a destination refused then closes the stream.
+async fn sniffed_stream(
+    ctx: &Ctx,
+    rt: &crate::runtime::Runtime,
+    user: &User,
+    admission: &Admission,
+    cancel: &CancellationToken,
+    accept: TcpAccept,
+    dest: Destination,
+) {
+    use tokio::io::AsyncWriteExt;
+    let Ok(mut stream) = accept.ok().await else {
+        return;
+    };
+    let mut first = Vec::new();
+    let protocol = tcp::sniff(&mut stream, &mut first).await;
+    let seen = crate::route::Seen {
+        inbound: Some(&ctx.config.tag),
+        protocol,
+    };
+    let mut remote = match tcp::dial(rt, user, &dest, seen).await {
+        Ok(r) => r,
+        Err(e) => {
+            if e.is_blocked() {
+                ctx.state
+                    .blocked
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            return e.log(user, &dest);
+        }
+    };
+    if !first.is_empty() {
+        if remote.write_all(&first).await.is_err() {
+            return;
+        }
+        admission.add(first.len() as u64, 0);
+    }
+    let ended = switchyard_tunnel::pump::relay(stream, remote, rt.idle_timeout, cancel, |u, d| {
         admission.add(u, d);
     })
     .await;

@@ -155,7 +155,10 @@ const SNIFF_MAX: usize = 2048;
 
 /// The protocol `first` (the client's bytes so far, grown by what more arrives
 /// within [`SNIFF_WAIT`], up to [`SNIFF_MAX`]) shows, if one a rule can name.
-async fn sniff(stream: &mut BoxIo, first: &mut Vec<u8>) -> Option<crate::route::Sniffed> {
+pub(crate) async fn sniff<S>(stream: &mut S, first: &mut Vec<u8>) -> Option<crate::route::Sniffed>
+where
+    S: tokio::io::AsyncRead + Unpin,
+{
     use switchyard_proto::bittorrent::{Sniff, sniff_tcp};
     use tokio::io::AsyncReadExt;
     let until = tokio::time::Instant::now() + SNIFF_WAIT;

@@ -22,7 +22,7 @@ use switchyard_testkit::{SingBox, pattern};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A TCP listener on 127.0.0.1 that counts the bytes anyone sends it.
-async fn listener_counting() -> (SocketAddr, Arc<AtomicU64>, Arc<AtomicU64>) {
+pub(crate) async fn listener_counting() -> (SocketAddr, Arc<AtomicU64>, Arc<AtomicU64>) {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     let (accepted, bytes) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
@@ -46,7 +46,7 @@ async fn listener_counting() -> (SocketAddr, Arc<AtomicU64>, Arc<AtomicU64>) {
 }
 
 /// Sends `data` through `proxy` to `to` and reads what comes back within 2 s.
-async fn exchange(proxy: SocketAddr, to: SocketAddr, data: &[u8]) -> Vec<u8> {
+pub(crate) async fn exchange(proxy: SocketAddr, to: SocketAddr, data: &[u8]) -> Vec<u8> {
     let Ok(mut s) = socks5::connect(proxy, to).await else {
         return Vec::new();
     };

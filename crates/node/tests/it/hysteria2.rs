@@ -558,3 +558,44 @@ fn a_port_range_that_does_not_read_or_overlaps_names_its_field() {
         "{e}"
     );
 }
+
+/// "No torrents" reaches Hysteria 2's TCP streams too: with the rule, a peer
+/// handshake through sing-box's Hysteria 2 outbound reaches no peer, an HTTP download
+/// passes, and the blocked stream is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bittorrent_rule_blocks_hysteria2_streams_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let cert = TestCert::new("node.test").unwrap();
+    let port = free_port().unwrap();
+    let text = config_text(
+        port,
+        &inbound(false),
+        &cert,
+        dir.path(),
+        "[[route.rules]]\nprotocol = [\"bittorrent\"]\noutbound = \"block\"\n",
+    )
+    .replace(
+        "socks = \"alice-socks\"\n",
+        &format!("socks = \"alice-socks\"\nhysteria2 = \"{ALICE_PASSWORD}\"\n"),
+    );
+    let f = start_text(text, dir, cert, port).await;
+    let client = SingBox::client(sing_box_outbound(f.port, ALICE_PASSWORD, false))
+        .await
+        .unwrap();
+    let proxy = client.proxy_addr().unwrap();
+    f.http.download_via_socks(proxy, 100_000).await.unwrap();
+    let (peer, accepted, heard) = crate::bittorrent::listener_counting().await;
+    let mut handshake = b"\x13BitTorrent protocol".to_vec();
+    handshake.extend_from_slice(&[0u8; 48]);
+    assert_eq!(
+        crate::bittorrent::exchange(proxy, peer, &handshake).await,
+        Vec::<u8>::new()
+    );
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::Relaxed), 0);
+    assert_eq!(heard.load(std::sync::atomic::Ordering::Relaxed), 0);
+    let (_, metrics) = common::control::call(&f, "GET", "/metrics", None).await;
+    assert!(
+        metrics.contains("switchyard_inbound_blocked_total{inbound=\"main\"} 1\n"),
+        "{metrics}"
+    );
+}
