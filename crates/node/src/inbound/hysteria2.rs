@@ -291,20 +291,8 @@ async fn sniffed_stream(
     };
     let mut first = Vec::new();
     let protocol = tcp::sniff(&mut stream, &mut first).await;
-    let seen = crate::route::Seen {
-        inbound: Some(&ctx.config.tag),
-        protocol,
-    };
-    let mut remote = match tcp::dial(rt, user, &dest, seen).await {
-        Ok(r) => r,
-        Err(e) => {
-            if e.is_blocked() {
-                ctx.state
-                    .blocked
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            return e.log(user, &dest);
-        }
+    let Some(mut remote) = tcp::dial_for(ctx, rt, user, &dest, protocol).await else {
+        return;
     };
     if !first.is_empty() {
         if remote.write_all(&first).await.is_err() {

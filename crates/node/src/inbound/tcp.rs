@@ -64,20 +64,8 @@ pub(crate) async fn proxy(
         None
     };
     let first = sniffed.as_slice();
-    let seen = crate::route::Seen {
-        inbound: Some(&ctx.config.tag),
-        protocol,
-    };
-    let mut remote = match dial(rt, user, &dest, seen).await {
-        Ok(r) => r,
-        Err(e) => {
-            if e.is_blocked() {
-                ctx.state
-                    .blocked
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            return e.log(user, &dest);
-        }
+    let Some(mut remote) = dial_for(ctx, rt, user, &dest, protocol).await else {
+        return;
     };
     if !sniffing
         && !response.is_empty()
@@ -174,6 +162,33 @@ where
         match tokio::time::timeout_at(until, stream.read(&mut buf[..room])).await {
             Ok(Ok(n)) if n > 0 => first.extend_from_slice(&buf[..n]),
             _ => return None,
+        }
+    }
+}
+
+/// [`dial`] for a user of the inbound `ctx` whose first bytes showed `protocol`; a
+/// failure is logged, and counted when a rule blocked it.
+pub(crate) async fn dial_for(
+    ctx: &Ctx,
+    rt: &Runtime,
+    user: &User,
+    dest: &Destination,
+    protocol: Option<crate::route::Sniffed>,
+) -> Option<BoxIo> {
+    let seen = crate::route::Seen {
+        inbound: Some(&ctx.config.tag),
+        protocol,
+    };
+    match dial(rt, user, dest, seen).await {
+        Ok(r) => Some(r),
+        Err(e) => {
+            if e.is_blocked() {
+                ctx.state
+                    .blocked
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            e.log(user, dest);
+            None
         }
     }
 }

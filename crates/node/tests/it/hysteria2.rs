@@ -41,6 +41,11 @@ fn inbound(salamander: bool) -> String {
 /// A node with one Hysteria 2 inbound; Alice's password is [`ALICE_PASSWORD`], Bob's
 /// [`BOB_PASSWORD`].
 async fn node(salamander: bool) -> Fixture {
+    node_with(salamander, "").await
+}
+
+/// [`node`] with `rules` (`[[route.rules]]` tables) in its config.
+async fn node_with(salamander: bool, rules: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let cert = TestCert::new("node.test").unwrap();
     let port = free_port().unwrap();
@@ -49,7 +54,7 @@ async fn node(salamander: bool) -> Fixture {
         &inbound(salamander),
         &cert,
         dir.path(),
-        &format!("hysteria2 = \"{BOB_PASSWORD}\""),
+        &format!("hysteria2 = \"{BOB_PASSWORD}\"\n{rules}"),
     )
     .replace(
         "socks = \"alice-socks\"\n",
@@ -564,21 +569,11 @@ fn a_port_range_that_does_not_read_or_overlaps_names_its_field() {
 /// passes, and the blocked stream is counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bittorrent_rule_blocks_hysteria2_streams_too() {
-    let dir = tempfile::tempdir().unwrap();
-    let cert = TestCert::new("node.test").unwrap();
-    let port = free_port().unwrap();
-    let text = config_text(
-        port,
-        &inbound(false),
-        &cert,
-        dir.path(),
+    let f = node_with(
+        false,
         "[[route.rules]]\nprotocol = [\"bittorrent\"]\noutbound = \"block\"\n",
     )
-    .replace(
-        "socks = \"alice-socks\"\n",
-        &format!("socks = \"alice-socks\"\nhysteria2 = \"{ALICE_PASSWORD}\"\n"),
-    );
-    let f = start_text(text, dir, cert, port).await;
+    .await;
     let client = SingBox::client(sing_box_outbound(f.port, ALICE_PASSWORD, false))
         .await
         .unwrap();
