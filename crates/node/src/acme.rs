@@ -46,13 +46,15 @@ struct Kept {
     stop: CancellationToken,
 }
 
-/// The keepers running, by their settings.
+/// The keepers running, by the directory their certificate is kept in (one per ACME
+/// server and set of names: inbounds that differ only in the email or renewal margin
+/// share the first one's keeper, never two keepers writing one directory).
 pub(crate) struct Keepers {
     state_dir: PathBuf,
     /// The node's stop: keepers end with it.
     stop: CancellationToken,
     restarts: Arc<std::sync::atomic::AtomicU64>,
-    running: Mutex<HashMap<AcmeSettings, Kept>>,
+    running: Mutex<HashMap<PathBuf, Kept>>,
 }
 
 impl Keepers {
@@ -71,11 +73,12 @@ impl Keepers {
 
     /// What an inbound with `settings` serves: the running keeper's, or a new one's.
     pub(crate) fn served(&self, settings: &AcmeSettings) -> Arc<Served> {
+        let dir = dir_of(&self.state_dir, settings);
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(kept) = running.get(settings) {
+        if let Some(kept) = running.get(&dir) {
             return kept.keeper.served().clone();
         }
-        let keeper = Keeper::new(settings.clone(), dir_of(&self.state_dir, settings));
+        let keeper = Keeper::new(settings.clone(), dir.clone());
         let stop = self.stop.child_token();
         let (k, s) = (keeper.clone(), stop.clone());
         crate::supervise::supervise(
@@ -85,23 +88,23 @@ impl Keepers {
             move || k.clone().run(s.clone()),
         );
         let served = keeper.served().clone();
-        running.insert(settings.clone(), Kept { keeper, stop });
+        running.insert(dir, Kept { keeper, stop });
         served
     }
 
     /// Stops the keepers `config` no longer names.
     pub(crate) fn retain(&self, config: &NodeConfig) {
-        let named: Vec<&AcmeSettings> = config
+        let named: Vec<PathBuf> = config
             .inbounds
             .iter()
             .filter_map(|ib| match &ib.security {
-                Security::Tls { acme: Some(a), .. } => Some(a),
+                Security::Tls { acme: Some(a), .. } => Some(dir_of(&self.state_dir, a)),
                 _ => None,
             })
             .collect();
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        running.retain(|settings, kept| {
-            let keep = named.contains(&settings);
+        running.retain(|dir, kept| {
+            let keep = named.contains(dir);
             if !keep {
                 kept.stop.cancel();
             }
@@ -136,5 +139,43 @@ mod tests {
         let d = dir_of(root, &a);
         assert_eq!(d.parent(), Some(root.join("acme").as_path()));
         assert_eq!(d.file_name().unwrap().len(), 16);
+    }
+
+    #[tokio::test]
+    async fn inbounds_naming_one_certificate_share_a_keeper_until_none_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let stop = CancellationToken::new();
+        let keepers = Keepers::new(dir.path().to_owned(), stop.clone(), Arc::default());
+        // A directory on a closed port of this machine: the keeper's orders fail here.
+        let one = AcmeSettings {
+            identifiers: vec!["a.example".into()],
+            directory: "https://127.0.0.1:1/dir".into(),
+            ..AcmeSettings::default()
+        };
+        let same = AcmeSettings {
+            email: Some("ops@example.com".into()),
+            ..one.clone()
+        };
+        let other = AcmeSettings {
+            identifiers: vec!["b.example".into()],
+            ..one.clone()
+        };
+        let a = keepers.served(&one);
+        assert!(Arc::ptr_eq(&a, &keepers.served(&same)), "one keeper per directory");
+        assert!(!Arc::ptr_eq(&a, &keepers.served(&other)));
+        let count = || keepers.running.lock().unwrap().len();
+        assert_eq!(count(), 2);
+        let mut config = NodeConfig::default();
+        config.inbounds.push(switchyard_config::InboundConfig {
+            security: Security::tls_acme(same),
+            ..serde_json::from_value(serde_json::json!({
+                "tag": "t", "port": 443, "protocol": "vless"
+            }))
+            .unwrap()
+        });
+        keepers.retain(&config);
+        assert_eq!(count(), 1, "the keeper no inbound names stopped");
+        assert!(Arc::ptr_eq(&a, &keepers.served(&one)), "the named one kept");
+        stop.cancel();
     }
 }

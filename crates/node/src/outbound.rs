@@ -66,6 +66,9 @@ pub use switchyard_config::Via;
 #[derive(Clone, Debug)]
 pub struct Dialer {
     rules: Vec<Rule>,
+    /// Whether some rule names a protocol (decided once, asked per connection and
+    /// per datagram).
+    sniffs: bool,
     final_tag: String,
     outbounds: HashMap<String, Via>,
     /// Whether private and loopback destinations are allowed.
@@ -115,6 +118,7 @@ impl Dialer {
             outbounds.insert(tag.clone(), Via::Tunnel(tag));
         }
         Self {
+            sniffs: crate::route::sniffs(&c.route.rules),
             rules: c.route.rules.clone(),
             final_tag: c.final_tag(),
             outbounds,
@@ -128,6 +132,7 @@ impl Dialer {
     pub fn all(kind: OutboundKind, allow_private: bool) -> Self {
         Self {
             rules: Vec::new(),
+            sniffs: false,
             final_tag: "all".into(),
             outbounds: [(
                 "all".to_owned(),
@@ -193,7 +198,7 @@ impl Dialer {
     /// Whether some rule looks at a protocol: then users' connections are sniffed
     /// before they are routed.
     pub fn sniffs(&self) -> bool {
-        crate::route::sniffs(&self.rules)
+        self.sniffs
     }
 
     /// Routes `dest` over `network`, with what the node `seen` of the connection (the

@@ -57,13 +57,15 @@ pub(crate) async fn proxy(
     {
         return;
     }
-    let mut sniffed = first.to_vec();
+    // Copied only to grow it while sniffing.
+    let mut sniffed = Vec::new();
     let protocol = if sniffing {
+        sniffed.extend_from_slice(first);
         sniff(&mut stream, &mut sniffed).await
     } else {
         None
     };
-    let first = sniffed.as_slice();
+    let first = if sniffing { sniffed.as_slice() } else { first };
     let Some(mut remote) = dial_for(ctx, rt, user, &dest, protocol).await else {
         return;
     };

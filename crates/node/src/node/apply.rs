@@ -176,6 +176,16 @@ impl Node {
     /// connections, and TLS inbounds whose certificate files were renewed serve the
     /// new certificate to new connections. On error nothing changes.
     pub async fn apply(&self, new: NodeConfig) -> Result<(), ApplyError> {
+        let result = self.apply_all_or_nothing(new).await;
+        if result.is_err() {
+            // Certificate keepers started for a change that did not go ahead stop.
+            let running = self.running.lock().await;
+            self.acme.retain(&running.config);
+        }
+        result
+    }
+
+    async fn apply_all_or_nothing(&self, new: NodeConfig) -> Result<(), ApplyError> {
         new.validate()?;
         let mut running = self.running.lock().await;
         let for_files = new.clone();
