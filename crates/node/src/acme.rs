@@ -161,7 +161,10 @@ mod tests {
             ..one.clone()
         };
         let a = keepers.served(&one);
-        assert!(Arc::ptr_eq(&a, &keepers.served(&same)), "one keeper per directory");
+        assert!(
+            Arc::ptr_eq(&a, &keepers.served(&same)),
+            "one keeper per directory"
+        );
         assert!(!Arc::ptr_eq(&a, &keepers.served(&other)));
         let count = || keepers.running.lock().unwrap().len();
         assert_eq!(count(), 2);
