@@ -103,6 +103,7 @@ fn snapshot() -> ServerSnapshot {
                 created_ms: 0,
                 hysteria2: None,
                 trusted_proxies: Vec::new(),
+                rules: Default::default(),
             },
             InboundSecrets {
                 ss_server_key: None,

@@ -112,6 +112,7 @@ fn topology() -> Topology {
                     created_ms: 0,
                     hysteria2: None,
                     trusted_proxies: Vec::new(),
+                    rules: Default::default(),
                 },
                 InboundSecrets {
                     ss_server_key: Some("AAECAwQFBgcICQoLDA0ODw==".into()),

@@ -22,9 +22,12 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchyard_config::{ConfigError, NodeConfig};
 
+use crate::model::inbound_rules::split;
 use crate::model::snapshot::ServerSnapshot;
 use crate::model::{InboundHysteria2, InboundSecurity, InboundTransport, Protocol, TlsCertificate};
 use crate::service::{hysteria2_password, ss_user_key};
+
+use switchyard_tunnel::credentials::tunnel_tag;
 
 pub mod tunnels;
 
@@ -198,10 +201,67 @@ fn body(snapshot: &ServerSnapshot, now_ms: i64) -> Value {
     if !tunnels.is_empty() {
         config["tunnels"] = json!(tunnels);
     }
-    if !rules.is_empty() {
-        config["route"] = json!({ "rules": rules });
+    let mut rules_of_inbounds = inbound_rules(snapshot, &tunnels);
+    rules_of_inbounds.extend(rules);
+    if !rules_of_inbounds.is_empty() {
+        config["route"] = json!({ "rules": rules_of_inbounds });
     }
     config
+}
+
+/// The node's route rules of the inbounds' own rules ([`crate::model::inbound_rules`]),
+/// each naming its inbound, ahead of the tunnels' rules: BitTorrent and the block list
+/// refused, the direct list out of the server, each tunnel's list into the tunnel. A
+/// tunnel that is not among the `tunnels` rendered with this server as its relay (since
+/// disabled, deleted or moved) has its list left out.
+fn inbound_rules(snapshot: &ServerSnapshot, tunnels: &[Value]) -> Vec<Value> {
+    let relayed: Vec<&str> = tunnels
+        .iter()
+        .filter(|t| t.get("relay").is_some())
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    let tag_of = |id: i64| {
+        snapshot
+            .tunnels
+            .iter()
+            .find(|t| t.tunnel.id == id && relayed.contains(&t.tunnel.name.as_str()))
+            .map(|t| tunnel_tag(&t.tunnel.name))
+    };
+    let mut out = Vec::new();
+    for (i, _) in &snapshot.inbounds {
+        let tag = inbound_tag(i.id);
+        let r = &i.rules;
+        if r.block_bittorrent {
+            out.push(json!({ "inbound": [tag], "protocol": ["bittorrent"], "outbound": "block" }));
+        }
+        let lists = [
+            (&r.block, Some("block".to_owned())),
+            (&r.direct, Some("direct".to_owned())),
+        ]
+        .into_iter()
+        .chain(
+            r.tunnel
+                .iter()
+                .map(|t| (&t.destinations, tag_of(t.tunnel_id))),
+        );
+        for (list, outbound) in lists {
+            let Some(outbound) = outbound else { continue };
+            let d = split(list);
+            if d.suffixes.is_empty() && d.cidrs.is_empty() {
+                continue;
+            }
+            // Two rules, not one: a rule's fields must all match.
+            if !d.suffixes.is_empty() {
+                out.push(
+                    json!({ "inbound": [tag], "domain_suffix": d.suffixes, "outbound": outbound }),
+                );
+            }
+            if !d.cidrs.is_empty() {
+                out.push(json!({ "inbound": [tag], "ip_cidr": d.cidrs, "outbound": outbound }));
+            }
+        }
+    }
+    out
 }
 
 /// A Hysteria 2 inbound's `hysteria2` table as the node reads it, its obfs password
@@ -320,7 +380,7 @@ mod tests {
         )
     }
 
-    fn snapshot() -> ServerSnapshot {
+    pub(super) fn snapshot() -> ServerSnapshot {
         let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
         ServerSnapshot {
             server: server(),
@@ -345,6 +405,7 @@ mod tests {
                     created_ms: 0,
                     hysteria2: None,
                     trusted_proxies: Vec::new(),
+                    rules: Default::default(),
                 },
                 InboundSecrets {
                     tls_cert_pem: Some(cert.cert.pem()),

@@ -287,6 +287,7 @@ impl Service {
             input.hysteria2.as_ref(),
         )?;
         model::check_trusted_proxies(&input.transport, &input.trusted_proxies)?;
+        model::check_inbound_rules(&input.rules)?;
         if let Some(h) = &input.host {
             model::check_host("host", h)?;
         }
@@ -294,6 +295,22 @@ impl Service {
             model::check_host("sni", s)?;
         }
         Ok(())
+    }
+
+    /// Refuses rules that name a tunnel the inbound's server does not relay.
+    async fn check_rule_tunnels(&self, input: &InboundInput) -> Result<(), ServiceError> {
+        if input.rules.tunnel.is_empty() {
+            return Ok(());
+        }
+        let relayed: Vec<Id> = self
+            .store
+            .tunnels()
+            .await?
+            .iter()
+            .filter(|t| t.relay_server_id == input.server_id)
+            .map(|t| t.id)
+            .collect();
+        Ok(model::inbound_rules::check_tunnels(&input.rules, &relayed)?)
     }
 
     /// The secrets `inbound` has now (none found: the defaults, nothing).
@@ -364,6 +381,7 @@ impl Service {
     ) -> Result<Inbound, ServiceError> {
         Self::validate_inbound(input)?;
         self.check_inbound_dest(input).await?;
+        self.check_rule_tunnels(input).await?;
         let input = with_hysteria2_defaults(with_short_id(input, None));
         let secrets = self.secrets_for(&input).await?;
         Ok(self.store.create_inbound(&input, &secrets, now_ms).await?)
@@ -380,6 +398,7 @@ impl Service {
     ) -> Result<Inbound, ServiceError> {
         Self::validate_inbound(input)?;
         self.check_inbound_dest(input).await?;
+        self.check_rule_tunnels(input).await?;
         let current = self.store.inbound(id).await?;
         let input = &with_hysteria2_defaults(with_short_id(input, Some(&current.security)));
         let both_reality = matches!(current.security, InboundSecurity::Reality { .. })

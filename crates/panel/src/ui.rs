@@ -48,6 +48,7 @@ const ASSETS: &[Asset] = assets![
     "js/topology.js" => JS,
     "js/route_form.js" => JS,
     "js/inbound_form.js" => JS,
+    "js/inbound_rules.js" => JS,
     "js/users.js" => JS,
     "js/tunnels.js" => JS,
     "js/account.js" => JS,

@@ -385,8 +385,15 @@ impl Association {
     async fn run(self, mut rx: mpsc::Receiver<(Destination, Vec<u8>)>) {
         let rt = self.ctx.shared.runtime();
         let user = self.conn.user();
-        let mut outlet = match Outlet::open(&user.name, Some(&self.ctx.config.tag), &rt.relays)
-            .await
+        let mut outlet = match Outlet::open(
+            &user.name,
+            Some(super::udp::InboundRef::new(
+                &self.ctx.config.tag,
+                &self.ctx.state,
+            )),
+            &rt.relays,
+        )
+        .await
         {
             Ok(o) => o,
             Err(e) => {

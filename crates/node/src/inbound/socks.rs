@@ -140,7 +140,12 @@ async fn associate(
         .register(&user.name, &ctx.config.tag, &ctx.cancel);
     let (Ok(relay), Ok(mut outlet)) = (
         UdpSocket::bind(SocketAddr::new(local.ip(), 0)).await,
-        Outlet::open(&user.name, Some(&ctx.config.tag), &rt.relays).await,
+        Outlet::open(
+            &user.name,
+            Some(super::udp::InboundRef::new(&ctx.config.tag, &ctx.state)),
+            &rt.relays,
+        )
+        .await,
     ) else {
         let _ = send(&mut stream, |o| {
             Reply {

@@ -102,7 +102,7 @@ impl InboundStates {
             (
                 "switchyard_inbound_blocked_total",
                 "counter",
-                "Users' TCP connections a routing rule sent to a block outbound, per inbound.",
+                "Users' TCP connections and UDP datagrams a routing rule sent to a block outbound, per inbound.",
                 |s| s.blocked.load(Ordering::Relaxed),
             ),
             (

@@ -182,6 +182,23 @@ type Datagram = (SocketAddr, Vec<u8>);
 /// Datagrams from tunnels waiting for the association, at most this many.
 const TUNNEL_QUEUE: usize = 256;
 
+/// The inbound an association came in by: its tag, which rules may name, and its
+/// state, where the datagrams a rule blocks are counted.
+#[derive(Clone)]
+pub(crate) struct InboundRef {
+    pub(crate) tag: String,
+    pub(crate) state: Arc<super::state::InboundState>,
+}
+
+impl InboundRef {
+    pub(crate) fn new(tag: &str, state: &Arc<super::state::InboundState>) -> Self {
+        Self {
+            tag: tag.to_owned(),
+            state: state.clone(),
+        }
+    }
+}
+
 /// One socket for an association, the names it resolved, and the UDP streams of the
 /// tunnels its route sends datagrams into.
 pub(crate) struct Outlet {
@@ -190,7 +207,7 @@ pub(crate) struct Outlet {
     resolved: HashMap<Destination, SocketAddr>,
     user: String,
     /// The inbound the user came in by (none: a tunnel's origin half).
-    inbound: Option<String>,
+    inbound: Option<InboundRef>,
     relays: HashMap<String, Arc<RelayHalf>>,
     tunnels: HashMap<String, Arc<MuxStream>>,
     from_tunnels: (mpsc::Sender<Datagram>, mpsc::Receiver<Datagram>),
@@ -201,7 +218,7 @@ impl Outlet {
     /// node's tunnels.
     pub(crate) async fn open(
         user: &str,
-        inbound: Option<&str>,
+        inbound: Option<InboundRef>,
         relays: &HashMap<String, Arc<RelayHalf>>,
     ) -> io::Result<Self> {
         // One dual-stack socket when the host has IPv6, else IPv4 only.
@@ -214,7 +231,7 @@ impl Outlet {
             v6,
             resolved: HashMap::new(),
             user: user.to_owned(),
-            inbound: inbound.map(str::to_owned),
+            inbound,
             relays: relays.clone(),
             tunnels: HashMap::new(),
             from_tunnels: mpsc::channel(TUNNEL_QUEUE),
@@ -254,6 +271,15 @@ impl Outlet {
         }
     }
 
+    /// Counts a datagram a rule blocked on the inbound it came in by.
+    fn count_blocked(&self, e: &crate::outbound::DialError) {
+        if let (crate::outbound::DialError::Blocked(_), Some(i)) = (e, &self.inbound) {
+            i.state
+                .blocked
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// Takes one datagram from any tunnel stream that has one ready.
     fn poll_tunnels(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
         self.from_tunnels.1.try_recv().ok()
@@ -270,13 +296,17 @@ impl Outlet {
         let protocol = (dialer.sniffs() && switchyard_proto::bittorrent::is_bittorrent_udp(data))
             .then_some(crate::route::Sniffed::Bittorrent);
         let seen = crate::route::Seen {
-            inbound: self.inbound.as_deref(),
+            inbound: self.inbound.as_ref().map(|i| i.tag.as_str()),
             protocol,
         };
         let cached = self.resolved.get(to).filter(|_| protocol.is_none());
         let addr = match cached {
             Some(a) => *a,
-            None => match dialer.plan(to, crate::route::Network::Udp, seen).await? {
+            None => match dialer
+                .plan(to, crate::route::Network::Udp, seen)
+                .await
+                .inspect_err(|e| self.count_blocked(e))?
+            {
                 Plan::Tunnel(tag) => {
                     let fresh = !self.tunnels.contains_key(&tag);
                     self.send_tunnel(&tag, to, data)?;
@@ -391,7 +421,7 @@ pub(crate) async fn serve(
         framing,
         first.to_vec(),
         rt,
-        (&user.name, &ctx.config.tag),
+        (&user.name, InboundRef::new(&ctx.config.tag, &ctx.state)),
         &admission,
         &session.cancel,
     )
@@ -409,7 +439,7 @@ pub(crate) async fn associate(
     mut framing: Framing,
     first: Vec<u8>,
     rt: &Runtime,
-    (user, inbound): (&str, &str),
+    (user, inbound): (&str, InboundRef),
     admission: &Admission,
     cancel: &CancellationToken,
 ) -> Result<(), UdpError> {

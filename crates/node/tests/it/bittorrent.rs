@@ -3,7 +3,7 @@
 //! handshake never reaches a local peer, a tracker announce never reaches the
 //! tracker, a DHT query through a UDP association never reaches its destination,
 //! while an HTTP download and ordinary datagrams through the same inbound pass; the
-//! blocked TCP connections are counted. The real BitTorrent client aria2, through the
+//! blocked TCP connections and the blocked datagram are counted. The real BitTorrent client aria2, through the
 //! same proxy, gets no answer from its tracker (which hears nothing) and fetches an
 //! HTTP file all the same.
 
@@ -132,9 +132,10 @@ async fn bittorrent_is_blocked_and_everything_else_passes() {
     );
     assert_eq!(heard.load(Ordering::Relaxed), 0);
     assert_eq!(tracker_heard.load(Ordering::Relaxed), 0);
+    // The peer's and the tracker's connections, and the DHT query.
     let (_, metrics) = call(&f, "GET", "/metrics", None).await;
     assert!(
-        metrics.contains("switchyard_inbound_blocked_total{inbound=\"main\"} 2\n"),
+        metrics.contains("switchyard_inbound_blocked_total{inbound=\"main\"} 3\n"),
         "{metrics}"
     );
 

@@ -48,10 +48,15 @@ pub(crate) async fn carry(f: &Fixture, proxy: SocketAddr, what: &str, log: impl 
         f.http.download_via_socks(proxy, DOWN).await?;
         f.http.upload_via_socks(proxy, UP).await
     };
-    match tokio::time::timeout(TRANSFER_TIMEOUT, transfers).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => panic!("{what}: {e:#}\n{}", log()),
-        Err(_) => panic!("{what}: stalled\n{}", log()),
+    let failed = match tokio::time::timeout(TRANSFER_TIMEOUT, transfers).await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(format!("{e:#}")),
+        Err(_) => Some("stalled".to_owned()),
+    };
+    if let Some(why) = failed {
+        // The client writes its log as it goes: what it says of the failure comes last.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        panic!("{what}: {why}\n{}", log());
     }
     let (mut up, mut down) = f.alice();
     for _ in 0..50 {

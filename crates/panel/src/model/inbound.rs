@@ -225,6 +225,10 @@ pub struct Inbound {
     #[serde(default)]
     #[schema(max_items = 256)]
     pub trusted_proxies: Vec<String>,
+    /// What the node does with its users' connections before they leave
+    /// ([`super::inbound_rules`]).
+    #[serde(default)]
+    pub rules: super::InboundRules,
     /// REALITY only: the X25519 public key the panel made (base64url; clients'
     /// `publicKey`, `pbk`). Its private key is never shown.
     pub reality_public_key: Option<String>,

@@ -10,6 +10,7 @@ mod certificate;
 pub mod health;
 pub mod hysteria2;
 pub mod inbound;
+pub mod inbound_rules;
 pub mod names;
 pub mod snapshot;
 pub mod trusted_proxies;
@@ -27,6 +28,7 @@ pub use inbound::{
     REALITY_FINGERPRINT, REALITY_MAX_TIME_DIFF_MS, TlsCertificate, check_inbound,
     check_reality_and_flow,
 };
+pub use inbound_rules::{InboundRules, TunnelDestinations, check_inbound_rules};
 pub use trusted_proxies::check_trusted_proxies;
 pub use user::{ResetStrategy, Standing, UserStatus, period_start};
 

@@ -659,3 +659,54 @@ fn profiles_carry_their_own_links_and_a_direct_origin_its_listed_addresses() {
         ["198.51.100.30", "origin-3.example.org"]
     );
 }
+
+#[test]
+fn an_inbounds_rules_come_first_naming_it_and_a_tunnel_it_does_not_relay_is_left_out() {
+    use crate::model::{InboundRules, TunnelDestinations};
+    let mut s = crate::render::tests::snapshot();
+    s.server = server(1, "198.51.100.1");
+    s.tunnels = vec![
+        tunnel(1, "a", |i| {
+            i.rules = TunnelRules {
+                suffixes: vec!["example.org".into()],
+                ..TunnelRules::default()
+            }
+        }),
+        tunnel(2, "b", |i| i.profiles[0].port = 7444),
+    ];
+    s.tunnel_secret = Some(SECRET);
+    let list = |items: &[&str]| items.iter().map(|d| (*d).to_owned()).collect::<Vec<_>>();
+    s.inbounds[0].0.rules = InboundRules {
+        block_bittorrent: true,
+        block: list(&["Ads.example", "203.0.113.0/24"]),
+        direct: list(&["bank.example"]),
+        tunnel: vec![
+            TunnelDestinations {
+                tunnel_id: 2,
+                destinations: list(&["10.9.0.0/16"]),
+            },
+            // Not a tunnel of this relay (deleted since): left out.
+            TunnelDestinations {
+                tunnel_id: 9,
+                destinations: list(&["gone.example"]),
+            },
+        ],
+    };
+    let c = render(&s, NOW).unwrap();
+    let rules = serde_json::to_value(&c.route.rules).unwrap();
+    assert_eq!(
+        rules,
+        serde_json::json!([
+            { "inbound": ["in-7"], "protocol": ["bittorrent"], "outbound": "block" },
+            { "inbound": ["in-7"], "domain_suffix": ["ads.example"], "outbound": "block" },
+            { "inbound": ["in-7"], "ip_cidr": ["203.0.113.0/24"], "outbound": "block" },
+            { "inbound": ["in-7"], "domain_suffix": ["bank.example"], "outbound": "direct" },
+            { "inbound": ["in-7"], "ip_cidr": ["10.9.0.0/16"], "outbound": tunnel_tag("b") },
+            { "domain_suffix": ["example.org"], "outbound": tunnel_tag("a") },
+        ])
+    );
+    // With no rules, none is rendered.
+    s.inbounds[0].0.rules = InboundRules::default();
+    let c = render(&s, NOW).unwrap();
+    assert_eq!(c.route.rules.len(), 1);
+}

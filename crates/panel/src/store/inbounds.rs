@@ -12,8 +12,8 @@ use utoipa::ToSchema;
 
 use super::StoreError;
 use crate::model::{
-    Flow, Id, Inbound, InboundHysteria2, InboundSecrets, InboundSecurity, InboundTransport,
-    Protocol,
+    Flow, Id, Inbound, InboundHysteria2, InboundRules, InboundSecrets, InboundSecurity,
+    InboundTransport, Protocol,
 };
 
 /// A new or changed inbound.
@@ -77,6 +77,11 @@ pub struct InboundInput {
     #[serde(default)]
     #[schema(max_items = 256, example = json!(["173.245.48.0/20", "2400:cb00::/32"]))]
     pub trusted_proxies: Vec<String>,
+    /// What the node does with this inbound's users' connections before they leave:
+    /// block BitTorrent, block destinations, send destinations direct or into a
+    /// tunnel the server relays. None by default.
+    #[serde(default)]
+    pub rules: InboundRules,
 }
 
 fn one() -> f64 {

@@ -17,7 +17,7 @@ pub(super) const SERVER: &str = "id, cluster_id, name, address, allow_private, f
 
 pub(super) const INBOUND: &str = "i.id, i.server_id, i.name, i.protocol, i.port, \
     i.transport, i.security, i.host, i.sni, i.coefficient, i.method, i.created_ms, \
-    i.flow, i.reality_public_key, i.hysteria2, i.trusted_proxies, ri.route_id";
+    i.flow, i.reality_public_key, i.hysteria2, i.trusted_proxies, i.rules, ri.route_id";
 
 pub(super) const INBOUND_FROM: &str =
     "inbounds i LEFT JOIN route_inbounds ri ON ri.inbound_id = i.id";
@@ -124,6 +124,7 @@ pub(super) fn inbound(r: &AnyRow) -> Result<Inbound, sqlx::Error> {
             ),
         },
         trusted_proxies: decode_json(r, "trusted_proxies")?,
+        rules: decode_json(r, "rules")?,
         route_id: r.try_get("route_id")?,
         created_ms: r.try_get("created_ms")?,
     })

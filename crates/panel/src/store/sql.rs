@@ -94,6 +94,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0017_trusted_proxies.sql"),
             include_str!("../../migrations/sqlite/0018_ssh_host_key.sql"),
             include_str!("../../migrations/sqlite/0019_node_binary.sql"),
+            include_str!("../../migrations/sqlite/0020_inbound_rules.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -115,6 +116,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0017_trusted_proxies.sql"),
             include_str!("../../migrations/postgres/0018_ssh_host_key.sql"),
             include_str!("../../migrations/postgres/0019_node_binary.sql"),
+            include_str!("../../migrations/postgres/0020_inbound_rules.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -139,6 +141,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (17, "trusted_proxies"),
         (18, "ssh_host_key"),
         (19, "node_binary"),
+        (20, "inbound_rules"),
     ];
     let migrations = files
         .iter()

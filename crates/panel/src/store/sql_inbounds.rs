@@ -102,9 +102,9 @@ impl InboundStore for SqlStore {
             "INSERT INTO inbounds (server_id, name, protocol, port, transport, security, host, \
              sni, coefficient, method, ss_server_key, tls_cert_pem, tls_key_pem, created_ms, \
              flow, reality_private_key, reality_public_key, hysteria2, hy2_obfs_password, \
-             trusted_proxies) \
+             trusted_proxies, rules) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20) RETURNING id",
+             $18, $19, $20, $21) RETURNING id",
         )
         .bind(input.server_id)
         .bind(&input.name)
@@ -126,6 +126,7 @@ impl InboundStore for SqlStore {
         .bind(input.hysteria2.as_ref().map(|h| json(&h.public())))
         .bind(&secrets.hy2_obfs_password)
         .bind(json(&input.trusted_proxies))
+        .bind(json(&input.rules))
         .fetch_one(&mut *tx)
         .await
         .map_err(|e| conflict(e, "port", "another inbound of this server uses this port"))?;
@@ -207,7 +208,7 @@ impl InboundStore for SqlStore {
         sqlx::query(
             "UPDATE inbounds SET name = $1, protocol = $2, port = $3, transport = $4, \
              security = $5, host = $6, sni = $7, coefficient = $8, method = $9, flow = $10, \
-             hysteria2 = $11, trusted_proxies = $12 WHERE id = $13",
+             hysteria2 = $11, trusted_proxies = $12, rules = $13 WHERE id = $14",
         )
         .bind(&input.name)
         .bind(input.protocol.as_str())
@@ -221,6 +222,7 @@ impl InboundStore for SqlStore {
         .bind(input.flow.map(Flow::as_str))
         .bind(input.hysteria2.as_ref().map(|h| json(&h.public())))
         .bind(json(&input.trusted_proxies))
+        .bind(json(&input.rules))
         .bind(id)
         .execute(&mut *tx)
         .await

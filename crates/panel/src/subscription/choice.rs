@@ -174,6 +174,7 @@ mod tests {
                 created_ms: 0,
                 hysteria2: None,
                 trusted_proxies: Vec::new(),
+                rules: Default::default(),
             },
             InboundSecrets::default(),
         )

@@ -133,6 +133,7 @@ async fn users_spread_over_two_nodes_and_avoid_one_that_went_away() {
                     flow: None,
                     hysteria2: None,
                     trusted_proxies: Vec::new(),
+                    rules: Default::default(),
                 },
                 live::now(),
             )

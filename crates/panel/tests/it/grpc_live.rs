@@ -91,6 +91,7 @@ async fn world() -> World {
                     flow: None,
                     hysteria2: None,
                     trusted_proxies: Vec::new(),
+                    rules: Default::default(),
                 },
                 live::now(),
             )

@@ -109,6 +109,7 @@ async fn world() -> World {
                     ..InboundHysteria2::default()
                 }),
                 trusted_proxies: Vec::new(),
+                rules: Default::default(),
             },
             live::now(),
         )

@@ -83,6 +83,7 @@ async fn world(dir: &Path, channel: u16, limit: Option<u64>) -> World {
                 flow: None,
                 hysteria2: None,
                 trusted_proxies: Vec::new(),
+                rules: Default::default(),
             },
             now(),
         )

@@ -217,6 +217,7 @@ async fn world() -> World {
                     flow,
                     hysteria2: None,
                     trusted_proxies: Vec::new(),
+                    rules: Default::default(),
                 },
                 live::now(),
             )

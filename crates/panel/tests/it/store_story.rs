@@ -53,6 +53,7 @@ fn vless(server_id: i64, port: u16) -> InboundInput {
         flow: None,
         hysteria2: None,
         trusted_proxies: Vec::new(),
+        rules: Default::default(),
     }
 }
 

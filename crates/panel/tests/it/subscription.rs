@@ -31,6 +31,7 @@ fn vless(server_id: i64, name: &str, port: u16) -> InboundInput {
         flow: None,
         hysteria2: None,
         trusted_proxies: Vec::new(),
+        rules: Default::default(),
     }
 }
 

@@ -312,12 +312,7 @@ async fn a_real_node_believes_the_proxies_the_panel_lists() {
         .create_user(&live::user("alice"), live::now())
         .await
         .unwrap();
-    let token = alice.subscription_path.trim_start_matches("/sub/");
-    let (_, creds) = store
-        .user_by_token(token, live::now())
-        .await
-        .unwrap()
-        .unwrap();
+    let creds = live::credentials(&panel, &alice).await;
     let nodes = live::join_all(&panel, dir.path(), &[server]).await;
     node_trusts(&nodes[0], inbound.id, &["127.0.0.1"]).await;
     let to = live::echo_server().await;

@@ -155,3 +155,18 @@ impl InboundForm {
             .unwrap()
     }
 }
+
+/// Opens the edit form of the inbound `id` from its chip's menu.
+pub(crate) async fn edit_inbound(b: &Browser, id: i64) {
+    click(b, &format!(".inbound-chip[data-inbound=\"{id}\"]")).await;
+    b.wait_for(".menu [role=menuitem]", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    b.execute(
+        "[...document.querySelectorAll('.menu [role=menuitem]')] \
+         .find((e) => e.textContent.startsWith('Edit inbound')).click();",
+        vec![],
+    )
+    .await
+    .unwrap();
+}

@@ -3,7 +3,7 @@
 //! entry's error shows next to it naming the entry; networks one per line or
 //! comma-separated are saved as a list, and the edit form shows them again.
 
-use crate::ui_common::{InboundForm, click, pick, type_into, unlabelled};
+use crate::ui_common::{InboundForm, click, edit_inbound, pick, type_into, unlabelled};
 
 use switchyard_panel::model::InboundTransport;
 use switchyard_testkit::browser::DEFAULT_WAIT;
@@ -73,21 +73,7 @@ async fn trusted_proxies_through_the_form_in_a_real_browser() {
     );
 
     // The edit form shows them one per line; switched to TCP, they are dropped.
-    click(
-        b,
-        &format!(".inbound-chip[data-inbound=\"{}\"]", saved[0].id),
-    )
-    .await;
-    b.wait_for(".menu [role=menuitem]", DEFAULT_WAIT)
-        .await
-        .unwrap();
-    b.execute(
-        "[...document.querySelectorAll('.menu [role=menuitem]')] \
-         .find((e) => e.textContent.startsWith('Edit inbound')).click();",
-        vec![],
-    )
-    .await
-    .unwrap();
+    edit_inbound(b, saved[0].id).await;
     b.wait_for(BOX, DEFAULT_WAIT).await.unwrap();
     let value = b
         .execute(

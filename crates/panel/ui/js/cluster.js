@@ -91,7 +91,7 @@ export async function clusterPage(main, id, ctx) {
         `Users' apps lose the entry "${r.name}" at their next update.${n ? ` Its ${n} inbound(s) will be in no route.` : ""}`, "Delete route");
       if (ok) await act(() => del(`/routes/${r.id}`), `Route ${r.name} deleted`);
     },
-    editInbound: async (i) => { if (await inboundForm(data.servers, i)) await load(true); },
+    editInbound: async (i) => { if (await inboundForm(data.servers, i, await get("/tunnels"))) await load(true); },
     deleteInbound: async (i) => {
       const ok = await confirmAction(`Delete inbound ${i.name}?`,
         `The node stops listening on port ${i.port}; users connected through it are cut off and get another server at their next update.`, "Delete inbound");
@@ -103,7 +103,7 @@ export async function clusterPage(main, id, ctx) {
   }
   async function newInbound() {
     if (!data.servers.length) { toast("Add a server first.", "bad"); return; }
-    if (await inboundForm(data.servers, null)) await load(true);
+    if (await inboundForm(data.servers, null, await get("/tunnels"))) await load(true);
   }
 
   await load(true);

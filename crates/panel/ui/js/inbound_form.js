@@ -4,16 +4,18 @@
 // the trusted proxies of a CDN in front), security (TLS or
 // REALITY), flow and weight; Hysteria 2 (QUIC under TLS, no transport or REALITY)
 // with Salamander (its password write-only), up/down Mbit/s, UDP, hop ports and
-// their interval. A
+// their interval; its rules (block BitTorrent, blocked and direct destinations, into a
+// tunnel its server relays). A
 // REALITY inbound's public
 // key (the panel makes the pair; the private key is never shown) is shown once it is
 // saved, with a copy button.
 
 import { h, field, dialog, showError, copy } from "./dom.js";
 import { post, put } from "./api.js";
+import { rulesSection } from "./inbound_rules.js";
 
 /** Resolves to the saved inbound, or nothing when cancelled. */
-export function inboundForm(servers, inbound) {
+export function inboundForm(servers, inbound, tunnels) {
   const editing = Boolean(inbound);
   const i = inbound || {
     server_id: servers[0] && servers[0].id, name: "", protocol: "vless", port: 443,
@@ -119,6 +121,7 @@ export function inboundForm(servers, inbound) {
     const flowBox = h("div", { class: "group" }, field("Flow", flow, "VLESS over TCP with TLS or REALITY"));
     const sniBox = h("div", { class: "group" }, field("TLS server name (SNI)", sni));
     const transportBox = field("Transport", transport);
+    const rules = rulesSection(i.rules, tunnels, server);
     const realityOption = security.querySelector('option[value="reality"]');
     const noneOption = security.querySelector('option[value="none"]');
     const acmeOption = security.querySelector('option[value="acme"]');
@@ -156,6 +159,7 @@ export function inboundForm(servers, inbound) {
       field("Client address", host, "The address clients dial; the server's when empty"),
       sniBox,
       field("Coefficient", coefficient, "Weight in round-robin: 2 takes about twice the users of 1"),
+      rules.box,
       h("p", { class: "form-error", role: "alert" }),
       h("div", { class: "actions" },
         h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
@@ -171,6 +175,7 @@ export function inboundForm(servers, inbound) {
           : transport.value === "xhttp" ? { type: "xhttp", path: path.value, host: wsHost.value.trim() || undefined, mode: xhttpMode.value }
           : { type: transport.value, path: path.value, host: wsHost.value.trim() || undefined },
         trusted_proxies: behindCdn.hidden ? [] : list(trustedProxies),
+        rules: rules.value(),
         security: security.value === "none" ? { type: "none" }
           : security.value === "reality" ? {
             type: "reality", dest: dest.value.trim(), server_names: list(serverNames), short_ids: list(shortIds),

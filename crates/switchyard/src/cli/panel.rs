@@ -183,6 +183,7 @@ async fn seed(
                     flow: None,
                     hysteria2: None,
                     trusted_proxies: Vec::new(),
+                    rules: Default::default(),
                 },
                 now,
             )
@@ -284,6 +285,7 @@ async fn seed_routes(
                         flow: None,
                         hysteria2: None,
                         trusted_proxies: Vec::new(),
+                        rules: Default::default(),
                     },
                     now,
                 )

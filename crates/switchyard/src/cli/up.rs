@@ -134,6 +134,7 @@ impl UpArgs {
                         flow: None,
                         hysteria2: None,
                         trusted_proxies: Vec::new(),
+                        rules: Default::default(),
                     },
                     now,
                 )

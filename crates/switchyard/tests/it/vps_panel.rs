@@ -112,6 +112,7 @@ async fn server_at(
                 flow: None,
                 hysteria2: None,
                 trusted_proxies: Vec::new(),
+                rules: Default::default(),
             },
             now,
         )

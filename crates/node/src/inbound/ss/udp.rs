@@ -316,10 +316,10 @@ fn start(
     };
     let rt = rt.clone();
     let name = user.name.clone();
-    let tag = ctx.config.tag.clone();
+    let from = super::super::udp::InboundRef::new(&ctx.config.tag, &ctx.state);
     tokio::spawn(async move {
         let _slot = slot;
-        if let Err(e) = associate(&rt, (&name, &tag), rx, reply, &admission, &session.cancel).await
+        if let Err(e) = associate(&rt, (&name, from), rx, reply, &admission, &session.cancel).await
         {
             tracing::debug!(user = %name, "shadowsocks UDP: {e}");
         }
@@ -377,7 +377,7 @@ impl Reply {
 /// drops it, or `cancel` fires.
 async fn associate(
     rt: &Runtime,
-    (user, inbound): (&str, &str),
+    (user, inbound): (&str, super::super::udp::InboundRef),
     mut from_client: mpsc::Receiver<(Destination, Vec<u8>)>,
     mut reply: Reply,
     admission: &crate::accounting::Admission,

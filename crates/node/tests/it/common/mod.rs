@@ -107,6 +107,7 @@ pub async fn start_text(
     cert: TestCert,
     port: u16,
 ) -> Fixture {
+    log_to_the_test();
     let config = NodeConfig::from_toml(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
     let node = Node::start(config).await.unwrap();
     Fixture {
@@ -142,4 +143,17 @@ pub fn tunnel_cert(name: &str, dir: &Path) -> (IssuedCert, PathBuf, PathBuf) {
     std::fs::write(&c, &cert.cert_pem).unwrap();
     std::fs::write(&k, &cert.key_pem).unwrap();
     (cert, c, k)
+}
+
+/// The node's log into the test's output (shown when the test fails), at the
+/// filter `SWITCHYARD_TEST_LOG` names, `switchyard=debug` by default.
+pub fn log_to_the_test() {
+    let filter = std::env::var("SWITCHYARD_TEST_LOG").unwrap_or_else(|_| {
+        "switchyard=debug,switchyard_node=debug,switchyard_transport=debug".into()
+    });
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_test_writer()
+        .with_ansi(false)
+        .try_init();
 }

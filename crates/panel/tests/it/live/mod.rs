@@ -196,6 +196,7 @@ pub fn vless(
         flow: None,
         hysteria2: None,
         trusted_proxies: Vec::new(),
+        rules: Default::default(),
     }
 }
 
@@ -228,7 +229,15 @@ pub async fn join_all(
 
 /// A TCP echo server on 127.0.0.1, running until the test ends.
 pub async fn echo_server() -> std::net::SocketAddr {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    echo_server_on([127, 0, 0, 1]).await
+}
+
+/// A TCP echo server on `ip` (another loopback address, say), running until the
+/// test ends.
+pub async fn echo_server_on(ip: [u8; 4]) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind(std::net::SocketAddr::from((ip, 0)))
+        .await
+        .unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         while let Ok((mut s, _)) = listener.accept().await {
@@ -268,4 +277,20 @@ pub fn xray_through_the_node(config: &mut serde_json::Value) {
     let before = rules.len();
     rules.retain(|r| r["outboundTag"] != "direct");
     assert_eq!(before - rules.len(), 1, "the private rule of {config}");
+}
+
+/// The credentials of `user` (VLESS UUID, Trojan password), as the store keeps them.
+pub async fn credentials(
+    panel: &switchyard_panel::Panel,
+    user: &switchyard_panel::model::User,
+) -> switchyard_panel::model::Credentials {
+    let token = user.subscription_path.trim_start_matches("/sub/");
+    let (_, creds) = panel
+        .state
+        .store()
+        .user_by_token(token, now())
+        .await
+        .unwrap()
+        .unwrap();
+    creds
 }

@@ -1,0 +1,42 @@
+// An inbound's rules in its form: block BitTorrent, blocked destinations, direct
+// destinations, and for each tunnel the inbound's server relays, the destinations
+// carried into it. A destination is a domain (with its subdomains) or an IP network.
+
+import { h, field } from "./dom.js";
+
+const list = (input) => input.value.split(/[\s,]+/).filter(Boolean);
+
+/**
+ * The rules section for `rules` (an inbound's, or none), offering the `tunnels` whose
+ * relay is the server `server` (a select) names. `box` goes in the form, `sync()`
+ * follows a change of server, `value()` is the API's `rules`.
+ */
+export function rulesSection(rules, tunnels, server) {
+  const r = rules || {};
+  const area = (name, values, placeholder) => h("textarea", { name, rows: 3, spellcheck: "false", placeholder },
+    (values || []).join("\n"));
+  const torrents = h("input", { type: "checkbox", name: "rules.block_bittorrent", checked: Boolean(r.block_bittorrent) });
+  const block = area("rules.block", r.block, "ads.example\n203.0.113.0/24");
+  const direct = area("rules.direct", r.direct, "bank.example");
+  const into = (tunnels || []).map((t) => {
+    const mine = (r.tunnel || []).find((x) => x.tunnel_id === t.id);
+    const input = area(`rules.tunnel.${t.id}`, mine && mine.destinations, "video.example\n10.20.0.0/16");
+    return { t, input, box: field(`Into tunnel ${t.name}`, input, "Destinations carried into this tunnel") };
+  });
+  const box = h("fieldset", { class: "group" }, h("legend", {}, "Rules"),
+    field("Block BitTorrent", torrents, "Peers, trackers, DHT and uTP are refused, told from their first bytes"),
+    field("Blocked destinations", block, "Domains (each with its subdomains) and IP networks, one per line"),
+    field("Direct destinations", direct, "Leave from this server itself, never through a tunnel"),
+    ...into.map((x) => x.box));
+  const sync = () => {
+    for (const x of into) x.box.hidden = x.t.relay_server_id !== Number(server.value);
+  };
+  server.addEventListener("change", sync);
+  sync();
+  const value = () => ({
+    block_bittorrent: torrents.checked, block: list(block), direct: list(direct),
+    tunnel: into.filter((x) => !x.box.hidden && list(x.input).length)
+      .map((x) => ({ tunnel_id: x.t.id, destinations: list(x.input) })),
+  });
+  return { box, value };
+}
