@@ -226,6 +226,8 @@ pub struct SubscriptionSettings {
     /// `https://IP[:port][/path]`, `tls://`, `tcp://` or `udp://IP[:port]`). Default
     /// Cloudflare's over HTTPS, `https://1.1.1.1/dns-query`.
     pub remote_dns: String,
+    /// Split tunnelling in every app's config (`docs/subscriptions.md`).
+    pub routing: crate::subscription::rule_sets::RoutingSettings,
 }
 
 impl Default for SubscriptionSettings {
@@ -242,6 +244,7 @@ impl Default for SubscriptionSettings {
             fetch_burst: 60,
             fetch_refill_s: 10,
             remote_dns: switchyard_proto::vpn::DEFAULT_REMOTE_DNS.to_owned(),
+            routing: Default::default(),
         }
     }
 }
@@ -595,6 +598,9 @@ impl SubscriptionSettings {
         }
         switchyard_proto::vpn::RemoteDns::parse(&self.remote_dns)
             .map_err(|e| invalid("subscription.remote_dns", e))?;
+        self.routing
+            .validate()
+            .map_err(|(field, message)| invalid(&field, message))?;
         check_rules(&self.agents).map_err(|e| invalid(&e.field, e.message))
     }
 }

@@ -59,10 +59,19 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
     img-src 'self' data:; connect-src 'self'; font-src 'self'; form-action 'self'; \
     base-uri 'none'; frame-ancestors 'none'";
 
-fn etag(body: &[u8]) -> String {
+/// A strong ETag of `body`: 96 bits of its SHA-256.
+pub(crate) fn etag(body: &[u8]) -> String {
     let digest = Sha256::digest(body);
     let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
     format!("\"{hex}\"")
+}
+
+/// Whether the request's `If-None-Match` names `tag`: the client has the body.
+pub(crate) fn is_fresh(headers: &HeaderMap, tag: &str) -> bool {
+    headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag))
 }
 
 fn serve(path: &str, headers: &HeaderMap) -> Response {
@@ -70,10 +79,7 @@ fn serve(path: &str, headers: &HeaderMap) -> Response {
         return (StatusCode::NOT_FOUND, "no such file\n").into_response();
     };
     let tag = etag(asset.body);
-    let fresh = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == tag));
+    let fresh = is_fresh(headers, &tag);
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {

@@ -87,6 +87,9 @@ pub struct ClashOptions {
     /// DNS through the proxy and a `tun` section for the app's TUN switch
     /// ([`crate::clash_vpn`]). Default `None`: a local proxy.
     pub vpn: Option<crate::vpn::VpnOptions>,
+    /// Split tunnelling ([`crate::routing`]): the panel's rule providers and the
+    /// rules that name them, before `MATCH`. Default `None`.
+    pub routing: Option<crate::routing::Routing>,
 }
 
 impl Default for ClashOptions {
@@ -99,6 +102,7 @@ impl Default for ClashOptions {
             urltest_interval: Duration::from_secs(180),
             log_level: "warning".to_owned(),
             vpn: None,
+            routing: None,
         }
     }
 }
@@ -140,6 +144,13 @@ pub(crate) fn config_value(entries: &[Entry], options: &ClashOptions) -> Value {
     if options.vpn.is_some() && !owned.is_empty() {
         rules.extend(crate::clash_vpn::private_rules().map(str::to_owned));
     }
+    let routing = options
+        .routing
+        .as_ref()
+        .filter(|r| !owned.is_empty() && !r.is_global());
+    if let Some(r) = routing {
+        rules.extend(r.clash_rules(&options.group_name));
+    }
     rules.push(format!("MATCH,{}", options.group_name));
     let mut config = json!({
         "mixed-port": options.mixed_port,
@@ -150,9 +161,15 @@ pub(crate) fn config_value(entries: &[Entry], options: &ClashOptions) -> Value {
         "proxy-groups": groups,
         "rules": rules,
     });
+    if let Some(r) = routing {
+        config["rule-providers"] = Value::Object(r.clash_providers());
+    }
     if let Some(vpn) = &options.vpn {
         config["dns"] = crate::clash_vpn::dns(vpn);
         config["tun"] = crate::clash_vpn::tun();
+        if let Some(r) = routing {
+            crate::clash_vpn::direct_names_locally(&mut config["dns"], r);
+        }
     }
     config
 }

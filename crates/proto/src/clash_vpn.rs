@@ -60,3 +60,23 @@ pub(crate) fn private_rules() -> [&'static str; 8] {
         "IP-CIDR6,::1/128,DIRECT,no-resolve",
     ]
 }
+
+/// Names in the routing's direct sets asked of the system's resolver and given real
+/// addresses (not fake ones): a local site gets its local answer.
+pub(crate) fn direct_names_locally(dns: &mut Value, routing: &crate::routing::Routing) {
+    let mut policy = serde_json::Map::new();
+    let mut filter: Vec<Value> = dns["fake-ip-filter"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for set in routing.direct_sets() {
+        let provider = format!("rule-set:{set}-domain");
+        policy.insert(provider.clone(), json!(["system"]));
+        filter.push(json!(provider));
+    }
+    if policy.is_empty() {
+        return;
+    }
+    dns["nameserver-policy"] = Value::Object(policy);
+    dns["fake-ip-filter"] = Value::Array(filter);
+}

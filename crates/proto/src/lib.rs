@@ -77,6 +77,7 @@ pub mod h2_settings;
 pub mod httpupgrade;
 pub mod hysteria2;
 pub mod reality;
+pub mod routing;
 pub mod shadowsocks;
 pub mod share;
 pub mod singbox;

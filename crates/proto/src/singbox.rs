@@ -27,6 +27,7 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 use crate::entry::{Entry, EntryProtocol, EntryTransport};
+use crate::routing::Routing;
 use crate::singbox_vpn::{REMOTE_DNS_TAG, RemoteServer, TUN_TAG, Tun, VpnRule};
 use crate::vpn::VpnOptions;
 
@@ -69,6 +70,9 @@ pub struct SingBoxOptions {
     /// A VPN config, for the apps that build their VPN from it (a `tun` inbound, DNS
     /// through the proxy, [`crate::singbox_vpn`]). Default `None`: a local proxy.
     pub vpn: Option<VpnOptions>,
+    /// Split tunnelling ([`crate::routing`]): the panel's rule sets and the rules that
+    /// name them, after the VPN's own. Default `None`: everything through the group.
+    pub routing: Option<Routing>,
 }
 
 impl Default for SingBoxOptions {
@@ -81,6 +85,7 @@ impl Default for SingBoxOptions {
             urltest_interval: Duration::from_secs(180),
             log_level: "warn".to_owned(),
             vpn: None,
+            routing: None,
         }
     }
 }
@@ -129,12 +134,20 @@ impl Serialize for ClientConfig<'_> {
             dns: &v.remote_dns,
             detour: &o.group_name,
         });
+        // Routing needs servers to route to; direct names are asked locally only when
+        // another resolver answers the rest.
+        let routing = o.routing.as_ref().filter(|r| !empty && !r.is_global());
+        let dns_rules = routing
+            .filter(|_| remote.is_some())
+            .map(|r| r.singbox_dns_rules(DNS_TAG))
+            .unwrap_or_default();
         Document {
             log: Log {
                 level: &o.log_level,
                 timestamp: true,
             },
             dns: Dns {
+                rules: dns_rules,
                 r#final: remote.as_ref().map(|_| REMOTE_DNS_TAG),
                 servers: (
                     remote,
@@ -158,6 +171,7 @@ impl Serialize for ClientConfig<'_> {
                 default_domain_resolver: DNS_TAG,
                 auto_detect_interface: o.vpn.is_some(),
                 r#final: if empty { DIRECT_TAG } else { &o.group_name },
+                rule_set: routing.map(Routing::singbox_rule_sets).unwrap_or_default(),
                 rules: Rules(self),
             },
         }
@@ -218,6 +232,8 @@ struct Log<'a> {
 struct Dns<'a> {
     #[serde(serialize_with = "pair_last")]
     servers: (Option<RemoteServer<'a>>, DnsServer),
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rules: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     r#final: Option<&'static str>,
 }
@@ -244,6 +260,8 @@ struct Route<'a> {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     auto_detect_interface: bool,
     r#final: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rule_set: Vec<Value>,
     #[serde(skip_serializing_if = "Rules::is_empty")]
     rules: Rules<'a>,
 }
@@ -272,6 +290,16 @@ impl Rules<'_> {
         self.0.options.vpn.is_none()
             && !self.0.entries.is_empty()
             && self.carried().next().is_none()
+            && self.routing().is_empty()
+    }
+
+    /// The routing's rules (none with no entries: everything is rejected then).
+    fn routing(&self) -> Vec<Value> {
+        let o = self.0.options;
+        match &o.routing {
+            Some(r) if !self.0.entries.is_empty() => r.singbox_rules(&o.group_name, DIRECT_TAG),
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -294,11 +322,16 @@ impl Serialize for Rules<'_> {
                 action: "reject",
             }]));
         }
-        serializer.collect_seq(first.chain(self.carried().map(|(route, tag)| Rule::Route {
+        let carried = self.carried().map(|(route, tag)| Rule::Route {
             domain: [format!("{route}.{ROUTE_DOMAIN}")],
             action: "route",
             outbound: tag,
-        })))
+        });
+        serializer.collect_seq(
+            first
+                .chain(carried)
+                .chain(self.routing().into_iter().map(Rule::Routing)),
+        )
     }
 }
 
@@ -306,6 +339,7 @@ impl Serialize for Rules<'_> {
 #[serde(untagged)]
 enum Rule<'a> {
     Vpn(VpnRule),
+    Routing(Value),
     Reject {
         inbound: &'static [&'static str],
         action: &'static str,

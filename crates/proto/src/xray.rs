@@ -64,6 +64,9 @@ pub struct XrayOptions {
     /// DNS through the proxy and the local network direct (see the module docs).
     /// Default `None`: a local proxy.
     pub vpn: Option<crate::vpn::VpnOptions>,
+    /// Split tunnelling ([`crate::routing`]): rules with the apps' `geosite:` and
+    /// `geoip:` codes and the custom rules, after the local network's. Default `None`.
+    pub routing: Option<crate::routing::Routing>,
 }
 
 impl Default for XrayOptions {
@@ -73,6 +76,7 @@ impl Default for XrayOptions {
             http_port: 10809,
             log_level: "warning".to_owned(),
             vpn: None,
+            routing: None,
         }
     }
 }
@@ -105,11 +109,21 @@ pub fn client_config(entry: &Entry, options: &XrayOptions) -> Value {
             "outboundTag": DIRECT_TAG,
         }));
     }
+    let routing = options.routing.as_ref().filter(|r| !r.is_global());
+    if let Some(r) = routing {
+        rules.extend(r.xray_rules(PROXY_TAG, DIRECT_TAG, BLOCK_TAG));
+    }
     rules.push(json!({
         "type": "field",
         "inboundTag": [SOCKS_TAG, HTTP_TAG],
         "outboundTag": PROXY_TAG,
     }));
+    // Domain rules need the name: taken from what the app sends, for routing only.
+    let sniffing = if routing.is_some() {
+        json!({ "enabled": true, "destOverride": ["http", "tls", "quic"], "routeOnly": true })
+    } else {
+        json!({ "enabled": false })
+    };
     let mut config = json!({
         "remarks": entry.name,
         "log": { "loglevel": options.log_level },
@@ -120,7 +134,7 @@ pub fn client_config(entry: &Entry, options: &XrayOptions) -> Value {
                 "listen": listen,
                 "port": options.socks_port,
                 "settings": { "auth": "noauth", "udp": true },
-                "sniffing": { "enabled": false },
+                "sniffing": sniffing,
             },
             {
                 "tag": HTTP_TAG,
@@ -128,7 +142,7 @@ pub fn client_config(entry: &Entry, options: &XrayOptions) -> Value {
                 "listen": listen,
                 "port": options.http_port,
                 "settings": {},
-                "sniffing": { "enabled": false },
+                "sniffing": sniffing,
             },
         ],
         "outbounds": [
@@ -137,7 +151,7 @@ pub fn client_config(entry: &Entry, options: &XrayOptions) -> Value {
             { "tag": BLOCK_TAG, "protocol": "blackhole" },
         ],
         "routing": {
-            "domainStrategy": "AsIs",
+            "domainStrategy": if routing.is_some() { "IPIfNonMatch" } else { "AsIs" },
             "rules": rules,
         },
     });

@@ -135,6 +135,7 @@ fn whole_configs() {
         http_port: 8080,
         log_level: "info".into(),
         vpn: None,
+        routing: None,
     };
     let config = client_config(&entries[0], &options);
     assert_eq!(config["inbounds"][0]["port"], json!(1080));

@@ -210,6 +210,7 @@ async fn other_options_and_no_entries_pass_sing_box_check() {
         urltest_interval: std::time::Duration::from_secs(45),
         log_level: "debug".into(),
         vpn: None,
+        routing: None,
     };
     check(&client_config(&every_kind(&cert), &options))
         .await
@@ -243,6 +244,52 @@ async fn vpn_configs_pass_sing_box_check() {
             .unwrap_or_else(|e| panic!("{dns}: {e:#}"));
         if dns.starts_with("udp") {
             check(&client_config(&[], &options)).await.unwrap();
+        }
+    }
+}
+
+/// Every preset, ads blocked and custom rules of each kind, in the VPN config (with
+/// its DNS rules) and the proxy config alike.
+#[tokio::test]
+async fn routing_passes_sing_box_check() {
+    use switchyard_proto::routing::{Action, CustomRule, Preset, Routing};
+    use switchyard_proto::vpn::VpnOptions;
+    let cert = TestCert::new("node.test").unwrap();
+    for preset in [Preset::Russia, Preset::Iran, Preset::China, Preset::Global] {
+        let routing = Routing {
+            preset,
+            block_ads: true,
+            custom: vec![
+                CustomRule {
+                    action: Action::Block,
+                    domain: vec!["x.example".into()],
+                    domain_keyword: vec!["tracker".into()],
+                    ..CustomRule::default()
+                },
+                CustomRule {
+                    action: Action::Direct,
+                    domain_suffix: vec!["corp.example".into()],
+                    ip_cidr: vec!["10.8.0.0/16".into(), "2001:db8::/32".into()],
+                    country: vec!["cn".into()],
+                    ..CustomRule::default()
+                },
+            ],
+            rule_sets_url: "https://panel.example/rules".into(),
+        };
+        for vpn in [None, Some(VpnOptions::default())] {
+            let options = SingBoxOptions {
+                vpn: vpn.clone(),
+                routing: Some(routing.clone()),
+                ..SingBoxOptions::default()
+            };
+            let config = client_config(&every_kind(&cert), &options);
+            assert_eq!(
+                config["route"]["rule_set"].as_array().map_or(0, Vec::len),
+                routing.rule_sets().len()
+            );
+            check(&config)
+                .await
+                .unwrap_or_else(|e| panic!("{preset:?}, vpn {}: {e:#}", vpn.is_some()));
         }
     }
 }

@@ -169,6 +169,7 @@ fn xray_options() -> XrayOptions {
         http_port: free_port().unwrap(),
         log_level: "info".into(),
         vpn: None,
+        routing: None,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod problem;
 pub mod resources;
 pub mod routes;
+pub mod rule_sets;
 pub mod ssh_install;
 pub mod subscription;
 pub mod tunnels;
@@ -234,7 +235,7 @@ impl AppState {
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
-        users::subscription_link, users::subscription_qr,
+        users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
         tunnels::delete_tunnel, tunnels::duplicate_tunnel, tunnels::reissue_certificate,
         tunnels::rotate_credentials,
@@ -319,6 +320,8 @@ async fn not_found() -> problem::ApiError {
 pub fn subscription_router(state: AppState) -> Router {
     Router::new()
         .route("/sub/{token}", get(subscription::subscription))
+        .route("/rules/sing-box/{file}", get(rule_sets::singbox))
+        .route("/rules/clash/{file}", get(rule_sets::clash))
         .route("/healthz", get(healthz))
         .fallback(not_found)
         .with_state(state)
@@ -440,6 +443,8 @@ pub fn router(state: AppState) -> Router {
         .route("/favicon.ico", get(crate::ui::favicon))
         .route("/api/openapi.json", get(openapi))
         .route("/sub/{token}", get(subscription::subscription))
+        .route("/rules/sing-box/{file}", get(rule_sets::singbox))
+        .route("/rules/clash/{file}", get(rule_sets::clash))
         .route("/metrics", get(metrics::metrics))
         .route("/healthz", get(healthz))
         .route("/install.sh", get(install::script))

@@ -266,7 +266,8 @@ pub async fn subscription(
                     .unwrap_or_else(|_| VpnOptions::default().remote_dns),
             };
             let builds_vpn = wants_vpn(ua, &settings.agents, f);
-            let b = app_body(f, &entries, &settings.title, &vpn, builds_vpn);
+            let routing = settings.routing.routing(&state.config().public_base());
+            let b = app_body(f, &entries, &settings.title, &vpn, builds_vpn, &routing);
             (b.text, b.content_type, b.file_name)
         }
     };

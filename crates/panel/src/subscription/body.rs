@@ -3,6 +3,7 @@
 //! file name it is saved as. The renderers live in `switchyard_proto`.
 
 use switchyard_proto::entry::Entry;
+use switchyard_proto::routing::Routing;
 use switchyard_proto::vpn::VpnOptions;
 
 use super::agents::Format;
@@ -22,19 +23,22 @@ pub struct AppBody {
 /// `vpn` is what a VPN config needs (the resolver asked through the proxy): every
 /// Clash config (the apps' TUN switch uses it) and Xray config (the apps carry their
 /// VPN into its SOCKS inbound) carries it; a sing-box config only for an app that
-/// builds its VPN from the config (`builds_vpn`).
+/// builds its VPN from the config (`builds_vpn`). `routing` is the split tunnelling
+/// every config carries (share links carry none).
 pub fn app_body(
     format: Format,
     entries: &[Entry],
     group_name: &str,
     vpn: &VpnOptions,
     builds_vpn: bool,
+    routing: &Routing,
 ) -> AppBody {
     let (text, content_type, file_name) = match format {
         Format::SingBox => {
             let options = switchyard_proto::singbox::SingBoxOptions {
                 group_name: group_name.to_owned(),
                 vpn: builds_vpn.then(|| vpn.clone()),
+                routing: Some(routing.clone()),
                 ..Default::default()
             };
             let config = switchyard_proto::singbox::ClientConfig::new(entries, &options);
@@ -48,6 +52,7 @@ pub fn app_body(
             let options = switchyard_proto::clash::ClashOptions {
                 group_name: group_name.to_owned(),
                 vpn: Some(vpn.clone()),
+                routing: Some(routing.clone()),
                 ..Default::default()
             };
             (
@@ -59,6 +64,7 @@ pub fn app_body(
         Format::Xray => {
             let options = switchyard_proto::xray::XrayOptions {
                 vpn: Some(vpn.clone()),
+                routing: Some(routing.clone()),
                 ..Default::default()
             };
             let configs = switchyard_proto::xray::client_configs(entries, &options);

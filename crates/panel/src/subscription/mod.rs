@@ -7,7 +7,8 @@
 //! read; [`page`] renders the HTML page a browser gets (usage, expiry, share links with
 //! QR codes and copy buttons) and [`body`] an app's config or links; [`names`] names
 //! entries after their routes; [`limit`] counts each token's fetches; [`support`]
-//! leaves out the entries an app cannot run ([`features`]) and says why. None of them
+//! leaves out the entries an app cannot run ([`features`]) and says why; [`rule_sets`]
+//! holds the split-tunnelling settings and the rule sets apps fetch. None of them
 //! reads a clock, the store or the request.
 //!
 //! Around them, what reads the store: [`topology`] caches the clusters' routes,
@@ -26,5 +27,6 @@ pub mod limit;
 pub mod names;
 pub mod page;
 pub mod refusal;
+pub mod rule_sets;
 pub mod support;
 pub mod topology;

@@ -1254,6 +1254,8 @@ async fn the_openapi_document_lists_every_route() {
         .map(|(p, m)| ((*p).to_owned(), m.iter().map(|m| (*m).to_owned()).collect()))
         .collect();
     want.push(("/sub/{token}".into(), vec!["get".into()]));
+    want.push(("/rules/sing-box/{file}".into(), vec!["get".into()]));
+    want.push(("/rules/clash/{file}".into(), vec!["get".into()]));
     want.sort();
     let mut got: Vec<(String, Vec<String>)> = doc["paths"]
         .as_object()

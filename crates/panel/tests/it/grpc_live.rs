@@ -20,8 +20,6 @@ use switchyard_panel::model::{
 };
 use switchyard_panel::store::{InboundInput, RouteInput, ServerInput};
 use switchyard_testkit::{HttpTarget, SingBox, free_port};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 const MIB: u64 = 1 << 20;
 
@@ -136,17 +134,10 @@ async fn world() -> World {
 
 /// The subscription in `format`, fetched over HTTP (`Connection: close`).
 async fn fetch(w: &World, format: &str) -> String {
-    let mut s = TcpStream::connect(w.http).await.unwrap();
     let path = format!("{}?format={format}", w.path);
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).await.unwrap();
-    let text = String::from_utf8(raw).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{format}: {head}");
-    body.to_owned()
+    let (status, _, body) = live::get_raw(w.http, &path, "").await;
+    assert!(status.starts_with("HTTP/1.1 200"), "{format}: {status}");
+    body
 }
 
 /// Downloads through `proxy` until it works (the node may still be applying its

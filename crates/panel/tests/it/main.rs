@@ -33,6 +33,7 @@ mod nodes;
 mod real_clients;
 mod reality;
 mod routes;
+mod routing_presets;
 mod schema_strict;
 mod schemathesis;
 mod ssh_install_api;

@@ -33,15 +33,8 @@ const MIB: u64 = 1 << 20;
 
 /// `GET path` from the panel: the status line and the body.
 async fn get(panel: SocketAddr, path: &str) -> (String, String) {
-    let mut s = TcpStream::connect(panel).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).await.unwrap();
-    let text = String::from_utf8(raw).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    (head.lines().next().unwrap().to_owned(), body.to_owned())
+    let (status, _, body) = live::get_raw(panel, path, "").await;
+    (status, body)
 }
 
 /// The names of the routes' entries, in route order.

@@ -129,11 +129,19 @@ pub async fn api_token(addr: std::net::SocketAddr, data_dir: &Path) -> String {
 /// A panel on free ports of 127.0.0.1 with its data in `dir/panel`, and its HTTP
 /// address.
 pub async fn panel(dir: &Path) -> (switchyard_panel::Panel, std::net::SocketAddr) {
+    panel_with(dir, |_| {}).await
+}
+
+/// [`panel`] with its config changed by `edit` first.
+pub async fn panel_with(
+    dir: &Path,
+    edit: impl FnOnce(&mut switchyard_panel::config::PanelConfig),
+) -> (switchyard_panel::Panel, std::net::SocketAddr) {
     use switchyard_panel::config::{ChannelSettings, PanelConfig};
     let free =
         || std::net::SocketAddr::from(([127, 0, 0, 1], switchyard_testkit::free_port().unwrap()));
     let http = free();
-    let panel = switchyard_panel::Panel::start(PanelConfig {
+    let mut config = PanelConfig {
         listen: http,
         data_dir: dir.join("panel"),
         channel: ChannelSettings {
@@ -141,9 +149,9 @@ pub async fn panel(dir: &Path) -> (switchyard_panel::Panel, std::net::SocketAddr
             ..ChannelSettings::default()
         },
         ..PanelConfig::default()
-    })
-    .await
-    .unwrap();
+    };
+    edit(&mut config);
+    let panel = switchyard_panel::Panel::start(config).await.unwrap();
     (panel, http)
 }
 
@@ -293,4 +301,30 @@ pub async fn credentials(
         .unwrap()
         .unwrap();
     creds
+}
+
+/// `GET path` from the panel at `addr` with `extra` header lines (each ending in
+/// CRLF), no token: the status line, the headers (lower case) and the body.
+pub async fn get_raw(
+    addr: std::net::SocketAddr,
+    path: &str,
+    extra: &str,
+) -> (String, String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: p\r\nConnection: close\r\n{extra}\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    (
+        status.to_owned(),
+        headers.to_ascii_lowercase(),
+        body.to_owned(),
+    )
 }

@@ -1,0 +1,93 @@
+//! `GET /rules/sing-box/{file}` and `GET /rules/clash/{file}`: the rule sets users'
+//! apps fetch for split tunnelling (`crate::subscription::rule_sets`). Public, like
+//! subscriptions (the lists are no secret), with ETags: an app that has the set gets
+//! `304`.
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use super::problem::{ApiError, Problem};
+use crate::subscription::rule_sets::load;
+
+/// The directory of the operator's additions, under the panel's data directory.
+pub const DIR: &str = "rule-sets";
+
+/// A sing-box rule set, source format.
+#[utoipa::path(get, path = "/rules/sing-box/{file}", tag = "subscriptions",
+    security(()),
+    params(("file" = String, Path, description = "`NAME.json`, NAME one of ads, country-ru, blocked-ru, country-ir, blocked-ir, country-cn, blocked-cn")),
+    responses(
+        (status = 200, description = "The set", content_type = "application/json", body = String),
+        (status = 304, description = "Unchanged since the ETag given"),
+        (status = 404, description = "No such set", body = Problem),
+    ))]
+pub async fn singbox(
+    State(state): State<AppState>,
+    Path(file): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let set = file
+        .strip_suffix(".json")
+        .and_then(|name| load(&state.config().data_dir.join(DIR), name))
+        .ok_or_else(no_such_set)?;
+    Ok(answer(set.singbox(), "application/json", &headers))
+}
+
+/// A mihomo rule provider, text format: `NAME-domain.txt` or `NAME-ip.txt`.
+#[utoipa::path(get, path = "/rules/clash/{file}", tag = "subscriptions",
+    security(()),
+    params(("file" = String, Path, description = "`NAME-domain.txt` or `NAME-ip.txt`")),
+    responses(
+        (status = 200, description = "The set's domains or networks, one per line", content_type = "text/plain", body = String),
+        (status = 304, description = "Unchanged since the ETag given"),
+        (status = 404, description = "No such set", body = Problem),
+    ))]
+pub async fn clash(
+    State(state): State<AppState>,
+    Path(file): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let dir = state.config().data_dir.join(DIR);
+    let stem = file.strip_suffix(".txt").ok_or_else(no_such_set)?;
+    let body = if let Some(name) = stem.strip_suffix("-domain") {
+        load(&dir, name).map(|s| s.clash_domains())
+    } else if let Some(name) = stem.strip_suffix("-ip") {
+        load(&dir, name).map(|s| s.clash_cidrs())
+    } else {
+        None
+    };
+    Ok(answer(
+        body.ok_or_else(no_such_set)?,
+        "text/plain; charset=utf-8",
+        &headers,
+    ))
+}
+
+fn no_such_set() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "no such rule set")
+}
+
+/// `body` with its ETag, or `304` when the app has it.
+fn answer(body: String, content_type: &'static str, headers: &HeaderMap) -> Response {
+    let tag = crate::ui::etag(body.as_bytes());
+    let fresh = crate::ui::is_fresh(headers, &tag);
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        (StatusCode::OK, body).into_response()
+    };
+    let h = response.headers_mut();
+    if !fresh {
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    }
+    if let Ok(v) = HeaderValue::from_str(&tag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600"),
+    );
+    response
+}

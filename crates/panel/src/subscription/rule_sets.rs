@@ -1,0 +1,321 @@
+//! The rule sets the panel serves to users' apps (`/rules/sing-box/NAME.json`,
+//! `/rules/clash/NAME-domain.txt`, `/rules/clash/NAME-ip.txt`), and the routing
+//! settings that name them ([`RoutingSettings`], `[subscription.routing]`).
+//!
+//! A set is domains (each with its subdomains) and IP networks:
+//!
+//! - `blocked-ru`, `blocked-ir`, `blocked-cn`: the services blocked in that country
+//!   ([`switchyard_proto::routing::BLOCKED_SERVICES`]), their domains and Telegram's
+//!   networks, built in;
+//! - `country-ru`, `country-ir`, `country-cn`: the country's top-level domains built
+//!   in (`ru`, `su`, `рф`; `ir`; `cn`);
+//! - `ads`: nothing built in.
+//!
+//! The operator adds to any set with a file `data_dir/rule-sets/NAME.txt`: one domain
+//! or network per line (a bare address served as a /32 or /128), `#` comments. Files are read when a set is asked for, so a
+//! changed list is served at once; the ETag follows the content.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use switchyard_proto::routing::{
+    ADS_SET, BLOCKED_SERVICES, COUNTRIES, CustomRule, Preset, Routing, blocked_set, country_set,
+};
+
+/// The most custom rules, and entries in one list of a rule.
+pub const MAX_CUSTOM: usize = 256;
+/// The most lines an operator's file adds to a set.
+pub const MAX_LINES: usize = 200_000;
+/// The largest operator's file read, in bytes.
+pub const MAX_FILE: u64 = 16 << 20;
+
+/// `[subscription.routing]`: the split tunnelling every app's config carries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoutingSettings {
+    /// `global` (everything through the VPN, the default), `russia`, `iran` or
+    /// `china`.
+    pub preset: Preset,
+    /// Ads and trackers refused (the `ads` set).
+    pub block_ads: bool,
+    /// The operator's rules, first: `{ action = "direct" | "proxy" | "block",
+    /// domain, domain_suffix, domain_keyword, ip_cidr, country }`.
+    pub custom: Vec<CustomRule>,
+}
+
+impl RoutingSettings {
+    /// Checks sizes, domains, networks and countries; the error names the field.
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let bad = |field: String, message: String| Err((field, message));
+        if self.custom.len() > MAX_CUSTOM {
+            return bad(
+                "subscription.routing.custom".into(),
+                format!("at most {MAX_CUSTOM} rules"),
+            );
+        }
+        for (i, r) in self.custom.iter().enumerate() {
+            let at = |f: &str, j: usize| format!("subscription.routing.custom[{i}].{f}[{j}]");
+            for (f, list) in [
+                ("domain", &r.domain),
+                ("domain_suffix", &r.domain_suffix),
+                ("domain_keyword", &r.domain_keyword),
+                ("ip_cidr", &r.ip_cidr),
+                ("country", &r.country),
+            ] {
+                if list.len() > MAX_CUSTOM {
+                    return bad(
+                        format!("subscription.routing.custom[{i}].{f}"),
+                        format!("at most {MAX_CUSTOM} entries"),
+                    );
+                }
+                for (j, v) in list.iter().enumerate() {
+                    let ok = match f {
+                        "ip_cidr" => switchyard_config::route::Cidr::parse(v).is_some(),
+                        "country" => COUNTRIES.contains(&v.as_str()),
+                        "domain_keyword" => {
+                            !v.is_empty()
+                                && v.len() <= 63
+                                && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                        }
+                        _ => {
+                            crate::model::check_host("", v).is_ok()
+                                && v.parse::<std::net::IpAddr>().is_err()
+                        }
+                    };
+                    if !ok {
+                        let what = match f {
+                            "ip_cidr" => "an IP network like 10.0.0.0/8",
+                            "country" => "one of ru, ir, cn",
+                            "domain_keyword" => "letters, digits and -",
+                            _ => "a domain",
+                        };
+                        return bad(at(f, j), format!("{v:?} is not {what}"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The routing for apps, their rule sets at `base` (the panel's public URL).
+    pub fn routing(&self, base: &str) -> Routing {
+        Routing {
+            preset: self.preset,
+            block_ads: self.block_ads,
+            custom: self.custom.clone(),
+            rule_sets_url: format!("{}/rules", base.trim_end_matches('/')),
+        }
+    }
+}
+
+/// A set's content: domains with their subdomains, and networks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleSet {
+    /// Domains, each matching its subdomains, lower case.
+    pub domains: Vec<String>,
+    /// IP networks.
+    pub cidrs: Vec<String>,
+}
+
+/// The domains of each service the presets name.
+const SERVICES: &[(&str, &[&str])] = &[
+    (
+        "youtube",
+        &[
+            "youtube.com",
+            "youtu.be",
+            "googlevideo.com",
+            "ytimg.com",
+            "ggpht.com",
+            "youtube-nocookie.com",
+        ],
+    ),
+    ("instagram", &["instagram.com", "cdninstagram.com", "ig.me"]),
+    (
+        "facebook",
+        &[
+            "facebook.com",
+            "fbcdn.net",
+            "fb.com",
+            "fb.me",
+            "messenger.com",
+        ],
+    ),
+    ("twitter", &["twitter.com", "x.com", "twimg.com", "t.co"]),
+    (
+        "discord",
+        &[
+            "discord.com",
+            "discord.gg",
+            "discordapp.com",
+            "discordapp.net",
+            "discord.media",
+        ],
+    ),
+    ("linkedin", &["linkedin.com", "licdn.com"]),
+    (
+        "openai",
+        &[
+            "openai.com",
+            "chatgpt.com",
+            "oaistatic.com",
+            "oaiusercontent.com",
+        ],
+    ),
+    (
+        "telegram",
+        &[
+            "telegram.org",
+            "t.me",
+            "telegram.me",
+            "telesco.pe",
+            "tdesktop.com",
+        ],
+    ),
+    ("whatsapp", &["whatsapp.com", "whatsapp.net", "wa.me"]),
+    (
+        "google",
+        &[
+            "google.com",
+            "googleapis.com",
+            "gstatic.com",
+            "gmail.com",
+            "googleusercontent.com",
+        ],
+    ),
+    (
+        "github",
+        &["github.com", "githubusercontent.com", "githubassets.com"],
+    ),
+];
+
+/// Telegram's networks (its apps connect to addresses, not names).
+const TELEGRAM_CIDRS: &[&str] = &[
+    "91.105.192.0/23",
+    "91.108.4.0/22",
+    "91.108.8.0/22",
+    "91.108.12.0/22",
+    "91.108.16.0/22",
+    "91.108.20.0/22",
+    "91.108.56.0/22",
+    "149.154.160.0/20",
+    "185.76.151.0/24",
+    "2001:67c:4e8::/48",
+    "2001:b28:f23c::/47",
+    "2001:b28:f23f::/48",
+    "2a0a:f280::/32",
+];
+
+/// Every set name the panel serves.
+pub fn names() -> Vec<String> {
+    let mut out = vec![ADS_SET.to_owned()];
+    for cc in COUNTRIES {
+        out.push(country_set(cc));
+        out.push(blocked_set(cc));
+    }
+    out
+}
+
+/// The built-in part of the set `name`; `None` for a name the panel does not serve.
+pub fn built_in(name: &str) -> Option<RuleSet> {
+    if name == ADS_SET {
+        return Some(RuleSet::default());
+    }
+    if let Some(cc) = name
+        .strip_prefix("country-")
+        .filter(|c| COUNTRIES.contains(c))
+    {
+        let domains: &[&str] = match cc {
+            "ru" => &["ru", "su", "xn--p1ai"],
+            other => &[other],
+        };
+        return Some(RuleSet {
+            domains: domains.iter().map(|d| (*d).to_owned()).collect(),
+            cidrs: Vec::new(),
+        });
+    }
+    let cc = name.strip_prefix("blocked-")?;
+    let (_, services) = BLOCKED_SERVICES.iter().find(|(c, _)| *c == cc)?;
+    let mut set = RuleSet::default();
+    for s in *services {
+        if let Some((_, domains)) = SERVICES.iter().find(|(n, _)| n == s) {
+            set.domains.extend(domains.iter().map(|d| (*d).to_owned()));
+        }
+        if *s == "telegram" {
+            set.cidrs
+                .extend(TELEGRAM_CIDRS.iter().map(|c| (*c).to_owned()));
+        }
+    }
+    Some(set)
+}
+
+/// The set `name`: built in, plus the operator's file in `dir` (`NAME.txt`) when
+/// there is one; lines that are neither a domain nor a network are skipped.
+pub fn load(dir: &Path, name: &str) -> Option<RuleSet> {
+    let mut set = built_in(name)?;
+    let path = dir.join(format!("{name}.txt"));
+    let Ok(meta) = std::fs::metadata(&path) else {
+        return Some(set);
+    };
+    if meta.len() > MAX_FILE {
+        tracing::warn!(path = %path.display(), "rule set file over {MAX_FILE} bytes: not read");
+        return Some(set);
+    }
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), "rule set file not read: {e}");
+            return Some(set);
+        }
+    };
+    for line in text.lines().take(MAX_LINES) {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.contains('/') || line.parse::<std::net::IpAddr>().is_ok() {
+            // Written address/length: mihomo reads no bare address.
+            if let Some(cidr) = switchyard_config::route::Cidr::parse(line) {
+                set.cidrs.push(cidr.to_string());
+            }
+        } else {
+            let d = line.trim_start_matches("+.").trim_start_matches('.');
+            if crate::model::check_host("", d).is_ok() {
+                set.domains.push(d.to_ascii_lowercase());
+            }
+        }
+    }
+    set.domains.sort();
+    set.domains.dedup();
+    set.cidrs.sort();
+    set.cidrs.dedup();
+    Some(set)
+}
+
+impl RuleSet {
+    /// sing-box's source format (version 2, which sing-box 1.10 and later read).
+    pub fn singbox(&self) -> String {
+        let mut rules = Vec::new();
+        if !self.domains.is_empty() {
+            rules.push(serde_json::json!({ "domain_suffix": self.domains }));
+        }
+        if !self.cidrs.is_empty() {
+            rules.push(serde_json::json!({ "ip_cidr": self.cidrs }));
+        }
+        serde_json::json!({ "version": 2, "rules": rules }).to_string()
+    }
+
+    /// mihomo's text format of the domains (`+.example.com`: it and its subdomains).
+    pub fn clash_domains(&self) -> String {
+        self.domains.iter().map(|d| format!("+.{d}\n")).collect()
+    }
+
+    /// mihomo's text format of the networks.
+    pub fn clash_cidrs(&self) -> String {
+        self.cidrs.iter().map(|c| format!("{c}\n")).collect()
+    }
+}
+
+#[cfg(test)]
+#[path = "rule_sets_tests.rs"]
+mod tests;
