@@ -227,7 +227,7 @@ pub struct SubscriptionSettings {
     /// Cloudflare's over HTTPS, `https://1.1.1.1/dns-query`.
     pub remote_dns: String,
     /// Split tunnelling in every app's config (`docs/subscriptions.md`).
-    pub routing: crate::subscription::rule_sets::RoutingSettings,
+    pub routing: crate::model::routing::RoutingSettings,
 }
 
 impl Default for SubscriptionSettings {
@@ -599,8 +599,8 @@ impl SubscriptionSettings {
         switchyard_proto::vpn::RemoteDns::parse(&self.remote_dns)
             .map_err(|e| invalid("subscription.remote_dns", e))?;
         self.routing
-            .validate()
-            .map_err(|(field, message)| invalid(&field, message))?;
+            .validate("subscription.routing")
+            .map_err(|e| invalid(&e.field, e.message))?;
         check_rules(&self.agents).map_err(|e| invalid(&e.field, e.message))
     }
 }

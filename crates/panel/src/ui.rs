@@ -47,6 +47,7 @@ const ASSETS: &[Asset] = assets![
     "js/upgrade.js" => JS,
     "js/topology.js" => JS,
     "js/route_form.js" => JS,
+    "js/routing_form.js" => JS,
     "js/inbound_form.js" => JS,
     "js/inbound_rules.js" => JS,
     "js/users.js" => JS,

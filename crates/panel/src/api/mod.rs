@@ -16,6 +16,7 @@ pub mod metrics;
 pub mod problem;
 pub mod resources;
 pub mod routes;
+pub mod routing;
 pub mod rule_sets;
 pub mod ssh_install;
 pub mod subscription;
@@ -236,6 +237,8 @@ impl AppState {
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
         users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash,
+        routing::cluster_routing, routing::set_cluster_routing, routing::user_routing,
+        routing::set_user_routing,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
         tunnels::delete_tunnel, tunnels::duplicate_tunnel, tunnels::reissue_certificate,
         tunnels::rotate_credentials,
@@ -350,6 +353,14 @@ pub fn router(state: AppState) -> Router {
             get(r::cluster)
                 .put(r::update_cluster)
                 .delete(r::delete_cluster),
+        )
+        .route(
+            "/clusters/{id}/routing",
+            get(routing::cluster_routing).put(routing::set_cluster_routing),
+        )
+        .route(
+            "/users/{id}/routing",
+            get(routing::user_routing).put(routing::set_user_routing),
         )
         .route(
             "/clusters/{id}/routes",

@@ -182,6 +182,7 @@ pub async fn subscription(
         user,
         credentials,
         sticky,
+        routing: own_routing,
     }) = state.store().subscriber(&token, now).await?
     else {
         return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription"));
@@ -266,7 +267,16 @@ pub async fn subscription(
                     .unwrap_or_else(|_| VpnOptions::default().remote_dns),
             };
             let builds_vpn = wants_vpn(ua, &settings.agents, f);
-            let routing = settings.routing.routing(&state.config().public_base());
+            // The user's own; else the first of their clusters with its own; else the
+            // panel's.
+            let view = state.topology().view(now).await?;
+            let clusters = view
+                .iter()
+                .filter(|c| user.clusters.as_ref().is_none_or(|a| a.contains(&c.id)))
+                .map(|c| (c.id, c.routing.as_ref()));
+            let routing =
+                crate::model::routing::effective(own_routing.as_ref(), clusters, &settings.routing)
+                    .routing(&state.config().public_base());
             let b = app_body(f, &entries, &settings.title, &vpn, builds_vpn, &routing);
             (b.text, b.content_type, b.file_name)
         }

@@ -12,6 +12,7 @@ pub mod hysteria2;
 pub mod inbound;
 pub mod inbound_rules;
 pub mod names;
+pub mod routing;
 pub mod snapshot;
 pub mod trusted_proxies;
 pub mod tunnel;

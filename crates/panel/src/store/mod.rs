@@ -15,6 +15,7 @@ mod changes;
 mod inbounds;
 mod rollout;
 mod routes;
+mod routing;
 mod rows;
 mod servers;
 mod sql;
@@ -22,6 +23,7 @@ mod sql_account;
 mod sql_inbounds;
 mod sql_join;
 mod sql_routes;
+mod sql_routing;
 mod sql_servers;
 mod sql_traffic;
 mod sql_tunnels;
@@ -45,6 +47,7 @@ pub use inbounds::{InboundInput, InboundStore};
 pub use routes::{
     Device, DeviceOutcome, DeviceSeen, MAX_DEVICES, RouteInput, RouteStore, Subscriber,
 };
+pub use routing::RoutingStore;
 pub use servers::{JoinRefusal, ServerInput, ServerPoint, ServerReport, ServerStore};
 pub use sql::SqlStore;
 pub use traffic::{BATCH_USERS, StatsBatch, StatsState, TrafficBatch, TrafficStore};
@@ -93,6 +96,7 @@ pub trait Store:
     ServerStore
     + InboundStore
     + RouteStore
+    + RoutingStore
     + UserStore
     + TrafficStore
     + TunnelStore

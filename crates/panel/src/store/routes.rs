@@ -125,6 +125,8 @@ pub struct Subscriber {
     pub credentials: crate::model::Credentials,
     /// Their last choice per route, as `(route, inbound)`.
     pub sticky: Vec<(Id, Id)>,
+    /// Their own split tunnelling, if any.
+    pub routing: Option<crate::model::routing::RoutingSettings>,
 }
 
 /// Routes, sticky choices and devices.

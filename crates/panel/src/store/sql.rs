@@ -95,6 +95,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0018_ssh_host_key.sql"),
             include_str!("../../migrations/sqlite/0019_node_binary.sql"),
             include_str!("../../migrations/sqlite/0020_inbound_rules.sql"),
+            include_str!("../../migrations/sqlite/0021_routing.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -117,6 +118,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0018_ssh_host_key.sql"),
             include_str!("../../migrations/postgres/0019_node_binary.sql"),
             include_str!("../../migrations/postgres/0020_inbound_rules.sql"),
+            include_str!("../../migrations/postgres/0021_routing.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -142,6 +144,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (18, "ssh_host_key"),
         (19, "node_binary"),
         (20, "inbound_rules"),
+        (21, "routing"),
     ];
     let migrations = files
         .iter()

@@ -330,7 +330,7 @@ impl RouteStore for SqlStore {
         // `string_agg` is in both backends (SQLite since 3.44; sqlx bundles a newer
         // one); `CAST(.. AS TEXT)` too.
         let row = sqlx::query(&format!(
-            "SELECT {USER}, (SELECT string_agg(CAST(s.route_id AS TEXT) || ':' || \
+            "SELECT {USER}, routing, (SELECT string_agg(CAST(s.route_id AS TEXT) || ':' || \
              CAST(s.inbound_id AS TEXT), ',') FROM sticky_choices s WHERE s.user_id = \
              users.id) AS sticky FROM users WHERE token_hash = $1"
         ))
@@ -351,6 +351,7 @@ impl RouteStore for SqlStore {
                 Some((r.parse().ok()?, i.parse().ok()?))
             })
             .collect();
+        let routing = super::sql_routing::decode("users", row.try_get("routing")?)?;
         let mut one = vec![rows::user(&row, now_ms)?];
         self.fill_clusters(&mut one).await?;
         let (user, credentials) = one.remove(0);
@@ -358,6 +359,7 @@ impl RouteStore for SqlStore {
             user,
             credentials,
             sticky,
+            routing,
         }))
     }
 

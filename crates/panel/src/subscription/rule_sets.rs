@@ -1,6 +1,6 @@
 //! The rule sets the panel serves to users' apps (`/rules/sing-box/NAME.json`,
-//! `/rules/clash/NAME-domain.txt`, `/rules/clash/NAME-ip.txt`), and the routing
-//! settings that name them ([`RoutingSettings`], `[subscription.routing]`).
+//! `/rules/clash/NAME-domain.txt`, `/rules/clash/NAME-ip.txt`), which the routing
+//! settings name (`crate::model::routing`).
 //!
 //! A set is domains (each with its subdomains) and IP networks:
 //!
@@ -17,96 +17,12 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-use switchyard_proto::routing::{
-    ADS_SET, BLOCKED_SERVICES, COUNTRIES, CustomRule, Preset, Routing, blocked_set, country_set,
-};
+use switchyard_proto::routing::{ADS_SET, BLOCKED_SERVICES, COUNTRIES, blocked_set, country_set};
 
-/// The most custom rules, and entries in one list of a rule.
-pub const MAX_CUSTOM: usize = 256;
 /// The most lines an operator's file adds to a set.
 pub const MAX_LINES: usize = 200_000;
 /// The largest operator's file read, in bytes.
 pub const MAX_FILE: u64 = 16 << 20;
-
-/// `[subscription.routing]`: the split tunnelling every app's config carries.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct RoutingSettings {
-    /// `global` (everything through the VPN, the default), `russia`, `iran` or
-    /// `china`.
-    pub preset: Preset,
-    /// Ads and trackers refused (the `ads` set).
-    pub block_ads: bool,
-    /// The operator's rules, first: `{ action = "direct" | "proxy" | "block",
-    /// domain, domain_suffix, domain_keyword, ip_cidr, country }`.
-    pub custom: Vec<CustomRule>,
-}
-
-impl RoutingSettings {
-    /// Checks sizes, domains, networks and countries; the error names the field.
-    pub fn validate(&self) -> Result<(), (String, String)> {
-        let bad = |field: String, message: String| Err((field, message));
-        if self.custom.len() > MAX_CUSTOM {
-            return bad(
-                "subscription.routing.custom".into(),
-                format!("at most {MAX_CUSTOM} rules"),
-            );
-        }
-        for (i, r) in self.custom.iter().enumerate() {
-            let at = |f: &str, j: usize| format!("subscription.routing.custom[{i}].{f}[{j}]");
-            for (f, list) in [
-                ("domain", &r.domain),
-                ("domain_suffix", &r.domain_suffix),
-                ("domain_keyword", &r.domain_keyword),
-                ("ip_cidr", &r.ip_cidr),
-                ("country", &r.country),
-            ] {
-                if list.len() > MAX_CUSTOM {
-                    return bad(
-                        format!("subscription.routing.custom[{i}].{f}"),
-                        format!("at most {MAX_CUSTOM} entries"),
-                    );
-                }
-                for (j, v) in list.iter().enumerate() {
-                    let ok = match f {
-                        "ip_cidr" => switchyard_config::route::Cidr::parse(v).is_some(),
-                        "country" => COUNTRIES.contains(&v.as_str()),
-                        "domain_keyword" => {
-                            !v.is_empty()
-                                && v.len() <= 63
-                                && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                        }
-                        _ => {
-                            crate::model::check_host("", v).is_ok()
-                                && v.parse::<std::net::IpAddr>().is_err()
-                        }
-                    };
-                    if !ok {
-                        let what = match f {
-                            "ip_cidr" => "an IP network like 10.0.0.0/8",
-                            "country" => "one of ru, ir, cn",
-                            "domain_keyword" => "letters, digits and -",
-                            _ => "a domain",
-                        };
-                        return bad(at(f, j), format!("{v:?} is not {what}"));
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The routing for apps, their rule sets at `base` (the panel's public URL).
-    pub fn routing(&self, base: &str) -> Routing {
-        Routing {
-            preset: self.preset,
-            block_ads: self.block_ads,
-            custom: self.custom.clone(),
-            rule_sets_url: format!("{}/rules", base.trim_end_matches('/')),
-        }
-    }
-}
 
 /// A set's content: domains with their subdomains, and networks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::broadcast::{self, error::TryRecvError};
 
+use crate::model::routing::RoutingSettings;
 use crate::model::{Id, Inbound, InboundSecrets, Route, Server};
 use crate::store::{Changes, Store, StoreError};
 
@@ -44,6 +45,8 @@ pub struct ClusterView {
     pub servers: Vec<Server>,
     /// Its inbounds with their secrets.
     pub inbounds: Vec<(Inbound, InboundSecrets)>,
+    /// Its own split tunnelling, if any.
+    pub routing: Option<RoutingSettings>,
 }
 
 /// Every cluster with a non-empty route, oldest first.
@@ -179,6 +182,7 @@ async fn load(store: &dyn Store) -> Result<Vec<ClusterView>, StoreError> {
             routes,
             servers: store.servers(Some(cluster.id)).await?,
             inbounds: store.cluster_inbounds(cluster.id).await?,
+            routing: store.cluster_routing(cluster.id).await?,
         });
     }
     Ok(out)

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use switchyard_node::channel::EnrolledNode;
 use switchyard_panel::Panel;
-use switchyard_proto::routing::Preset;
+use switchyard_panel::model::routing::RoutingPreset;
 use switchyard_testkit::{HttpTarget, SingBox, free_port};
 
 const SIZE: u64 = 300_000;
@@ -46,7 +46,7 @@ async fn world() -> World {
     )
     .unwrap();
     let (panel, http) = live::panel_with(dir.path(), |c| {
-        c.subscription.routing.preset = Preset::Russia;
+        c.subscription.routing.preset = RoutingPreset::Russia;
         c.subscription.routing.block_ads = true;
     })
     .await;

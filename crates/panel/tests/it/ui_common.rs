@@ -170,3 +170,14 @@ pub(crate) async fn edit_inbound(b: &Browser, id: i64) {
     .await
     .unwrap();
 }
+
+/// Closes the open dialog with its Cancel button.
+pub(crate) async fn cancel_dialog(b: &Browser) {
+    b.execute(
+        "[...document.querySelectorAll('dialog[open] button')] \
+         .find((e) => e.textContent === 'Cancel').click();",
+        vec![],
+    )
+    .await
+    .unwrap();
+}

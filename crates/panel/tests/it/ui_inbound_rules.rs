@@ -4,7 +4,7 @@
 //! entry; saved as lists, shown again by the edit form.
 
 use crate::live;
-use crate::ui_common::{InboundForm, click, edit_inbound, type_into, unlabelled};
+use crate::ui_common::{InboundForm, cancel_dialog, click, edit_inbound, type_into, unlabelled};
 
 use switchyard_panel::model::{InboundRules, TunnelDestinations};
 use switchyard_testkit::browser::DEFAULT_WAIT;
@@ -19,13 +19,7 @@ async fn an_inbounds_rules_through_the_form_in_a_real_browser() {
     let store = form.panel.state.store().clone();
     let server = form.server;
     // A tunnel from this server: the form opened anew offers a box for it.
-    b.execute(
-        "[...document.querySelectorAll('dialog[open] button')] \
-         .find((e) => e.textContent === 'Cancel').click();",
-        vec![],
-    )
-    .await
-    .unwrap();
+    cancel_dialog(b).await;
     let other = live::server(&form.panel, form.cluster, "de-2").await;
     let input = serde_json::from_value(serde_json::json!({
         "name": "eu", "relay_server_id": server, "origin_server_ids": [other],

@@ -10,6 +10,7 @@ import { drawTopology, stateBadge } from "./topology.js";
 import { barChart } from "./chart.js";
 import { routeForm } from "./route_form.js";
 import { inboundForm } from "./inbound_form.js";
+import { routingForm } from "./routing_form.js";
 import { sshInstall } from "./ssh_install.js";
 import { upgradeServer, upgradeAll } from "./upgrade.js";
 
@@ -42,6 +43,8 @@ export async function clusterPage(main, id, ctx) {
     h("div", { class: "section-head" },
       h("h2", { id: "routes-h" }, "Routes"),
       h("div", { class: "actions" },
+        h("button", { type: "button", "data-routing": "", onclick: () => routingForm(`Routing in ${cluster.name}`,
+          `/clusters/${id}/routing`, "its users' apps get the panel's default routing") }, "Routing…"),
         h("button", { type: "button", "data-new-inbound": "", onclick: () => newInbound() }, "New inbound"),
         h("button", { type: "button", class: "primary", "data-new-route": "", onclick: () => newRoute() }, "New route"))),
     h("p", { class: "muted" }, "One non-empty route is one entry in users' apps, in this order. Drag an inbound onto a route (or press it for a menu) to move it."),

@@ -4,6 +4,7 @@
 import { h, fill, field, dialog, showError, confirmAction, copy, toast } from "./dom.js";
 import { get, post, put, del } from "./api.js";
 import { bytes, when } from "./format.js";
+import { routingForm } from "./routing_form.js";
 
 const STATUS = { active: "Active", limited: "Limited", expired: "Expired", disabled: "Disabled", on_hold: "On hold" };
 const GIB = 1024 ** 3;
@@ -39,6 +40,8 @@ export async function usersPage(main, ctx) {
         h("td", { class: "row-actions" },
           h("button", { type: "button", onclick: () => subscription(u) }, "Subscription"),
           h("button", { type: "button", onclick: () => edit(u) }, "Edit"),
+          h("button", { type: "button", "data-routing": u.id, onclick: () => routingForm(`Routing for ${u.username}`,
+            `/users/${u.id}/routing`, "their cluster's routing, else the panel's default") }, "Routing…"),
           h("button", { type: "button", class: "danger-text", onclick: () => remove(u) }, "Delete")))))));
   }
   async function edit(u) {
