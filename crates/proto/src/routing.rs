@@ -15,6 +15,8 @@
 //!   and `NAME-ip.txt`, text format) named by `RULE-SET` rules.
 //! - **Xray**: routing rules with the `geosite:` and `geoip:` codes the Xray apps ship
 //!   in their `geosite.dat` and `geoip.dat` ([`xray_codes`]); the custom rules inline.
+//!   Happ also gets a routing profile pointing it at the panel's own geo files
+//!   (`routing_happ.rs`).
 //!
 //! The apps fetch the panel's rule sets themselves, so a list never comes from a site
 //! that may be blocked where the user is.
@@ -452,6 +454,9 @@ pub fn xray_codes(set: &str) -> (Vec<String>, Vec<String>) {
     }
     (Vec::new(), Vec::new())
 }
+
+#[path = "routing_happ.rs"]
+mod happ;
 
 #[cfg(test)]
 #[path = "routing_tests.rs"]

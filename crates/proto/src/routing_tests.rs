@@ -143,3 +143,38 @@ fn a_block_rule_refuses_and_exact_and_keyword_domains_keep_their_kind() {
     );
     assert!(r.singbox_dns_rules("local").is_empty());
 }
+
+#[test]
+fn happs_profile_lists_each_action_and_points_at_the_panels_geo_files() {
+    let remote = crate::vpn::RemoteDns::parse("https://1.1.1.1/dns-query").unwrap();
+    let p = russia().happ_profile("Switchyard", &remote, 1_796_083_200);
+    assert_eq!(p["Name"], "Switchyard");
+    assert_eq!(p["GlobalProxy"], "true");
+    assert_eq!(p["RouteOrder"], "block-proxy-direct");
+    assert_eq!(p["RemoteDNSType"], "DoH");
+    assert_eq!(p["RemoteDNSDomain"], "https://1.1.1.1:443/dns-query");
+    assert_eq!(p["RemoteDNSIP"], "1.1.1.1");
+    assert_eq!(p["DomesticDNSIP"], "77.88.8.8");
+    assert_eq!(p["Geoipurl"], "https://panel.example/rules/xray/geoip.dat");
+    assert_eq!(
+        p["Geositeurl"],
+        "https://panel.example/rules/xray/geosite.dat"
+    );
+    assert_eq!(p["LastUpdated"], "1796083200");
+    assert_eq!(
+        p["DirectSites"],
+        json!(["domain:corp.example", "geosite:cn", "geosite:category-ru"])
+    );
+    let mut direct_ip: Vec<&str> = crate::xray::PRIVATE_CIDRS.to_vec();
+    direct_ip.extend(["10.8.0.0/16", "2001:db8::/32", "geoip:cn", "geoip:ru"]);
+    assert_eq!(p["DirectIp"], json!(direct_ip));
+    assert_eq!(p["ProxySites"].as_array().unwrap().len(), 9);
+    assert_eq!(p["ProxyIp"], json!(["geoip:telegram"]));
+    assert_eq!(p["BlockSites"], json!(["geosite:category-ads-all"]));
+    assert_eq!(p["BlockIp"], json!([]));
+    let link = russia().happ_link("Switchyard", &remote, 1);
+    let b64 = link.strip_prefix("happ://routing/onadd/").unwrap();
+    let back: Value =
+        serde_json::from_slice(&crate::base64::decode_lenient(b64.as_bytes()).unwrap()).unwrap();
+    assert_eq!(back, russia().happ_profile("Switchyard", &remote, 1));
+}

@@ -97,7 +97,7 @@ pub(crate) fn public_dir(prefix: &str) -> Result<TempDir> {
 }
 
 /// Writes `text` to `dir/name`, readable by everyone; its path.
-pub(crate) fn write_public(dir: &Path, name: &str, text: &str) -> Result<PathBuf> {
+pub(crate) fn write_public(dir: &Path, name: &str, text: impl AsRef<[u8]>) -> Result<PathBuf> {
     let path = dir.join(name);
     fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
     fs::set_permissions(&path, fs::Permissions::from_mode(0o644))

@@ -53,10 +53,19 @@ impl Xray {
     /// Checks `config` with `xray run -test`, runs it as `nobody` and waits until it
     /// listens on the port of every inbound. Errors carry Xray's own words.
     pub async fn start(config: Value) -> Result<Self> {
+        Self::start_with_assets(config, &[]).await
+    }
+
+    /// [`Self::start`] with `assets` (`geoip.dat`, `geosite.dat`: name and bytes)
+    /// beside the config, where Xray looks for them (`XRAY_LOCATION_ASSET`).
+    pub async fn start_with_assets(config: Value, assets: &[(&str, &[u8])]) -> Result<Self> {
         let binary = binary()?;
         let dir = peer::public_dir("switchyard-xray-")?;
         let text = serde_json::to_string_pretty(&config)?;
         let path = peer::write_public(dir.path(), "config.json", &text)?;
+        for (name, bytes) in assets {
+            peer::write_public(dir.path(), name, bytes)?;
+        }
         if let Err(said) = check_file(&binary, &path).await? {
             bail!("`xray run -test` rejected the config: {said}\nThe config:\n{text}");
         }
@@ -65,7 +74,8 @@ impl Xray {
             .args(UNPRIVILEGED)
             .arg(&binary)
             .args(["run", "-c"])
-            .arg(&path);
+            .arg(&path)
+            .env("XRAY_LOCATION_ASSET", dir.path());
         let listening: Vec<(SocketAddr, bool)> = inbounds(&config)
             .into_iter()
             .map(|(_, a)| (a, true))
@@ -128,7 +138,12 @@ async fn check_file(binary: &Path, path: &Path) -> Result<Result<(), String>> {
         .arg(binary)
         .args([OsStr::new("run"), OsStr::new("-test"), OsStr::new("-c")])
         .arg(path)
-        .current_dir(path.parent().unwrap_or(Path::new("/")));
+        .current_dir(path.parent().unwrap_or(Path::new("/")))
+        // Assets written beside the config are found there.
+        .env(
+            "XRAY_LOCATION_ASSET",
+            path.parent().unwrap_or(Path::new("/")),
+        );
     peer::check(command).await
 }
 

@@ -236,7 +236,7 @@ impl AppState {
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
-        users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash,
+        users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash, rule_sets::xray,
         routing::cluster_routing, routing::set_cluster_routing, routing::user_routing,
         routing::set_user_routing,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
@@ -325,6 +325,7 @@ pub fn subscription_router(state: AppState) -> Router {
         .route("/sub/{token}", get(subscription::subscription))
         .route("/rules/sing-box/{file}", get(rule_sets::singbox))
         .route("/rules/clash/{file}", get(rule_sets::clash))
+        .route("/rules/xray/{file}", get(rule_sets::xray))
         .route("/healthz", get(healthz))
         .fallback(not_found)
         .with_state(state)
@@ -456,6 +457,7 @@ pub fn router(state: AppState) -> Router {
         .route("/sub/{token}", get(subscription::subscription))
         .route("/rules/sing-box/{file}", get(rule_sets::singbox))
         .route("/rules/clash/{file}", get(rule_sets::clash))
+        .route("/rules/xray/{file}", get(rule_sets::xray))
         .route("/metrics", get(metrics::metrics))
         .route("/healthz", get(healthz))
         .route("/install.sh", get(install::script))

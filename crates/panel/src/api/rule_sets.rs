@@ -1,5 +1,5 @@
-//! `GET /rules/sing-box/{file}` and `GET /rules/clash/{file}`: the rule sets users'
-//! apps fetch for split tunnelling (`crate::subscription::rule_sets`). Public, like
+//! `GET /rules/sing-box/{file}`, `GET /rules/clash/{file}` and `GET /rules/xray/{file}`:
+//! the rule sets users' apps fetch for split tunnelling (`crate::subscription::rule_sets`). Public, like
 //! subscriptions (the lists are no secret), with ETags: an app that has the set gets
 //! `304`.
 
@@ -9,7 +9,8 @@ use axum::response::{IntoResponse, Response};
 
 use super::AppState;
 use super::problem::{ApiError, Problem};
-use crate::subscription::rule_sets::load;
+use crate::subscription::geodat;
+use crate::subscription::rule_sets::{load, xray_codes};
 
 /// The directory of the operator's additions, under the panel's data directory.
 pub const DIR: &str = "rule-sets";
@@ -32,7 +33,11 @@ pub async fn singbox(
         .strip_suffix(".json")
         .and_then(|name| load(&state.config().data_dir.join(DIR), name))
         .ok_or_else(no_such_set)?;
-    Ok(answer(set.singbox(), "application/json", &headers))
+    Ok(answer(
+        set.singbox().into_bytes(),
+        "application/json",
+        &headers,
+    ))
 }
 
 /// A mihomo rule provider, text format: `NAME-domain.txt` or `NAME-ip.txt`.
@@ -59,10 +64,34 @@ pub async fn clash(
         None
     };
     Ok(answer(
-        body.ok_or_else(no_such_set)?,
+        body.ok_or_else(no_such_set)?.into_bytes(),
         "text/plain; charset=utf-8",
         &headers,
     ))
+}
+
+/// Xray's `geosite.dat` or `geoip.dat` of the panel's sets, under the codes the Xray
+/// configs name.
+#[utoipa::path(get, path = "/rules/xray/{file}", tag = "subscriptions",
+    security(()),
+    params(("file" = String, Path, description = "`geosite.dat` or `geoip.dat`")),
+    responses(
+        (status = 200, description = "The file (protocol buffers)", content_type = "application/octet-stream", body = Vec<u8>),
+        (status = 304, description = "Unchanged since the ETag given"),
+        (status = 404, description = "No such file", body = Problem),
+    ))]
+pub async fn xray(
+    State(state): State<AppState>,
+    Path(file): Path<String>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let (sites, ips) = xray_codes(&state.config().data_dir.join(DIR));
+    let body = match file.as_str() {
+        "geosite.dat" => geodat::geosite(&sites),
+        "geoip.dat" => geodat::geoip(&ips),
+        _ => return Err(no_such_set()),
+    };
+    Ok(answer(body, "application/octet-stream", &headers))
 }
 
 fn no_such_set() -> ApiError {
@@ -70,8 +99,8 @@ fn no_such_set() -> ApiError {
 }
 
 /// `body` with its ETag, or `304` when the app has it.
-fn answer(body: String, content_type: &'static str, headers: &HeaderMap) -> Response {
-    let tag = crate::ui::etag(body.as_bytes());
+fn answer(body: Vec<u8>, content_type: &'static str, headers: &HeaderMap) -> Response {
+    let tag = crate::ui::etag(&body);
     let fresh = crate::ui::is_fresh(headers, &tag);
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()

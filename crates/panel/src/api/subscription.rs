@@ -230,7 +230,7 @@ pub async fn subscription(
             .or_else(|| settings.announce.clone()),
     );
     let url = format!("{}{}", state.config().public_base(), user.subscription_path);
-    let (body, content_type, file) = match wanted {
+    let (body, content_type, file, happ) = match wanted {
         Wanted::Page => {
             let links: Vec<(String, String)> = entries
                 .iter()
@@ -254,7 +254,12 @@ pub async fn subscription(
                 support_url: settings.support_url.as_deref(),
                 announce: announce.as_deref(),
             };
-            (render(&page), "text/html; charset=utf-8", "switchyard.html")
+            (
+                render(&page),
+                "text/html; charset=utf-8",
+                "switchyard.html",
+                None,
+            )
         }
         Wanted::Format(f) => {
             let ua = headers
@@ -278,7 +283,13 @@ pub async fn subscription(
                 crate::model::routing::effective(own_routing.as_ref(), clusters, &settings.routing)
                     .routing(&state.config().public_base());
             let b = app_body(f, &entries, &settings.title, &vpn, builds_vpn, &routing);
-            (b.text, b.content_type, b.file_name)
+            // Happ takes its routing from a profile (with the panel's geo files); it
+            // is made anew once a day at most (`LastUpdated`, a day's start).
+            let day = u64::try_from(now / 1000).unwrap_or(0) / 86_400 * 86_400;
+            let happ = (ua.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("happ/"))
+                && !routing.is_global())
+            .then(|| routing.happ_link(&settings.title, &vpn.remote_dns, day));
+            (b.text, b.content_type, b.file_name, happ)
         }
     };
     let mut response = (StatusCode::OK, body).into_response();
@@ -307,6 +318,9 @@ pub async fn subscription(
         if let Ok(v) = HeaderValue::from_str(&value) {
             h.insert(HeaderName::from_static(name), v);
         }
+    }
+    if let Some(link) = happ.and_then(|l| HeaderValue::from_str(&l).ok()) {
+        h.insert(HeaderName::from_static("routing"), link);
     }
     if wanted == Wanted::Page {
         h.insert(

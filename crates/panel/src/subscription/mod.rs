@@ -22,6 +22,7 @@ pub mod body;
 pub mod choice;
 pub mod entries;
 pub mod features;
+pub mod geodat;
 pub mod headers;
 pub mod limit;
 pub mod names;

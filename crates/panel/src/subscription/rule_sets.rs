@@ -235,3 +235,62 @@ impl RuleSet {
 #[cfg(test)]
 #[path = "rule_sets_tests.rs"]
 mod tests;
+
+/// Codes of a geo file with what each holds.
+pub type Codes = Vec<(String, RuleSet)>;
+
+/// What the panel's `geosite.dat` and `geoip.dat` hold: every code the Xray configs
+/// name ([`switchyard_proto::routing::xray_codes`]) with its domains and networks. A
+/// country's and the ads' codes hold their set (the operator's additions included); a
+/// service's code its built-in domains, Telegram's its networks.
+pub fn xray_codes(dir: &Path) -> (Codes, Codes) {
+    let (mut sites, mut ips) = (Codes::new(), Codes::new());
+    for name in names() {
+        let Some(set) = load(dir, &name) else {
+            continue;
+        };
+        let (site_codes, ip_codes) = switchyard_proto::routing::xray_codes(&name);
+        let service = name.starts_with("blocked-");
+        for code in site_codes {
+            let code = code.trim_start_matches("geosite:").to_owned();
+            if sites.iter().any(|(c, _)| *c == code) {
+                continue;
+            }
+            let domains = if service {
+                SERVICES
+                    .iter()
+                    .find(|(s, _)| *s == code)
+                    .map(|(_, d)| d.iter().map(|d| (*d).to_owned()).collect())
+                    .unwrap_or_default()
+            } else {
+                set.domains.clone()
+            };
+            sites.push((
+                code,
+                RuleSet {
+                    domains,
+                    cidrs: Vec::new(),
+                },
+            ));
+        }
+        for code in ip_codes {
+            let code = code.trim_start_matches("geoip:").to_owned();
+            if ips.iter().any(|(c, _)| *c == code) {
+                continue;
+            }
+            let cidrs = if service {
+                TELEGRAM_CIDRS.iter().map(|c| (*c).to_owned()).collect()
+            } else {
+                set.cidrs.clone()
+            };
+            ips.push((
+                code,
+                RuleSet {
+                    domains: Vec::new(),
+                    cidrs,
+                },
+            ));
+        }
+    }
+    (sites, ips)
+}

@@ -1258,6 +1258,7 @@ async fn the_openapi_document_lists_every_route() {
     want.push(("/sub/{token}".into(), vec!["get".into()]));
     want.push(("/rules/sing-box/{file}".into(), vec!["get".into()]));
     want.push(("/rules/clash/{file}".into(), vec!["get".into()]));
+    want.push(("/rules/xray/{file}".into(), vec!["get".into()]));
     want.sort();
     let mut got: Vec<(String, Vec<String>)> = doc["paths"]
         .as_object()

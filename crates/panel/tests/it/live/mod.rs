@@ -283,7 +283,12 @@ pub fn through_the_node(yaml: &str) -> String {
 pub fn xray_through_the_node(config: &mut serde_json::Value) {
     let rules = config["routing"]["rules"].as_array_mut().unwrap();
     let before = rules.len();
-    rules.retain(|r| r["outboundTag"] != "direct");
+    // The private rule: the one naming loopback (a preset's direct rules stay).
+    rules.retain(|r| {
+        !r["ip"]
+            .as_array()
+            .is_some_and(|ips| ips.iter().any(|ip| ip == "127.0.0.0/8"))
+    });
     assert_eq!(before - rules.len(), 1, "the private rule of {config}");
 }
 
@@ -304,12 +309,22 @@ pub async fn credentials(
 }
 
 /// `GET path` from the panel at `addr` with `extra` header lines (each ending in
-/// CRLF), no token: the status line, the headers (lower case) and the body.
+/// CRLF), no token: the status line, the headers (names in lower case) and the body.
 pub async fn get_raw(
     addr: std::net::SocketAddr,
     path: &str,
     extra: &str,
 ) -> (String, String, String) {
+    let (status, headers, body) = get_bytes(addr, path, extra).await;
+    (status, headers, String::from_utf8(body).unwrap())
+}
+
+/// [`get_raw`] with the body as bytes (a binary file).
+pub async fn get_bytes(
+    addr: std::net::SocketAddr,
+    path: &str,
+    extra: &str,
+) -> (String, String, Vec<u8>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     s.write_all(
@@ -319,12 +334,20 @@ pub async fn get_raw(
     .unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).await.unwrap();
-    let text = String::from_utf8(raw).unwrap();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap();
-    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    let end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8(raw[..end].to_vec()).unwrap();
+    let (status, headers) = head.split_once("\r\n").unwrap_or((&head, ""));
+    // Names in lower case, values as sent.
+    let headers: Vec<String> = headers
+        .lines()
+        .map(|l| match l.split_once(':') {
+            Some((name, value)) => format!("{}:{value}", name.to_ascii_lowercase()),
+            None => l.to_owned(),
+        })
+        .collect();
     (
         status.to_owned(),
-        headers.to_ascii_lowercase(),
-        body.to_owned(),
+        headers.join("\r\n"),
+        raw[end + 4..].to_vec(),
     )
 }
