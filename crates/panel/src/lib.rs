@@ -21,6 +21,8 @@ pub mod model;
 pub mod nodes;
 pub mod proxies;
 pub mod render;
+pub mod rule_data;
+pub mod rule_refresh;
 pub mod run;
 pub mod serve;
 pub mod service;

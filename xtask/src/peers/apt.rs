@@ -65,3 +65,45 @@ pub(super) fn program(what: &str, env: &str, debian: &str, package: &str) -> Res
     }
     Ok(path.to_path_buf())
 }
+
+/// The variable that tells the tests where the rule sets' packages are.
+pub(super) const RULE_DEBS_ENV: &str = "SWITCHYARD_RULE_DEBS";
+
+/// The Debian packages the panel's `rules refresh` reads (the countries' networks,
+/// the ad lists), downloaded (not installed: `tor-geoipdb` would pull in tor) into
+/// `peers/rule-debs`, in the versions this machine's apt offers.
+pub(super) fn rule_debs(peers_dir: &Path) -> Result<PathBuf> {
+    const PACKAGES: [&str; 2] = ["tor-geoipdb", "webext-ublock-origin-firefox"];
+    let dir = peers_dir.join("rule-debs");
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let has = |package: &str| {
+        fs::read_dir(&dir).is_ok_and(|entries| {
+            entries.filter_map(|e| e.ok()).any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.starts_with(&format!("{package}_")) && name.ends_with(".deb")
+            })
+        })
+    };
+    let missing: Vec<&str> = PACKAGES.into_iter().filter(|p| !has(p)).collect();
+    if !missing.is_empty() {
+        println!(
+            "rule sets' packages: downloading {} with apt-get",
+            missing.join(", ")
+        );
+        let download = Cmd::new("apt-get")
+            .args(["download"])
+            .args(&missing)
+            .dir(&dir);
+        if download.run().is_err() {
+            println!("(apt-get download failed: updating the package lists and trying again)");
+            Cmd::new("apt-get").args(["update"]).run()?;
+            Cmd::new("apt-get")
+                .args(["download"])
+                .args(&missing)
+                .dir(&dir)
+                .run()
+                .context("downloading the rule sets' packages with apt-get")?;
+        }
+    }
+    Ok(dir)
+}

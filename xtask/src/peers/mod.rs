@@ -86,6 +86,8 @@ pub(crate) struct Peers {
     pub(crate) curl: PathBuf,
     /// Debian's aria2: a real BitTorrent client, for the node's "no torrents" rule.
     pub(crate) aria2: PathBuf,
+    /// The directory holding the Debian packages of the rule sets' maintained lists.
+    pub(crate) rule_debs: PathBuf,
 }
 
 impl Peers {
@@ -112,6 +114,7 @@ impl Peers {
             format!("{VPS_ENV}={}", self.vps_root.display()),
             format!("{CURL_ENV}={}", self.curl.display()),
             format!("{ARIA2_ENV}={}", self.aria2.display()),
+            format!("{}={}", apt::RULE_DEBS_ENV, self.rule_debs.display()),
         ]
     }
 }
@@ -140,6 +143,7 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         vps_root: vps::vps(&peers_dir)?,
         curl: apt::program("curl", CURL_ENV, "/usr/bin/curl", "curl")?,
         aria2: apt::program("aria2", ARIA2_ENV, "/usr/bin/aria2c", "aria2")?,
+        rule_debs: apt::rule_debs(&peers_dir)?,
     })
 }
 

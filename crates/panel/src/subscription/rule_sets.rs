@@ -11,7 +11,9 @@
 //!   in (`ru`, `su`, `рф`; `ir`; `cn`);
 //! - `ads`: nothing built in.
 //!
-//! The operator adds to any set with a file `data_dir/rule-sets/NAME.txt`: one domain
+//! `switchyard panel rules refresh` writes the maintained lists (countries' networks,
+//! ads) to `data_dir/rule-sets/maintained/NAME.txt` (`crate::rule_refresh`); the
+//! operator adds to any set with a file `data_dir/rule-sets/NAME.txt`: one domain
 //! or network per line (a bare address served as a /32 or /128), `#` comments. Files are read when a set is asked for, so a
 //! changed list is served at once; the ETag follows the content.
 
@@ -165,23 +167,42 @@ pub fn built_in(name: &str) -> Option<RuleSet> {
     Some(set)
 }
 
-/// The set `name`: built in, plus the operator's file in `dir` (`NAME.txt`) when
-/// there is one; lines that are neither a domain nor a network are skipped.
+/// The set `name`: built in, plus the maintained list (`dir/maintained/NAME.txt`,
+/// written by `switchyard panel rules refresh`) and the operator's file in `dir`
+/// (`NAME.txt`) when there are; lines that are neither a domain nor a network are
+/// skipped.
 pub fn load(dir: &Path, name: &str) -> Option<RuleSet> {
     let mut set = built_in(name)?;
-    let path = dir.join(format!("{name}.txt"));
-    let Ok(meta) = std::fs::metadata(&path) else {
-        return Some(set);
+    let files = [
+        dir.join(crate::rule_refresh::MAINTAINED)
+            .join(format!("{name}.txt")),
+        dir.join(format!("{name}.txt")),
+    ];
+    for path in files {
+        add_file(&mut set, &path);
+    }
+    set.domains.sort();
+    set.domains.dedup();
+    set.cidrs.sort();
+    set.cidrs.dedup();
+    Some(set)
+}
+
+/// Adds the file at `path` to `set`, when there is one (too large or unreadable:
+/// logged, left out).
+fn add_file(set: &mut RuleSet, path: &Path) {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return;
     };
     if meta.len() > MAX_FILE {
         tracing::warn!(path = %path.display(), "rule set file over {MAX_FILE} bytes: not read");
-        return Some(set);
+        return;
     }
-    let text = match std::fs::read_to_string(&path) {
+    let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => {
             tracing::warn!(path = %path.display(), "rule set file not read: {e}");
-            return Some(set);
+            return;
         }
     };
     for line in text.lines().take(MAX_LINES) {
@@ -201,11 +222,6 @@ pub fn load(dir: &Path, name: &str) -> Option<RuleSet> {
             }
         }
     }
-    set.domains.sort();
-    set.domains.dedup();
-    set.cidrs.sort();
-    set.cidrs.dedup();
-    Some(set)
 }
 
 impl RuleSet {

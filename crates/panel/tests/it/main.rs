@@ -35,6 +35,7 @@ mod reality;
 mod routes;
 mod routing_api;
 mod routing_presets;
+mod rule_refresh;
 mod schema_strict;
 mod schemathesis;
 mod ssh_install_api;

@@ -282,19 +282,28 @@ async fn watch(path: &Path, mut seen: Option<SystemTime>, node: &Arc<Node>) {
     }
 }
 
-pub(crate) async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Resolves at SIGTERM or SIGINT (then says `STOPPING=1` to systemd). The handlers
+/// are installed when this is called, not when it is first polled: a signal that
+/// comes right after `READY=1` (before the task holding the future runs) must start
+/// the graceful stop, not kill the process.
+pub(crate) fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = signal(SignalKind::terminate()).ok();
+    let int = signal(SignalKind::interrupt()).ok();
+    async move {
+        let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
             }
-            Err(_) => std::future::pending().await,
+        };
+        tokio::select! {
+            () = wait(term) => {}
+            () = wait(int) => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = term => {}
+        tracing::info!("stopping");
+        super::notify::notify("STOPPING=1");
     }
-    tracing::info!("stopping");
-    super::notify::notify("STOPPING=1");
 }

@@ -7,6 +7,7 @@
 //! --to FILE`: an online copy of the SQLite database.
 
 mod install;
+mod rules;
 mod upgrade;
 
 use std::net::SocketAddr;
@@ -80,6 +81,9 @@ enum PanelCommand {
     Uninstall(install::UninstallArgs),
     /// Upgrade the running panel to a new binary; its API keeps answering.
     Upgrade(upgrade::UpgradeArgs),
+    /// The rule sets apps fetch for split tunnelling: `rules refresh` updates the
+    /// maintained lists (countries' networks, ads) from Debian's packages.
+    Rules(rules::RulesArgs),
 }
 
 impl PanelArgs {
@@ -107,6 +111,9 @@ impl PanelArgs {
         }
         super::node::init_logs();
         let config = self.config()?;
+        if let Some(PanelCommand::Rules(args)) = self.command {
+            return args.run(&config);
+        }
         let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
         match self.command {
             Some(PanelCommand::Seed {

@@ -173,6 +173,8 @@ impl UpArgs {
                     .await?
             }
         };
+        // Installed before anyone can read that it is up.
+        let shutdown = super::node::shutdown_signal();
         println!("Switchyard is up.");
         println!("panel: http://{}", panel.api);
         match &panel.first_admin {
@@ -195,7 +197,7 @@ impl UpArgs {
             panel.api, demo.subscription_path
         );
         println!("Ctrl-C stops; run it again with the same --data to resume.");
-        super::node::shutdown_signal().await;
+        shutdown.await;
         node.shutdown().await;
         panel.shutdown().await;
         Ok(())

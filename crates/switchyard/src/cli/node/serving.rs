@@ -112,9 +112,11 @@ pub(crate) async fn serve(
     let control = Handed::of(Kind::Tcp, control_addr, &listener)
         .context("keeping the control API's socket")?;
     let (handed_over, stop) = tokio::sync::oneshot::channel::<()>();
+    // The handlers are installed here, before `READY=1`.
+    let shutdown = super::shutdown_signal();
     let signal = async move {
         tokio::select! {
-            () = super::shutdown_signal() => {}
+            () = shutdown => {}
             _ = stop => {}
         }
     };

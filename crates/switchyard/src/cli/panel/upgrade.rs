@@ -164,12 +164,15 @@ pub(crate) async fn serve(config: PanelConfig) -> anyhow::Result<()> {
         );
     }
     println!("node channel: {}", panel.channel);
-    crate::cli::notify::notify("READY=1");
+    // Installed before `READY=1`: a SIGTERM right after it stops the panel gracefully.
+    let shutdown = crate::cli::node::shutdown_signal();
+    tokio::pin!(shutdown);
     let mut usr2 =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined2()).ok();
+    crate::cli::notify::notify("READY=1");
     loop {
         tokio::select! {
-            () = crate::cli::node::shutdown_signal() => {
+            () = &mut shutdown => {
                 panel.shutdown().await;
                 return Ok(());
             }
