@@ -113,6 +113,16 @@ pub fn client_config(entries: &[Entry], options: &ClashOptions) -> String {
     yaml::to_string(&config_value(entries, options))
 }
 
+/// [`client_config`] in an operator's template ([`crate::template::clash`]).
+pub fn client_config_in(entries: &[Entry], options: &ClashOptions, template: &Value) -> String {
+    let ours = config_value(entries, options);
+    yaml::to_string(&crate::template::clash(
+        template,
+        &ours,
+        &options.group_name,
+    ))
+}
+
 /// The config as a JSON value, before it is written as YAML.
 pub(crate) fn config_value(entries: &[Entry], options: &ClashOptions) -> Value {
     let owned: Vec<Entry> = entries

@@ -83,6 +83,7 @@ pub mod share;
 pub mod singbox;
 pub mod singbox_vpn;
 pub mod socks5;
+pub mod template;
 pub mod trojan;
 pub mod vision;
 pub mod vless;

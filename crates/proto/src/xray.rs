@@ -93,6 +93,19 @@ pub fn client_configs(entries: &[Entry], options: &XrayOptions) -> Value {
     )
 }
 
+/// [`client_configs`], each in an operator's template ([`crate::template::xray`]).
+pub fn client_configs_in(entries: &[Entry], options: &XrayOptions, template: &Value) -> Value {
+    match client_configs(entries, options) {
+        Value::Array(configs) => Value::Array(
+            configs
+                .iter()
+                .map(|c| crate::template::xray(template, c))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// Whether Xray can run `entry`: not Hysteria 2, which it has no outbound for.
 pub fn has_xray_form(entry: &Entry) -> bool {
     !matches!(entry.protocol, EntryProtocol::Hysteria2 { .. })

@@ -20,6 +20,7 @@ pub mod routing;
 pub mod rule_sets;
 pub mod ssh_install;
 pub mod subscription;
+pub mod templates;
 pub mod tunnels;
 pub mod upgrade;
 pub mod users;
@@ -238,7 +239,7 @@ impl AppState {
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
         users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash, rule_sets::xray,
         routing::cluster_routing, routing::set_cluster_routing, routing::user_routing,
-        routing::set_user_routing,
+        routing::set_user_routing, templates::template, templates::set_template,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
         tunnels::delete_tunnel, tunnels::duplicate_tunnel, tunnels::reissue_certificate,
         tunnels::rotate_credentials,
@@ -362,6 +363,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/users/{id}/routing",
             get(routing::user_routing).put(routing::set_user_routing),
+        )
+        .route(
+            "/templates/{format}",
+            get(templates::template).put(templates::set_template),
         )
         .route(
             "/clusters/{id}/routes",

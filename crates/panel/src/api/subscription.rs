@@ -282,7 +282,16 @@ pub async fn subscription(
             let routing =
                 crate::model::routing::effective(own_routing.as_ref(), clusters, &settings.routing)
                     .routing(&state.config().public_base());
-            let b = app_body(f, &entries, &settings.title, &vpn, builds_vpn, &routing);
+            let template = super::templates::load(store, f).await?;
+            let b = app_body(
+                f,
+                &entries,
+                &settings.title,
+                &vpn,
+                builds_vpn,
+                &routing,
+                template.as_ref(),
+            );
             // Happ takes its routing from a profile (with the panel's geo files); it
             // is made anew once a day at most (`LastUpdated`, a day's start).
             let day = u64::try_from(now / 1000).unwrap_or(0) / 86_400 * 86_400;

@@ -111,4 +111,7 @@ pub trait Store:
 
     /// Replaces a setting.
     async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError>;
+
+    /// The value of a setting, if there is one.
+    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError>;
 }

@@ -318,6 +318,14 @@ impl Store for SqlStore {
         Ok(row.try_get(0)?)
     }
 
+    async fn setting(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query("SELECT value FROM settings WHERE key = $1")
+            .bind(key)
+            .fetch_optional(&self.read)
+            .await?;
+        Ok(row.map(|r| r.try_get(0)).transpose()?)
+    }
+
     async fn put_setting(&self, key: &str, value: &str) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
         sqlx::query(

@@ -24,7 +24,8 @@ pub struct AppBody {
 /// Clash config (the apps' TUN switch uses it) and Xray config (the apps carry their
 /// VPN into its SOCKS inbound) carries it; a sing-box config only for an app that
 /// builds its VPN from the config (`builds_vpn`). `routing` is the split tunnelling
-/// every config carries (share links carry none).
+/// every config carries (share links carry none); `template` the operator's base
+/// config for the format, if any (`switchyard_proto::template`).
 pub fn app_body(
     format: Format,
     entries: &[Entry],
@@ -32,6 +33,7 @@ pub fn app_body(
     vpn: &VpnOptions,
     builds_vpn: bool,
     routing: &Routing,
+    template: Option<&serde_json::Value>,
 ) -> AppBody {
     let (text, content_type, file_name) = match format {
         Format::SingBox => {
@@ -42,11 +44,14 @@ pub fn app_body(
                 ..Default::default()
             };
             let config = switchyard_proto::singbox::ClientConfig::new(entries, &options);
-            (
-                serde_json::to_string(&config).unwrap_or_default(),
-                "application/json; charset=utf-8",
-                "switchyard.json",
-            )
+            let text = match template {
+                Some(t) => {
+                    let ours = serde_json::to_value(&config).unwrap_or_default();
+                    switchyard_proto::template::singbox(t, &ours, group_name).to_string()
+                }
+                None => serde_json::to_string(&config).unwrap_or_default(),
+            };
+            (text, "application/json; charset=utf-8", "switchyard.json")
         }
         Format::Clash => {
             let options = switchyard_proto::clash::ClashOptions {
@@ -56,7 +61,10 @@ pub fn app_body(
                 ..Default::default()
             };
             (
-                switchyard_proto::clash::client_config(entries, &options),
+                match template {
+                    Some(t) => switchyard_proto::clash::client_config_in(entries, &options, t),
+                    None => switchyard_proto::clash::client_config(entries, &options),
+                },
                 "text/yaml; charset=utf-8",
                 "switchyard.yaml",
             )
@@ -67,7 +75,10 @@ pub fn app_body(
                 routing: Some(routing.clone()),
                 ..Default::default()
             };
-            let configs = switchyard_proto::xray::client_configs(entries, &options);
+            let configs = match template {
+                Some(t) => switchyard_proto::xray::client_configs_in(entries, &options, t),
+                None => switchyard_proto::xray::client_configs(entries, &options),
+            };
             (
                 serde_json::to_string(&configs).unwrap_or_default(),
                 "application/json; charset=utf-8",

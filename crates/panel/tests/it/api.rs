@@ -1194,7 +1194,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 43] = [
+const ROUTES: [(&str, &[&str]); 44] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
@@ -1208,6 +1208,7 @@ const ROUTES: [(&str, &[&str]); 43] = [
     ("/api/v1/clusters/{id}/routes/order", &["put"]),
     ("/api/v1/clusters/{id}/routing", &["get", "put"]),
     ("/api/v1/users/{id}/routing", &["get", "put"]),
+    ("/api/v1/templates/{format}", &["get", "put"]),
     ("/api/v1/routes/{id}", &["delete", "get", "put"]),
     ("/api/v1/routes/{id}/move", &["post"]),
     ("/api/v1/inbounds/{id}/route", &["put"]),

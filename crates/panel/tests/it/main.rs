@@ -45,6 +45,7 @@ mod sub_formats;
 mod sub_hardening;
 mod sub_vpn_tun;
 mod subscription;
+mod templates;
 mod trusted_proxies;
 mod tunnel_dests;
 mod tunnels;

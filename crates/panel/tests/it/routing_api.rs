@@ -4,7 +4,7 @@
 //! default; `null` clears. Bad entries are refused naming the field; an unknown id is
 //! `404`. On SQLite and PostgreSQL.
 
-use crate::common::{Harness, vless};
+use crate::common::{Harness, one_user};
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
@@ -28,36 +28,7 @@ async fn rule_sets(h: &Harness, path: &str) -> Vec<String> {
 async fn story(h: &Harness) {
     let token = h.token().await;
     let t = &token;
-    let c = h
-        .post("/api/v1/clusters")
-        .bearer(t)
-        .json(&json!({"name": "eu"}))
-        .send()
-        .await
-        .ok(StatusCode::CREATED)["id"]
-        .clone();
-    let s = h
-        .post("/api/v1/servers")
-        .bearer(t)
-        .json(&json!({"cluster_id": c, "name": "de-1", "address": "203.0.113.1"}))
-        .send()
-        .await
-        .ok(StatusCode::CREATED)["id"]
-        .as_i64()
-        .unwrap();
-    h.post("/api/v1/inbounds")
-        .bearer(t)
-        .json(&vless(s, "Frankfurt", 443))
-        .send()
-        .await
-        .ok(StatusCode::CREATED);
-    let user = h
-        .post("/api/v1/users")
-        .bearer(t)
-        .json(&json!({"username": "alice"}))
-        .send()
-        .await
-        .ok(StatusCode::CREATED);
+    let (c, user) = one_user(h, t).await;
     let (u, path) = (
         user["id"].clone(),
         user["subscription_path"].as_str().unwrap().to_owned(),

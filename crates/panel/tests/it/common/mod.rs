@@ -307,3 +307,39 @@ pub async fn server_at(h: &Harness, t: &str, name: &str, address: &str) -> i64 {
         .as_i64()
         .unwrap()
 }
+
+/// A cluster `eu` with a server `de-1` and its VLESS+TLS inbound `Frankfurt`, and the
+/// user `alice`: the cluster's id and the user, as the API answered.
+pub async fn one_user(h: &Harness, t: &str) -> (Value, Value) {
+    let c = h
+        .post("/api/v1/clusters")
+        .bearer(t)
+        .json(&serde_json::json!({"name": "eu"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED)["id"]
+        .clone();
+    let s = h
+        .post("/api/v1/servers")
+        .bearer(t)
+        .json(&serde_json::json!({"cluster_id": c, "name": "de-1", "address": "203.0.113.1"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED)["id"]
+        .as_i64()
+        .unwrap();
+    h.post("/api/v1/inbounds")
+        .bearer(t)
+        .json(&vless(s, "Frankfurt", 443))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    let user = h
+        .post("/api/v1/users")
+        .bearer(t)
+        .json(&serde_json::json!({"username": "alice"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    (c, user)
+}
