@@ -53,6 +53,7 @@ const ASSETS: &[Asset] = assets![
     "js/users.js" => JS,
     "js/tunnels.js" => JS,
     "js/account.js" => JS,
+    "js/templates.js" => JS,
 ];
 
 /// The policy every UI answer carries.

@@ -64,6 +64,7 @@ mod ui_inbound_transport;
 mod ui_node_and_limits;
 mod ui_routing;
 mod ui_ssh_install;
+mod ui_templates;
 mod ui_trusted_proxies;
 mod ui_tunnel_cdn;
 mod ui_xhttp;

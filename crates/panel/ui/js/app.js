@@ -8,6 +8,7 @@ import { clusterPage, clustersPage } from "./cluster.js";
 import { usersPage } from "./users.js";
 import { tunnelsPage, tunnelPage } from "./tunnels.js";
 import { accountPage } from "./account.js";
+import { templatesPage } from "./templates.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -38,6 +39,7 @@ const PAGES = [
   [/^#\/tunnels\/(\d+)$/, (m, c) => tunnelPage(main, Number(m[1]), c)],
   [/^#\/clusters$/, (_m, c) => clustersPage(main, c)],
   [/^#\/account$/, () => accountPage(main)],
+  [/^#\/templates$/, () => templatesPage(main)],
 ];
 
 async function show() {
@@ -77,6 +79,7 @@ function drawNav() {
     h("a", { href: "#/clusters" }, "Clusters"),
     h("a", { href: "#/users" }, "Users"),
     h("a", { href: "#/tunnels" }, "Tunnels"),
+    h("a", { href: "#/templates" }, "Templates"),
     h("a", { href: "#/account" }, "Account"),
     h("button", { type: "button", class: "link", onclick: logout }, "Log out"));
 }
