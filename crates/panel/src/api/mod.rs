@@ -57,6 +57,8 @@ struct Inner {
     metrics: Arc<Metrics>,
     health: HealthSettings,
     topology: Topology,
+    /// The operators' templates, cached.
+    templates: crate::subscription::templates::Templates,
     /// Subscription fetches per token.
     fetches: crate::subscription::limit::FetchLimiter,
     /// The node channels of this instance, once it holds any (absent in tests of the
@@ -90,6 +92,7 @@ impl AppState {
         metrics: Arc<Metrics>,
     ) -> Self {
         let topology = Topology::new(store.clone(), changes);
+        let templates = crate::subscription::templates::Templates::new(store.clone(), changes);
         let limiter =
             login_limit::LoginLimiter::new(config.auth.login_burst, config.auth.login_refill_s);
         let password_checks = login_limit::PasswordChecks::new(
@@ -115,6 +118,7 @@ impl AppState {
             metrics,
             health: HealthSettings::default(),
             topology,
+            templates,
             nodes: std::sync::OnceLock::new(),
             installer: std::sync::OnceLock::new(),
             ssh_jobs: crate::ssh_install::Jobs::default(),
@@ -214,6 +218,11 @@ impl AppState {
     /// The clusters' routes, servers and inbounds, cached for subscriptions.
     pub fn topology(&self) -> &Topology {
         &self.0.topology
+    }
+
+    /// The operators' templates, cached for subscriptions.
+    pub fn templates(&self) -> &crate::subscription::templates::Templates {
+        &self.0.templates
     }
 }
 

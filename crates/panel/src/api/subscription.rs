@@ -282,7 +282,7 @@ pub async fn subscription(
             let routing =
                 crate::model::routing::effective(own_routing.as_ref(), clusters, &settings.routing)
                     .routing(&state.config().public_base());
-            let template = super::templates::load(store, f).await?;
+            let template = state.templates().get(f).await?;
             let b = app_body(
                 f,
                 &entries,
@@ -290,7 +290,7 @@ pub async fn subscription(
                 &vpn,
                 builds_vpn,
                 &routing,
-                template.as_ref(),
+                template.as_deref(),
             );
             // Happ takes its routing from a profile (with the panel's geo files); it
             // is made anew once a day at most (`LastUpdated`, a day's start).

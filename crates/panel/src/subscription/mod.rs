@@ -30,4 +30,5 @@ pub mod page;
 pub mod refusal;
 pub mod rule_sets;
 pub mod support;
+pub mod templates;
 pub mod topology;
