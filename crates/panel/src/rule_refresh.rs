@@ -199,8 +199,19 @@ pub fn refresh(rule_sets: &Path, debs: &[PathBuf]) -> Result<Refreshed, RefreshE
     Ok(done)
 }
 
+/// Writes `path` whole: a temporary file, flushed to disk, renamed into place, and
+/// the directory flushed, so a crash leaves the old list or the new one, never half.
 fn write_atomically(path: &Path, text: &str) -> Result<(), RefreshError> {
+    use std::io::Write as _;
     let tmp = path.with_extension("tmp");
-    fs::write(&tmp, text).map_err(io_err(&tmp))?;
-    fs::rename(&tmp, path).map_err(io_err(path))
+    let mut file = fs::File::create(&tmp).map_err(io_err(&tmp))?;
+    file.write_all(text.as_bytes()).map_err(io_err(&tmp))?;
+    file.sync_all().map_err(io_err(&tmp))?;
+    fs::rename(&tmp, path).map_err(io_err(path))?;
+    if let Some(dir) = path.parent() {
+        fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err(dir))?;
+    }
+    Ok(())
 }

@@ -59,6 +59,8 @@ struct Inner {
     topology: Topology,
     /// The operators' templates, cached.
     templates: crate::subscription::templates::Templates,
+    /// The rule sets apps fetch, as served.
+    rule_sets: Arc<crate::subscription::rule_cache::RuleCache>,
     /// Subscription fetches per token.
     fetches: crate::subscription::limit::FetchLimiter,
     /// The node channels of this instance, once it holds any (absent in tests of the
@@ -93,6 +95,9 @@ impl AppState {
     ) -> Self {
         let topology = Topology::new(store.clone(), changes);
         let templates = crate::subscription::templates::Templates::new(store.clone(), changes);
+        let rule_sets = Arc::new(crate::subscription::rule_cache::RuleCache::new(
+            config.data_dir.join(rule_sets::DIR),
+        ));
         let limiter =
             login_limit::LoginLimiter::new(config.auth.login_burst, config.auth.login_refill_s);
         let password_checks = login_limit::PasswordChecks::new(
@@ -119,6 +124,7 @@ impl AppState {
             health: HealthSettings::default(),
             topology,
             templates,
+            rule_sets,
             nodes: std::sync::OnceLock::new(),
             installer: std::sync::OnceLock::new(),
             ssh_jobs: crate::ssh_install::Jobs::default(),
@@ -218,6 +224,11 @@ impl AppState {
     /// The clusters' routes, servers and inbounds, cached for subscriptions.
     pub fn topology(&self) -> &Topology {
         &self.0.topology
+    }
+
+    /// The rule sets apps fetch, as served.
+    pub fn rule_sets(&self) -> &Arc<crate::subscription::rule_cache::RuleCache> {
+        &self.0.rule_sets
     }
 
     /// The operators' templates, cached for subscriptions.

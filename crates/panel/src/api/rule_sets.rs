@@ -1,7 +1,8 @@
 //! `GET /rules/sing-box/{file}`, `GET /rules/clash/{file}` and `GET /rules/xray/{file}`:
 //! the rule sets users' apps fetch for split tunnelling (`crate::subscription::rule_sets`). Public, like
 //! subscriptions (the lists are no secret), with ETags: an app that has the set gets
-//! `304`.
+//! `304`. Answers are built once and kept until a file behind them changes
+//! (`crate::subscription::rule_cache`).
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -10,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use super::problem::{ApiError, Problem};
 use crate::subscription::geodat;
+use crate::subscription::rule_cache::Served;
 use crate::subscription::rule_sets::{load, xray_codes};
 
 /// The directory of the operator's additions, under the panel's data directory.
@@ -29,15 +31,18 @@ pub async fn singbox(
     Path(file): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let set = file
+    let name = file
         .strip_suffix(".json")
-        .and_then(|name| load(&state.config().data_dir.join(DIR), name))
+        .ok_or_else(no_such_set)?
+        .to_owned();
+    let served = state
+        .rule_sets()
+        .get(&format!("sing-box/{file}"), move |dir| {
+            load(dir, &name).map(|s| s.singbox().into_bytes())
+        })
+        .await
         .ok_or_else(no_such_set)?;
-    Ok(answer(
-        set.singbox().into_bytes(),
-        "application/json",
-        &headers,
-    ))
+    Ok(answer(&served, "application/json", &headers))
 }
 
 /// A mihomo rule provider, text format: `NAME-domain.txt` or `NAME-ip.txt`.
@@ -54,20 +59,24 @@ pub async fn clash(
     Path(file): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let dir = state.config().data_dir.join(DIR);
-    let stem = file.strip_suffix(".txt").ok_or_else(no_such_set)?;
-    let body = if let Some(name) = stem.strip_suffix("-domain") {
-        load(&dir, name).map(|s| s.clash_domains())
-    } else if let Some(name) = stem.strip_suffix("-ip") {
-        load(&dir, name).map(|s| s.clash_cidrs())
-    } else {
-        None
-    };
-    Ok(answer(
-        body.ok_or_else(no_such_set)?.into_bytes(),
-        "text/plain; charset=utf-8",
-        &headers,
-    ))
+    let stem = file
+        .strip_suffix(".txt")
+        .ok_or_else(no_such_set)?
+        .to_owned();
+    let served = state
+        .rule_sets()
+        .get(&format!("clash/{file}"), move |dir| {
+            if let Some(name) = stem.strip_suffix("-domain") {
+                load(dir, name).map(|s| s.clash_domains().into_bytes())
+            } else if let Some(name) = stem.strip_suffix("-ip") {
+                load(dir, name).map(|s| s.clash_cidrs().into_bytes())
+            } else {
+                None
+            }
+        })
+        .await
+        .ok_or_else(no_such_set)?;
+    Ok(answer(&served, "text/plain; charset=utf-8", &headers))
 }
 
 /// Xray's `geosite.dat` or `geoip.dat` of the panel's sets, under the codes the Xray
@@ -85,13 +94,24 @@ pub async fn xray(
     Path(file): Path<String>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (sites, ips) = xray_codes(&state.config().data_dir.join(DIR));
-    let body = match file.as_str() {
-        "geosite.dat" => geodat::geosite(&sites),
-        "geoip.dat" => geodat::geoip(&ips),
+    let site = match file.as_str() {
+        "geosite.dat" => true,
+        "geoip.dat" => false,
         _ => return Err(no_such_set()),
     };
-    Ok(answer(body, "application/octet-stream", &headers))
+    let served = state
+        .rule_sets()
+        .get(&format!("xray/{file}"), move |dir| {
+            let (sites, ips) = xray_codes(dir);
+            Some(if site {
+                geodat::geosite(&sites)
+            } else {
+                geodat::geoip(&ips)
+            })
+        })
+        .await
+        .ok_or_else(no_such_set)?;
+    Ok(answer(&served, "application/octet-stream", &headers))
 }
 
 fn no_such_set() -> ApiError {
@@ -99,19 +119,19 @@ fn no_such_set() -> ApiError {
 }
 
 /// `body` with its ETag, or `304` when the app has it.
-fn answer(body: Vec<u8>, content_type: &'static str, headers: &HeaderMap) -> Response {
-    let tag = crate::ui::etag(&body);
-    let fresh = crate::ui::is_fresh(headers, &tag);
+fn answer(served: &Served, content_type: &'static str, headers: &HeaderMap) -> Response {
+    let tag = &served.etag;
+    let fresh = crate::ui::is_fresh(headers, tag);
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
-        (StatusCode::OK, body).into_response()
+        (StatusCode::OK, served.body.clone()).into_response()
     };
     let h = response.headers_mut();
     if !fresh {
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     }
-    if let Ok(v) = HeaderValue::from_str(&tag) {
+    if let Ok(v) = HeaderValue::from_str(tag) {
         h.insert(header::ETAG, v);
     }
     h.insert(

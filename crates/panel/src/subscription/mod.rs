@@ -28,6 +28,7 @@ pub mod limit;
 pub mod names;
 pub mod page;
 pub mod refusal;
+pub mod rule_cache;
 pub mod rule_sets;
 pub mod support;
 pub mod templates;
