@@ -115,6 +115,12 @@ pub const RESULTS_GRACE: Duration = Duration::from_secs(1);
 /// shorter fails the connections that come right after a check, the case holding is for.
 pub const HOLD_LIMIT: Duration = Duration::from_secs(25);
 
+/// How many servers a held connection may be carried by while it waits
+/// ([`Engine::standby`](crate::Engine::standby)): the best two after the current one.
+/// A check would most likely settle on the first; the second covers a first that
+/// refuses too. More would spend the app's patience dialling servers in turn.
+pub const STANDBY: usize = 2;
+
 /// History, marks and speed results of a server that is in no subscription are
 /// forgotten once it has been absent this long (strictly longer). A day keeps a server
 /// that a provider drops for one update and brings back the next (its history and marks

@@ -33,7 +33,7 @@ use tokio::sync::{mpsc, watch};
 use crate::meter::{Meter, Metered};
 use crate::outbound::Outbound;
 pub(crate) use error::ServeError;
-use hold::{Gate, HOLD_LIMIT, HoldState};
+use hold::{BRIDGE_AFTER, Gate, HOLD_LIMIT, HoldState, STANDBY_DIAL};
 use udp::{UDP_IDLE_TIMEOUT, UdpCounters, UdpStats};
 
 /// How long a client has to send its request.
@@ -50,6 +50,9 @@ pub struct Proxy {
     meter: Arc<Meter>,
     /// Bumped by a switch that closes the connections open through the old server.
     generation: Arc<watch::Sender<u64>>,
+    /// Never bumped: what a connection a server standing by carried waits on, so a
+    /// switch (most likely to that very server) does not cut it ([`hold`]).
+    kept: Arc<watch::Sender<u64>>,
     /// Reports connections that could not be made to Auto and holds new ones while
     /// Auto waits for a check's verdict ([`hold`]).
     gate: Arc<Gate>,
@@ -81,6 +84,7 @@ impl Proxy {
             server: Arc::default(),
             meter: Arc::default(),
             generation: Arc::new(watch::channel(0).0),
+            kept: Arc::new(watch::channel(0).0),
             gate: Arc::new(Gate::new(failed)),
             udp: Arc::default(),
         };
@@ -199,8 +203,9 @@ impl Proxy {
 
     /// A stream to `destination` through the current server, metered, and the
     /// receiver that says when a switch closes it. New connections wait while Auto
-    /// holds them ([`hold`]); a dial that fails is reported to Auto, waits for its
-    /// verdict and is made once more when Auto moved to another server meanwhile.
+    /// holds them ([`hold`]), and past [`BRIDGE_AFTER`] go through a server standing
+    /// by; a dial that fails is reported to Auto, waits for its verdict (or a standby
+    /// server) and is made once more when Auto moved to another server meanwhile.
     /// `first_len`: the bytes the app already sent with its request.
     async fn dial(
         &self,
@@ -208,6 +213,9 @@ impl Proxy {
         first_len: usize,
     ) -> Result<(Metered<BoxIo>, watch::Receiver<u64>), DialError> {
         let cap = tokio::time::Instant::now() + HOLD_LIMIT;
+        if let Some(carried) = self.standby(destination, cap).await {
+            return Ok(carried);
+        }
         self.gate.wait(cap).await;
         let Some(server) = self.server() else {
             return Err(DialError::NoServer);
@@ -224,7 +232,11 @@ impl Proxy {
         let Some(n) = self.gate.report(server.identity()) else {
             return Err(error);
         };
-        self.gate.verdict(n, cap).await;
+        self.gate.heard(n, cap).await;
+        if let Some(carried) = self.standby(destination, cap).await {
+            return Ok(carried);
+        }
+        self.gate.wait(cap).await;
         let next = match self.server() {
             Some(next) if !Arc::ptr_eq(&next, &server) => next,
             // Auto stayed on it (or decided nothing in time): fail as before.
@@ -238,6 +250,36 @@ impl Proxy {
                 Err(DialError::Server(e))
             }
         }
+    }
+
+    /// While new connections are held: waits up to [`BRIDGE_AFTER`] for the verdict,
+    /// then dials `destination` through the servers standing by in turn, each within
+    /// [`STANDBY_DIAL`]. The first that connects carries it, and no switch closes it.
+    /// `None`: nothing held (any more), or no server standing by took it (the
+    /// connection then waits for the verdict as before). Their failures are not
+    /// reported: Auto checks servers itself, and these are not the current one.
+    async fn standby(
+        &self,
+        destination: &Address,
+        cap: tokio::time::Instant,
+    ) -> Option<(Metered<BoxIo>, watch::Receiver<u64>)> {
+        let by = (tokio::time::Instant::now() + BRIDGE_AFTER).min(cap);
+        for server in self.gate.standby_after(by).await {
+            match tokio::time::timeout(STANDBY_DIAL, server.connect(destination)).await {
+                Ok(Ok(remote)) => {
+                    tracing::debug!(server = %server.entry().name, "a held connection carried by a server standing by");
+                    return Some((
+                        Metered::new(remote, self.meter.clone()),
+                        self.kept.subscribe(),
+                    ));
+                }
+                Ok(Err(e)) => tracing::debug!("standing by: {e}"),
+                Err(_) => {
+                    tracing::debug!(server = %server.entry().name, "standing by: no answer within {STANDBY_DIAL:?}")
+                }
+            }
+        }
+        None
     }
 }
 

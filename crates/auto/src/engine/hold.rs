@@ -7,7 +7,8 @@
 //! holds them and dials them through the server the check settles on. The engine says
 //! whether and until when; the driver holds and releases.
 
-use crate::config::{HOLD_LIMIT, RESULTS_GRACE};
+use crate::config::{HOLD_LIMIT, RESULTS_GRACE, STANDBY};
+use crate::server::ServerId;
 use crate::time::Timestamp;
 
 use super::Engine;
@@ -37,6 +38,24 @@ impl Engine {
             }
         };
         (end <= self.now + HOLD_LIMIT).then(|| self.clock.to_driver(end))
+    }
+
+    /// While connections are held ([`Self::hold_until`]): the servers that may carry
+    /// them meanwhile, the best [`STANDBY`] of the subscription Auto is on that Auto may
+    /// switch to, in queue order, the current one left out. Empty when nothing is held.
+    ///
+    /// A held connection would otherwise wait for the check's verdict, up to the
+    /// quiet time plus the check (21 s), longer than most apps wait. The driver dials
+    /// it through the first of these that takes it; Auto's choice, its checks and its
+    /// measurements stay as they are (no switch, nothing recorded).
+    pub fn standby(&self) -> Vec<ServerId> {
+        if self.hold_until().is_none() {
+            return Vec::new();
+        }
+        let (Some(sub), Some(current)) = (self.auto_sub(), self.state.current.as_ref()) else {
+            return Vec::new();
+        };
+        self.state.best(sub, STANDBY, &[current], self.now)
     }
 
     /// The round of checks a failed connect waited for ended (or was dropped).

@@ -175,3 +175,50 @@ fn a_users_action_during_the_round_ends_the_hold() {
     assert_eq!(h.connected(), (id("b"), ConnectReason::Marked));
     assert_eq!(h.e.hold_until(), None);
 }
+
+#[test]
+fn while_held_the_best_two_others_stand_by_in_queue_order_and_marked_ones_never() {
+    let mut h = H::new(&[("Main", &["a", "b", "c", "d"])]);
+    h.hist_ms("a", &[Some(10), Some(10)]);
+    h.hist_ms("b", &[Some(70), Some(70)]);
+    h.hist_ms("c", &[Some(140), Some(140)]);
+    h.hist_ms("d", &[Some(40), Some(40)]);
+    assert_eq!(h.auto_on("Main").as_str(), "a");
+    // Nothing held: nobody stands by.
+    assert!(h.e.standby().is_empty());
+    h.at(10.0);
+    fail(&mut h, "a");
+    let c = h.probe();
+    h.at(10.5);
+    h.reply(&c, &[("a", 12), ("b", 70), ("c", 140), ("d", 40)]);
+    assert_eq!(h.report().outcome, Outcome::Stay);
+    assert!(h.e.standby().is_empty());
+    // A refusal in the quiet time: held until 31.5 s, d (score 40) then b (70) stand
+    // by; c, third, does not.
+    h.at(20.0);
+    fail(&mut h, "a");
+    assert_eq!(h.e.hold_until(), Some(s(31.5)));
+    assert_eq!(h.e.standby(), vec![id("d"), id("b")]);
+    // A marked server never stands by: b and c remain.
+    h.fire(Event::Mark(vec![id("d")])).unwrap();
+    assert_eq!(h.e.standby(), vec![id("b"), id("c")]);
+    // The verdict ends the hold, and the standby with it.
+    h.at(25.5);
+    let c = h.probe();
+    h.at(25.7);
+    h.reply(&c, &[("b", 70), ("c", 140)]);
+    assert_eq!(h.report().outcome, Outcome::Switch);
+    assert_eq!(h.connected(), (id("b"), ConnectReason::Switch));
+    assert!(h.e.standby().is_empty());
+}
+
+#[test]
+fn a_hold_with_no_other_server_has_nobody_standing_by() {
+    let mut h = H::new(&[("Main", &["a"])]);
+    h.auto_on("Main");
+    h.at(10.0);
+    fail(&mut h, "a");
+    let _ = h.probe();
+    assert_eq!(h.e.hold_until(), Some(s(16.0)));
+    assert!(h.e.standby().is_empty());
+}

@@ -317,9 +317,16 @@ impl Driver {
             let wait = u64::try_from(t.0.saturating_sub(self.now().0)).unwrap_or(0);
             tokio::time::Instant::now() + Duration::from_millis(wait)
         });
+        let standby = self
+            .engine
+            .standby()
+            .iter()
+            .filter_map(|id| self.by_id.get(id).cloned())
+            .collect();
         self.proxy.set_hold(crate::proxy::hold::HoldState {
             until,
             failures_seen: self.failures_seen,
+            standby,
         });
     }
 
