@@ -228,6 +228,10 @@ pub struct SubscriptionSettings {
     pub remote_dns: String,
     /// Split tunnelling in every app's config (`docs/subscriptions.md`).
     pub routing: crate::model::routing::RoutingSettings,
+    /// Paths besides `sub` under which the subscription links of an imported panel
+    /// are answered (Marzban's `XRAY_SUBSCRIPTION_PATH` when it was not `sub`), e.g.
+    /// `["my/sub"]` answers `/my/sub/TOKEN`. Default none (`docs/migration.md`).
+    pub old_paths: Vec<String>,
 }
 
 impl Default for SubscriptionSettings {
@@ -245,6 +249,7 @@ impl Default for SubscriptionSettings {
             fetch_refill_s: 10,
             remote_dns: switchyard_proto::vpn::DEFAULT_REMOTE_DNS.to_owned(),
             routing: Default::default(),
+            old_paths: Vec::new(),
         }
     }
 }
@@ -598,6 +603,36 @@ impl SubscriptionSettings {
         }
         switchyard_proto::vpn::RemoteDns::parse(&self.remote_dns)
             .map_err(|e| invalid("subscription.remote_dns", e))?;
+        if self.old_paths.len() > 8 {
+            return Err(invalid("subscription.old_paths", "at most 8 paths"));
+        }
+        for (i, p) in self.old_paths.iter().enumerate() {
+            let ours = ["sub", "api", "ui", "rules", "install", "metrics", "healthz"];
+            let first = p.split('/').next().unwrap_or("");
+            if p.is_empty()
+                || p.len() > 64
+                || p.starts_with('/')
+                || p.ends_with('/')
+                || p.contains("//")
+                || !p
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_/.".contains(&b))
+                || p.split('/').any(|seg| seg == "." || seg == "..")
+            {
+                return Err(invalid(
+                    &format!("subscription.old_paths[{i}]"),
+                    "must be 1 to 64 characters of letters, digits, - _ . and /, \
+                     without a leading or trailing /",
+                ));
+            }
+            if ours.contains(&first) {
+                return Err(invalid(
+                    &format!("subscription.old_paths[{i}]"),
+                    "must not start with a path this panel uses (sub, api, ui, rules, \
+                     install, metrics, healthz)",
+                ));
+            }
+        }
         self.routing
             .validate("subscription.routing")
             .map_err(|e| invalid(&e.field, e.message))?;

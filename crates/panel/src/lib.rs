@@ -15,6 +15,7 @@ pub mod api;
 pub mod clock;
 pub mod config;
 mod https;
+pub mod import;
 pub mod install;
 pub mod metrics;
 pub mod model;

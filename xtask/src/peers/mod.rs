@@ -24,7 +24,8 @@
 //! "fresh VPS", a Debian bookworm root made with `debootstrap` under
 //! `target/peers/vps-bookworm` that testkit boots with `systemd-nspawn` ([`vps`],
 //! `SWITCHYARD_VPS_ROOT`); and Debian's `pebble`, the ACME test server for the panel's
-//! certificates ([`pebble`]).
+//! certificates ([`pebble`]); and Marzban 0.8.4 from its own sources in a venv, the
+//! import tests' source panel ([`marzban`], `SWITCHYARD_MARZBAN`).
 //! The tests find them through each pin's variable (`env`), PostgreSQL's
 //! (`switchyard_peers::postgres::BIN_ENV`), [`chromium::CHROMIUM_ENV`],
 //! [`chromium::CHROMEDRIVER_ENV`] and [`nginx::ENV`],
@@ -34,6 +35,7 @@
 mod apt;
 mod chromium;
 mod clients;
+mod marzban;
 mod nginx;
 mod pebble;
 mod postgres;
@@ -88,6 +90,8 @@ pub(crate) struct Peers {
     pub(crate) aria2: PathBuf,
     /// The directory holding the Debian packages of the rule sets' maintained lists.
     pub(crate) rule_debs: PathBuf,
+    /// Marzban's sources and venv, the import tests' source panel.
+    pub(crate) marzban: PathBuf,
 }
 
 impl Peers {
@@ -115,6 +119,7 @@ impl Peers {
             format!("{CURL_ENV}={}", self.curl.display()),
             format!("{ARIA2_ENV}={}", self.aria2.display()),
             format!("{}={}", apt::RULE_DEBS_ENV, self.rule_debs.display()),
+            format!("{}={}", marzban::ENV, self.marzban.display()),
         ]
     }
 }
@@ -144,6 +149,7 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         curl: apt::program("curl", CURL_ENV, "/usr/bin/curl", "curl")?,
         aria2: apt::program("aria2", ARIA2_ENV, "/usr/bin/aria2c", "aria2")?,
         rule_debs: apt::rule_debs(&peers_dir)?,
+        marzban: marzban::marzban(&peers_dir)?,
     })
 }
 

@@ -340,10 +340,25 @@ async fn not_found() -> problem::ApiError {
     problem::ApiError::new(axum::http::StatusCode::NOT_FOUND, "no such endpoint")
 }
 
+/// The imported panels' subscription paths (`subscription.old_paths`), answered
+/// as `/sub/…` is.
+fn old_paths(mut router: Router<AppState>, state: &AppState) -> Router<AppState> {
+    for p in &state.config().subscription.old_paths {
+        router = router
+            .route(&format!("/{p}/{{token}}"), get(subscription::subscription))
+            .route(
+                &format!("/{p}/{{token}}/{{client}}"),
+                get(subscription::subscription_as),
+            );
+    }
+    router
+}
+
 /// Subscriptions alone, for a second listener.
 pub fn subscription_router(state: AppState) -> Router {
-    Router::new()
+    old_paths(Router::new(), &state)
         .route("/sub/{token}", get(subscription::subscription))
+        .route("/sub/{token}/{client}", get(subscription::subscription_as))
         .route("/rules/sing-box/{file}", get(rule_sets::singbox))
         .route("/rules/clash/{file}", get(rule_sets::clash))
         .route("/rules/xray/{file}", get(rule_sets::xray))
@@ -473,13 +488,14 @@ pub fn router(state: AppState) -> Router {
             post(users::revoke_subscription),
         )
         .fallback(not_found);
-    Router::new()
+    old_paths(Router::new(), &state)
         .nest("/api/v1", api)
         .route("/", get(crate::ui::index))
         .route("/ui/{*path}", get(crate::ui::file))
         .route("/favicon.ico", get(crate::ui::favicon))
         .route("/api/openapi.json", get(openapi))
         .route("/sub/{token}", get(subscription::subscription))
+        .route("/sub/{token}/{client}", get(subscription::subscription_as))
         .route("/rules/sing-box/{file}", get(rule_sets::singbox))
         .route("/rules/clash/{file}", get(rule_sets::clash))
         .route("/rules/xray/{file}", get(rule_sets::xray))

@@ -165,8 +165,38 @@ pub async fn subscription(
     Query(q): Query<SubscriptionQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    answer(&state, &token, q.format.as_deref(), &headers).await
+}
+
+/// An imported panel's subscription link with the app's kind in the path
+/// (Marzban's `/sub/TOKEN/sing-box`, `clash-meta`, `clash`, `v2ray`, `v2ray-json`):
+/// the same subscription in that format.
+pub async fn subscription_as(
+    State(state): State<AppState>,
+    axum::extract::Path((token, client)): axum::extract::Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let format = match client.as_str() {
+        "sing-box" => "sing-box",
+        "clash" | "clash-meta" => "clash",
+        "v2ray" => "links",
+        "v2ray-json" => "xray",
+        _ => return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription")),
+    };
+    answer(&state, &token, Some(format), &headers).await
+}
+
+/// [`subscription`] and [`subscription_as`], once the path is read. `token` is ours,
+/// or an imported panel's that names a user an import brought (`crate::import`).
+async fn answer(
+    state: &AppState,
+    token: &str,
+    format: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let headers = headers.clone();
     let settings = &state.config().subscription;
-    let wanted = negotiate(q.format.as_deref(), &headers, &settings.agents)?;
+    let wanted = negotiate(format, &headers, &settings.agents)?;
     state.metrics().subscription(match wanted {
         Wanted::Format(f) => Some(f),
         Wanted::Page => None,
@@ -174,16 +204,23 @@ pub async fn subscription(
     let now = state.now();
     // A token out of fetches waits without costing a read; unknown tokens never get
     // a bucket (it is taken from once the token is found).
-    let key = limit::key(&token);
+    let key = limit::key(token);
     if let Some(wait) = state.fetches().waiting(&key, now) {
         return Err(too_many_fetches(wait));
     }
+    let found = match state.store().subscriber(token, now).await? {
+        Some(s) => Some(s),
+        None => match crate::import::resolve(state.store().as_ref(), token).await? {
+            Some(ours) => state.store().subscriber(&ours, now).await?,
+            None => None,
+        },
+    };
     let Some(Subscriber {
         user,
         credentials,
         sticky,
         routing: own_routing,
-    }) = state.store().subscriber(&token, now).await?
+    }) = found
     else {
         return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription"));
     };

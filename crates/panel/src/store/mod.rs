@@ -12,6 +12,7 @@
 
 mod account;
 mod changes;
+mod imports;
 mod inbounds;
 mod rollout;
 mod routes;
@@ -20,6 +21,7 @@ mod rows;
 mod servers;
 mod sql;
 mod sql_account;
+mod sql_imports;
 mod sql_inbounds;
 mod sql_join;
 mod sql_routes;
@@ -43,6 +45,7 @@ pub use account::{
     AccountStore, AdminSession, ApiToken, LiveSession, NewSession, SEEN_EVERY_MS, TokenScope,
 };
 pub use changes::Changes;
+pub use imports::{ImportMode, ImportStore, ImportWritten, ImportedLink, ImportedUser};
 pub use inbounds::{InboundInput, InboundStore};
 pub use routes::{
     Device, DeviceOutcome, DeviceSeen, MAX_DEVICES, RouteInput, RouteStore, Subscriber,
@@ -101,6 +104,7 @@ pub trait Store:
     + TrafficStore
     + TunnelStore
     + AccountStore
+    + ImportStore
     + Send
     + Sync
     + 'static

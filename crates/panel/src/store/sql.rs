@@ -96,6 +96,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0019_node_binary.sql"),
             include_str!("../../migrations/sqlite/0020_inbound_rules.sql"),
             include_str!("../../migrations/sqlite/0021_routing.sql"),
+            include_str!("../../migrations/sqlite/0022_imports.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -119,6 +120,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0019_node_binary.sql"),
             include_str!("../../migrations/postgres/0020_inbound_rules.sql"),
             include_str!("../../migrations/postgres/0021_routing.sql"),
+            include_str!("../../migrations/postgres/0022_imports.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -145,6 +147,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (19, "node_binary"),
         (20, "inbound_rules"),
         (21, "routing"),
+        (22, "imports"),
     ];
     let migrations = files
         .iter()

@@ -31,7 +31,49 @@ impl SqlStore {
         Ok(())
     }
 
-    async fn set_clusters(
+    /// Inserts a user (without clusters) created at `created_ms` whose period began at
+    /// `period_ms`, with `(used_down, lifetime)` already counted (an import's).
+    pub(super) async fn insert_user(
+        tx: &mut Transaction<'static, Any>,
+        input: &UserInput,
+        credentials: &Credentials,
+        token: &str,
+        (created_ms, period_ms): (i64, i64),
+        (used_down, lifetime): (u64, u64),
+    ) -> Result<Id, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO users (username, enabled, note, traffic_limit, reset_strategy, \
+             expires_ms, on_hold_days, period_started_ms, subscription_token, vless_uuid, \
+             trojan_password, ss_seed, created_ms, token_hash, device_limit, address_limit, \
+             used_down, lifetime_bytes) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+             $17, $18) RETURNING id",
+        )
+        .bind(&input.username)
+        .bind(i64::from(input.enabled))
+        .bind(&input.note)
+        .bind(input.traffic_limit.map(to_i64))
+        .bind(input.reset_strategy.as_str())
+        .bind(input.expires_ms)
+        .bind(input.on_hold_days.map(i64::from))
+        .bind(period_ms)
+        .bind(token)
+        .bind(&credentials.vless_uuid)
+        .bind(&credentials.trojan_password)
+        .bind(&credentials.ss_seed)
+        .bind(created_ms)
+        .bind(hash_token(token))
+        .bind(input.device_limit.map(i64::from))
+        .bind(input.address_limit.map(i64::from))
+        .bind(to_i64(used_down))
+        .bind(to_i64(lifetime))
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(|e| conflict(e, "username", "a user with this name exists"))?;
+        Ok(rows::id(&row)?)
+    }
+
+    pub(super) async fn set_clusters(
         tx: &mut Transaction<'static, Any>,
         user: Id,
         clusters: &Option<Vec<Id>>,
@@ -142,33 +184,8 @@ impl UserStore for SqlStore {
         now_ms: i64,
     ) -> Result<User, StoreError> {
         let mut tx = self.begin().await?;
-        let row = sqlx::query(
-            "INSERT INTO users (username, enabled, note, traffic_limit, reset_strategy, \
-             expires_ms, on_hold_days, period_started_ms, subscription_token, vless_uuid, \
-             trojan_password, ss_seed, created_ms, token_hash, device_limit, address_limit) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
-             RETURNING id",
-        )
-        .bind(&input.username)
-        .bind(i64::from(input.enabled))
-        .bind(&input.note)
-        .bind(input.traffic_limit.map(to_i64))
-        .bind(input.reset_strategy.as_str())
-        .bind(input.expires_ms)
-        .bind(input.on_hold_days.map(i64::from))
-        .bind(now_ms)
-        .bind(token)
-        .bind(&credentials.vless_uuid)
-        .bind(&credentials.trojan_password)
-        .bind(&credentials.ss_seed)
-        .bind(now_ms)
-        .bind(hash_token(token))
-        .bind(input.device_limit.map(i64::from))
-        .bind(input.address_limit.map(i64::from))
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(|e| conflict(e, "username", "a user with this name exists"))?;
-        let id = rows::id(&row)?;
+        let id =
+            Self::insert_user(&mut tx, input, credentials, token, (now_ms, now_ms), (0, 0)).await?;
         Self::set_clusters(&mut tx, id, &input.clusters).await?;
         self.commit(tx).await?;
         self.user(id, now_ms).await
@@ -236,6 +253,12 @@ impl UserStore for SqlStore {
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound("user"));
         }
+        // An imported panel's links to the user stop working too (`crate::import`).
+        sqlx::query("UPDATE imported_users SET sub_revoked_ms = $1 WHERE user_id = $2")
+            .bind(now_ms)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         self.user(id, now_ms).await
     }

@@ -23,6 +23,8 @@ mod https;
 mod httpupgrade;
 mod hysteria2;
 mod hysteria2_live;
+mod import_marzban;
+mod import_store;
 mod inbound_rules_live;
 mod input_hygiene;
 mod install_endpoints;

@@ -4,8 +4,10 @@
 //! for benchmarks and load tests; with `--with-inbound`, also a cluster, a server on
 //! 127.0.0.1 and a VLESS+TLS (self-signed) inbound on PORT, so every user's
 //! subscription has one entry and a node that joins the server serves every user. `switchyard panel backup
-//! --to FILE`: an online copy of the SQLite database.
+//! --to FILE`: an online copy of the SQLite database. `switchyard panel import
+//! marzban --db FILE`: users from Marzban ([`import`]).
 
+mod import;
 mod install;
 mod rules;
 mod upgrade;
@@ -84,6 +86,9 @@ enum PanelCommand {
     /// The rule sets apps fetch for split tunnelling: `rules refresh` updates the
     /// maintained lists (countries' networks, ads) from Debian's packages.
     Rules(rules::RulesArgs),
+    /// Bring users from another panel (Marzban), keeping their subscription links
+    /// working: `import marzban --db FILE [--dry-run]`.
+    Import(import::ImportArgs),
 }
 
 impl PanelArgs {
@@ -124,6 +129,7 @@ impl PanelArgs {
                 pool,
             }) => runtime.block_on(seed(config, users, tokens, with_inbound, (routes, pool))),
             Some(PanelCommand::Backup { to }) => runtime.block_on(backup(config, to)),
+            Some(PanelCommand::Import(args)) => runtime.block_on(args.run(config)),
             // Install and uninstall returned above.
             _ => runtime.block_on(upgrade::serve(config)),
         }

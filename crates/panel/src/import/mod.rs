@@ -1,0 +1,365 @@
+//! Bringing users from another panel: `switchyard panel import marzban …`.
+//!
+//! A source is read ([`marzban::read`]), mapped to our users by a pure function
+//! ([`plan`]), and written in one transaction by the store
+//! ([`crate::store::ImportStore`]); with `--dry-run` the same transaction is rolled
+//! back, so the report says exactly what a real run would do. The source's own
+//! subscription links keep working ([`marzban_token`], answered by `/sub/{token}`).
+//! A second import updates the users the first one brought (never duplicating
+//! them) and disables those the source no longer has. `docs/migration.md` says
+//! what maps to what.
+
+pub mod marzban;
+pub mod marzban_token;
+mod report;
+
+use std::path::PathBuf;
+
+pub use report::{AdminSeen, InboundSeen, NodeSeen, NotCarried, Report};
+
+use crate::model::{self, Credentials, ResetStrategy};
+use crate::service::{new_credentials, new_subscription_token};
+use crate::store::{ImportMode, ImportedUser, Store, StoreError, UserInput};
+
+/// The key under which Marzban's users and secret are kept.
+pub const MARZBAN: &str = "marzban";
+
+/// Why an import could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// The source database could not be opened or read.
+    #[error("{}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: sqlx::Error,
+    },
+    /// The file is a database, but not Marzban's.
+    #[error("{}: no alembic_version table: not a Marzban database", .0.display())]
+    NotMarzban(PathBuf),
+    /// The source's schema is one this import does not know.
+    #[error(
+        "{source_panel} schema {found} is not one this import knows (known: {known}); \
+         upgrade {source_panel} to a known release first, or tell us"
+    )]
+    UnknownSchema {
+        /// Which panel.
+        source_panel: &'static str,
+        /// Its schema version.
+        found: String,
+        /// Those we know.
+        known: String,
+    },
+    /// A value in the source does not fit.
+    #[error("{table} row {row}, {field}: {message}")]
+    Field {
+        /// The table.
+        table: &'static str,
+        /// The row's id.
+        row: i64,
+        /// The column.
+        field: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// The source's Xray config could not be read.
+    #[error("{}: {message}", path.display())]
+    XrayConfig {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Our store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A bug.
+    #[error("internal error in the import")]
+    Internal,
+}
+
+/// Maps Marzban's users to ours: what to write, and what could not be carried.
+pub fn plan(source: &marzban::Source, report: &mut Report) -> Vec<ImportedUser> {
+    let mut out = Vec::with_capacity(source.users.len());
+    for u in &source.users {
+        let mut skip = |reason: String| {
+            report.not_carried.push(NotCarried {
+                what: format!("user {}", u.username),
+                reason,
+            })
+        };
+        if let Err(e) = model::check_username("username", &u.username) {
+            skip(format!("its name is not one this panel takes: {e}"));
+            continue;
+        }
+        let mut note = u.note.clone().unwrap_or_default();
+        if let Err(e) = model::names::check_note("note", &note) {
+            skip(format!("its note was left out: {e}"));
+            note.clear();
+        }
+        let reset_strategy = match u.reset_strategy.as_str() {
+            "no_reset" | "" => ResetStrategy::None,
+            "day" => ResetStrategy::Day,
+            "week" => ResetStrategy::Week,
+            "month" => ResetStrategy::MonthFromStart,
+            "year" => ResetStrategy::Year,
+            other => {
+                skip(format!(
+                    "reset strategy {other:?} is unknown: the limit never resets here"
+                ));
+                ResetStrategy::None
+            }
+        };
+        let on_hold = u.status == "on_hold";
+        let on_hold_days = if on_hold {
+            let seconds = u
+                .on_hold_expire_duration
+                .unwrap_or(0)
+                .clamp(1, i64::MAX / 2);
+            let days = u32::try_from((seconds + 86_399) / 86_400)
+                .unwrap_or(36_500)
+                .clamp(1, 36_500);
+            if seconds % 86_400 != 0 {
+                skip(format!(
+                    "on hold for {seconds} s: rounded up to {days} whole days, the unit here"
+                ));
+            }
+            if u.on_hold_timeout_ms.is_some() {
+                skip("its on-hold timeout (start the clock by a date) is not kept: the clock starts at the first connection".into());
+            }
+            Some(days)
+        } else {
+            None
+        };
+        let mut credentials: Credentials = new_credentials();
+        for (kind, settings) in &u.proxies {
+            let text = |key: &str| {
+                settings
+                    .get(key)
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned)
+            };
+            match kind.as_str() {
+                "VLESS" => match text("id") {
+                    Some(id) if is_uuid(&id) => credentials.vless_uuid = id,
+                    _ => skip("its VLESS id is not a UUID: a new one was made".into()),
+                },
+                "Trojan" => match text("password") {
+                    Some(p) if !p.is_empty() && p.len() <= 128 => credentials.trojan_password = p,
+                    _ => {
+                        skip("its Trojan password is empty or too long: a new one was made".into())
+                    }
+                },
+                "VMess" => {
+                    skip("VMess is not served here: its VMess credential was left out".into())
+                }
+                "Shadowsocks" => skip(format!(
+                    "Shadowsocks {} is not served here (only Shadowsocks 2022): a 2022 key was made",
+                    text("method").unwrap_or_default()
+                )),
+                other => skip(format!("proxy type {other:?} is unknown: left out")),
+            }
+        }
+        out.push(ImportedUser {
+            source_key: u.username.clone(),
+            input: UserInput {
+                enabled: u.status != "disabled",
+                note,
+                traffic_limit: u.data_limit,
+                reset_strategy,
+                expires_ms: if on_hold {
+                    None
+                } else {
+                    u.expire.map(|s| s.saturating_mul(1000))
+                },
+                on_hold_days,
+                ..UserInput::new(u.username.clone())
+            },
+            credentials,
+            token: new_subscription_token(),
+            used: u.used_traffic,
+            lifetime: u.used_traffic.saturating_add(u.reset_traffic),
+            created_ms: u.created_ms,
+            sub_revoked_ms: u.sub_revoked_ms,
+        });
+    }
+    out
+}
+
+/// Whether `s` is a UUID in its usual text form.
+fn is_uuid(s: &str) -> bool {
+    s.len() == 36
+        && s.char_indices().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => c == '-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// Our subscription token for an imported panel's link token: the user an import
+/// brought, if the source signed the token and would still accept it. `None` for
+/// anything else (most requests: a token of ours that does not exist), at the cost
+/// of one read when nothing was ever imported.
+pub async fn resolve(store: &dyn Store, token: &str) -> Result<Option<String>, StoreError> {
+    if token.len() < 15 || token.len() > marzban_token::MAX_TOKEN {
+        return Ok(None);
+    }
+    let Some(secret) = store.import_secret(MARZBAN).await? else {
+        return Ok(None);
+    };
+    let Some(t) = marzban_token::verify(token, &secret) else {
+        return Ok(None);
+    };
+    let Some(link) = store.imported_link(MARZBAN, &t.username).await? else {
+        return Ok(None);
+    };
+    Ok(
+        marzban_token::accepted(&t, link.source_created_ms, link.sub_revoked_ms)
+            .then_some(link.token),
+    )
+}
+
+/// Imports the Marzban database at `db` (and its Xray config, when given) into
+/// `store`; with `dry_run` nothing is kept. With `disable_missing`, users an earlier
+/// import brought that Marzban no longer has are disabled.
+pub async fn marzban(
+    store: &dyn Store,
+    db: &std::path::Path,
+    xray_config: Option<&std::path::Path>,
+    (dry_run, disable_missing): (bool, bool),
+    now_ms: i64,
+) -> Result<Report, ImportError> {
+    let source = marzban::read(db).await?;
+    let mut report = Report::new(MARZBAN, &source.schema, dry_run);
+    report.describe(&source);
+    if let Some(path) = xray_config {
+        report.inbounds = report::inbounds(path)?;
+    }
+    let users = plan(&source, &mut report);
+    let written = store
+        .import_users(
+            MARZBAN,
+            &source.secret,
+            &users,
+            ImportMode {
+                disable_missing,
+                dry_run,
+            },
+            now_ms,
+        )
+        .await?;
+    report.written(users.len(), written);
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(status: &str) -> marzban::SourceUser {
+        marzban::SourceUser {
+            username: "alice".into(),
+            status: status.into(),
+            used_traffic: 7,
+            reset_traffic: 5,
+            data_limit: Some(100),
+            reset_strategy: "month".into(),
+            expire: Some(1_800_000_000),
+            created_ms: 1_700_000_000_123,
+            sub_revoked_ms: None,
+            note: Some("paid".into()),
+            on_hold_expire_duration: Some(3 * 86_400 + 1),
+            on_hold_timeout_ms: None,
+            admin: Some("owner".into()),
+            proxies: vec![
+                (
+                    "VLESS".into(),
+                    serde_json::json!({"id": "9b2a0a3e-1f0c-4c8b-9a51-2c7d0f3e6a11", "flow": ""}),
+                ),
+                ("Trojan".into(), serde_json::json!({"password": "tr-pw"})),
+                (
+                    "VMess".into(),
+                    serde_json::json!({"id": "9b2a0a3e-1f0c-4c8b-9a51-2c7d0f3e6a12"}),
+                ),
+            ],
+        }
+    }
+
+    fn planned(users: Vec<marzban::SourceUser>) -> (Vec<ImportedUser>, Report) {
+        let source = marzban::Source {
+            schema: "2b231de97dc3".into(),
+            users,
+            ..Default::default()
+        };
+        let mut report = Report::new(MARZBAN, &source.schema, false);
+        (plan(&source, &mut report), report)
+    }
+
+    #[test]
+    fn a_marzban_user_keeps_credentials_usage_limits_and_expiry() {
+        let (users, report) = planned(vec![user("active")]);
+        let u = &users[0];
+        assert_eq!(u.source_key, "alice");
+        assert_eq!(
+            u.credentials.vless_uuid,
+            "9b2a0a3e-1f0c-4c8b-9a51-2c7d0f3e6a11"
+        );
+        assert_eq!(u.credentials.trojan_password, "tr-pw");
+        assert_eq!((u.used, u.lifetime), (7, 12));
+        assert_eq!(u.input.traffic_limit, Some(100));
+        assert_eq!(u.input.reset_strategy, ResetStrategy::MonthFromStart);
+        assert_eq!(u.input.expires_ms, Some(1_800_000_000_000));
+        assert_eq!(u.input.on_hold_days, None);
+        assert!(u.input.enabled);
+        assert_eq!(u.input.note, "paid");
+        assert_eq!(u.created_ms, 1_700_000_000_123);
+        assert_eq!(
+            report.not_carried,
+            vec![NotCarried {
+                what: "user alice".into(),
+                reason: "VMess is not served here: its VMess credential was left out".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn statuses_map_to_ours_and_on_hold_rounds_up_to_whole_days() {
+        let (users, report) = planned(vec![user("disabled")]);
+        assert!(!users[0].input.enabled);
+        assert_eq!(report.not_carried.len(), 1);
+        let (users, report) = planned(vec![user("on_hold")]);
+        assert_eq!(users[0].input.on_hold_days, Some(4));
+        assert_eq!(users[0].input.expires_ms, None);
+        assert!(
+            report
+                .not_carried
+                .iter()
+                .any(|n| n.reason.contains("rounded up to 4 whole days"))
+        );
+        // Limited and expired follow from the usage and the expiry here.
+        let (users, _) = planned(vec![user("limited"), user("expired")]);
+        assert!(users.iter().all(|u| u.input.enabled));
+    }
+
+    #[test]
+    fn bad_source_values_are_replaced_and_reported_not_taken() {
+        let mut u = user("active");
+        u.proxies = vec![("VLESS".into(), serde_json::json!({"id": "not-a-uuid"}))];
+        u.reset_strategy = "fortnight".into();
+        let mut bad_name = user("active");
+        bad_name.username = "no spaces allowed".into();
+        let (users, report) = planned(vec![u, bad_name]);
+        assert_eq!(users.len(), 1);
+        assert!(is_uuid(&users[0].credentials.vless_uuid));
+        assert_ne!(users[0].credentials.vless_uuid, "not-a-uuid");
+        assert_eq!(users[0].input.reset_strategy, ResetStrategy::None);
+        let reasons: Vec<&str> = report
+            .not_carried
+            .iter()
+            .map(|n| n.reason.as_str())
+            .collect();
+        assert_eq!(reasons.len(), 3, "{reasons:?}");
+        assert!(reasons[2].starts_with("its name is not one this panel takes"));
+    }
+}
