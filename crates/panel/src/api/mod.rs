@@ -265,6 +265,7 @@ impl AppState {
         tunnels::rotate_credentials,
         tunnels::status, tunnels::statuses, tunnels::reset, tunnels::usage,
         subscription::subscription,
+        subscription::subscription_as,
     ),
     modifiers(&Security, &ProblemJson),
     security(("token" = []), ("session" = [])),

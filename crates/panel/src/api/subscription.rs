@@ -171,6 +171,20 @@ pub async fn subscription(
 /// An imported panel's subscription link with the app's kind in the path
 /// (Marzban's `/sub/TOKEN/sing-box`, `clash-meta`, `clash`, `v2ray`, `v2ray-json`):
 /// the same subscription in that format.
+#[utoipa::path(get, path = "/sub/{token}/{client}", tag = "subscriptions",
+    // Public: the token in the path is the credential.
+    security(()),
+    params(
+        ("token" = String, Path, description = "The user's subscription token, or an imported panel's (docs/migration.md)"),
+        ("client" = String, Path, description = "`sing-box`, `clash`, `clash-meta`, `v2ray` (share links) or `v2ray-json` (Xray JSON)"),
+    ),
+    responses(
+        (status = 200, description = "sing-box JSON, Clash YAML, Xray JSON or base64 share links",
+            content((String = "application/json"), (String = "text/yaml"), (String = "text/plain"))),
+        (status = 400, description = "A bad device header", body = Problem),
+        (status = 404, description = "No such subscription, or a kind of app this path does not name", body = Problem),
+        (status = 429, description = "This token fetched too often; `Retry-After` says when to come back", body = Problem),
+    ))]
 pub async fn subscription_as(
     State(state): State<AppState>,
     axum::extract::Path((token, client)): axum::extract::Path<(String, String)>,

@@ -18,6 +18,10 @@ use super::ImportError;
 /// that have them.
 pub const KNOWN_SCHEMAS: &[(&str, &str)] = &[("2b231de97dc3", "0.8.x")];
 
+/// The longest proxy settings read (Marzban's are a UUID or a password and a flow or
+/// method: well under this).
+const MAX_SETTINGS: usize = 16 * 1024;
+
 /// One Marzban user, as stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SourceUser {
@@ -182,6 +186,9 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
             };
             let kind: String = p.try_get(1).map_err(|e| field.error(e.to_string()))?;
             let settings: String = p.try_get(2).map_err(|e| field.error(e.to_string()))?;
+            if settings.len() > MAX_SETTINGS {
+                return Err(field.error(format!("longer than {MAX_SETTINGS} bytes")));
+            }
             let settings =
                 serde_json::from_str(&settings).map_err(|e| field.error(e.to_string()))?;
             user.proxies.push((kind, settings));

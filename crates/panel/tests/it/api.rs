@@ -1257,6 +1257,7 @@ async fn the_openapi_document_lists_every_route() {
         .map(|(p, m)| ((*p).to_owned(), m.iter().map(|m| (*m).to_owned()).collect()))
         .collect();
     want.push(("/sub/{token}".into(), vec!["get".into()]));
+    want.push(("/sub/{token}/{client}".into(), vec!["get".into()]));
     want.push(("/rules/sing-box/{file}".into(), vec!["get".into()]));
     want.push(("/rules/clash/{file}".into(), vec!["get".into()]));
     want.push(("/rules/xray/{file}".into(), vec!["get".into()]));
@@ -1277,6 +1278,10 @@ async fn the_openapi_document_lists_every_route() {
     // Everything needs a token or a session but logging in and subscriptions.
     assert_eq!(doc["security"], json!([{"token": []}, {"session": []}]));
     assert_eq!(doc["paths"]["/sub/{token}"]["get"]["security"], json!([{}]));
+    assert_eq!(
+        doc["paths"]["/sub/{token}/{client}"]["get"]["security"],
+        json!([{}])
+    );
     assert_eq!(
         doc["paths"]["/api/v1/session"]["post"]["security"],
         json!([{}])

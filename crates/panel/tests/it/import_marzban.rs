@@ -70,8 +70,8 @@ fn marzban_script(dir: &Path, phase: &str) -> Value {
     serde_json::from_str(out.lines().last().unwrap()).unwrap()
 }
 
-/// A Marzban database made by Marzban, and what it says of its users.
-fn marzban_source(dir: &Path) -> Value {
+/// Marzban's Xray config in `dir`, then Marzban's own schema (its migrations).
+fn marzban_schema(dir: &Path) {
     std::fs::write(
         dir.join("xray_config.json"),
         json!({
@@ -87,6 +87,11 @@ fn marzban_source(dir: &Path) -> Value {
     )
     .unwrap();
     marzban(dir, "alembic", &["upgrade", "head"]);
+}
+
+/// A Marzban database made by Marzban, and what it says of its users.
+fn marzban_source(dir: &Path) -> Value {
+    marzban_schema(dir);
     marzban_script(dir, "make")
 }
 
@@ -470,5 +475,59 @@ async fn an_unknown_schema_is_refused_by_name_and_a_file_that_is_not_marzban_too
     .unwrap_err()
     .to_string();
     assert!(e.contains("missing.db"), "{e}");
+    panel.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_marzban_row_that_does_not_fit_is_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let source_dir = dir.path().join("marzban");
+    std::fs::create_dir_all(&source_dir).unwrap();
+    // Marzban's own schema; the rows are a hostile file's.
+    marzban_schema(&source_dir);
+    let db = source_dir.join("db.sqlite3");
+    let url = format!("sqlite://{}", db.display());
+    let mut c = <sqlx::SqliteConnection as sqlx::Connection>::connect(&url)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO users (id, username, status, used_traffic, created_at, \
+         data_limit_reset_strategy) VALUES (7, 'mallory', 'active', -5, '2026-01-02 03:04:05', \
+         'no_reset')",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO proxies (id, user_id, type, settings) VALUES (9, 7, 'VLESS', '{oops')",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    let (panel, _) = live::panel(dir.path()).await;
+    let store = panel.state.store().clone();
+    let run = || import::marzban(store.as_ref(), &db, None, (false, false), live::now());
+    let e = run().await.unwrap_err().to_string();
+    assert_eq!(e, "users row 7, used_traffic: -5 is negative");
+    sqlx::query("UPDATE users SET used_traffic = 0, created_at = 'yesterday'")
+        .execute(&mut c)
+        .await
+        .unwrap();
+    let e = run().await.unwrap_err().to_string();
+    assert_eq!(e, "users row 7, created_at: \"yesterday\" is not a date");
+    sqlx::query("UPDATE users SET created_at = '2026-01-02 03:04:05'")
+        .execute(&mut c)
+        .await
+        .unwrap();
+    let e = run().await.unwrap_err().to_string();
+    assert!(e.starts_with("proxies row 9, settings: "), "{e}");
+    sqlx::query("UPDATE proxies SET settings = ?")
+        .bind(format!("\"{}\"", "x".repeat(20_000)))
+        .execute(&mut c)
+        .await
+        .unwrap();
+    let e = run().await.unwrap_err().to_string();
+    assert_eq!(e, "proxies row 9, settings: longer than 16384 bytes");
+    assert!(all_users(&panel).await.is_empty());
     panel.shutdown().await;
 }
