@@ -165,7 +165,7 @@ pub async fn subscription(
     Query(q): Query<SubscriptionQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    answer(&state, &token, q.format.as_deref(), &headers).await
+    answer(&state, &token, q.format.as_deref(), headers).await
 }
 
 /// An imported panel's subscription link with the app's kind in the path
@@ -197,7 +197,7 @@ pub async fn subscription_as(
         "v2ray-json" => "xray",
         _ => return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription")),
     };
-    answer(&state, &token, Some(format), &headers).await
+    answer(&state, &token, Some(format), headers).await
 }
 
 /// [`subscription`] and [`subscription_as`], once the path is read. `token` is ours,
@@ -206,9 +206,8 @@ async fn answer(
     state: &AppState,
     token: &str,
     format: Option<&str>,
-    headers: &HeaderMap,
+    headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let headers = headers.clone();
     let settings = &state.config().subscription;
     let wanted = negotiate(format, &headers, &settings.agents)?;
     state.metrics().subscription(match wanted {
