@@ -21,6 +21,7 @@ mod node_cli;
 mod node_join;
 mod node_output;
 mod panel_ha;
+mod panel_import;
 mod panel_rules;
 mod panel_seed;
 mod tunnel_init;

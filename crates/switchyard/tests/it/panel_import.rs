@@ -1,0 +1,82 @@
+//! `switchyard panel import marzban`, run as the built binary on a database made by
+//! Marzban 0.8.4's own migrations and code (`SWITCHYARD_MARZBAN`, from `cargo xtask
+//! peers`; the script is the panel's import test's): the dry run's JSON report says
+//! what would be added and keeps nothing, the import adds it, a second says it
+//! updates.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn marzban(dir: &Path, program: &str, args: &[&str]) {
+    let m = PathBuf::from(std::env::var_os("SWITCHYARD_MARZBAN").expect(
+        "SWITCHYARD_MARZBAN is not set: run `cargo xtask peers` and export what it prints",
+    ));
+    let out = Command::new(m.join("venv/bin").join(program))
+        .args(args)
+        .current_dir(m.join("src"))
+        .env("PYTHONPATH", m.join("src"))
+        .env(
+            "SQLALCHEMY_DATABASE_URL",
+            format!("sqlite:///{}", dir.join("db.sqlite3").display()),
+        )
+        .env("XRAY_JSON", dir.join("xray_config.json"))
+        .env("XRAY_EXECUTABLE_PATH", "/bin/true")
+        .env("XRAY_ASSETS_PATH", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn import(data: &Path, db: &Path, extra: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["panel", "--data"])
+        .arg(data)
+        .args(["import", "marzban", "--db"])
+        .arg(db)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_import_command_reports_a_dry_run_then_imports_then_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("marzban");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("xray_config.json"),
+        r#"{"inbounds": [{"tag": "VLESS TCP", "listen": "127.0.0.1", "port": 21001,
+            "protocol": "vless", "settings": {"clients": [], "decryption": "none"}}],
+            "outbounds": [{"protocol": "freedom", "tag": "DIRECT"}]}"#,
+    )
+    .unwrap();
+    marzban(&source, "alembic", &["upgrade", "head"]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../panel/tests/it/import/marzban.py");
+    marzban(&source, "python", &[script.to_str().unwrap(), "make"]);
+    let db = source.join("db.sqlite3");
+    let data = dir.path().join("panel");
+    let report: serde_json::Value =
+        serde_json::from_str(&import(&data, &db, &["--dry-run", "--json"])).unwrap();
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(report["added"].as_array().unwrap().len(), 6, "{report}");
+    let text = import(&data, &db, &[]);
+    assert!(
+        text.contains("users added: 6, updated: 0, disabled: 0"),
+        "{text}"
+    );
+    let text = import(&data, &db, &[]);
+    assert!(
+        text.contains("users added: 0, updated: 6, disabled: 0"),
+        "{text}"
+    );
+}
