@@ -14,7 +14,10 @@ fuzz_target!(|data: &[u8]| {
     if let Some(t) = verify(text, SECRET) {
         // Only the secret's holder can make one: the short form re-signs the same.
         if !text.starts_with("eyJ") {
-            assert_eq!(verify(&issue(&t.username, t.issued_s, SECRET), SECRET), Some(t));
+            assert_eq!(
+                verify(&issue(&t.username, t.issued_s, SECRET), SECRET),
+                Some(t)
+            );
         }
     }
     // Whatever name and time, a token we issue verifies to them.

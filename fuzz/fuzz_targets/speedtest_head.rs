@@ -13,7 +13,10 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
         for cut in [len / 2, len.saturating_sub(1)] {
-            assert!(response_head(&data[..cut]).is_ok(), "a prefix of a 2xx head");
+            assert!(
+                response_head(&data[..cut]).is_ok(),
+                "a prefix of a 2xx head"
+            );
         }
     }
 });

@@ -57,5 +57,9 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(header) = Header::read(Method::Aes128Gcm, &PSK[..16], &raw, true) {
         let _ = header.open(&Method::Aes128Gcm.cipher(&USER[..16], 0), &mut raw, NOW);
     }
-    let _ = open_chacha(&Method::Chacha20Poly1305.cipher(&USER, 0), &mut data.to_vec(), NOW);
+    let _ = open_chacha(
+        &Method::Chacha20Poly1305.cipher(&USER, 0),
+        &mut data.to_vec(),
+        NOW,
+    );
 });

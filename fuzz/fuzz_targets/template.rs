@@ -11,7 +11,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let ours = json!({"outbounds": [{"tag": "proxy"}], "proxies": [], "proxy-groups": [], "remarks": "x"});
+    let ours =
+        json!({"outbounds": [{"tag": "proxy"}], "proxies": [], "proxy-groups": [], "remarks": "x"});
     for parsed in [parse_json(text), parse_yaml(text)] {
         if let Ok(t) = parsed {
             assert!(t.is_object());

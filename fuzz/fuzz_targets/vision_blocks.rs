@@ -42,7 +42,9 @@ fuzz_target!(|data: &[u8]| {
     let mut reader = Unpadder::new(UUID);
     let mut back = Vec::new();
     for piece in wire.chunks(step) {
-        reader.push(piece, &mut back).expect("our own blocks read back");
+        reader
+            .push(piece, &mut back)
+            .expect("our own blocks read back");
     }
     assert_eq!(back, bytes);
 });

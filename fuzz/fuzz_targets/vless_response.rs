@@ -8,7 +8,9 @@ use switchyard_client::outbound::VlessResponse;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fuzz_target!(|data: &[u8]| {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let (a, mut b) = tokio::io::duplex(64);
         let input = data.to_vec();

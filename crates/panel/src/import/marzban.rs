@@ -9,10 +9,9 @@
 
 use std::path::Path;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{Connection, Row};
 
-use super::ImportError;
+use super::{Field, ImportError};
 
 /// The schema versions (Alembic heads) this reader knows, with the Marzban releases
 /// that have them.
@@ -78,20 +77,15 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
         path: path.to_owned(),
         source,
     };
-    if !path.is_file() {
-        return Err(open(sqlx::Error::Io(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no such file",
-        ))));
-    }
-    let options = SqliteConnectOptions::new().filename(path).read_only(true);
-    let mut c = SqliteConnection::connect_with(&options)
-        .await
-        .map_err(open)?;
+    let mut c = super::open_read_only(path).await?;
     let schema: String = sqlx::query("SELECT version_num FROM alembic_version")
         .fetch_one(&mut c)
         .await
-        .map_err(|_| ImportError::NotMarzban(path.to_owned()))?
+        .map_err(|_| ImportError::NotTheSource {
+            path: path.to_owned(),
+            source_panel: "Marzban",
+            why: "no alembic_version table",
+        })?
         .try_get(0)
         .map_err(open)?;
     if !KNOWN_SCHEMAS.iter().any(|(s, _)| *s == schema) {
@@ -225,24 +219,6 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
     }
     c.close().await.map_err(open)?;
     Ok(source)
-}
-
-/// Where a bad value is.
-struct Field {
-    table: &'static str,
-    row: i64,
-    field: &'static str,
-}
-
-impl Field {
-    fn error(&self, message: String) -> ImportError {
-        ImportError::Field {
-            table: self.table,
-            row: self.row,
-            field: self.field,
-            message,
-        }
-    }
 }
 
 /// Unix ms of a naive UTC time as SQLAlchemy stores it in SQLite:

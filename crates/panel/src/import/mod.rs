@@ -12,10 +12,13 @@
 pub mod marzban;
 pub mod marzban_token;
 mod report;
+pub mod xui;
+mod xui_plan;
 
 use std::path::PathBuf;
 
 pub use report::{AdminSeen, InboundSeen, NodeSeen, NotCarried, Report};
+pub use xui_plan::{plan as plan_xui, xui};
 
 use crate::model::{self, Credentials, ResetStrategy};
 use crate::service::{new_credentials, new_subscription_token};
@@ -23,6 +26,8 @@ use crate::store::{ImportMode, ImportedUser, Store, StoreError, UserInput};
 
 /// The key under which Marzban's users and secret are kept.
 pub const MARZBAN: &str = "marzban";
+/// The key under which 3x-ui's users are kept (by subscription id).
+pub const XUI: &str = "3x-ui";
 
 /// Why an import could not run.
 #[derive(Debug, thiserror::Error)]
@@ -36,9 +41,16 @@ pub enum ImportError {
         /// The cause.
         source: sqlx::Error,
     },
-    /// The file is a database, but not Marzban's.
-    #[error("{}: no alembic_version table: not a Marzban database", .0.display())]
-    NotMarzban(PathBuf),
+    /// The file is a database, but not the source panel's.
+    #[error("{}: {why}: not a {source_panel} database", path.display())]
+    NotTheSource {
+        /// The file.
+        path: PathBuf,
+        /// Which panel it should be.
+        source_panel: &'static str,
+        /// What gave it away.
+        why: &'static str,
+    },
     /// The source's schema is one this import does not know.
     #[error(
         "{source_panel} schema {found} is not one this import knows (known: {known}); \
@@ -198,10 +210,24 @@ fn is_uuid(s: &str) -> bool {
 }
 
 /// Our subscription token for an imported panel's link token: the user an import
-/// brought, if the source signed the token and would still accept it. `None` for
+/// brought, if the source would still answer the token. Marzban's are signed and
+/// checked with its secret; 3x-ui's are the clients' subscription ids. `None` for
 /// anything else (most requests: a token of ours that does not exist), at the cost
-/// of one read when nothing was ever imported.
+/// of a read per source when nothing was ever imported.
 pub async fn resolve(store: &dyn Store, token: &str) -> Result<Option<String>, StoreError> {
+    if let Some(ours) = resolve_marzban(store, token).await? {
+        return Ok(Some(ours));
+    }
+    if !xui_plan::is_sub_id(token) || store.import_secret(XUI).await?.is_none() {
+        return Ok(None);
+    }
+    Ok(store
+        .imported_link(XUI, &xui_plan::sub_key(token))
+        .await?
+        .map(|link| link.token))
+}
+
+async fn resolve_marzban(store: &dyn Store, token: &str) -> Result<Option<String>, StoreError> {
     if token.len() < 15 || token.len() > marzban_token::MAX_TOKEN {
         return Ok(None);
     }
@@ -218,6 +244,62 @@ pub async fn resolve(store: &dyn Store, token: &str) -> Result<Option<String>, S
         marzban_token::accepted(&t, link.source_created_ms, link.sub_revoked_ms)
             .then_some(link.token),
     )
+}
+
+/// Where a bad value is.
+pub(super) struct Field {
+    pub(super) table: &'static str,
+    pub(super) row: i64,
+    pub(super) field: &'static str,
+}
+
+impl Field {
+    pub(super) fn error(&self, message: String) -> ImportError {
+        ImportError::Field {
+            table: self.table,
+            row: self.row,
+            field: self.field,
+            message,
+        }
+    }
+}
+
+/// Opens the SQLite file at `path` read-only: a source is never written.
+async fn open_read_only(path: &std::path::Path) -> Result<sqlx::SqliteConnection, ImportError> {
+    use sqlx::Connection;
+    let open = |source| ImportError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    if !path.is_file() {
+        return Err(open(sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no such file",
+        ))));
+    }
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .read_only(true);
+    sqlx::SqliteConnection::connect_with(&options)
+        .await
+        .map_err(open)
+}
+
+/// Writes `users` of `source` (the one write path of every source) and puts
+/// what was written in `report`.
+async fn write(
+    store: &dyn Store,
+    (source, secret): (&str, &str),
+    users: &[ImportedUser],
+    mode: ImportMode,
+    now_ms: i64,
+    report: &mut Report,
+) -> Result<(), ImportError> {
+    let written = store
+        .import_users(source, secret, users, mode, now_ms)
+        .await?;
+    report.written(users.len(), written);
+    Ok(())
 }
 
 /// Imports the Marzban database at `db` (and its Xray config, when given) into
@@ -237,19 +319,19 @@ pub async fn marzban(
         report.inbounds = report::inbounds(path)?;
     }
     let users = plan(&source, &mut report);
-    let written = store
-        .import_users(
-            MARZBAN,
-            &source.secret,
-            &users,
-            ImportMode {
-                disable_missing,
-                dry_run,
-            },
-            now_ms,
-        )
-        .await?;
-    report.written(users.len(), written);
+    let mode = ImportMode {
+        disable_missing,
+        dry_run,
+    };
+    write(
+        store,
+        (MARZBAN, &source.secret),
+        &users,
+        mode,
+        now_ms,
+        &mut report,
+    )
+    .await?;
     Ok(report)
 }
 

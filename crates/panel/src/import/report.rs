@@ -224,45 +224,60 @@ pub(super) fn inbounds(path: &Path) -> Result<Vec<InboundSeen>, ImportError> {
         if tag.is_empty() {
             return Err(bad(format!("inbounds[{i}].tag: missing")));
         }
-        let stream = inbound.get("streamSettings");
-        let protocol = text(inbound.get("protocol"));
-        let network = match text(stream.and_then(|s| s.get("network"))) {
-            n if n.is_empty() => "tcp".to_owned(),
-            n => n,
-        };
-        let security = match text(stream.and_then(|s| s.get("security"))) {
-            s if s.is_empty() => "none".to_owned(),
-            s => s,
-        };
         let port = inbound.get("port").and_then(|p| p.as_u64()).unwrap_or(0);
-        let served_protocol = matches!(protocol.as_str(), "vless" | "trojan");
-        let served_network = matches!(
-            network.as_str(),
-            "tcp" | "raw" | "ws" | "grpc" | "httpupgrade" | "xhttp" | "splithttp"
-        );
-        let served_security = matches!(security.as_str(), "none" | "tls" | "reality");
-        let served = served_protocol && served_network && served_security;
-        let note = if served {
-            format!(
-                "served here: add a {protocol} inbound on port {port} with the same \
-                 transport and security to a server, and users' old configs keep working"
-            )
-        } else if !served_protocol {
-            format!("{protocol} is not served here: users get this panel's other inbounds")
-        } else if !served_network {
-            format!("the {network} transport is not served here")
-        } else {
-            format!("{security} security is not served here")
-        };
-        out.push(InboundSeen {
+        out.push(inbound_seen(
             tag,
-            protocol,
+            text(inbound.get("protocol")),
             port,
-            network,
-            security,
-            served,
-            note,
-        });
+            inbound.get("streamSettings"),
+        ));
     }
     Ok(out)
+}
+
+/// One source inbound (an Xray inbound: protocol, port, stream settings) with
+/// whether a node here serves it.
+pub(super) fn inbound_seen(
+    tag: String,
+    protocol: String,
+    port: u64,
+    stream: Option<&serde_json::Value>,
+) -> InboundSeen {
+    let text = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_owned();
+    let network = match text(stream.and_then(|s| s.get("network"))) {
+        n if n.is_empty() => "tcp".to_owned(),
+        n => n,
+    };
+    let security = match text(stream.and_then(|s| s.get("security"))) {
+        s if s.is_empty() => "none".to_owned(),
+        s => s,
+    };
+    let served_protocol = matches!(protocol.as_str(), "vless" | "trojan");
+    let served_network = matches!(
+        network.as_str(),
+        "tcp" | "raw" | "ws" | "grpc" | "httpupgrade" | "xhttp" | "splithttp"
+    );
+    let served_security = matches!(security.as_str(), "none" | "tls" | "reality");
+    let served = served_protocol && served_network && served_security;
+    let note = if served {
+        format!(
+            "served here: add a {protocol} inbound on port {port} with the same \
+             transport and security to a server, and users' old configs keep working"
+        )
+    } else if !served_protocol {
+        format!("{protocol} is not served here: users get this panel's other inbounds")
+    } else if !served_network {
+        format!("the {network} transport is not served here")
+    } else {
+        format!("{security} security is not served here")
+    };
+    InboundSeen {
+        tag,
+        protocol,
+        port,
+        network,
+        security,
+        served,
+        note,
+    }
 }

@@ -30,7 +30,7 @@ pub struct ImportedUser {
     pub sub_revoked_ms: Option<i64>,
 }
 
-/// What one import did, by the source's user names.
+/// What one import did, by our users' names.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImportWritten {
     /// New users.

@@ -75,7 +75,8 @@ impl SqlStore {
         sqlx::query(
             "UPDATE users SET username = $1, enabled = $2, note = $3, traffic_limit = $4, \
              reset_strategy = $5, expires_ms = $6, on_hold_days = $7, vless_uuid = $8, \
-             trojan_password = $9, used_down = $10, lifetime_bytes = $11 WHERE id = $12",
+             trojan_password = $9, used_down = $10, lifetime_bytes = $11, address_limit = $12 \
+             WHERE id = $13",
         )
         .bind(&input.username)
         .bind(i64::from(input.enabled))
@@ -88,6 +89,7 @@ impl SqlStore {
         .bind(&u.credentials.trojan_password)
         .bind(to_i64(down))
         .bind(to_i64(lifetime))
+        .bind(input.address_limit.map(i64::from))
         .bind(id)
         .execute(&mut **tx)
         .await
@@ -146,7 +148,7 @@ impl ImportStore for SqlStore {
                 let was = (to_u64(row.try_get(1)?), to_u64(row.try_get(2)?));
                 let revoked: Option<i64> = row.try_get(3)?;
                 Self::update_imported(&mut tx, source, id, (was, revoked), u).await?;
-                written.updated.push(u.source_key.clone());
+                written.updated.push(u.input.username.clone());
                 continue;
             }
             let taken = sqlx::query("SELECT id FROM users WHERE username = $1")
@@ -155,7 +157,7 @@ impl ImportStore for SqlStore {
                 .await?;
             if taken.is_some() {
                 written.conflicts.push((
-                    u.source_key.clone(),
+                    u.input.username.clone(),
                     format!(
                         "a user named {:?} exists here and did not come from {source}",
                         u.input.username
@@ -164,12 +166,12 @@ impl ImportStore for SqlStore {
                 continue;
             }
             Self::add_imported(&mut tx, source, u, now_ms).await?;
-            written.added.push(u.source_key.clone());
+            written.added.push(u.input.username.clone());
         }
         if mode.disable_missing {
             let rows = sqlx::query(
-                "SELECT i.source_key, i.user_id FROM imported_users i JOIN users u \
-                 ON u.id = i.user_id WHERE i.source = $1 AND u.enabled = 1 ORDER BY i.source_key",
+                "SELECT i.source_key, i.user_id, u.username FROM imported_users i JOIN users u \
+                 ON u.id = i.user_id WHERE i.source = $1 AND u.enabled = 1 ORDER BY u.username",
             )
             .bind(source)
             .fetch_all(&mut *tx)
@@ -184,7 +186,7 @@ impl ImportStore for SqlStore {
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
-                written.disabled.push(key);
+                written.disabled.push(row.try_get(2)?);
             }
         }
         if mode.dry_run {

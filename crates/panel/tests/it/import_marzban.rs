@@ -13,20 +13,18 @@
 //! link is a 404, and so is one revoked here. A second import after changes in Marzban updates, adds and
 //! disables exactly what changed, keeping what our node counted meanwhile.
 
+use crate::import_common::{SIZE, all_users, by_name, download, singbox_carries};
 use crate::live;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchyard_panel::import;
-use switchyard_panel::model::{ResetStrategy, User, UserStatus};
-use switchyard_panel::store::UserQuery;
-use switchyard_testkit::{HttpTarget, SingBox, free_port};
+use switchyard_panel::model::{ResetStrategy, UserStatus};
+use switchyard_testkit::{HttpTarget, free_port};
 
 const GIB: u64 = 1 << 30;
-const SIZE: u64 = 200_000;
 
 /// Marzban's sources and venv (`cargo xtask peers`).
 fn marzban_dir() -> PathBuf {
@@ -93,35 +91,6 @@ fn marzban_schema(dir: &Path) {
 fn marzban_source(dir: &Path) -> Value {
     marzban_schema(dir);
     marzban_script(dir, "make")
-}
-
-fn by_name<'a>(users: &'a [User], name: &str) -> &'a User {
-    users
-        .iter()
-        .find(|u| u.username == name)
-        .unwrap_or_else(|| panic!("{name} was imported"))
-}
-
-async fn all_users(panel: &switchyard_panel::Panel) -> Vec<User> {
-    panel
-        .state
-        .store()
-        .users(&UserQuery::default(), live::now())
-        .await
-        .unwrap()
-}
-
-/// Downloads SIZE bytes from `target` through `proxy`, retrying while the client
-/// starts, at most 15 s.
-async fn download(target: &HttpTarget, proxy: SocketAddr, log: impl Fn() -> String) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        match target.download_via_socks(proxy, SIZE).await {
-            Ok(()) => return,
-            Err(e) if std::time::Instant::now() > deadline => panic!("{e:#}\n{}", log()),
-            Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -278,28 +247,7 @@ async fn marzbans_users_arrive_whole_and_their_old_links_run_in_real_clients() {
         live::get_raw(http, &format!("/sub/{}/sing-box", token("alice")), "").await;
     assert!(status.contains("200"), "{status}: {body}");
     assert!(body.contains(creds.vless_uuid.as_str()), "{body}");
-    let mut config: Value = serde_json::from_str(&body).unwrap();
-    for o in config["outbounds"].as_array_mut().unwrap() {
-        if o["type"] == "urltest" {
-            o["url"] = json!(format!("http://{}/bytes/0", target.addr()));
-        }
-    }
-    config["inbounds"][0]["listen_port"] = json!(free_port().unwrap());
-    // Private addresses go direct: the test's target is one.
-    config["route"]["rules"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|r| r["ip_is_private"] != json!(true));
-    let client = SingBox::start(config)
-        .await
-        .unwrap_or_else(|e| panic!("sing-box runs alice's old link: {e:#}"));
-    let before = down();
-    download(&target, client.proxy_addr().unwrap(), || client.log_tail()).await;
-    live::wait_until("the node counts alice's download", 10, || async {
-        down() - before >= SIZE
-    })
-    .await;
-    drop(client);
+    singbox_carries(&body, &target, down).await;
 
     // mihomo, by its User-Agent on the bare link.
     let (status, _, yaml) = live::get_raw(

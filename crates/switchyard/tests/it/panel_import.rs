@@ -2,7 +2,8 @@
 //! Marzban 0.8.4's own migrations and code (`SWITCHYARD_MARZBAN`, from `cargo xtask
 //! peers`; the script is the panel's import test's): the dry run's JSON report says
 //! what would be added and keeps nothing, the import adds it, a second says it
-//! updates.
+//! updates. `… import 3x-ui` likewise, on a 3x-ui 2.8 database made with the panel's
+//! import test's schema.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,10 +33,14 @@ fn marzban(dir: &Path, program: &str, args: &[&str]) {
 }
 
 fn import(data: &Path, db: &Path, extra: &[&str]) -> String {
+    import_from("marzban", data, db, extra)
+}
+
+fn import_from(source: &str, data: &Path, db: &Path, extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
         .args(["panel", "--data"])
         .arg(data)
-        .args(["import", "marzban", "--db"])
+        .args(["import", source, "--db"])
         .arg(db)
         .args(extra)
         .output()
@@ -77,6 +82,50 @@ fn the_import_command_reports_a_dry_run_then_imports_then_updates() {
     let text = import(&data, &db, &[]);
     assert!(
         text.contains("users added: 0, updated: 6, disabled: 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_import_command_takes_a_3x_ui_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x-ui.db");
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("../panel/tests/it/import/xui_2.8.sql");
+    let fill = r#"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.executescript(open(sys.argv[2]).read())
+c.execute("INSERT INTO inbounds (enable, port, protocol, settings, stream_settings, tag) "
+          "VALUES (1, 443, 'vless', ?, '{\"network\": \"tcp\"}', 'inbound-443')",
+          ('{"clients": [{"id": "5f0c7a1e-3b9d-4e2a-8c6f-1d2e3f4a5b6c", "email": "alice", '
+           '"subId": "k3j2h4g5f6d7s8a9", "enable": true, "totalGB": 0, "expiryTime": 0}]}',))
+c.execute("INSERT INTO client_traffics (inbound_id, enable, email, up, down, all_time, "
+          "expiry_time, total) VALUES (1, 1, 'alice', 5, 6, 11, 0, 0)")
+c.commit()
+"#;
+    let out = Command::new("python3")
+        .args(["-c", fill])
+        .arg(&db)
+        .arg(&schema)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let data = dir.path().join("panel");
+    let report: serde_json::Value =
+        serde_json::from_str(&import_from("3x-ui", &data, &db, &["--dry-run", "--json"])).unwrap();
+    assert_eq!(report["source"], "3x-ui");
+    assert_eq!(report["added"], serde_json::json!(["alice"]), "{report}");
+    let text = import_from("3x-ui", &data, &db, &[]);
+    assert!(
+        text.starts_with("3x-ui (schema 2.x): 1 users read"),
+        "{text}"
+    );
+    assert!(
+        text.contains("users added: 1, updated: 0, disabled: 0"),
         "{text}"
     );
 }

@@ -1,6 +1,6 @@
-//! `switchyard panel import marzban --db FILE`: brings a Marzban panel's users
-//! (credentials, usage, limits, expiry, status) into this panel's database, keeping
-//! their old subscription links working (`switchyard_panel::import`,
+//! `switchyard panel import marzban --db FILE` and `… import 3x-ui --db FILE`: bring
+//! a Marzban or 3x-ui panel's users (credentials, usage, limits, expiry, status) into
+//! this panel's database, keeping their old subscription links working (`switchyard_panel::import`,
 //! `docs/migration.md`). `--dry-run` first says what would happen.
 
 use std::path::PathBuf;
@@ -37,28 +37,59 @@ enum ImportSource {
         #[arg(long)]
         json: bool,
     },
+    /// From 3x-ui (2.x): its SQLite database (`/etc/x-ui/x-ui.db`).
+    #[command(name = "3x-ui")]
+    Xui {
+        /// 3x-ui's SQLite database (read only; copy it off the old server first).
+        #[arg(long, value_name = "FILE")]
+        db: PathBuf,
+        /// Say what would happen; keep nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Disable users an earlier import brought that 3x-ui no longer has.
+        #[arg(long)]
+        disable_missing: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl ImportArgs {
     pub(crate) async fn run(self, config: PanelConfig) -> anyhow::Result<()> {
-        let ImportSource::Marzban {
-            db,
-            xray_config,
-            dry_run,
-            disable_missing,
-            json,
-        } = self.source;
         std::fs::create_dir_all(&config.data_dir)?;
         let store = SqlStore::open(&config.database(), Changes::default()).await?;
         let now = switchyard_node::accounting::now_ms();
-        let report = switchyard_panel::import::marzban(
-            &store,
-            &db,
-            xray_config.as_deref(),
-            (dry_run, disable_missing),
-            now,
-        )
-        .await?;
+        let (report, json) = match self.source {
+            ImportSource::Marzban {
+                db,
+                xray_config,
+                dry_run,
+                disable_missing,
+                json,
+            } => {
+                let report = switchyard_panel::import::marzban(
+                    &store,
+                    &db,
+                    xray_config.as_deref(),
+                    (dry_run, disable_missing),
+                    now,
+                )
+                .await?;
+                (report, json)
+            }
+            ImportSource::Xui {
+                db,
+                dry_run,
+                disable_missing,
+                json,
+            } => {
+                let report =
+                    switchyard_panel::import::xui(&store, &db, (dry_run, disable_missing), now)
+                        .await?;
+                (report, json)
+            }
+        };
         if json {
             println!("{}", serde_json::to_string_pretty(&report)?);
         } else {

@@ -1,0 +1,70 @@
+//! What the import tests share: the imported users by name, and a download through
+//! a client that is still starting.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use switchyard_panel::model::User;
+use switchyard_panel::store::UserQuery;
+use switchyard_testkit::HttpTarget;
+
+use crate::live;
+
+/// The bytes each download through an imported user's client carries.
+pub(crate) const SIZE: u64 = 200_000;
+
+pub(crate) fn by_name<'a>(users: &'a [User], name: &str) -> &'a User {
+    users
+        .iter()
+        .find(|u| u.username == name)
+        .unwrap_or_else(|| panic!("{name} was imported"))
+}
+
+pub(crate) async fn all_users(panel: &switchyard_panel::Panel) -> Vec<User> {
+    panel
+        .state
+        .store()
+        .users(&UserQuery::default(), live::now())
+        .await
+        .unwrap()
+}
+
+/// Downloads SIZE bytes from `target` through `proxy`, retrying while the client
+/// starts, at most 15 s.
+pub(crate) async fn download(target: &HttpTarget, proxy: SocketAddr, log: impl Fn() -> String) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        match target.download_via_socks(proxy, SIZE).await {
+            Ok(()) => return,
+            Err(e) if std::time::Instant::now() > deadline => panic!("{e:#}\n{}", log()),
+            Err(_) => tokio::time::sleep(Duration::from_millis(300)).await,
+        }
+    }
+}
+
+/// Runs the sing-box config `body` (a subscription the panel served) against
+/// `target` and waits until the node's count `down` grew by a download's bytes.
+pub(crate) async fn singbox_carries(body: &str, target: &HttpTarget, down: impl Fn() -> u64) {
+    use serde_json::{Value, json};
+    let mut config: Value = serde_json::from_str(body).unwrap();
+    for o in config["outbounds"].as_array_mut().unwrap() {
+        if o["type"] == "urltest" {
+            o["url"] = json!(format!("http://{}/bytes/0", target.addr()));
+        }
+    }
+    config["inbounds"][0]["listen_port"] = json!(switchyard_testkit::free_port().unwrap());
+    // Private addresses go direct: the test's target is one.
+    config["route"]["rules"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|r| r["ip_is_private"] != json!(true));
+    let client = switchyard_testkit::SingBox::start(config)
+        .await
+        .unwrap_or_else(|e| panic!("sing-box runs the old link: {e:#}"));
+    let before = down();
+    download(target, client.proxy_addr().unwrap(), || client.log_tail()).await;
+    live::wait_until("the node counts the download", 10, || async {
+        down() - before >= SIZE
+    })
+    .await;
+}
