@@ -51,6 +51,7 @@ const ASSETS: &[Asset] = assets![
     "js/inbound_form.js" => JS,
     "js/inbound_rules.js" => JS,
     "js/users.js" => JS,
+    "js/import.js" => JS,
     "js/tunnels.js" => JS,
     "js/account.js" => JS,
     "js/templates.js" => JS,

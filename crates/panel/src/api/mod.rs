@@ -10,6 +10,7 @@
 pub mod account;
 pub mod auth;
 pub mod client;
+pub mod imports;
 pub mod install;
 pub mod login_limit;
 pub mod metrics;
@@ -72,6 +73,8 @@ struct Inner {
     ssh_jobs: crate::ssh_install::Jobs,
     /// This instance's upgrades of nodes.
     upgrades: Arc<crate::upgrade::Jobs>,
+    /// Held while an uploaded import runs: one at a time.
+    imports: tokio::sync::Mutex<()>,
 }
 
 /// What every handler sees. Cheap to clone.
@@ -129,6 +132,7 @@ impl AppState {
             installer: std::sync::OnceLock::new(),
             ssh_jobs: crate::ssh_install::Jobs::default(),
             upgrades: Arc::default(),
+            imports: tokio::sync::Mutex::new(()),
         }))
     }
 
@@ -155,6 +159,11 @@ impl AppState {
     /// This instance's upgrades of nodes.
     pub fn upgrades(&self) -> &Arc<crate::upgrade::Jobs> {
         &self.0.upgrades
+    }
+
+    /// Held while an uploaded import runs.
+    pub fn imports(&self) -> &tokio::sync::Mutex<()> {
+        &self.0.imports
     }
 
     /// This instance's node channels, if attached.
@@ -264,6 +273,7 @@ impl AppState {
         tunnels::delete_tunnel, tunnels::duplicate_tunnel, tunnels::reissue_certificate,
         tunnels::rotate_credentials,
         tunnels::status, tunnels::statuses, tunnels::reset, tunnels::usage,
+        imports::import,
         subscription::subscription,
         subscription::subscription_as,
     ),
@@ -470,6 +480,7 @@ pub fn router(state: AppState) -> Router {
                 .delete(r::delete_inbound),
         )
         .route("/users", get(users::users).post(users::create_user))
+        .route("/imports/{source}", post(imports::import))
         .route(
             "/users/{id}",
             get(users::user)

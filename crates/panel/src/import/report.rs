@@ -11,7 +11,7 @@ use super::marzban::Source;
 use crate::store::ImportWritten;
 
 /// Something of the source that was not carried (or not whole), and why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct NotCarried {
     /// What (`user alice`, `admin owner`, `inbound VLESS TCP`...).
     pub what: String,
@@ -20,7 +20,7 @@ pub struct NotCarried {
 }
 
 /// An admin of the source.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct AdminSeen {
     /// Login name.
     pub name: String,
@@ -31,7 +31,7 @@ pub struct AdminSeen {
 }
 
 /// A node of the source, for the operator to join here.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct NodeSeen {
     /// Its name.
     pub name: String,
@@ -42,7 +42,7 @@ pub struct NodeSeen {
 }
 
 /// An inbound of the source's Xray config.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct InboundSeen {
     /// Its tag (how users' proxies name it).
     pub tag: String,
@@ -61,7 +61,7 @@ pub struct InboundSeen {
 }
 
 /// An import's report.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Report {
     /// `marzban`.
     pub source: &'static str,

@@ -1194,7 +1194,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 44] = [
+const ROUTES: [(&str, &[&str]); 45] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
@@ -1230,6 +1230,7 @@ const ROUTES: [(&str, &[&str]); 44] = [
     ("/api/v1/users/{id}/revoke-subscription", &["post"]),
     ("/api/v1/users/{id}/subscription", &["get"]),
     ("/api/v1/users/{id}/subscription.svg", &["get"]),
+    ("/api/v1/imports/{source}", &["post"]),
     ("/api/v1/tunnels", &["get", "post"]),
     ("/api/v1/tunnels/{id}", &["delete", "get", "put"]),
     ("/api/v1/tunnels/{id}/duplicate", &["post"]),

@@ -31,7 +31,7 @@ const ALICE_SUB: &str = "k3j2h4g5f6d7s8a9";
 const ALICE_UUID: &str = "5f0c7a1e-3b9d-4e2a-8c6f-1d2e3f4a5b6c";
 
 /// An empty 3x-ui 2.8 database at `path`, with its admin and subscription settings.
-async fn xui_db(path: &Path) -> SqliteConnection {
+pub(crate) async fn xui_db(path: &Path) -> SqliteConnection {
     let url = format!("sqlite://{}?mode=rwc", path.display());
     let mut c = SqliteConnection::connect(&url).await.unwrap();
     let schema = include_str!("import/xui_2.8.sql");
@@ -120,7 +120,7 @@ fn xui_client(email: &str, sub_id: &str, id: &str, extra: Value) -> Value {
 
 /// The source: alice on VLESS and Trojan (one subscription), bob switched off,
 /// carol starting on first use, dave over his limit, erin expired, frank on VMess.
-async fn make_source(path: &Path, vless_port: u16) -> Value {
+pub(crate) async fn make_source(path: &Path, vless_port: u16) -> Value {
     let mut c = xui_db(path).await;
     let future = live::now() + 30 * 86_400_000;
     let clients = [

@@ -35,6 +35,11 @@ export async function call(method, path, body) {
   } catch (e) {
     throw new ApiError(0, `The panel did not answer: ${e.message}`);
   }
+  return answer(res, path);
+}
+
+/** The JSON of `res`, or the ApiError it carries. */
+async function answer(res, path) {
   if (res.status === 204) return null;
   const text = await res.text();
   let data = null;
@@ -53,3 +58,16 @@ export const get = (path) => call("GET", path);
 export const post = (path, body) => call("POST", path, body === undefined ? {} : body);
 export const put = (path, body) => call("PUT", path, body);
 export const del = (path) => call("DELETE", path);
+
+/** POSTs the bytes of `file` (a File) to `path` (under /api/v1); the JSON answer. */
+export async function upload(path, file) {
+  const headers = { accept: "application/json", "content-type": "application/octet-stream" };
+  if (csrf) headers["x-csrf-token"] = csrf;
+  let res;
+  try {
+    res = await fetch(`/api/v1${path}`, { method: "POST", headers, body: file, credentials: "same-origin" });
+  } catch (e) {
+    throw new ApiError(0, `The panel did not answer: ${e.message}`);
+  }
+  return answer(res, path);
+}

@@ -5,6 +5,7 @@ import { h, fill, field, dialog, showError, confirmAction, copy, toast } from ".
 import { get, post, put, del } from "./api.js";
 import { bytes, when } from "./format.js";
 import { routingForm } from "./routing_form.js";
+import { importDialog } from "./import.js";
 
 const STATUS = { active: "Active", limited: "Limited", expired: "Expired", disabled: "Disabled", on_hold: "On hold" };
 const GIB = 1024 ** 3;
@@ -16,6 +17,7 @@ export async function usersPage(main, ctx) {
   fill(main,
     h("div", { class: "page-head" }, h("h1", {}, "Users"), count,
       h("div", { class: "actions" }, search,
+        h("button", { type: "button", "data-import": "", onclick: async () => { if (await importDialog()) await load(true); } }, "Import…"),
         h("button", { type: "button", class: "primary", "data-new-user": "", onclick: () => edit(null) }, "New user"))),
     list);
   let last = "";

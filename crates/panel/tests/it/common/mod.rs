@@ -193,6 +193,13 @@ impl Req<'_> {
         self
     }
 
+    /// A body of bytes.
+    pub fn bytes(mut self, content_type: &str, body: Vec<u8>) -> Self {
+        self.builder = self.builder.header("content-type", content_type);
+        self.body = Body::from(body);
+        self
+    }
+
     /// As if from `addr`.
     pub fn peer(mut self, addr: &str) -> Self {
         let addr: SocketAddr = addr.parse().unwrap();

@@ -1,0 +1,140 @@
+//! Bringing users from another panel through the API (and so the web UI): the
+//! source's SQLite database is the request body, streamed to a private file in the
+//! panel's data directory (at most [`MAX_UPLOAD`] bytes), imported as
+//! `switchyard panel import` does, and removed. One import runs at a time.
+
+use std::path::PathBuf;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use futures_util::StreamExt;
+use serde::Deserialize;
+use tokio::io::AsyncWriteExt;
+use utoipa::IntoParams;
+
+use super::AppState;
+use super::auth::Authed;
+use super::problem::{ApiError, Id, Problem, Query};
+use crate::import::{self, ImportError, Report};
+
+/// The largest database taken by upload (the CLI takes any).
+pub const MAX_UPLOAD: u64 = 256 * 1024 * 1024;
+
+/// How an upload is imported.
+#[derive(Clone, Copy, Debug, Default, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ImportQuery {
+    /// Say what would happen; keep nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Disable the users an earlier import brought that the source no longer has.
+    #[serde(default)]
+    pub disable_missing: bool,
+}
+
+/// The uploaded file, removed when dropped.
+struct Upload(PathBuf);
+
+impl Drop for Upload {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Imports the users of another panel's database (`marzban`: Marzban 0.8's
+/// `db.sqlite3`; `3x-ui`: 3x-ui 2.x's `x-ui.db`), sent as the body. The answer is
+/// the report: what was (or, with `dry_run`, would be) added, updated and disabled,
+/// the source's inbounds and nodes, and what could not be carried.
+#[utoipa::path(post, path = "/api/v1/imports/{source}", tag = "imports",
+    params(("source" = String, Path, description = "`marzban` or `3x-ui`"), ImportQuery),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream",
+        description = "The source panel's SQLite database file"),
+    responses((status = 200, body = Report), (status = 400, body = Problem), (status = 401, body = Problem),
+        (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
+        (status = 413, body = Problem), (status = 422, body = Problem)))]
+pub async fn import(
+    State(s): State<AppState>,
+    _a: Authed,
+    Id(source): Id<String>,
+    Query(q): Query<ImportQuery>,
+    body: axum::body::Body,
+) -> Result<Json<Report>, ApiError> {
+    if source != import::MARZBAN && source != import::XUI {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no import from {source:?}: marzban or 3x-ui"),
+        ));
+    }
+    let Ok(_running) = s.imports().try_lock() else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "an import is running: try again when it is done",
+        ));
+    };
+    let upload = receive(&s, body).await?;
+    let store = s.store().as_ref();
+    let flags = (q.dry_run, q.disable_missing);
+    let report = if source == import::MARZBAN {
+        import::marzban(store, &upload.0, None, flags, s.now()).await
+    } else {
+        import::xui(store, &upload.0, flags, s.now()).await
+    };
+    report.map(Json).map_err(|e| match e {
+        ImportError::Store(e) => e.into(),
+        ImportError::Internal => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
+        // What is wrong with the file, named (no path: the file is ours).
+        ImportError::Open { source, .. } => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("the file is not a database this import can read: {source}"),
+        ),
+        other => ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            other
+                .to_string()
+                .replace(&upload.0.display().to_string(), "the file"),
+        ),
+    })
+}
+
+/// Streams `body` to a new private file in the data directory.
+async fn receive(s: &AppState, body: axum::body::Body) -> Result<Upload, ApiError> {
+    let internal = |e: std::io::Error| {
+        tracing::error!(error = %e, "cannot keep an uploaded import");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+    };
+    let dir = s.config().data_dir.clone();
+    let name = format!("import-{}.db", crate::service::new_subscription_token());
+    let upload = Upload(dir.join(name));
+    let mut file = tokio::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&upload.0)
+        .await
+        .map_err(internal)?;
+    let mut stream = body.into_data_stream();
+    let mut total = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("the upload broke off: {e}"),
+            )
+        })?;
+        total = total.saturating_add(chunk.len() as u64);
+        if total > MAX_UPLOAD {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "larger than {} MiB: import it with `switchyard panel import`",
+                    MAX_UPLOAD >> 20
+                ),
+            ));
+        }
+        file.write_all(&chunk).await.map_err(internal)?;
+    }
+    file.sync_all().await.map_err(internal)?;
+    Ok(upload)
+}

@@ -1,0 +1,107 @@
+//! An import through the API, as the web UI sends it: the source's database as the
+//! request body. A dry run keeps nothing and says what would happen; the import
+//! writes; what is not a database, not the source's, too large or unknown is
+//! refused with a problem naming why, and a second import while one runs gets 409.
+//! The uploaded file does not stay in the data directory.
+
+use axum::http::StatusCode;
+use serde_json::json;
+
+use crate::common::Harness;
+use crate::import_xui::make_source;
+
+fn leftovers(h: &Harness) -> Vec<String> {
+    std::fs::read_dir(h.db.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("import-"))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_uploaded_3x_ui_database_is_imported_and_what_is_not_one_refused() {
+    let h = Harness::new().await;
+    let token = h.token().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x-ui.db");
+    make_source(&db, 21_001).await;
+    let file = std::fs::read(&db).unwrap();
+    let upload = |path: &str, body: Vec<u8>| {
+        h.post(path)
+            .bearer(&token)
+            .bytes("application/octet-stream", body)
+            .send()
+    };
+
+    let r = upload("/api/v1/imports/3x-ui?dry_run=true", file.clone()).await;
+    let report = r.ok(StatusCode::OK);
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(report["schema"], "2.x");
+    assert_eq!(
+        report["added"],
+        json!(["alice", "bob", "carol", "dave", "erin", "frank"])
+    );
+    let users = h.get("/api/v1/users").bearer(&token).send().await;
+    assert_eq!(users.ok(StatusCode::OK)["total"], 0);
+
+    let r = upload("/api/v1/imports/3x-ui", file.clone()).await;
+    let report = r.ok(StatusCode::OK);
+    assert_eq!(report["dry_run"], false);
+    assert_eq!(report["added"].as_array().unwrap().len(), 6);
+    let users = h.get("/api/v1/users").bearer(&token).send().await;
+    assert_eq!(users.ok(StatusCode::OK)["total"], 6);
+    let r = upload("/api/v1/imports/3x-ui?disable_missing=true", file.clone()).await;
+    assert_eq!(r.ok(StatusCode::OK)["updated"].as_array().unwrap().len(), 6);
+
+    // Not a database; a database that is not Marzban's; a source we do not know.
+    let r = upload(
+        "/api/v1/imports/3x-ui",
+        b"SQLite format 3\0 but not really".to_vec(),
+    )
+    .await;
+    let p = r.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("the file is not a database this import can read"),
+        "{p}"
+    );
+    let r = upload("/api/v1/imports/marzban", file.clone()).await;
+    let p = r.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        p["detail"],
+        "the file: no alembic_version table: not a Marzban database"
+    );
+    let r = upload("/api/v1/imports/remnawave", file.clone()).await;
+    r.problem(StatusCode::NOT_FOUND);
+    let r = upload("/api/v1/imports/3x-ui?dry_run=maybe", file.clone()).await;
+    r.problem(StatusCode::BAD_REQUEST);
+
+    // One at a time.
+    let running = h.state.imports().lock().await;
+    let r = upload("/api/v1/imports/3x-ui", file.clone()).await;
+    r.problem(StatusCode::CONFLICT);
+    drop(running);
+
+    // A read-only token may not import.
+    let r = h
+        .post("/api/v1/tokens")
+        .session(&h.login().await)
+        .json(&json!({"name": "reader", "scope": "read"}))
+        .send()
+        .await;
+    let reader = r.ok(StatusCode::CREATED)["secret"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = h
+        .post("/api/v1/imports/3x-ui")
+        .bearer(&reader)
+        .bytes("application/octet-stream", file)
+        .send()
+        .await;
+    r.problem(StatusCode::FORBIDDEN);
+    assert!(leftovers(&h).is_empty(), "{:?}", leftovers(&h));
+}

@@ -1,0 +1,70 @@
+// Bringing users from another panel: its database file, a dry run first, then the
+// import; the report says what was added, updated and disabled, the source's
+// inbounds and nodes, and what could not be carried.
+
+import { h, fill, field, dialog } from "./dom.js";
+import { upload } from "./api.js";
+
+const SOURCES = [["marzban", "Marzban 0.8 (db.sqlite3)"], ["3x-ui", "3x-ui 2.x (x-ui.db)"]];
+
+/** The import dialog; resolves true when something was imported. */
+export function importDialog() {
+  return dialog("Import users", (close) => {
+    const source = h("select", { name: "source" }, SOURCES.map(([v, t]) => h("option", { value: v }, t)));
+    const file = h("input", { name: "file", type: "file", required: true });
+    const missing = h("input", { type: "checkbox", name: "disable_missing" });
+    const error = h("p", { class: "form-error", role: "alert" });
+    const result = h("div", { class: "import-report", "aria-live": "polite" });
+    let imported = false;
+    const run = async (dry) => {
+      error.textContent = "";
+      const f = file.files[0];
+      if (!f) { error.textContent = "Choose the source panel's database file."; return; }
+      fill(result, h("p", { class: "muted" }, dry ? "Reading…" : "Importing…"));
+      const q = new URLSearchParams({ dry_run: dry, disable_missing: missing.checked });
+      try {
+        const report = await upload(`/imports/${source.value}?${q}`, f);
+        fill(result, ...describe(report));
+        if (!dry) imported = true;
+      } catch (err) {
+        fill(result);
+        error.textContent = err.message;
+      }
+    };
+    return h("form", { onsubmit: (e) => { e.preventDefault(); run(false); } },
+      field("From", source),
+      field("Database file", file, "Copy it off the old server first; it is only read."),
+      h("label", { class: "check" }, missing, " Disable users an earlier import brought that the source no longer has"),
+      error, result,
+      h("div", { class: "actions" },
+        h("button", { type: "button", onclick: () => close(imported) }, "Close"),
+        h("button", { type: "button", "data-dry-run": "", onclick: () => run(true) }, "Dry run"),
+        h("button", { type: "submit", class: "primary" }, "Import")));
+  });
+}
+
+/** The report as paragraphs and lists. */
+function describe(r) {
+  const verb = r.dry_run ? "would be " : "";
+  const names = (list) => (list.length ? `: ${list.join(", ")}` : "");
+  const out = [
+    h("p", { "data-report-summary": "" },
+      `${r.source} (schema ${r.schema})${r.dry_run ? ", dry run: nothing kept" : ""}: ${r.users_read} users read.`),
+    h("ul", {},
+      h("li", {}, `${r.added.length} ${verb}added${names(r.added)}`),
+      h("li", {}, `${r.updated.length} ${verb}updated${names(r.updated)}`),
+      h("li", {}, `${r.disabled.length} ${verb}disabled${names(r.disabled)}`)),
+  ];
+  if (r.inbounds.length) {
+    out.push(h("h3", {}, "Inbounds"), h("ul", {}, r.inbounds.map((i) =>
+      h("li", {}, `${i.tag}: ${i.protocol} over ${i.network} (${i.security}), port ${i.port}: ${i.note}`))));
+  }
+  if (r.nodes.length) {
+    out.push(h("h3", {}, "Nodes to join"), h("ul", {}, r.nodes.map((n) => h("li", {}, `${n.name} at ${n.address}:${n.port}`))));
+  }
+  if (r.not_carried.length) {
+    out.push(h("h3", {}, `Not carried (${r.not_carried.length})`),
+      h("ul", { "data-not-carried": "" }, r.not_carried.map((n) => h("li", {}, `${n.what}: ${n.reason}`))));
+  }
+  return out;
+}
