@@ -56,6 +56,7 @@ fuzz_target!(|data: &[u8]| {
         }],
         traffic,
         sub_paths: Vec::new(),
+        admins: Vec::new(),
     };
     let mut report = Report::new(XUI, "2.x", true);
     let users = plan_xui(&source, &mut report, 1_800_000_000_000);

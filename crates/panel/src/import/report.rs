@@ -117,17 +117,7 @@ impl Report {
                 .iter()
                 .filter(|u| u.admin.as_deref() == Some(name))
                 .count();
-            self.admins.push(AdminSeen {
-                name: name.clone(),
-                sudo: *sudo,
-                users,
-            });
-            self.not_carried.push(NotCarried {
-                what: format!("admin {name}"),
-                reason: "admins are not carried: this panel has one admin for now; \
-                         log in with its own password"
-                    .into(),
-            });
+            self.admin(name, *sudo, users);
         }
         for (name, address, port, _) in &source.nodes {
             self.nodes.push(NodeSeen {
@@ -136,6 +126,21 @@ impl Report {
                 port: *port,
             });
         }
+    }
+
+    /// The source's admin `name`, who owns `users` users: listed, not carried.
+    pub(super) fn admin(&mut self, name: &str, sudo: bool, users: usize) {
+        self.admins.push(AdminSeen {
+            name: name.to_owned(),
+            sudo,
+            users,
+        });
+        self.not_carried.push(NotCarried {
+            what: format!("admin {name}"),
+            reason: "admins are not carried: this panel has one admin for now; \
+                     log in with its own password"
+                .into(),
+        });
     }
 
     /// Takes in what the store wrote.

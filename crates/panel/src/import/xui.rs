@@ -103,6 +103,8 @@ pub struct Source {
     pub traffic: HashMap<String, Traffic>,
     /// The subscription paths (`subPath`, `subJsonPath`), without slashes.
     pub sub_paths: Vec<String>,
+    /// The panel's own logins (3x-ui has no owners: each sees every client).
+    pub admins: Vec<String>,
 }
 
 /// Reads the 3x-ui database at `path`.
@@ -242,6 +244,12 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
             return Err(at("settings").error(format!("more than {MAX_CLIENTS} clients")));
         }
         source.inbounds.push(inbound);
+    }
+    if has("users") {
+        source.admins = sqlx::query_scalar("SELECT COALESCE(username, '') FROM users ORDER BY id")
+            .fetch_all(&mut c)
+            .await
+            .map_err(open)?;
     }
     if has("settings") {
         let rows = sqlx::query(

@@ -273,6 +273,9 @@ pub async fn xui(
         }
     }
     let users = plan(&source, &mut report, now_ms);
+    for name in &source.admins {
+        report.admin(name, true, report.users_read);
+    }
     let mode = ImportMode {
         disable_missing,
         dry_run,
@@ -330,6 +333,7 @@ mod tests {
                 })
                 .collect(),
             sub_paths: Vec::new(),
+            admins: Vec::new(),
         };
         let mut report = Report::new(XUI, "2.x", false);
         let users = plan(&source, &mut report, NOW);

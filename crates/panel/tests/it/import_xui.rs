@@ -283,8 +283,15 @@ async fn xui_clients_arrive_as_users_and_their_old_links_and_configs_work() {
             "subscription path /json/: add \"json\" to subscription.old_paths so links under it keep working",
             "user alice: its clients alice-trojan share its subscription: one user here, their usage and limits added up",
             "user frank: client frank: vmess is not served here: its credential was left out",
+            "admin admin: admins are not carried: this panel has one admin for now; log in with its own password",
         ]
     );
+    let admins: Vec<(&str, bool, usize)> = report
+        .admins
+        .iter()
+        .map(|a| (a.name.as_str(), a.sudo, a.users))
+        .collect();
+    assert_eq!(admins, [("admin", true, 6)]);
 
     // Client for client, as 3x-ui counts and limits them.
     let users = all_users(&panel).await;
