@@ -625,11 +625,16 @@ impl SubscriptionSettings {
                      without a leading or trailing /",
                 ));
             }
-            if ours.contains(&first) {
+            // `api/…` is free beside the API's own `api/v1` and `api/openapi.json`
+            // (Remnawave's links are under `api/sub`).
+            let second = p.split('/').nth(1);
+            let free_api =
+                first == "api" && second.is_some_and(|s| s != "v1" && s != "openapi.json");
+            if ours.contains(&first) && !free_api {
                 return Err(invalid(
                     &format!("subscription.old_paths[{i}]"),
-                    "must not start with a path this panel uses (sub, api, ui, rules, \
-                     install, metrics, healthz)",
+                    "must not start with a path this panel uses (sub, api (but for \
+                     api/NAME), api/v1, api/openapi.json, ui, rules, install, metrics, healthz)",
                 ));
             }
         }

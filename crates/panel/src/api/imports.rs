@@ -1,7 +1,9 @@
 //! Bringing users from another panel through the API (and so the web UI): the
 //! source's SQLite database is the request body, streamed to a private file in the
 //! panel's data directory (at most [`MAX_UPLOAD`] bytes), imported as
-//! `switchyard panel import` does, and removed. One import runs at a time.
+//! `switchyard panel import` does, and removed; Remnawave's PostgreSQL database is
+//! named by its URL in a JSON body instead, and read where it is. One import runs at
+//! a time.
 
 use std::path::PathBuf;
 
@@ -11,7 +13,7 @@ use axum::http::StatusCode;
 use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
-use utoipa::IntoParams;
+use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
 use super::auth::Authed;
@@ -34,6 +36,24 @@ pub struct ImportQuery {
     pub disable_missing: bool,
 }
 
+/// The largest JSON body naming a database.
+const MAX_SOURCE_BODY: usize = 8 * 1024;
+
+/// Where Remnawave's database is: the body of `POST /api/v1/imports/remnawave`.
+#[derive(Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseSource {
+    /// `postgres://USER:PASSWORD@HOST:PORT/DB`: read in one read-only transaction;
+    /// never stored, and named in errors without its password.
+    pub database_url: String,
+}
+
+impl std::fmt::Debug for DatabaseSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DatabaseSource(<redacted>)")
+    }
+}
+
 /// The uploaded file, removed when dropped.
 struct Upload(PathBuf);
 
@@ -44,13 +64,14 @@ impl Drop for Upload {
 }
 
 /// Imports the users of another panel's database (`marzban`: Marzban 0.8's
-/// `db.sqlite3`; `3x-ui`: 3x-ui 2.x's `x-ui.db`), sent as the body. The answer is
-/// the report: what was (or, with `dry_run`, would be) added, updated and disabled,
-/// the source's inbounds and nodes, and what could not be carried.
+/// `db.sqlite3`; `3x-ui`: 3x-ui 2.x's `x-ui.db`), sent as the body; for
+/// `remnawave`, the body names its PostgreSQL database (`{"database_url": …}`). The
+/// answer is the report: what was (or, with `dry_run`, would be) added, updated and
+/// disabled, the source's inbounds and nodes, and what could not be carried.
 #[utoipa::path(post, path = "/api/v1/imports/{source}", tag = "imports",
-    params(("source" = String, Path, description = "`marzban` or `3x-ui`"), ImportQuery),
-    request_body(content = Vec<u8>, content_type = "application/octet-stream",
-        description = "The source panel's SQLite database file"),
+    params(("source" = String, Path, description = "`marzban`, `3x-ui` or `remnawave`"), ImportQuery),
+    request_body(content((Vec<u8> = "application/octet-stream"), (DatabaseSource = "application/json")),
+        description = "The source panel's SQLite database file; for `remnawave`, where its database is"),
     responses((status = 200, body = Report), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
         (status = 413, body = Problem), (status = 422, body = Problem)))]
@@ -61,10 +82,10 @@ pub async fn import(
     Query(q): Query<ImportQuery>,
     body: axum::body::Body,
 ) -> Result<Json<Report>, ApiError> {
-    if source != import::MARZBAN && source != import::XUI {
+    if source != import::MARZBAN && source != import::XUI && source != import::REMNAWAVE {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            format!("no import from {source:?}: marzban or 3x-ui"),
+            format!("no import from {source:?}: marzban, 3x-ui or remnawave"),
         ));
     }
     let Ok(_running) = s.imports().try_lock() else {
@@ -73,9 +94,21 @@ pub async fn import(
             "an import is running: try again when it is done",
         ));
     };
-    let upload = receive(&s, body).await?;
     let store = s.store().as_ref();
     let flags = (q.dry_run, q.disable_missing);
+    if source == import::REMNAWAVE {
+        let DatabaseSource { database_url } = database_source(body).await?;
+        let report = import::remnawave(store, &database_url, flags, s.now()).await;
+        return report.map(Json).map_err(|e| match e {
+            ImportError::Store(e) => e.into(),
+            ImportError::Internal => {
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+            }
+            // Named without the password (`import::remnawave::describe`).
+            other => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, other.to_string()),
+        });
+    }
+    let upload = receive(&s, body).await?;
     let report = if source == import::MARZBAN {
         import::marzban(store, &upload.0, None, flags, s.now()).await
     } else {
@@ -96,6 +129,33 @@ pub async fn import(
                 .replace(&upload.0.display().to_string(), "the file"),
         ),
     })
+}
+
+/// The JSON body naming Remnawave's database.
+async fn database_source(body: axum::body::Body) -> Result<DatabaseSource, ApiError> {
+    let bytes = axum::body::to_bytes(body, MAX_SOURCE_BODY)
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body is larger than {MAX_SOURCE_BODY} bytes"),
+            )
+        })?;
+    let source: DatabaseSource = serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the body must be {{\"database_url\": \"postgres://…\"}}: {e}"),
+        )
+    })?;
+    if !source.database_url.starts_with("postgres://")
+        && !source.database_url.starts_with("postgresql://")
+    {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "database_url: must start with postgres:// or postgresql://",
+        ));
+    }
+    Ok(source)
 }
 
 /// Streams `body` to a new private file in the data directory.

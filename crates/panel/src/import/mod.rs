@@ -11,12 +11,16 @@
 
 pub mod marzban;
 pub mod marzban_token;
+pub mod remnawave;
+mod remnawave_plan;
+pub mod remnawave_schema;
 mod report;
 pub mod xui;
 mod xui_plan;
 
 use std::path::PathBuf;
 
+pub use remnawave_plan::{plan as plan_remnawave, remnawave};
 pub use report::{AdminSeen, InboundSeen, NodeSeen, NotCarried, Report};
 pub use xui_plan::{plan as plan_xui, xui};
 
@@ -28,6 +32,8 @@ use crate::store::{ImportMode, ImportedUser, Store, StoreError, UserInput};
 pub const MARZBAN: &str = "marzban";
 /// The key under which 3x-ui's users are kept (by subscription id).
 pub const XUI: &str = "3x-ui";
+/// The key under which Remnawave's users are kept (by id; linked by short id).
+pub const REMNAWAVE: &str = "remnawave";
 
 /// Why an import could not run.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +44,14 @@ pub enum ImportError {
     Open {
         /// The file.
         path: PathBuf,
+        /// The cause.
+        source: sqlx::Error,
+    },
+    /// The source database (a server, by URL) could not be reached or read.
+    #[error("{database}: {source}")]
+    Database {
+        /// Where it is, without its password.
+        database: String,
         /// The cause.
         source: sqlx::Error,
     },
@@ -195,6 +209,8 @@ pub fn plan(source: &marzban::Source, report: &mut Report) -> Vec<ImportedUser> 
             lifetime: u.used_traffic.saturating_add(u.reset_traffic),
             created_ms: u.created_ms,
             sub_revoked_ms: u.sub_revoked_ms,
+            link: None,
+            devices: Vec::new(),
         });
     }
     out
@@ -211,20 +227,25 @@ fn is_uuid(s: &str) -> bool {
 
 /// Our subscription token for an imported panel's link token: the user an import
 /// brought, if the source would still answer the token. Marzban's are signed and
-/// checked with its secret; 3x-ui's are the clients' subscription ids. `None` for
+/// checked with its secret; 3x-ui's are the clients' subscription ids, Remnawave's
+/// its users' short ids. A link a revocation here ended is refused. `None` for
 /// anything else (most requests: a token of ours that does not exist), at the cost
 /// of a read per source when nothing was ever imported.
 pub async fn resolve(store: &dyn Store, token: &str) -> Result<Option<String>, StoreError> {
     if let Some(ours) = resolve_marzban(store, token).await? {
         return Ok(Some(ours));
     }
-    if !xui_plan::is_sub_id(token) || store.import_secret(XUI).await?.is_none() {
-        return Ok(None);
+    if xui_plan::is_sub_id(token) && store.import_secret(XUI).await?.is_some() {
+        let link = store.imported_link(XUI, &xui_plan::sub_key(token)).await?;
+        if let Some(link) = link.filter(|l| l.sub_revoked_ms.is_none()) {
+            return Ok(Some(link.token));
+        }
     }
-    Ok(store
-        .imported_link(XUI, &xui_plan::sub_key(token))
-        .await?
-        .map(|link| link.token))
+    if remnawave_plan::is_short_id(token) && store.import_secret(REMNAWAVE).await?.is_some() {
+        let link = store.imported_link_by(REMNAWAVE, token).await?;
+        return Ok(link.filter(|l| l.sub_revoked_ms.is_none()).map(|l| l.token));
+    }
+    Ok(None)
 }
 
 async fn resolve_marzban(store: &dyn Store, token: &str) -> Result<Option<String>, StoreError> {

@@ -233,6 +233,8 @@ fn user(
             created_ms
         },
         sub_revoked_ms: None,
+        link: None,
+        devices: Vec::new(),
     })
 }
 

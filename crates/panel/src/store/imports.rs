@@ -28,6 +28,30 @@ pub struct ImportedUser {
     pub created_ms: i64,
     /// When the source last revoked the user's subscription link (Unix ms).
     pub sub_revoked_ms: Option<i64>,
+    /// The source's link id for the user where it is not their key (Remnawave's
+    /// short id, which changes when the link is revoked there): kept up to date by
+    /// each import, and found by [`ImportStore::imported_link_by`].
+    pub link: Option<String>,
+    /// Devices the source saw fetch the user's subscription: added to ours (a
+    /// device we know already stays as it is).
+    pub devices: Vec<ImportedDevice>,
+}
+
+/// A device the source knew for a user.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportedDevice {
+    /// The app's `x-hwid`.
+    pub hwid: String,
+    /// Operating system, as the app named it.
+    pub os: Option<String>,
+    /// Device model.
+    pub model: Option<String>,
+    /// The app's User-Agent.
+    pub user_agent: Option<String>,
+    /// First seen (Unix ms).
+    pub first_seen_ms: i64,
+    /// Last seen (Unix ms).
+    pub last_seen_ms: i64,
 }
 
 /// What one import did, by our users' names.
@@ -87,6 +111,14 @@ pub trait ImportStore: Send + Sync {
         &self,
         source: &str,
         key: &str,
+    ) -> Result<Option<ImportedLink>, StoreError>;
+
+    /// The user whose link id with `source` is `link` ([`ImportedUser::link`]), if
+    /// an import brought them.
+    async fn imported_link_by(
+        &self,
+        source: &str,
+        link: &str,
     ) -> Result<Option<ImportedLink>, StoreError>;
 
     /// What checks `source`'s subscription tokens, if it was imported.

@@ -45,7 +45,9 @@ pub use account::{
     AccountStore, AdminSession, ApiToken, LiveSession, NewSession, SEEN_EVERY_MS, TokenScope,
 };
 pub use changes::Changes;
-pub use imports::{ImportMode, ImportStore, ImportWritten, ImportedLink, ImportedUser};
+pub use imports::{
+    ImportMode, ImportStore, ImportWritten, ImportedDevice, ImportedLink, ImportedUser,
+};
 pub use inbounds::{InboundInput, InboundStore};
 pub use routes::{
     Device, DeviceOutcome, DeviceSeen, MAX_DEVICES, RouteInput, RouteStore, Subscriber,

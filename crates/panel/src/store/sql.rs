@@ -97,6 +97,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0020_inbound_rules.sql"),
             include_str!("../../migrations/sqlite/0021_routing.sql"),
             include_str!("../../migrations/sqlite/0022_imports.sql"),
+            include_str!("../../migrations/sqlite/0023_import_links.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -121,6 +122,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0020_inbound_rules.sql"),
             include_str!("../../migrations/postgres/0021_routing.sql"),
             include_str!("../../migrations/postgres/0022_imports.sql"),
+            include_str!("../../migrations/postgres/0023_import_links.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -148,6 +150,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (20, "inbound_rules"),
         (21, "routing"),
         (22, "imports"),
+        (23, "import_links"),
     ];
     let migrations = files
         .iter()

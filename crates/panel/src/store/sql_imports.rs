@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use sqlx::{Any, Row, Transaction};
 
 use super::imports::{ImportMode, ImportStore, ImportWritten, ImportedLink, ImportedUser};
+use super::routes::MAX_DEVICES;
 use super::rows::{to_i64, to_u64};
 use super::sql::conflict;
 use super::{SqlStore, StoreError};
@@ -31,7 +32,8 @@ impl SqlStore {
         Self::set_clusters(tx, id, &input.clusters).await?;
         sqlx::query(
             "INSERT INTO imported_users (source, source_key, user_id, source_created_ms, \
-             sub_revoked_ms, source_used, source_lifetime) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+             sub_revoked_ms, source_used, source_lifetime, link) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(source)
         .bind(&u.source_key)
@@ -40,9 +42,50 @@ impl SqlStore {
         .bind(u.sub_revoked_ms)
         .bind(to_i64(u.used))
         .bind(to_i64(u.lifetime))
+        .bind(&u.link)
         .execute(&mut **tx)
         .await?;
+        Self::add_devices(tx, id, u).await?;
         Ok(id)
+    }
+
+    /// Adds the source's devices of `u` to user `id`'s: one we know already stays as
+    /// it is, and the list stays within [`MAX_DEVICES`] (the source's seen last
+    /// first, as the plan orders them).
+    async fn add_devices(
+        tx: &mut Transaction<'static, Any>,
+        id: Id,
+        u: &ImportedUser,
+    ) -> Result<(), StoreError> {
+        if u.devices.is_empty() {
+            return Ok(());
+        }
+        let count: i64 = sqlx::query("SELECT COUNT(*) FROM devices WHERE user_id = $1")
+            .bind(id)
+            .fetch_one(&mut **tx)
+            .await?
+            .try_get(0)?;
+        let mut room = i64::from(MAX_DEVICES).saturating_sub(count);
+        for d in &u.devices {
+            if room <= 0 {
+                break;
+            }
+            let done = sqlx::query(
+                "INSERT INTO devices (user_id, hwid, os, model, user_agent, first_seen_ms, \
+                 last_seen_ms) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            )
+            .bind(id)
+            .bind(&d.hwid)
+            .bind(&d.os)
+            .bind(&d.model)
+            .bind(&d.user_agent)
+            .bind(d.first_seen_ms)
+            .bind(d.last_seen_ms)
+            .execute(&mut **tx)
+            .await?;
+            room -= i64::try_from(done.rows_affected()).unwrap_or(1);
+        }
+        Ok(())
     }
 
     /// Brings user `id`, imported from `source` before with the source's usage
@@ -75,8 +118,8 @@ impl SqlStore {
         sqlx::query(
             "UPDATE users SET username = $1, enabled = $2, note = $3, traffic_limit = $4, \
              reset_strategy = $5, expires_ms = $6, on_hold_days = $7, vless_uuid = $8, \
-             trojan_password = $9, used_down = $10, lifetime_bytes = $11, address_limit = $12 \
-             WHERE id = $13",
+             trojan_password = $9, used_down = $10, lifetime_bytes = $11, address_limit = $12, \
+             device_limit = $13 WHERE id = $14",
         )
         .bind(&input.username)
         .bind(i64::from(input.enabled))
@@ -90,6 +133,7 @@ impl SqlStore {
         .bind(to_i64(down))
         .bind(to_i64(lifetime))
         .bind(input.address_limit.map(i64::from))
+        .bind(input.device_limit.map(i64::from))
         .bind(id)
         .execute(&mut **tx)
         .await
@@ -97,17 +141,20 @@ impl SqlStore {
         Self::set_clusters(tx, id, &input.clusters).await?;
         sqlx::query(
             "UPDATE imported_users SET source_created_ms = $1, sub_revoked_ms = $2, \
-             source_used = $3, source_lifetime = $4 WHERE source = $5 AND source_key = $6",
+             source_used = $3, source_lifetime = $4, link = $5 \
+             WHERE source = $6 AND source_key = $7",
         )
         .bind(u.created_ms)
         // A revocation here (a new link of ours) is never undone by the source's.
         .bind(revoked.max(u.sub_revoked_ms))
         .bind(to_i64(u.used))
         .bind(to_i64(u.lifetime))
+        .bind(&u.link)
         .bind(source)
         .bind(&u.source_key)
         .execute(&mut **tx)
         .await?;
+        Self::add_devices(tx, id, u).await?;
         Ok(())
     }
 }
@@ -209,6 +256,29 @@ impl ImportStore for SqlStore {
         )
         .bind(source)
         .bind(key)
+        .fetch_optional(&self.read)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(ImportedLink {
+            user_id: row.try_get(0)?,
+            token: row.try_get(1)?,
+            source_created_ms: row.try_get(2)?,
+            sub_revoked_ms: row.try_get(3)?,
+        }))
+    }
+
+    async fn imported_link_by(
+        &self,
+        source: &str,
+        link: &str,
+    ) -> Result<Option<ImportedLink>, StoreError> {
+        let row = sqlx::query(
+            "SELECT i.user_id, u.subscription_token, i.source_created_ms, i.sub_revoked_ms \
+             FROM imported_users i JOIN users u ON u.id = i.user_id \
+             WHERE i.source = $1 AND i.link = $2 ORDER BY i.user_id LIMIT 1",
+        )
+        .bind(source)
+        .bind(link)
         .fetch_optional(&self.read)
         .await?;
         let Some(row) = row else { return Ok(None) };

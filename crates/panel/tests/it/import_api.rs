@@ -2,12 +2,15 @@
 //! request body. A dry run keeps nothing and says what would happen; the import
 //! writes; what is not a database, not the source's, too large or unknown is
 //! refused with a problem naming why, and a second import while one runs gets 409.
-//! The uploaded file does not stay in the data directory.
+//! The uploaded file does not stay in the data directory. Remnawave's database is
+//! named by its URL instead, and a bad URL is refused without its password.
 
 use axum::http::StatusCode;
 use serde_json::json;
+use sqlx::Connection;
 
 use crate::common::Harness;
+use crate::import_remnawave::{anna_db, cluster};
 use crate::import_xui::make_source;
 
 fn leftovers(h: &Harness) -> Vec<String> {
@@ -74,7 +77,7 @@ async fn an_uploaded_3x_ui_database_is_imported_and_what_is_not_one_refused() {
         p["detail"],
         "the file: no alembic_version table: not a Marzban database"
     );
-    let r = upload("/api/v1/imports/remnawave", file.clone()).await;
+    let r = upload("/api/v1/imports/pasarguard", file.clone()).await;
     r.problem(StatusCode::NOT_FOUND);
     let r = upload("/api/v1/imports/3x-ui?dry_run=maybe", file.clone()).await;
     r.problem(StatusCode::BAD_REQUEST);
@@ -104,4 +107,58 @@ async fn an_uploaded_3x_ui_database_is_imported_and_what_is_not_one_refused() {
         .await;
     r.problem(StatusCode::FORBIDDEN);
     assert!(leftovers(&h).is_empty(), "{:?}", leftovers(&h));
+}
+
+#[tokio::test]
+async fn a_remnawave_database_is_imported_by_its_url_and_a_bad_one_refused() {
+    let h = Harness::new().await;
+    let token = h.token().await;
+    let pg = cluster().await;
+    let (url, c) = anna_db(&pg, 21_002).await;
+    let send = |path: &str, body: serde_json::Value| h.post(path).bearer(&token).json(&body).send();
+
+    let r = send(
+        "/api/v1/imports/remnawave?dry_run=true",
+        json!({"database_url": url}),
+    )
+    .await;
+    let report = r.ok(StatusCode::OK);
+    assert_eq!(report["dry_run"], true);
+    assert_eq!(
+        report["schema"],
+        "20260815170000_add_shared_lists (Remnawave 3.0–3.3)"
+    );
+    assert_eq!(report["added"], json!(["anna"]));
+    let r = send("/api/v1/imports/remnawave", json!({"database_url": url})).await;
+    assert_eq!(r.ok(StatusCode::OK)["added"], json!(["anna"]));
+    let users = h.get("/api/v1/users").bearer(&token).send().await;
+    assert_eq!(users.ok(StatusCode::OK)["total"], 1);
+
+    // Not a URL of PostgreSQL; not the body asked for; too long; a wrong password
+    // (named without it).
+    let r = send(
+        "/api/v1/imports/remnawave",
+        json!({"database_url": "mysql://a@b/c"}),
+    )
+    .await;
+    let p = r.problem(StatusCode::BAD_REQUEST);
+    assert_eq!(
+        p["detail"],
+        "database_url: must start with postgres:// or postgresql://"
+    );
+    let r = send("/api/v1/imports/remnawave", json!({"url": url})).await;
+    r.problem(StatusCode::BAD_REQUEST);
+    let long = "x".repeat(10_000);
+    let r = send("/api/v1/imports/remnawave", json!({"database_url": long})).await;
+    r.problem(StatusCode::PAYLOAD_TOO_LARGE);
+    let wrong = format!("postgres://nobody:s3cret-pass@127.0.0.1:{}/none", pg.port());
+    let r = send("/api/v1/imports/remnawave", json!({"database_url": wrong})).await;
+    let p = r.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(&format!("postgres://127.0.0.1:{}/none: ", pg.port())),
+        "{p}"
+    );
+    assert!(!detail.contains("s3cret"), "{p}");
+    c.close().await.unwrap();
 }

@@ -68,3 +68,45 @@ pub(crate) async fn singbox_carries(body: &str, target: &HttpTarget, down: impl 
     })
     .await;
 }
+
+/// Runs the real Xray with `config` (a SOCKS inbound on `socks`) and waits until the
+/// node's count `down` grew by a download's bytes through it.
+pub(crate) async fn xray_carries(
+    config: serde_json::Value,
+    socks: u16,
+    target: &HttpTarget,
+    down: impl Fn() -> u64,
+) {
+    let client = switchyard_testkit::Xray::start(config)
+        .await
+        .unwrap_or_else(|e| panic!("xray runs the old config: {e:#}"));
+    let before = down();
+    download(target, SocketAddr::from(([127, 0, 0, 1], socks)), || {
+        client.log_tail()
+    })
+    .await;
+    live::wait_until("the node counts the download", 10, || async {
+        down() - before >= SIZE
+    })
+    .await;
+}
+
+/// Xray with nothing but an old `vless://` link's credentials (`uuid` on 127.0.0.1:
+/// `port`, plain TCP) carries a download through the node.
+pub(crate) async fn old_vless_carries(
+    port: u16,
+    uuid: &str,
+    target: &HttpTarget,
+    down: impl Fn() -> u64,
+) {
+    let socks = switchyard_testkit::free_port().unwrap();
+    let config = serde_json::json!({
+        "log": {"loglevel": "warning"},
+        "inbounds": [{"listen": "127.0.0.1", "port": socks, "protocol": "socks", "settings": {"udp": false}}],
+        "outbounds": [{"protocol": "vless", "settings": {"vnext": [{
+            "address": "127.0.0.1", "port": port,
+            "users": [{"id": uuid, "encryption": "none"}]
+        }]}, "streamSettings": {"network": "tcp", "security": "none"}}]
+    });
+    xray_carries(config, socks, target, down).await;
+}

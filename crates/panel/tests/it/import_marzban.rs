@@ -13,7 +13,7 @@
 //! link is a 404, and so is one revoked here. A second import after changes in Marzban updates, adds and
 //! disables exactly what changed, keeping what our node counted meanwhile.
 
-use crate::import_common::{SIZE, all_users, by_name, download, singbox_carries};
+use crate::import_common::{SIZE, all_users, by_name, download, singbox_carries, xray_carries};
 use crate::live;
 
 use std::net::SocketAddr;
@@ -287,19 +287,7 @@ async fn marzbans_users_arrive_whole_and_their_old_links_run_in_real_clients() {
     let socks = free_port().unwrap();
     config["inbounds"][0]["port"] = json!(socks);
     config["inbounds"][1]["port"] = json!(free_port().unwrap());
-    let client = switchyard_testkit::Xray::start(config)
-        .await
-        .unwrap_or_else(|e| panic!("xray runs alice's old link: {e:#}"));
-    let before = down();
-    download(&target, SocketAddr::from(([127, 0, 0, 1], socks)), || {
-        client.log_tail()
-    })
-    .await;
-    live::wait_until("the node counts alice's download", 10, || async {
-        down() - before >= SIZE
-    })
-    .await;
-    drop(client);
+    xray_carries(config, socks, &target, down).await;
 
     // Our node's counts reach the panel before the second import.
     live::wait_until("the panel has alice's traffic", 20, || {

@@ -32,6 +32,8 @@ fn user(name: &str, used: u64) -> ImportedUser {
         lifetime: used + 5,
         created_ms: NOW - 86_400_000,
         sub_revoked_ms: None,
+        link: None,
+        devices: Vec::new(),
     }
 }
 
@@ -210,14 +212,17 @@ fn old_subscription_paths_are_checked_by_name() {
         c.subscription.old_paths = paths.iter().map(|p| (*p).to_owned()).collect();
         c.validate().map_err(|e| e.to_string())
     };
-    assert!(check(&["p/sub", "my-sub_2.x"]).is_ok());
+    // Remnawave's `api/sub` is free beside the API's own paths.
+    assert!(check(&["p/sub", "my-sub_2.x", "api/sub"]).is_ok());
     for (paths, field) in [
         (&["/sub"][..], "subscription.old_paths[0]"),
         (&["ok", "a//b"][..], "subscription.old_paths[1]"),
         (&["a/../b"][..], "subscription.old_paths[0]"),
         (&["x?y"][..], "subscription.old_paths[0]"),
         (&["sub/x"][..], "subscription.old_paths[0]"),
-        (&["api/sub"][..], "subscription.old_paths[0]"),
+        (&["api"][..], "subscription.old_paths[0]"),
+        (&["api/v1"][..], "subscription.old_paths[0]"),
+        (&["api/openapi.json"][..], "subscription.old_paths[0]"),
         (&[""][..], "subscription.old_paths[0]"),
     ] {
         let e = check(paths).unwrap_err();

@@ -14,10 +14,9 @@
 //! disables exactly what changed. A hostile file is refused naming the row, and
 //! 3x-ui 3.x by name.
 
-use crate::import_common::{SIZE, all_users, by_name, download, singbox_carries};
+use crate::import_common::{SIZE, all_users, by_name, old_vless_carries, singbox_carries};
 use crate::live;
 
-use std::net::SocketAddr;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -361,28 +360,7 @@ async fn xui_clients_arrive_as_users_and_their_old_links_and_configs_work() {
     singbox_carries(&body, &target, down).await;
 
     // Xray with nothing but the old `vless://` link's credentials: same host and port.
-    let socks = free_port().unwrap();
-    let config = json!({
-        "log": {"loglevel": "warning"},
-        "inbounds": [{"listen": "127.0.0.1", "port": socks, "protocol": "socks", "settings": {"udp": false}}],
-        "outbounds": [{"protocol": "vless", "settings": {"vnext": [{
-            "address": "127.0.0.1", "port": port,
-            "users": [{"id": ALICE_UUID, "encryption": "none"}]
-        }]}, "streamSettings": {"network": "tcp", "security": "none"}}]
-    });
-    let client = switchyard_testkit::Xray::start(config)
-        .await
-        .unwrap_or_else(|e| panic!("xray runs alice's old config: {e:#}"));
-    let before = down();
-    download(&target, SocketAddr::from(([127, 0, 0, 1], socks)), || {
-        client.log_tail()
-    })
-    .await;
-    live::wait_until("the node counts alice's download", 10, || async {
-        down() - before >= SIZE
-    })
-    .await;
-    drop(client);
+    old_vless_carries(port, ALICE_UUID, &target, down).await;
 
     // 3x-ui's JSON path, once configured, answers too.
     let (status, _, body) =

@@ -1,8 +1,10 @@
 //! In a real headless Chromium: the users page's **Import…** dialog, every control
 //! labelled; a 3x-ui database chosen with the file input, a dry run's report shown
 //! with nothing kept, then the import, after which the users are listed; a file of
-//! the wrong panel is refused with the reason in the dialog.
+//! the wrong panel is refused with the reason in the dialog. Remnawave is read by
+//! its database's URL, typed into the field that takes the file's place.
 
+use crate::import_remnawave::{anna_db, cluster};
 use crate::import_xui::make_source;
 use crate::live;
 use crate::ui_common::{click, log_in, pick, unlabelled};
@@ -94,6 +96,24 @@ async fn importing_from_3x_ui_through_the_dialog_in_a_real_browser() {
             .len(),
         6
     );
+    // Remnawave: its database's URL instead of a file.
+    let pg = cluster().await;
+    let (url, _c) = anna_db(&pg, 21_003).await;
+    pick(&b, "source", "remnawave").await;
+    b.find("dialog[open] input[name=database_url]")
+        .await
+        .unwrap()
+        .send_keys(&url)
+        .await
+        .unwrap();
+    click(&b, "dialog[open] [data-dry-run]").await;
+    b.wait_until_text(
+        "dialog[open] [data-report-summary]",
+        "remnawave (schema 20260815170000_add_shared_lists (Remnawave 3.0–3.3)), dry run: nothing kept: 1 users read.",
+        DEFAULT_WAIT,
+    )
+    .await
+    .unwrap();
     click(
         &b,
         "dialog[open] .actions button:not([data-dry-run]):not([type=submit])",

@@ -1,17 +1,30 @@
-// Bringing users from another panel: its database file, a dry run first, then the
-// import; the report says what was added, updated and disabled, the source's
-// inbounds and nodes, and what could not be carried.
+// Bringing users from another panel: its database file (Remnawave's: its
+// PostgreSQL URL), a dry run first, then the import; the report says what was
+// added, updated and disabled, the source's inbounds and nodes, and what could not
+// be carried.
 
 import { h, fill, field, dialog } from "./dom.js";
-import { upload } from "./api.js";
+import { post, upload } from "./api.js";
 
-const SOURCES = [["marzban", "Marzban 0.8 (db.sqlite3)"], ["3x-ui", "3x-ui 2.x (x-ui.db)"]];
+const SOURCES = [
+  ["marzban", "Marzban 0.8 (db.sqlite3)"],
+  ["3x-ui", "3x-ui 2.x (x-ui.db)"],
+  ["remnawave", "Remnawave 2.3–3.3 (its PostgreSQL database)"],
+];
 
 /** The import dialog; resolves true when something was imported. */
 export function importDialog() {
   return dialog("Import users", (close) => {
     const source = h("select", { name: "source" }, SOURCES.map(([v, t]) => h("option", { value: v }, t)));
-    const file = h("input", { name: "file", type: "file", required: true });
+    const file = h("input", { name: "file", type: "file" });
+    const url = h("input", { name: "database_url", type: "password", autocomplete: "off",
+      placeholder: "postgres://USER:PASSWORD@HOST:5432/DB" });
+    const fileField = field("Database file", file, "Copy it off the old server first; it is only read.");
+    const urlField = field("Database URL", url, "Read in one read-only transaction; never stored.");
+    const byUrl = () => source.value === "remnawave";
+    const shown = () => { fileField.hidden = byUrl(); urlField.hidden = !byUrl(); };
+    source.addEventListener("change", shown);
+    shown();
     const missing = h("input", { type: "checkbox", name: "disable_missing" });
     const error = h("p", { class: "form-error", role: "alert" });
     const result = h("div", { class: "import-report", "aria-live": "polite" });
@@ -19,11 +32,13 @@ export function importDialog() {
     const run = async (dry) => {
       error.textContent = "";
       const f = file.files[0];
-      if (!f) { error.textContent = "Choose the source panel's database file."; return; }
+      if (byUrl() && !url.value) { error.textContent = "Give Remnawave's database URL."; return; }
+      if (!byUrl() && !f) { error.textContent = "Choose the source panel's database file."; return; }
       fill(result, h("p", { class: "muted" }, dry ? "Reading…" : "Importing…"));
       const q = new URLSearchParams({ dry_run: dry, disable_missing: missing.checked });
+      const path = `/imports/${source.value}?${q}`;
       try {
-        const report = await upload(`/imports/${source.value}?${q}`, f);
+        const report = byUrl() ? await post(path, { database_url: url.value }) : await upload(path, f);
         fill(result, ...describe(report));
         if (!dry) imported = true;
       } catch (err) {
@@ -33,7 +48,7 @@ export function importDialog() {
     };
     return h("form", { onsubmit: (e) => { e.preventDefault(); run(false); } },
       field("From", source),
-      field("Database file", file, "Copy it off the old server first; it is only read."),
+      fileField, urlField,
       h("label", { class: "check" }, missing, " Disable users an earlier import brought that the source no longer has"),
       error, result,
       h("div", { class: "actions" },

@@ -3,7 +3,9 @@
 //! peers`; the script is the panel's import test's): the dry run's JSON report says
 //! what would be added and keeps nothing, the import adds it, a second says it
 //! updates. `… import 3x-ui` likewise, on a 3x-ui 2.8 database made with the panel's
-//! import test's schema.
+//! import test's schema, and `… import remnawave` on a Remnawave 3.3 database (the
+//! panel's import test's schema, in a private PostgreSQL cluster) named by
+//! `REMNAWAVE_DATABASE_URL`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -122,6 +124,63 @@ c.commit()
     let text = import_from("3x-ui", &data, &db, &[]);
     assert!(
         text.starts_with("3x-ui (schema 2.x): 1 users read"),
+        "{text}"
+    );
+    assert!(
+        text.contains("users added: 1, updated: 0, disabled: 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_import_command_reads_remnawave_by_the_url_in_its_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
+    let url = pg.fresh_database("remnawave").unwrap();
+    let schema = include_str!("../../../panel/tests/it/import/remnawave_3.3.sql");
+    pg.psql("remnawave", schema).unwrap();
+    pg.psql(
+        "remnawave",
+        "INSERT INTO users (short_uuid, username, expire_at, trojan_password, vless_uuid, \
+         ss_password) VALUES ('annaShort0000001', 'anna', TIMESTAMP '2030-01-01', 't-pw', \
+         'cf0c7a1e-3b9d-4e2a-8c6f-1d2e3f4a5b6c', 'A1b2C3d4E5f6G7h8J9k0L1m2N3p4Q5r6')",
+    )
+    .unwrap();
+    let data = dir.path().join("panel");
+    let run = |env: Option<&str>, extra: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+        c.args(["panel", "--data"])
+            .arg(&data)
+            .args(["import", "remnawave"])
+            .args(extra)
+            .env_remove("REMNAWAVE_DATABASE_URL");
+        if let Some(url) = env {
+            c.env("REMNAWAVE_DATABASE_URL", url);
+        }
+        c.output().unwrap()
+    };
+    let out = run(None, &["--dry-run"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("set REMNAWAVE_DATABASE_URL"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = run(Some(&url), &["--dry-run", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["source"], "remnawave");
+    assert_eq!(report["added"], serde_json::json!(["anna"]), "{report}");
+    let out = run(Some(&url), &[]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with(
+            "remnawave (schema 20260815170000_add_shared_lists (Remnawave 3.0–3.3)): 1 users read"
+        ),
         "{text}"
     );
     assert!(

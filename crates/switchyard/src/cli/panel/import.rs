@@ -1,5 +1,6 @@
-//! `switchyard panel import marzban --db FILE` and `… import 3x-ui --db FILE`: bring
-//! a Marzban or 3x-ui panel's users (credentials, usage, limits, expiry, status) into
+//! `switchyard panel import marzban --db FILE`, `… import 3x-ui --db FILE` and
+//! `… import remnawave` (its PostgreSQL database's URL in `REMNAWAVE_DATABASE_URL`):
+//! bring a Marzban, 3x-ui or Remnawave panel's users (credentials, usage, limits, expiry, status) into
 //! this panel's database, keeping their old subscription links working (`switchyard_panel::import`,
 //! `docs/migration.md`). `--dry-run` first says what would happen.
 
@@ -53,7 +54,25 @@ enum ImportSource {
         #[arg(long)]
         json: bool,
     },
+    /// From Remnawave (2.3 to 3.3): its PostgreSQL database, read in one read-only
+    /// transaction. Its URL (`postgres://USER:PASSWORD@HOST:PORT/DB`) is read from
+    /// the environment variable `REMNAWAVE_DATABASE_URL`, so the password is not on
+    /// the command line.
+    Remnawave {
+        /// Say what would happen; keep nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Disable users an earlier import brought that Remnawave no longer has.
+        #[arg(long)]
+        disable_missing: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
+
+/// Where `import remnawave` reads its database's URL.
+const REMNAWAVE_URL_ENV: &str = "REMNAWAVE_DATABASE_URL";
 
 impl ImportArgs {
     pub(crate) async fn run(self, config: PanelConfig) -> anyhow::Result<()> {
@@ -87,6 +106,26 @@ impl ImportArgs {
                 let report =
                     switchyard_panel::import::xui(&store, &db, (dry_run, disable_missing), now)
                         .await?;
+                (report, json)
+            }
+            ImportSource::Remnawave {
+                dry_run,
+                disable_missing,
+                json,
+            } => {
+                let url = std::env::var(REMNAWAVE_URL_ENV).map_err(|_| {
+                    anyhow::anyhow!(
+                        "set {REMNAWAVE_URL_ENV} to Remnawave's database URL \
+                         (postgres://USER:PASSWORD@HOST:PORT/DB)"
+                    )
+                })?;
+                let report = switchyard_panel::import::remnawave(
+                    &store,
+                    &url,
+                    (dry_run, disable_missing),
+                    now,
+                )
+                .await?;
                 (report, json)
             }
         };
