@@ -64,7 +64,7 @@ impl Drop for Upload {
 }
 
 /// Imports the users of another panel's database (`marzban`: Marzban 0.8's
-/// `db.sqlite3`; `3x-ui`: 3x-ui 2.x's `x-ui.db`), sent as the body; for
+/// `db.sqlite3`; `3x-ui`: 3x-ui 2.x or 3.x's `x-ui.db`), sent as the body; for
 /// `remnawave`, the body names its PostgreSQL database (`{"database_url": …}`). The
 /// answer is the report: what was (or, with `dry_run`, would be) added, updated and
 /// disabled, the source's inbounds and nodes, and what could not be carried.

@@ -4,9 +4,10 @@
 //! paths from `settings`.
 //!
 //! 3x-ui keeps no schema version: its tables are made by GORM from its models. The
-//! layout is told by the tables and columns present; 3.x, which moved clients into a
-//! `clients` table, is refused by name until it is known. The file is opened
-//! read-only. Every value is checked: a row that does not fit is an error naming the
+//! layout is told by the tables and columns present: 2.x lists each inbound's
+//! clients in its settings; 3.x keeps them in a `clients` table linked to inbounds by
+//! `client_inbounds` (and still copies them into the settings for Xray: the table is
+//! what this reader takes). The file is opened read-only. Every value is checked: a row that does not fit is an error naming the
 //! table, the row and the column, never a panic.
 
 use std::collections::HashMap;
@@ -18,7 +19,7 @@ use sqlx::{Connection, Row};
 use super::{Field, ImportError};
 
 /// The layouts this reader knows, as the report names them.
-pub const KNOWN_LAYOUTS: &[&str] = &["2.x"];
+pub const KNOWN_LAYOUTS: &[&str] = &["2.x", "3.x"];
 
 /// The longest settings or stream settings read from one inbound (a thousand clients
 /// take about 250 KiB).
@@ -127,10 +128,11 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
             why: "no inbounds and client_traffics tables",
         });
     }
-    if has("clients") {
+    let v3 = has("clients");
+    if v3 && !has("client_inbounds") {
         return Err(ImportError::UnknownSchema {
             source_panel: "3x-ui",
-            found: "3.x (clients in their own table)".into(),
+            found: "with a clients table but no client_inbounds".into(),
             known: KNOWN_LAYOUTS.join(", "),
         });
     }
@@ -145,7 +147,7 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
         "0"
     };
     let mut source = Source {
-        layout: KNOWN_LAYOUTS[0].to_owned(),
+        layout: KNOWN_LAYOUTS[usize::from(v3)].to_owned(),
         ..Source::default()
     };
     let rows = sqlx::query(&format!(
@@ -238,7 +240,11 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
             stream: json(9, "stream_settings")?,
             clients: Vec::new(),
         };
-        inbound.clients = read_clients(&settings).map_err(|m| at("settings").error(m))?;
+        inbound.clients = if v3 {
+            client_rows(&mut c, id).await?
+        } else {
+            read_clients(&settings).map_err(|m| at("settings").error(m))?
+        };
         clients = clients.saturating_add(inbound.clients.len());
         if clients > MAX_CLIENTS {
             return Err(at("settings").error(format!("more than {MAX_CLIENTS} clients")));
@@ -268,6 +274,74 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
     }
     c.close().await.map_err(open)?;
     Ok(source)
+}
+
+/// 3.x: the clients of inbound `inbound`, from the `clients` table.
+async fn client_rows(
+    c: &mut sqlx::SqliteConnection,
+    inbound: i64,
+) -> Result<Vec<SourceClient>, ImportError> {
+    let rows = sqlx::query(
+        "SELECT c.id, COALESCE(c.email, ''), COALESCE(c.sub_id, ''), COALESCE(c.uuid, ''), \
+         COALESCE(c.password, ''), COALESCE(c.enable, 1), COALESCE(c.total_gb, 0), \
+         COALESCE(c.expiry_time, 0), COALESCE(c.limit_ip, 0), COALESCE(c.reset, 0), \
+         COALESCE(c.comment, ''), COALESCE(c.created_at, 0) FROM clients c \
+         JOIN client_inbounds l ON l.client_id = c.id WHERE l.inbound_id = $1 \
+         ORDER BY c.id LIMIT $2",
+    )
+    .bind(inbound)
+    .bind(MAX_CLIENTS as i64 + 1)
+    .fetch_all(&mut *c)
+    .await
+    .map_err(|e| ImportError::Field {
+        table: "clients",
+        row: 0,
+        field: "*",
+        message: e.to_string(),
+    })?;
+    if rows.len() > MAX_CLIENTS {
+        return Err(ImportError::Field {
+            table: "client_inbounds",
+            row: inbound,
+            field: "inbound_id",
+            message: format!("more than {MAX_CLIENTS} clients"),
+        });
+    }
+    rows.iter()
+        .map(|row| {
+            let id: i64 = row.try_get(0).unwrap_or(0);
+            let at = |field| Field {
+                table: "clients",
+                row: id,
+                field,
+            };
+            let get_text = |i: usize, field| -> Result<String, ImportError> {
+                row.try_get(i).map_err(|e| at(field).error(e.to_string()))
+            };
+            let get_number = |i: usize, field| -> Result<i64, ImportError> {
+                row.try_get(i).map_err(|e| at(field).error(e.to_string()))
+            };
+            let email = get_text(1, "email")?;
+            if email.is_empty() {
+                return Err(at("email").error("empty".into()));
+            }
+            let total = get_number(6, "total_gb")?;
+            Ok(SourceClient {
+                email,
+                sub_id: get_text(2, "sub_id")?,
+                id: get_text(3, "uuid")?,
+                password: get_text(4, "password")?,
+                enable: get_number(5, "enable")? != 0,
+                total: u64::try_from(total)
+                    .map_err(|_| at("total_gb").error(format!("{total} is negative")))?,
+                expiry_ms: get_number(7, "expiry_time")?,
+                limit_ip: u32::try_from(get_number(8, "limit_ip")?.max(0)).unwrap_or(u32::MAX),
+                reset_days: u32::try_from(get_number(9, "reset")?.max(0)).unwrap_or(u32::MAX),
+                comment: get_text(10, "comment")?,
+                created_ms: get_number(11, "created_at")?.max(0),
+            })
+        })
+        .collect()
 }
 
 /// A string field, or "" when absent or not a string.

@@ -99,11 +99,16 @@ fn user(
         skip(format!("its email is not a name this panel takes: {e}"));
         return None;
     }
-    if group.clients.len() > 1 {
-        let others: Vec<&str> = group.clients[1..]
-            .iter()
-            .map(|(_, c)| c.email.as_str())
-            .collect();
+    // 3.x links one client to several inbounds: it is listed once per inbound, but
+    // counted, limited and named once.
+    let mut emails: Vec<&str> = Vec::new();
+    for (_, c) in &group.clients {
+        if !emails.contains(&c.email.as_str()) {
+            emails.push(&c.email);
+        }
+    }
+    if emails.len() > 1 {
+        let others: Vec<&str> = emails[1..].to_vec();
         skip(format!(
             "its clients {} share its subscription: one user here, their usage and \
              limits added up",
@@ -121,36 +126,40 @@ fn user(
     let mut created_ms = i64::MAX;
     let mut credentials: Credentials = new_credentials();
     let (mut vless, mut trojan) = (None::<&str>, None::<&str>);
+    let mut counted: Vec<&str> = Vec::new();
     for (inbound, c) in &group.clients {
-        let t = source.traffic.get(&c.email).copied().unwrap_or_default();
-        used = used.saturating_add(t.used);
-        lifetime = lifetime.saturating_add(t.all_time);
-        limit = match (limit, c.total) {
-            (None, _) | (_, 0) => None,
-            (Some(sum), n) => Some(sum.saturating_add(n)),
-        };
-        expires = match (expires, c.expiry_ms) {
-            (None, _) | (_, 0) => None,
-            (Some(at), ms) if ms > 0 => Some(at.max(ms)),
-            (Some(at), ms) => {
-                delayed_ms = delayed_ms.max(ms.saturating_neg());
-                Some(at)
+        if !counted.contains(&c.email.as_str()) {
+            counted.push(&c.email);
+            let t = source.traffic.get(&c.email).copied().unwrap_or_default();
+            used = used.saturating_add(t.used);
+            lifetime = lifetime.saturating_add(t.all_time);
+            limit = match (limit, c.total) {
+                (None, _) | (_, 0) => None,
+                (Some(sum), n) => Some(sum.saturating_add(n)),
+            };
+            expires = match (expires, c.expiry_ms) {
+                (None, _) | (_, 0) => None,
+                (Some(at), ms) if ms > 0 => Some(at.max(ms)),
+                (Some(at), ms) => {
+                    delayed_ms = delayed_ms.max(ms.saturating_neg());
+                    Some(at)
+                }
+            };
+            address_limit = address_limit.max(c.limit_ip);
+            enabled |= c.enable;
+            if note.is_empty() {
+                note = c.comment.clone();
             }
-        };
-        address_limit = address_limit.max(c.limit_ip);
-        enabled |= c.enable;
-        if note.is_empty() {
-            note = c.comment.clone();
-        }
-        if c.created_ms > 0 {
-            created_ms = created_ms.min(c.created_ms);
-        }
-        if c.reset_days > 0 {
-            skip(format!(
-                "client {}: renewing every {} days when it expires is not carried: it \
-                 expires here as the source set it",
-                c.email, c.reset_days
-            ));
+            if c.created_ms > 0 {
+                created_ms = created_ms.min(c.created_ms);
+            }
+            if c.reset_days > 0 {
+                skip(format!(
+                    "client {}: renewing every {} days when it expires is not carried: it \
+                     expires here as the source set it",
+                    c.email, c.reset_days
+                ));
+            }
         }
         match inbound.protocol.as_str() {
             "vless" if is_uuid(&c.id) => match vless {

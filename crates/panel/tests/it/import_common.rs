@@ -110,3 +110,18 @@ pub(crate) async fn old_vless_carries(
     });
     xray_carries(config, socks, target, down).await;
 }
+
+/// What `node` counted downloaded for the panel's user `user_id`.
+pub(crate) fn node_down(
+    node: &switchyard_node::channel::EnrolledNode,
+    user_id: i64,
+) -> impl Fn() -> u64 + Copy + '_ {
+    move || {
+        node.node()
+            .shared()
+            .accounting
+            .users()
+            .get(&format!("u{user_id}"))
+            .map_or(0, |c| c.down)
+    }
+}

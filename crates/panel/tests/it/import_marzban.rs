@@ -13,7 +13,9 @@
 //! link is a 404, and so is one revoked here. A second import after changes in Marzban updates, adds and
 //! disables exactly what changed, keeping what our node counted meanwhile.
 
-use crate::import_common::{SIZE, all_users, by_name, download, singbox_carries, xray_carries};
+use crate::import_common::{
+    SIZE, all_users, by_name, download, node_down, singbox_carries, xray_carries,
+};
 use crate::live;
 
 use std::net::SocketAddr;
@@ -233,14 +235,7 @@ async fn marzbans_users_arrive_whole_and_their_old_links_run_in_real_clients() {
 
     let target = HttpTarget::start().await.unwrap();
     let user_id = alice.id;
-    let down = || {
-        node.node()
-            .shared()
-            .accounting
-            .users()
-            .get(&format!("u{user_id}"))
-            .map_or(0, |c| c.down)
-    };
+    let down = node_down(&node, user_id);
 
     // sing-box, as an app asks: Marzban's path for it.
     let (status, _, body) =

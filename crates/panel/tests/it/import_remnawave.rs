@@ -16,7 +16,9 @@
 //! Remnawave updates, adds and disables exactly what changed. A Remnawave newer than
 //! this import knows, or not Remnawave at all, is refused naming why.
 
-use crate::import_common::{SIZE, all_users, by_name, old_vless_carries, singbox_carries};
+use crate::import_common::{
+    SIZE, all_users, by_name, node_down, old_vless_carries, singbox_carries,
+};
 use crate::live;
 
 use serde_json::json;
@@ -450,14 +452,7 @@ async fn remnawave_users_arrive_with_devices_and_their_old_links_and_configs_wor
 
     let target = HttpTarget::start().await.unwrap();
     let user_id = a.id;
-    let down = || {
-        node.node()
-            .shared()
-            .accounting
-            .users()
-            .get(&format!("u{user_id}"))
-            .map_or(0, |c| c.down)
-    };
+    let down = node_down(&node, user_id);
 
     // Her two devices are known here: a third one is past her limit of 2.
     let (status, headers, _) = live::get_raw(

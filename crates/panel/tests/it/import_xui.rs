@@ -11,10 +11,12 @@
 //! their subscription, which the real sing-box runs, and the real Xray with only the
 //! old `vless://` credentials carries a download through our node too. An email is
 //! never a way in. A second import after changes in 3x-ui updates, adds and
-//! disables exactly what changed. A hostile file is refused naming the row, and
-//! 3x-ui 3.x by name.
+//! disables exactly what changed. A hostile file is refused naming the row, and a
+//! layout this import does not know by name (3.x is `import_xui3.rs`).
 
-use crate::import_common::{SIZE, all_users, by_name, old_vless_carries, singbox_carries};
+use crate::import_common::{
+    SIZE, all_users, by_name, node_down, old_vless_carries, singbox_carries,
+};
 use crate::live;
 
 use std::path::Path;
@@ -344,14 +346,7 @@ async fn xui_clients_arrive_as_users_and_their_old_links_and_configs_work() {
 
     let target = HttpTarget::start().await.unwrap();
     let user_id = alice.id;
-    let down = || {
-        node.node()
-            .shared()
-            .accounting
-            .users()
-            .get(&format!("u{user_id}"))
-            .map_or(0, |c| c.down)
-    };
+    let down = node_down(&node, user_id);
 
     // sing-box runs alice's old link.
     let (status, _, body) =
@@ -434,7 +429,7 @@ async fn xui_clients_arrive_as_users_and_their_old_links_and_configs_work() {
 }
 
 #[tokio::test]
-async fn a_hostile_xui_file_is_refused_naming_the_row_and_3x_ui_3_by_name() {
+async fn a_hostile_xui_file_is_refused_naming_the_row_and_an_unknown_layout_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let (panel, _) = live::panel_with(dir.path(), |_| {}).await;
     let store = panel.state.store().clone();
@@ -457,7 +452,7 @@ async fn a_hostile_xui_file_is_refused_naming_the_row_and_3x_ui_3_by_name() {
         "{e}"
     );
 
-    // 3x-ui 3.x keeps clients in their own table: refused by name.
+    // A clients table without 3.x's links to inbounds: a layout we do not know.
     let v3 = dir.path().join("v3.db");
     let mut c = xui_db(&v3).await;
     c.execute("CREATE TABLE clients (id integer PRIMARY KEY, email text)")
@@ -471,7 +466,7 @@ async fn a_hostile_xui_file_is_refused_naming_the_row_and_3x_ui_3_by_name() {
     );
     assert_eq!(
         e,
-        "3x-ui schema 3.x (clients in their own table) is not one this import knows (known: 2.x); upgrade 3x-ui to a known release first, or tell us"
+        "3x-ui schema with a clients table but no client_inbounds is not one this import knows (known: 2.x, 3.x); upgrade 3x-ui to a known release first, or tell us"
     );
 
     // Rows that do not fit: named, and nothing written.

@@ -29,6 +29,7 @@ mod import_marzban;
 mod import_remnawave;
 mod import_store;
 mod import_xui;
+mod import_xui3;
 mod inbound_rules_live;
 mod input_hygiene;
 mod install_endpoints;

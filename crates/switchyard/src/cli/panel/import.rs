@@ -38,7 +38,7 @@ enum ImportSource {
         #[arg(long)]
         json: bool,
     },
-    /// From 3x-ui (2.x): its SQLite database (`/etc/x-ui/x-ui.db`).
+    /// From 3x-ui (2.x or 3.x): its SQLite database (`/etc/x-ui/x-ui.db`).
     #[command(name = "3x-ui")]
     Xui {
         /// 3x-ui's SQLite database (read only; copy it off the old server first).
