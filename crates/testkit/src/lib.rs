@@ -72,6 +72,7 @@ pub mod fault;
 pub mod http;
 pub mod load;
 pub mod lossy;
+pub mod marzban;
 pub mod mihomo;
 pub mod netns;
 pub mod nginx;

@@ -59,7 +59,19 @@ struct Upload(PathBuf);
 
 impl Drop for Upload {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        let path = std::mem::take(&mut self.0);
+        // Off the runtime's threads where there is one (a large file's unlink can
+        // take a while); in place otherwise.
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn_blocking(move || {
+                    let _ = std::fs::remove_file(path);
+                });
+            }
+            Err(_) => {
+                let _ = std::fs::remove_file(path);
+            }
+        }
     }
 }
 

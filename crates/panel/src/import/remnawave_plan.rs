@@ -403,4 +403,57 @@ mod tests {
         assert_eq!(users[0].link, None);
         assert_eq!(report.not_carried.len(), 4, "{:?}", report.not_carried);
     }
+
+    proptest::proptest! {
+        /// Whatever a Remnawave database holds, the plan never panics, and what it
+        /// plans to write passes this panel's own checks: a name it takes, a UUID, a
+        /// bounded password and key, devices of visible ASCII within the bound.
+        #[test]
+        fn any_source_plans_only_what_this_panel_takes(
+            name in "\\PC{0,40}",
+            short in "\\PC{0,70}",
+            vless in "\\PC{0,40}",
+            trojan in "\\PC{0,200}",
+            ss in "\\PC{0,40}",
+            strategy in "\\PC{0,12}",
+            status in "\\PC{0,10}",
+            limit in proptest::prelude::any::<i64>(),
+            device_limit in proptest::option::of(proptest::prelude::any::<i64>()),
+            hwids in proptest::collection::vec("\\PC{0,300}", 0..80),
+            used in proptest::prelude::any::<u64>(),
+            lifetime in proptest::prelude::any::<u64>(),
+        ) {
+            let u = SourceUser {
+                id: 1,
+                short_uuid: short,
+                username: name,
+                status,
+                traffic_limit: limit.unsigned_abs(),
+                strategy,
+                vless_uuid: vless,
+                trojan_password: trojan,
+                ss_password: ss,
+                device_limit,
+                used,
+                lifetime,
+                ..user()
+            };
+            let devices = hwids.iter().map(|h| device(1, h, 5)).collect();
+            let settings = DeviceSettings { enabled: true, fallback: Some(3) };
+            let (users, _) = planned(vec![u], devices, settings);
+            for u in &users {
+                proptest::prop_assert!(model::check_username("username", &u.input.username).is_ok());
+                proptest::prop_assert!(is_uuid(&u.credentials.vless_uuid));
+                proptest::prop_assert!(!u.credentials.trojan_password.is_empty());
+                proptest::prop_assert!(u.credentials.trojan_password.len() <= 128);
+                proptest::prop_assert!(u.link.as_deref().is_none_or(is_short_id));
+                proptest::prop_assert!(u.lifetime >= u.used);
+                proptest::prop_assert!(u.devices.len() <= MAX_DEVICES as usize);
+                for d in &u.devices {
+                    proptest::prop_assert!(!d.hwid.is_empty() && d.hwid.len() <= MAX_DEVICE_TEXT);
+                    proptest::prop_assert!(d.hwid.bytes().all(|b| b.is_ascii_graphic() || b == b' '));
+                }
+            }
+        }
+    }
 }

@@ -106,7 +106,27 @@ async fn an_uploaded_3x_ui_database_is_imported_and_what_is_not_one_refused() {
         .send()
         .await;
     r.problem(StatusCode::FORBIDDEN);
-    assert!(leftovers(&h).is_empty(), "{:?}", leftovers(&h));
+
+    // Larger than the bound: refused once past it, and the partial file goes too.
+    let bound = switchyard_panel::api::imports::MAX_UPLOAD as usize;
+    let r = upload("/api/v1/imports/3x-ui", vec![0u8; bound + 1]).await;
+    let p = r.problem(StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        p["detail"],
+        "larger than 256 MiB: import it with `switchyard panel import`"
+    );
+    no_leftovers(&h).await;
+}
+
+/// The uploaded files are removed (off the request's thread: a moment later).
+async fn no_leftovers(h: &Harness) {
+    for _ in 0..50 {
+        if leftovers(h).is_empty() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("left in the data directory: {:?}", leftovers(h));
 }
 
 #[tokio::test]

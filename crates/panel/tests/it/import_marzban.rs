@@ -19,7 +19,7 @@ use crate::import_common::{
 use crate::live;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 use switchyard_panel::import;
@@ -28,39 +28,9 @@ use switchyard_testkit::{HttpTarget, free_port};
 
 const GIB: u64 = 1 << 30;
 
-/// Marzban's sources and venv (`cargo xtask peers`).
-fn marzban_dir() -> PathBuf {
-    let dir = std::env::var_os("SWITCHYARD_MARZBAN").unwrap_or_else(|| {
-        panic!(
-            "SWITCHYARD_MARZBAN is not set: run `cargo xtask peers` (it installs Marzban \
-             0.8.4 from its sources into target/peers/marzban-0.8.4) and export what it prints"
-        )
-    });
-    PathBuf::from(dir)
-}
-
 /// Runs `args` with Marzban's venv on the database in `dir`; its standard output.
 fn marzban(dir: &Path, program: &str, args: &[&str]) -> String {
-    let m = marzban_dir();
-    let out = std::process::Command::new(m.join("venv/bin").join(program))
-        .args(args)
-        .current_dir(m.join("src"))
-        .env("PYTHONPATH", m.join("src"))
-        .env(
-            "SQLALCHEMY_DATABASE_URL",
-            format!("sqlite:///{}", dir.join("db.sqlite3").display()),
-        )
-        .env("XRAY_JSON", dir.join("xray_config.json"))
-        .env("XRAY_EXECUTABLE_PATH", "/bin/true")
-        .env("XRAY_ASSETS_PATH", dir)
-        .output()
-        .unwrap_or_else(|e| panic!("running Marzban's {program}: {e}"));
-    assert!(
-        out.status.success(),
-        "Marzban's {program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    switchyard_testkit::marzban::run(dir, program, args)
 }
 
 /// Marzban's own script: `make` or `change`; what Marzban says afterwards.

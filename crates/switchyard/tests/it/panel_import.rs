@@ -7,31 +7,11 @@
 //! panel's import test's schema, in a private PostgreSQL cluster) named by
 //! `REMNAWAVE_DATABASE_URL`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn marzban(dir: &Path, program: &str, args: &[&str]) {
-    let m = PathBuf::from(std::env::var_os("SWITCHYARD_MARZBAN").expect(
-        "SWITCHYARD_MARZBAN is not set: run `cargo xtask peers` and export what it prints",
-    ));
-    let out = Command::new(m.join("venv/bin").join(program))
-        .args(args)
-        .current_dir(m.join("src"))
-        .env("PYTHONPATH", m.join("src"))
-        .env(
-            "SQLALCHEMY_DATABASE_URL",
-            format!("sqlite:///{}", dir.join("db.sqlite3").display()),
-        )
-        .env("XRAY_JSON", dir.join("xray_config.json"))
-        .env("XRAY_EXECUTABLE_PATH", "/bin/true")
-        .env("XRAY_ASSETS_PATH", dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    switchyard_testkit::marzban::run(dir, program, args);
 }
 
 fn import(data: &Path, db: &Path, extra: &[&str]) -> String {
