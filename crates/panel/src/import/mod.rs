@@ -26,7 +26,7 @@ pub use xui_plan::{plan as plan_xui, xui};
 
 use crate::model::{self, Credentials, ResetStrategy};
 use crate::service::{new_credentials, new_subscription_token};
-use crate::store::{ImportMode, ImportedUser, Store, StoreError, UserInput};
+use crate::store::{Carries, ImportMode, ImportedLink, ImportedUser, Store, StoreError, UserInput};
 
 /// The key under which Marzban's users and secret are kept.
 pub const MARZBAN: &str = "marzban";
@@ -211,6 +211,7 @@ pub fn plan(source: &marzban::Source, report: &mut Report) -> Vec<ImportedUser> 
             sub_revoked_ms: u.sub_revoked_ms,
             link: None,
             devices: Vec::new(),
+            carries: Carries::default(),
         });
     }
     out
@@ -230,32 +231,44 @@ fn is_uuid(s: &str) -> bool {
 /// checked with its secret; 3x-ui's are the clients' subscription ids, Remnawave's
 /// its users' short ids. A link a revocation here ended is refused. `None` for
 /// anything else (most requests: a token of ours that does not exist), at the cost
-/// of a read per source when nothing was ever imported.
+/// of one read when nothing was ever imported and one more per source the token
+/// could belong to.
 pub async fn resolve(store: &dyn Store, token: &str) -> Result<Option<String>, StoreError> {
-    if let Some(ours) = resolve_marzban(store, token).await? {
+    let sources = store.import_sources().await?;
+    let secret = |name: &str| {
+        sources
+            .iter()
+            .find(|(s, _)| s == name)
+            .map(|(_, secret)| secret.as_str())
+    };
+    if let Some(secret) = secret(MARZBAN)
+        && let Some(ours) = resolve_marzban(store, token, secret).await?
+    {
         return Ok(Some(ours));
     }
-    if xui_plan::is_sub_id(token) && store.import_secret(XUI).await?.is_some() {
-        let link = store.imported_link(XUI, &xui_plan::sub_key(token)).await?;
-        if let Some(link) = link.filter(|l| l.sub_revoked_ms.is_none()) {
-            return Ok(Some(link.token));
+    let live =
+        |link: Option<ImportedLink>| link.filter(|l| l.sub_revoked_ms.is_none()).map(|l| l.token);
+    if secret(XUI).is_some() && xui_plan::is_sub_id(token) {
+        let ours = live(store.imported_link(XUI, &xui_plan::sub_key(token)).await?);
+        if ours.is_some() {
+            return Ok(ours);
         }
     }
-    if remnawave_plan::is_short_id(token) && store.import_secret(REMNAWAVE).await?.is_some() {
-        let link = store.imported_link_by(REMNAWAVE, token).await?;
-        return Ok(link.filter(|l| l.sub_revoked_ms.is_none()).map(|l| l.token));
+    if secret(REMNAWAVE).is_some() && remnawave_plan::is_short_id(token) {
+        return Ok(live(store.imported_link_by(REMNAWAVE, token).await?));
     }
     Ok(None)
 }
 
-async fn resolve_marzban(store: &dyn Store, token: &str) -> Result<Option<String>, StoreError> {
+async fn resolve_marzban(
+    store: &dyn Store,
+    token: &str,
+    secret: &str,
+) -> Result<Option<String>, StoreError> {
     if token.len() < 15 || token.len() > marzban_token::MAX_TOKEN {
         return Ok(None);
     }
-    let Some(secret) = store.import_secret(MARZBAN).await? else {
-        return Ok(None);
-    };
-    let Some(t) = marzban_token::verify(token, &secret) else {
+    let Some(t) = marzban_token::verify(token, secret) else {
         return Ok(None);
     };
     let Some(link) = store.imported_link(MARZBAN, &t.username).await? else {

@@ -16,7 +16,9 @@ use super::report::{NodeSeen, NotCarried, Report};
 use super::{ImportError, REMNAWAVE, is_uuid, write};
 use crate::model::{self, Credentials, ResetStrategy};
 use crate::service::{new_credentials, new_subscription_token};
-use crate::store::{ImportMode, ImportedDevice, ImportedUser, MAX_DEVICES, Store, UserInput};
+use crate::store::{
+    Carries, ImportMode, ImportedDevice, ImportedUser, MAX_DEVICES, Store, UserInput,
+};
 
 /// The longest device text taken (as the subscription endpoint takes `x-hwid`).
 const MAX_DEVICE_TEXT: usize = 256;
@@ -146,6 +148,10 @@ pub fn plan(source: &Source, report: &mut Report) -> Vec<ImportedUser> {
             sub_revoked_ms: None,
             link: is_short_id(&u.short_uuid).then(|| u.short_uuid.clone()),
             devices,
+            carries: Carries {
+                address_limit: false,
+                device_limit: true,
+            },
         });
         if !is_short_id(&u.short_uuid) {
             report.not_carried.push(NotCarried {

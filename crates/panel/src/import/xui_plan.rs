@@ -14,7 +14,7 @@ use super::xui::{self, Source, SourceClient, SourceInbound};
 use super::{ImportError, NotCarried, Report, XUI, is_uuid};
 use crate::model::{self, Credentials};
 use crate::service::{new_credentials, new_subscription_token};
-use crate::store::{ImportMode, ImportedUser, Store, UserInput};
+use crate::store::{Carries, ImportMode, ImportedUser, Store, UserInput};
 
 /// The longest subscription id taken as one (3x-ui makes 16 characters).
 const MAX_SUB_ID: usize = 64;
@@ -244,6 +244,10 @@ fn user(
         sub_revoked_ms: None,
         link: None,
         devices: Vec::new(),
+        carries: Carries {
+            address_limit: true,
+            device_limit: false,
+        },
     })
 }
 

@@ -35,6 +35,18 @@ pub struct ImportedUser {
     /// Devices the source saw fetch the user's subscription: added to ours (a
     /// device we know already stays as it is).
     pub devices: Vec<ImportedDevice>,
+    /// Which limits the source has: a re-import updates only those, and leaves one
+    /// the source does not have as the operator set it here.
+    pub carries: Carries,
+}
+
+/// The limits a source keeps per user.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Carries {
+    /// An address (IP) limit (3x-ui's `limitIp`).
+    pub address_limit: bool,
+    /// A device limit (Remnawave's HWID limit).
+    pub device_limit: bool,
 }
 
 /// A device the source knew for a user.
@@ -120,6 +132,10 @@ pub trait ImportStore: Send + Sync {
         source: &str,
         link: &str,
     ) -> Result<Option<ImportedLink>, StoreError>;
+
+    /// Every source imported so far, with what checks its tokens: one read, so that
+    /// a token nothing was imported for costs no more.
+    async fn import_sources(&self) -> Result<Vec<(String, String)>, StoreError>;
 
     /// What checks `source`'s subscription tokens, if it was imported.
     async fn import_secret(&self, source: &str) -> Result<Option<String>, StoreError>;

@@ -46,7 +46,7 @@ pub use account::{
 };
 pub use changes::Changes;
 pub use imports::{
-    ImportMode, ImportStore, ImportWritten, ImportedDevice, ImportedLink, ImportedUser,
+    Carries, ImportMode, ImportStore, ImportWritten, ImportedDevice, ImportedLink, ImportedUser,
 };
 pub use inbounds::{InboundInput, InboundStore};
 pub use routes::{

@@ -11,6 +11,31 @@ use super::{SqlStore, StoreError};
 use crate::model::{Id, period_start};
 
 impl SqlStore {
+    /// The user `source` knew by `value` in `column` (`source_key` or `link`).
+    async fn link_where(
+        &self,
+        source: &str,
+        column: &'static str,
+        value: &str,
+    ) -> Result<Option<ImportedLink>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT i.user_id, u.subscription_token, i.source_created_ms, i.sub_revoked_ms \
+             FROM imported_users i JOIN users u ON u.id = i.user_id \
+             WHERE i.source = $1 AND i.{column} = $2 ORDER BY i.user_id LIMIT 1"
+        ))
+        .bind(source)
+        .bind(value)
+        .fetch_optional(&self.read)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        Ok(Some(ImportedLink {
+            user_id: row.try_get(0)?,
+            token: row.try_get(1)?,
+            source_created_ms: row.try_get(2)?,
+            sub_revoked_ms: row.try_get(3)?,
+        }))
+    }
+
     /// Adds `u` as a new user and links it to `source`.
     async fn add_imported(
         tx: &mut Transaction<'static, Any>,
@@ -118,8 +143,9 @@ impl SqlStore {
         sqlx::query(
             "UPDATE users SET username = $1, enabled = $2, note = $3, traffic_limit = $4, \
              reset_strategy = $5, expires_ms = $6, on_hold_days = $7, vless_uuid = $8, \
-             trojan_password = $9, used_down = $10, lifetime_bytes = $11, address_limit = $12, \
-             device_limit = $13 WHERE id = $14",
+             trojan_password = $9, used_down = $10, lifetime_bytes = $11, \
+             address_limit = CASE WHEN $15 = 1 THEN $12 ELSE address_limit END, \
+             device_limit = CASE WHEN $16 = 1 THEN $13 ELSE device_limit END WHERE id = $14",
         )
         .bind(&input.username)
         .bind(i64::from(input.enabled))
@@ -135,6 +161,9 @@ impl SqlStore {
         .bind(input.address_limit.map(i64::from))
         .bind(input.device_limit.map(i64::from))
         .bind(id)
+        // A limit the source does not have stays as the operator set it here.
+        .bind(i64::from(u.carries.address_limit))
+        .bind(i64::from(u.carries.device_limit))
         .execute(&mut **tx)
         .await
         .map_err(|e| conflict(e, "username", "a user with this name exists"))?;
@@ -249,22 +278,7 @@ impl ImportStore for SqlStore {
         source: &str,
         key: &str,
     ) -> Result<Option<ImportedLink>, StoreError> {
-        let row = sqlx::query(
-            "SELECT i.user_id, u.subscription_token, i.source_created_ms, i.sub_revoked_ms \
-             FROM imported_users i JOIN users u ON u.id = i.user_id \
-             WHERE i.source = $1 AND i.source_key = $2",
-        )
-        .bind(source)
-        .bind(key)
-        .fetch_optional(&self.read)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        Ok(Some(ImportedLink {
-            user_id: row.try_get(0)?,
-            token: row.try_get(1)?,
-            source_created_ms: row.try_get(2)?,
-            sub_revoked_ms: row.try_get(3)?,
-        }))
+        self.link_where(source, "source_key", key).await
     }
 
     async fn imported_link_by(
@@ -272,22 +286,17 @@ impl ImportStore for SqlStore {
         source: &str,
         link: &str,
     ) -> Result<Option<ImportedLink>, StoreError> {
-        let row = sqlx::query(
-            "SELECT i.user_id, u.subscription_token, i.source_created_ms, i.sub_revoked_ms \
-             FROM imported_users i JOIN users u ON u.id = i.user_id \
-             WHERE i.source = $1 AND i.link = $2 ORDER BY i.user_id LIMIT 1",
-        )
-        .bind(source)
-        .bind(link)
-        .fetch_optional(&self.read)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        Ok(Some(ImportedLink {
-            user_id: row.try_get(0)?,
-            token: row.try_get(1)?,
-            source_created_ms: row.try_get(2)?,
-            sub_revoked_ms: row.try_get(3)?,
-        }))
+        self.link_where(source, "link", link).await
+    }
+
+    async fn import_sources(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query("SELECT source, secret FROM import_sources ORDER BY source")
+            .fetch_all(&self.read)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<_, sqlx::Error>>()?)
     }
 
     async fn import_secret(&self, source: &str) -> Result<Option<String>, StoreError> {

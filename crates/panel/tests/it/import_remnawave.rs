@@ -540,6 +540,9 @@ async fn remnawave_users_arrive_with_devices_and_their_old_links_and_configs_wor
         "no device twice"
     );
     assert_eq!(by_name(&users, "erin").status, UserStatus::Disabled);
+    // Remnawave's links under `/sub/` need no old path.
+    let (status, _, _) = live::get_raw(http, "/sub/frankShort000001?format=links", "").await;
+    assert!(status.contains("200"), "{status}");
     let (status, _, body) = live::get_raw(http, "/api/sub/frankShort000001/clash", "").await;
     assert!(body.contains("\"proxies\":"), "{body}");
     assert!(status.contains("200"), "{status}");

@@ -34,6 +34,7 @@ fn user(name: &str, used: u64) -> ImportedUser {
         sub_revoked_ms: None,
         link: None,
         devices: Vec::new(),
+        carries: Default::default(),
     }
 }
 
@@ -137,6 +138,14 @@ async fn story(store: &dyn Store) {
         .set_subscription_token(alice.id, "new-token-of-alice-0123", NOW + 1000)
         .await
         .unwrap();
+    // Limits the operator set here, which Marzban does not have.
+    let mut limits = UserInput {
+        device_limit: Some(3),
+        address_limit: Some(2),
+        ..UserInput::new("alice")
+    };
+    limits.traffic_limit = Some(1000);
+    store.update_user(alice.id, &limits, NOW).await.unwrap();
     let mut again = user("alice", 130);
     again.input.traffic_limit = Some(2000);
     again.credentials.trojan_password = "alice-new-trojan".into();
@@ -158,6 +167,11 @@ async fn story(store: &dyn Store) {
     assert_eq!(alice.used_up + alice.used_down, 100 + 40 + 30);
     assert_eq!(alice.lifetime_bytes, 105 + 40 + 30);
     assert_eq!(alice.traffic_limit, Some(2000));
+    assert_eq!(
+        (alice.device_limit, alice.address_limit),
+        (Some(3), Some(2)),
+        "a limit the source does not have stays"
+    );
     let link = store
         .imported_link("marzban", "alice")
         .await
@@ -172,8 +186,10 @@ async fn story(store: &dyn Store) {
 
     // Carol is gone from the source: disabled, not deleted; a source counter that went
     // down (a reset there) starts ours over from it.
+    let mut last = user("alice", 20);
+    last.carries.device_limit = true;
     let w = store
-        .import_users("marzban", "s3cret", &[user("alice", 20)], WRITE, NOW + 3000)
+        .import_users("marzban", "s3cret", &[last], WRITE, NOW + 3000)
         .await
         .unwrap();
     assert_eq!(w.disabled, ["carol"]);
@@ -184,6 +200,15 @@ async fn story(store: &dyn Store) {
     assert!(users.iter().any(|u| u.id == ours.id && u.enabled));
     let alice = store.user(alice.id, NOW).await.unwrap();
     assert_eq!(alice.used_up + alice.used_down, 40 + 20);
+    assert_eq!(
+        (alice.device_limit, alice.address_limit),
+        (None, Some(2)),
+        "a limit the source has is the source's"
+    );
+    assert_eq!(
+        store.import_sources().await.unwrap(),
+        [("marzban".to_owned(), "s3cret".to_owned())]
+    );
 }
 
 #[tokio::test]
