@@ -4,6 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use switchyard_panel::import::marzban_token::{issue, verify};
+use switchyard_panel::import::pasarguard_token::{self, Subject};
 
 const SECRET: &str = "7a6a6f2bef4d22379a2d4f676461829446a8dbbdb0380d5df4fcaaf218378133";
 
@@ -19,6 +20,16 @@ fuzz_target!(|data: &[u8]| {
                 Some(t)
             );
         }
+    }
+    // PasarGuard's forms: what verifies names a user, and its 5.x form of the same
+    // user and time verifies to the same.
+    if let Some(t) = pasarguard_token::verify(text, SECRET)
+        && let Subject::Id(id) = t.subject
+    {
+        assert_eq!(
+            pasarguard_token::verify(&pasarguard_token::issue(id, t.issued_s, SECRET), SECRET),
+            Some(t)
+        );
     }
     // Whatever name and time, a token we issue verifies to them.
     if text.len() <= 64 && !text.contains(',') {

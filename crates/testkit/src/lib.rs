@@ -76,6 +76,7 @@ pub mod marzban;
 pub mod mihomo;
 pub mod netns;
 pub mod nginx;
+pub mod pasarguard;
 pub mod pattern;
 pub mod pebble;
 mod peer;

@@ -24,8 +24,9 @@
 //! "fresh VPS", a Debian bookworm root made with `debootstrap` under
 //! `target/peers/vps-bookworm` that testkit boots with `systemd-nspawn` ([`vps`],
 //! `SWITCHYARD_VPS_ROOT`); and Debian's `pebble`, the ACME test server for the panel's
-//! certificates ([`pebble`]); and Marzban 0.8.4 from its own sources in a venv, the
-//! import tests' source panel ([`marzban`], `SWITCHYARD_MARZBAN`).
+//! certificates ([`pebble`]); and Marzban 0.8.4 and PasarGuard 3.1.0 from their own
+//! sources in venvs, the import tests' source panels ([`marzban`],
+//! `SWITCHYARD_MARZBAN`; [`pasarguard`], `SWITCHYARD_PASARGUARD`).
 //! The tests find them through each pin's variable (`env`), PostgreSQL's
 //! (`switchyard_peers::postgres::BIN_ENV`), [`chromium::CHROMIUM_ENV`],
 //! [`chromium::CHROMEDRIVER_ENV`] and [`nginx::ENV`],
@@ -37,6 +38,7 @@ mod chromium;
 mod clients;
 mod marzban;
 mod nginx;
+mod pasarguard;
 mod pebble;
 mod postgres;
 mod schemathesis;
@@ -92,6 +94,8 @@ pub(crate) struct Peers {
     pub(crate) rule_debs: PathBuf,
     /// Marzban's sources and venv, the import tests' source panel.
     pub(crate) marzban: PathBuf,
+    /// PasarGuard's sources and venv, the import tests' other source panel.
+    pub(crate) pasarguard: PathBuf,
 }
 
 impl Peers {
@@ -120,6 +124,7 @@ impl Peers {
             format!("{ARIA2_ENV}={}", self.aria2.display()),
             format!("{}={}", apt::RULE_DEBS_ENV, self.rule_debs.display()),
             format!("{}={}", marzban::ENV, self.marzban.display()),
+            format!("{}={}", pasarguard::ENV, self.pasarguard.display()),
         ]
     }
 }
@@ -150,6 +155,7 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         aria2: apt::program("aria2", ARIA2_ENV, "/usr/bin/aria2c", "aria2")?,
         rule_debs: apt::rule_debs(&peers_dir)?,
         marzban: marzban::marzban(&peers_dir)?,
+        pasarguard: pasarguard::pasarguard(&peers_dir)?,
     })
 }
 

@@ -76,12 +76,12 @@ impl Drop for Upload {
 }
 
 /// Imports the users of another panel's database (`marzban`: Marzban 0.8's
-/// `db.sqlite3`; `3x-ui`: 3x-ui 2.x or 3.x's `x-ui.db`), sent as the body; for
+/// `db.sqlite3`; `pasarguard`: PasarGuard 1.0 to 5.2's `db.sqlite3`; `3x-ui`: 3x-ui 2.x or 3.x's `x-ui.db`), sent as the body; for
 /// `remnawave`, the body names its PostgreSQL database (`{"database_url": …}`). The
 /// answer is the report: what was (or, with `dry_run`, would be) added, updated and
 /// disabled, the source's inbounds and nodes, and what could not be carried.
 #[utoipa::path(post, path = "/api/v1/imports/{source}", tag = "imports",
-    params(("source" = String, Path, description = "`marzban`, `3x-ui` or `remnawave`"), ImportQuery),
+    params(("source" = String, Path, description = "`marzban`, `pasarguard`, `3x-ui` or `remnawave`"), ImportQuery),
     request_body(content((Vec<u8> = "application/octet-stream"), (DatabaseSource = "application/json")),
         description = "The source panel's SQLite database file; for `remnawave`, where its database is"),
     responses((status = 200, body = Report), (status = 400, body = Problem), (status = 401, body = Problem),
@@ -94,10 +94,17 @@ pub async fn import(
     Query(q): Query<ImportQuery>,
     body: axum::body::Body,
 ) -> Result<Json<Report>, ApiError> {
-    if source != import::MARZBAN && source != import::XUI && source != import::REMNAWAVE {
+    if ![
+        import::MARZBAN,
+        import::PASARGUARD,
+        import::XUI,
+        import::REMNAWAVE,
+    ]
+    .contains(&source.as_str())
+    {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            format!("no import from {source:?}: marzban, 3x-ui or remnawave"),
+            format!("no import from {source:?}: marzban, pasarguard, 3x-ui or remnawave"),
         ));
     }
     let Ok(_running) = s.imports().try_lock() else {
@@ -123,6 +130,8 @@ pub async fn import(
     let upload = receive(&s, body).await?;
     let report = if source == import::MARZBAN {
         import::marzban(store, &upload.0, None, flags, s.now()).await
+    } else if source == import::PASARGUARD {
+        import::pasarguard(store, &upload.0, flags, s.now()).await
     } else {
         import::xui(store, &upload.0, flags, s.now()).await
     };

@@ -170,14 +170,15 @@ pub async fn subscription(
 
 /// An imported panel's subscription link with the app's kind in the path
 /// (Marzban's `/sub/TOKEN/sing-box`, `clash-meta`, `clash`, `v2ray`, `v2ray-json`;
-/// Remnawave's `singbox`, `mihomo`, `stash`, `clash`, `json`, `v2ray-json`): the
-/// same subscription in that format.
+/// Remnawave's `singbox`, `mihomo`, `stash`, `clash`, `json`, `v2ray-json`;
+/// PasarGuard's `sing_box`, `clash_meta`, `clash`, `links`, `links_base64`, `xray`):
+/// the same subscription in that format.
 #[utoipa::path(get, path = "/sub/{token}/{client}", tag = "subscriptions",
     // Public: the token in the path is the credential.
     security(()),
     params(
         ("token" = String, Path, description = "The user's subscription token, or an imported panel's (docs/migration.md)"),
-        ("client" = String, Path, description = "`sing-box` or `singbox`, `clash`, `clash-meta`, `mihomo` or `stash` (Clash YAML), `v2ray` (share links), `v2ray-json` or `json` (Xray JSON)"),
+        ("client" = String, Path, description = "`sing-box`, `singbox` or `sing_box`; `clash`, `clash-meta`, `clash_meta`, `mihomo` or `stash` (Clash YAML); `v2ray`, `links` or `links_base64` (share links); `v2ray-json`, `json` or `xray` (Xray JSON)"),
     ),
     responses(
         (status = 200, description = "sing-box JSON, Clash YAML, Xray JSON or base64 share links",
@@ -192,11 +193,11 @@ pub async fn subscription_as(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let format = match client.as_str() {
-        // Marzban's kinds, then Remnawave's.
-        "sing-box" | "singbox" => "sing-box",
-        "clash" | "clash-meta" | "mihomo" | "stash" => "clash",
-        "v2ray" => "links",
-        "v2ray-json" | "json" => "xray",
+        // Marzban's kinds, Remnawave's, then PasarGuard's.
+        "sing-box" | "singbox" | "sing_box" => "sing-box",
+        "clash" | "clash-meta" | "mihomo" | "stash" | "clash_meta" => "clash",
+        "v2ray" | "links" | "links_base64" => "links",
+        "v2ray-json" | "json" | "xray" => "xray",
         _ => return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription")),
     };
     answer(&state, &token, Some(format), headers).await

@@ -222,9 +222,14 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
 }
 
 /// Unix ms of a naive UTC time as SQLAlchemy stores it in SQLite:
-/// `2026-12-04 15:48:17.805931` (fraction optional, `T` allowed).
+/// `2026-12-04 15:48:17.805931` (fraction optional, `T` allowed, and a UTC offset,
+/// `+00:00` or `Z`, as a zone-aware column may hold it).
 pub fn datetime_ms(text: &str) -> Option<i64> {
     let text = text.trim();
+    let text = text
+        .strip_suffix("+00:00")
+        .or_else(|| text.strip_suffix('Z'))
+        .unwrap_or(text);
     let (date, clock) = text.split_once([' ', 'T'])?;
     let mut d = date.splitn(3, '-');
     let year: i32 = d.next()?.parse().ok()?;
@@ -268,6 +273,9 @@ mod tests {
         );
         assert_eq!(datetime_ms("2026-13-04 15:48:17"), None);
         assert_eq!(datetime_ms("2026-12-04 15:48:17.x"), None);
+        assert_eq!(datetime_ms("1970-01-01 00:00:01+00:00"), Some(1000));
+        assert_eq!(datetime_ms("1970-01-01T00:00:01Z"), Some(1000));
+        assert_eq!(datetime_ms("1970-01-01 00:00:01+03:00"), None);
         assert_eq!(datetime_ms("yesterday"), None);
         assert_eq!(datetime_ms(""), None);
     }

@@ -11,6 +11,9 @@
 
 pub mod marzban;
 pub mod marzban_token;
+pub mod pasarguard;
+mod pasarguard_plan;
+pub mod pasarguard_token;
 pub mod remnawave;
 mod remnawave_plan;
 pub mod remnawave_schema;
@@ -20,6 +23,7 @@ mod xui_plan;
 
 use std::path::PathBuf;
 
+pub use pasarguard_plan::{pasarguard, plan as plan_pasarguard};
 pub use remnawave_plan::{plan as plan_remnawave, remnawave};
 pub use report::{AdminSeen, InboundSeen, NodeSeen, NotCarried, Report};
 pub use xui_plan::{plan as plan_xui, xui};
@@ -30,6 +34,8 @@ use crate::store::{Carries, ImportMode, ImportedLink, ImportedUser, Store, Store
 
 /// The key under which Marzban's users and secret are kept.
 pub const MARZBAN: &str = "marzban";
+/// The key under which PasarGuard's users and secret are kept (by name; linked by id).
+pub const PASARGUARD: &str = "pasarguard";
 /// The key under which 3x-ui's users are kept (by subscription id).
 pub const XUI: &str = "3x-ui";
 /// The key under which Remnawave's users are kept (by id; linked by short id).
@@ -246,6 +252,11 @@ pub async fn resolve(store: &dyn Store, token: &str) -> Result<Option<String>, S
     {
         return Ok(Some(ours));
     }
+    if let Some(secret) = secret(PASARGUARD)
+        && let Some(ours) = resolve_pasarguard(store, token, secret).await?
+    {
+        return Ok(Some(ours));
+    }
     let live =
         |link: Option<ImportedLink>| link.filter(|l| l.sub_revoked_ms.is_none()).map(|l| l.token);
     if secret(XUI).is_some() && xui_plan::is_sub_id(token) {
@@ -275,7 +286,29 @@ async fn resolve_marzban(
         return Ok(None);
     };
     Ok(
-        marzban_token::accepted(&t, link.source_created_ms, link.sub_revoked_ms)
+        marzban_token::accepted(t.issued_s, link.source_created_ms, link.sub_revoked_ms)
+            .then_some(link.token),
+    )
+}
+
+async fn resolve_pasarguard(
+    store: &dyn Store,
+    token: &str,
+    secret: &str,
+) -> Result<Option<String>, StoreError> {
+    use pasarguard_token::Subject;
+    let Some(t) = pasarguard_token::verify(token, secret) else {
+        return Ok(None);
+    };
+    let link = match &t.subject {
+        Subject::Id(id) => store.imported_link_by(PASARGUARD, &id.to_string()).await?,
+        Subject::Name(name) => store.imported_link(PASARGUARD, name).await?,
+    };
+    let Some(link) = link else {
+        return Ok(None);
+    };
+    Ok(
+        marzban_token::accepted(t.issued_s, link.source_created_ms, link.sub_revoked_ms)
             .then_some(link.token),
     )
 }

@@ -126,7 +126,7 @@ pub fn plan(source: &Source, report: &mut Report) -> Vec<ImportedUser> {
         ) {
             skip(format!("status {:?} is unknown: taken as active", u.status));
         }
-        let devices = devices_of(u, &source.devices, &mut skip);
+        let devices = devices_of(u.id, &source.devices, &mut skip);
         out.push(ImportedUser {
             source_key: key(u),
             input: UserInput {
@@ -166,13 +166,13 @@ pub fn plan(source: &Source, report: &mut Report) -> Vec<ImportedUser> {
     out
 }
 
-/// `u`'s known devices here: the most recently seen [`MAX_DEVICES`] of them.
-fn devices_of(
-    u: &SourceUser,
+/// The known devices of user `user` here: the most recently seen [`MAX_DEVICES`] of them.
+pub(super) fn devices_of(
+    user: i64,
     all: &[SourceDevice],
     skip: &mut impl FnMut(String),
 ) -> Vec<ImportedDevice> {
-    let mut mine: Vec<&SourceDevice> = all.iter().filter(|d| d.user == u.id).collect();
+    let mut mine: Vec<&SourceDevice> = all.iter().filter(|d| d.user == user).collect();
     mine.sort_by(|a, b| b.updated_ms.cmp(&a.updated_ms).then(a.hwid.cmp(&b.hwid)));
     let mut out = Vec::new();
     for d in mine {

@@ -110,16 +110,24 @@ impl Report {
 
     /// Lists the source's admins and nodes.
     pub fn describe(&mut self, source: &Source) {
-        self.users_read = source.users.len();
-        for (name, sudo) in &source.admins {
-            let users = source
-                .users
-                .iter()
-                .filter(|u| u.admin.as_deref() == Some(name))
-                .count();
+        let owners: Vec<Option<&str>> = source.users.iter().map(|u| u.admin.as_deref()).collect();
+        self.list(&owners, &source.admins, &source.nodes);
+    }
+
+    /// Lists a Marzban-like source's admins (with how many of `owners` are theirs)
+    /// and nodes, and counts its users (one owner each).
+    pub(super) fn list(
+        &mut self,
+        owners: &[Option<&str>],
+        admins: &[(String, bool)],
+        nodes: &[(String, String, i64, i64)],
+    ) {
+        self.users_read = owners.len();
+        for (name, sudo) in admins {
+            let users = owners.iter().filter(|o| **o == Some(name.as_str())).count();
             self.admin(name, *sudo, users);
         }
-        for (name, address, port, _) in &source.nodes {
+        for (name, address, port, _) in nodes {
             self.nodes.push(NodeSeen {
                 name: name.clone(),
                 address: address.clone(),
@@ -217,17 +225,22 @@ pub(super) fn inbounds(path: &Path) -> Result<Vec<InboundSeen>, ImportError> {
     let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| bad(format!("line {}, column {}: {e}", e.line(), e.column())))?;
+    inbounds_in(&value).map_err(bad)
+}
+
+/// The inbounds of an Xray config; what is wrong with it, naming the place.
+pub(super) fn inbounds_in(value: &serde_json::Value) -> Result<Vec<InboundSeen>, String> {
     let list = value
         .get("inbounds")
         .and_then(|v| v.as_array())
-        .ok_or_else(|| bad("no \"inbounds\" list".into()))?;
+        .ok_or_else(|| "no \"inbounds\" list".to_owned())?;
     let mut out = Vec::new();
     for (i, inbound) in list.iter().enumerate() {
         let text =
             |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_owned();
         let tag = text(inbound.get("tag"));
         if tag.is_empty() {
-            return Err(bad(format!("inbounds[{i}].tag: missing")));
+            return Err(format!("inbounds[{i}].tag: missing"));
         }
         let port = inbound.get("port").and_then(|p| p.as_u64()).unwrap_or(0);
         out.push(inbound_seen(

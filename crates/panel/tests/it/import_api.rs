@@ -78,6 +78,12 @@ async fn an_uploaded_3x_ui_database_is_imported_and_what_is_not_one_refused() {
         "the file: no alembic_version table: not a Marzban database"
     );
     let r = upload("/api/v1/imports/pasarguard", file.clone()).await;
+    let p = r.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        p["detail"],
+        "the file: no alembic_version table: not a PasarGuard database"
+    );
+    let r = upload("/api/v1/imports/marzneshin", file.clone()).await;
     r.problem(StatusCode::NOT_FOUND);
     let r = upload("/api/v1/imports/3x-ui?dry_run=maybe", file.clone()).await;
     r.problem(StatusCode::BAD_REQUEST);

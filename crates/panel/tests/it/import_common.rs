@@ -125,3 +125,15 @@ pub(crate) fn node_down(
             .map_or(0, |c| c.down)
     }
 }
+
+/// A status as Marzban and its forks name it.
+pub(crate) fn status_name(s: switchyard_panel::model::UserStatus) -> &'static str {
+    use switchyard_panel::model::UserStatus;
+    match s {
+        UserStatus::Active => "active",
+        UserStatus::Disabled => "disabled",
+        UserStatus::Limited => "limited",
+        UserStatus::Expired => "expired",
+        UserStatus::OnHold => "on_hold",
+    }
+}

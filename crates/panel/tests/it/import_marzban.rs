@@ -14,7 +14,7 @@
 //! disables exactly what changed, keeping what our node counted meanwhile.
 
 use crate::import_common::{
-    SIZE, all_users, by_name, download, node_down, singbox_carries, xray_carries,
+    SIZE, all_users, by_name, download, node_down, singbox_carries, status_name, xray_carries,
 };
 use crate::live;
 
@@ -162,14 +162,12 @@ async fn marzbans_users_arrive_whole_and_their_old_links_run_in_real_clients() {
             u.username
         );
         assert_eq!(u.note, s["note"].as_str().unwrap_or(""), "{}", u.username);
-        let status = match u.status {
-            UserStatus::Active => "active",
-            UserStatus::Disabled => "disabled",
-            UserStatus::Limited => "limited",
-            UserStatus::Expired => "expired",
-            UserStatus::OnHold => "on_hold",
-        };
-        assert_eq!(status, s["status"].as_str().unwrap(), "{}", u.username);
+        assert_eq!(
+            status_name(u.status),
+            s["status"].as_str().unwrap(),
+            "{}",
+            u.username
+        );
     }
     let alice = by_name(&users, "alice");
     assert_eq!(alice.lifetime_bytes, 10 * GIB + 12_345);

@@ -8,6 +8,7 @@ import { post, upload } from "./api.js";
 
 const SOURCES = [
   ["marzban", "Marzban 0.8 (db.sqlite3)"],
+  ["pasarguard", "PasarGuard 1.0 to 5.2 (db.sqlite3)"],
   ["3x-ui", "3x-ui 2.x or 3.x (x-ui.db)"],
   ["remnawave", "Remnawave 2.3–3.3 (its PostgreSQL database)"],
 ];

@@ -2,7 +2,8 @@
 //! Marzban 0.8.4's own migrations and code (`SWITCHYARD_MARZBAN`, from `cargo xtask
 //! peers`; the script is the panel's import test's): the dry run's JSON report says
 //! what would be added and keeps nothing, the import adds it, a second says it
-//! updates. `… import 3x-ui` likewise, on a 3x-ui 2.8 database made with the panel's
+//! updates. `… import pasarguard` likewise, on a database made by PasarGuard 3.1.0's
+//! own migrations and code (`SWITCHYARD_PASARGUARD`). `… import 3x-ui` likewise, on a 3x-ui 2.8 database made with the panel's
 //! import test's schema, and `… import remnawave` on a Remnawave 3.3 database (the
 //! panel's import test's schema, in a private PostgreSQL cluster) named by
 //! `REMNAWAVE_DATABASE_URL`.
@@ -66,6 +67,42 @@ fn the_import_command_reports_a_dry_run_then_imports_then_updates() {
         text.contains("users added: 0, updated: 6, disabled: 0"),
         "{text}"
     );
+}
+
+#[test]
+fn the_import_command_takes_a_pasarguard_database() {
+    use switchyard_testkit::pasarguard::{Release, run};
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("pasarguard");
+    std::fs::create_dir_all(&source).unwrap();
+    run(&source, Release::V3, "alembic", &["upgrade", "head"]);
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../panel/tests/it/import/pasarguard.py");
+    run(
+        &source,
+        Release::V3,
+        "python",
+        &[script.to_str().unwrap(), "make"],
+    );
+    let db = source.join("db.sqlite3");
+    let data = dir.path().join("panel");
+    let report: serde_json::Value = serde_json::from_str(&import_from(
+        "pasarguard",
+        &data,
+        &db,
+        &["--dry-run", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(report["source"], "pasarguard");
+    assert_eq!(report["schema"], "af2d644dda44");
+    assert_eq!(report["added"].as_array().unwrap().len(), 6, "{report}");
+    let text = import_from("pasarguard", &data, &db, &[]);
+    assert!(
+        text.starts_with("pasarguard (schema af2d644dda44): 6 users read\nusers added: 6,"),
+        "{text}"
+    );
+    let text = import_from("pasarguard", &data, &db, &[]);
+    assert!(text.contains("updated: 6,"), "{text}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
-//! `switchyard panel import marzban --db FILE`, `… import 3x-ui --db FILE` and
-//! `… import remnawave` (its PostgreSQL database's URL in `REMNAWAVE_DATABASE_URL`):
-//! bring a Marzban, 3x-ui or Remnawave panel's users (credentials, usage, limits, expiry, status) into
+//! `switchyard panel import marzban --db FILE`, `… import pasarguard --db FILE`,
+//! `… import 3x-ui --db FILE` and `… import remnawave` (its PostgreSQL database's URL
+//! in `REMNAWAVE_DATABASE_URL`): bring a Marzban, PasarGuard, 3x-ui or Remnawave
+//! panel's users (credentials, usage, limits, expiry, status) into
 //! this panel's database, keeping their old subscription links working (`switchyard_panel::import`,
 //! `docs/migration.md`). `--dry-run` first says what would happen.
 
@@ -32,6 +33,23 @@ enum ImportSource {
         #[arg(long)]
         dry_run: bool,
         /// Disable users an earlier import brought that Marzban no longer has.
+        #[arg(long)]
+        disable_missing: bool,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// From PasarGuard (1.0 to 5.2): its SQLite database
+    /// (`/var/lib/pasarguard/db.sqlite3`).
+    #[command(name = "pasarguard")]
+    PasarGuard {
+        /// PasarGuard's SQLite database (read only; copy it off the old server first).
+        #[arg(long, value_name = "FILE")]
+        db: PathBuf,
+        /// Say what would happen; keep nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Disable users an earlier import brought that PasarGuard no longer has.
         #[arg(long)]
         disable_missing: bool,
         /// Print the report as JSON.
@@ -91,6 +109,21 @@ impl ImportArgs {
                     &store,
                     &db,
                     xray_config.as_deref(),
+                    (dry_run, disable_missing),
+                    now,
+                )
+                .await?;
+                (report, json)
+            }
+            ImportSource::PasarGuard {
+                db,
+                dry_run,
+                disable_missing,
+                json,
+            } => {
+                let report = switchyard_panel::import::pasarguard(
+                    &store,
+                    &db,
                     (dry_run, disable_missing),
                     now,
                 )

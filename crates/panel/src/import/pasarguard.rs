@@ -1,0 +1,431 @@
+//! PasarGuard's SQLite database (`db.sqlite3`), read as PasarGuard 1.0 to 5.2 write
+//! it: its users with the credentials in their `proxy_settings`, usage, limits,
+//! expiry, status and (from 4.0) device limit and known devices; its admins, nodes,
+//! JWT secret and the inbounds of its core configs.
+//!
+//! PasarGuard is Marzban's fork: the users keep Marzban's fields, but the
+//! credentials moved into one JSON column, the expiry became a date, and its
+//! subscription tokens name the user's id. The file is opened read-only; its schema
+//! version (Alembic's `alembic_version`) must be the head of a release this reader
+//! knows, else the import is refused naming it. Every value is checked: a row that
+//! does not fit is an error naming the table, the row and the column.
+
+use std::path::Path;
+
+use sqlx::{Connection, Row};
+
+use super::marzban::datetime_ms;
+use super::report::{self, InboundSeen};
+use super::{Field, ImportError};
+
+/// How the tables this reader reads are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// 1.0 to 3.2: no devices.
+    Groups,
+    /// 4.0 on: `users.hwid_limit` and `user_hwids`.
+    Devices,
+}
+
+/// The schema versions (Alembic heads) this reader knows: the releases that end on
+/// each, and the layout.
+pub const KNOWN_SCHEMAS: &[(&str, &str, Layout)] = &[
+    ("084b8004104c", "1.0.0-1.3.1", Layout::Groups),
+    ("8350e561677a", "1.3.2", Layout::Groups),
+    ("5943013d0e49", "1.4.x", Layout::Groups),
+    ("797420faec8d", "1.5.0-1.6.1", Layout::Groups),
+    ("99076844dee6", "1.7.x", Layout::Groups),
+    ("a0a1125e46b1", "1.8.x", Layout::Groups),
+    ("ee97c01bfbaf", "1.9.0-1.11.0", Layout::Groups),
+    ("5213b80a795c", "2.0.0-2.0.1", Layout::Groups),
+    ("2a1176f0c666", "2.0.2", Layout::Groups),
+    ("20e2a5cf1e40", "2.1.0-2.2.0", Layout::Groups),
+    ("a1b2c3d4e5f6", "3.0.x", Layout::Groups),
+    ("af2d644dda44", "3.1.0", Layout::Groups),
+    ("73c78c6a9b24", "3.2.x", Layout::Groups),
+    ("f02194c811d6", "4.0.x", Layout::Devices),
+    ("6a7e2f9c1d4b", "5.0.0", Layout::Devices),
+    ("f9c69a49f544", "5.0.1", Layout::Devices),
+    ("a3b4c5d6e7f8", "5.0.2-5.0.3", Layout::Devices),
+    ("f976bfcf4738", "5.1.0", Layout::Devices),
+    ("fb32155473c1", "5.2.x", Layout::Devices),
+];
+
+/// The most users read.
+pub const MAX_USERS: usize = 200_000;
+/// The most devices read.
+pub const MAX_DEVICES: usize = 1_000_000;
+/// The longest `proxy_settings` read (PasarGuard's are UUIDs, passwords and a
+/// WireGuard key pair: well under this).
+const MAX_SETTINGS: usize = 16 * 1024;
+/// The longest core config read for its inbounds.
+const MAX_CORE_CONFIG: usize = 4 * 1024 * 1024;
+
+/// One PasarGuard user, as stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceUser {
+    /// Its id (what its subscription tokens name).
+    pub id: i64,
+    /// Its name.
+    pub username: String,
+    /// `active`, `disabled`, `limited`, `expired` or `on_hold`.
+    pub status: String,
+    /// Bytes in the current period.
+    pub used_traffic: u64,
+    /// Bytes in earlier periods (the reset log).
+    pub reset_traffic: u64,
+    /// Bytes allowed per period; none: unlimited.
+    pub data_limit: Option<u64>,
+    /// `no_reset`, `day`, `week`, `month` or `year`.
+    pub reset_strategy: String,
+    /// Unix ms; none: never.
+    pub expire_ms: Option<i64>,
+    /// Unix ms.
+    pub created_ms: i64,
+    /// Unix ms.
+    pub sub_revoked_ms: Option<i64>,
+    /// The operator's note.
+    pub note: Option<String>,
+    /// On hold: seconds of validity once the user first connects.
+    pub on_hold_expire_duration: Option<i64>,
+    /// On hold: when PasarGuard would start the clock anyway (Unix ms).
+    pub on_hold_timeout_ms: Option<i64>,
+    /// The admin who owns the user.
+    pub admin: Option<String>,
+    /// Devices allowed (4.0 on); none or 0: no limit.
+    pub hwid_limit: Option<i64>,
+    /// `{"vless": {"id", "flow"}, "trojan": {"password"}, "shadowsocks": …}`.
+    pub proxy_settings: serde_json::Value,
+}
+
+/// A device PasarGuard knew for a user (4.0 on).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceDevice {
+    /// The user's id.
+    pub user: i64,
+    /// The app's `x-hwid`.
+    pub hwid: String,
+    /// Operating system and its version, as the app named them.
+    pub os: Option<String>,
+    /// Device model.
+    pub model: Option<String>,
+    /// First seen (Unix ms).
+    pub created_ms: i64,
+    /// Last seen (Unix ms).
+    pub last_used_ms: i64,
+}
+
+/// What the database holds.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// Alembic's head.
+    pub schema: String,
+    /// The layout that head has.
+    pub layout: Layout,
+    /// Signs subscription tokens.
+    pub secret: String,
+    /// Every user.
+    pub users: Vec<SourceUser>,
+    /// Every known device.
+    pub devices: Vec<SourceDevice>,
+    /// `(name, is_sudo)`.
+    pub admins: Vec<(String, bool)>,
+    /// `(name, address, port, api_port)`.
+    pub nodes: Vec<(String, String, i64, i64)>,
+    /// The inbounds of its core configs.
+    pub inbounds: Vec<InboundSeen>,
+}
+
+/// The layout of schema `head`, if this reader knows it.
+pub fn layout_of(head: &str) -> Option<Layout> {
+    KNOWN_SCHEMAS
+        .iter()
+        .find(|(h, _, _)| *h == head)
+        .map(|(_, _, l)| *l)
+}
+
+/// Reads the PasarGuard database at `path`.
+pub async fn read(path: &Path) -> Result<Source, ImportError> {
+    let open = |source| ImportError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let not_it = |why| ImportError::NotTheSource {
+        path: path.to_owned(),
+        source_panel: "PasarGuard",
+        why,
+    };
+    let mut c = super::open_read_only(path).await?;
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .fetch_all(&mut c)
+            .await
+            .map_err(open)?;
+    let has = |t: &str| tables.iter().any(|n| n == t);
+    if !has("alembic_version") {
+        return Err(not_it("no alembic_version table"));
+    }
+    if !has("core_configs") || has("proxies") {
+        return Err(not_it(
+            "no core_configs table, or Marzban's proxies table (import it as Marzban)",
+        ));
+    }
+    let schema: String = sqlx::query_scalar("SELECT version_num FROM alembic_version")
+        .fetch_one(&mut c)
+        .await
+        .map_err(open)?;
+    let Some(layout) = layout_of(&schema) else {
+        return Err(ImportError::UnknownSchema {
+            source_panel: "PasarGuard",
+            found: schema,
+            known: KNOWN_SCHEMAS
+                .iter()
+                .map(|(s, r, _)| format!("{s} ({r})"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    };
+    let secret: String = sqlx::query_scalar("SELECT secret_key FROM jwt ORDER BY id LIMIT 1")
+        .fetch_one(&mut c)
+        .await
+        .map_err(open)?;
+    let hwid_limit = match layout {
+        Layout::Groups => "NULL",
+        Layout::Devices => "u.hwid_limit",
+    };
+    let rows = sqlx::query(&format!(
+        "SELECT u.id, u.username, u.status, u.used_traffic, u.data_limit, \
+         CAST(u.expire AS TEXT), CAST(u.created_at AS TEXT), u.data_limit_reset_strategy, \
+         CAST(u.sub_revoked_at AS TEXT), u.note, u.on_hold_expire_duration, \
+         CAST(u.on_hold_timeout AS TEXT), a.username, \
+         (SELECT COALESCE(SUM(l.used_traffic_at_reset), 0) FROM user_usage_logs l \
+          WHERE l.user_id = u.id), {hwid_limit}, CAST(u.proxy_settings AS TEXT) \
+         FROM users u LEFT JOIN admins a ON a.id = u.admin_id ORDER BY u.id LIMIT $1"
+    ))
+    .bind(i64::try_from(MAX_USERS + 1).unwrap_or(i64::MAX))
+    .fetch_all(&mut c)
+    .await
+    .map_err(open)?;
+    if rows.len() > MAX_USERS {
+        return Err(Field {
+            table: "users",
+            row: 0,
+            field: "id",
+        }
+        .error(format!("more than {MAX_USERS} users: import them in parts")));
+    }
+    let mut users = Vec::with_capacity(rows.len());
+    for row in rows {
+        users.push(user(&row, open)?);
+    }
+    let devices = match layout {
+        Layout::Groups => Vec::new(),
+        Layout::Devices => devices(&mut c, open).await?,
+    };
+    let admin_columns: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM pragma_table_info('admins')")
+            .fetch_all(&mut c)
+            .await
+            .map_err(open)?;
+    // Before 5.0 an admin is sudo or not; from 5.0 it has a role, and the built-in
+    // owner and administrator roles are what sudo was.
+    let admins_query = if admin_columns.iter().any(|c| c == "is_sudo") {
+        "SELECT username, COALESCE(is_sudo, 0) FROM admins ORDER BY id"
+    } else {
+        "SELECT a.username, COALESCE(r.is_owner OR r.name = 'administrator', 0) \
+         FROM admins a LEFT JOIN admin_roles r ON r.id = a.role_id ORDER BY a.id"
+    };
+    let mut admins = Vec::new();
+    for row in sqlx::query(admins_query)
+        .fetch_all(&mut c)
+        .await
+        .map_err(open)?
+    {
+        admins.push((row.try_get(0).map_err(open)?, row.try_get(1).map_err(open)?));
+    }
+    let mut nodes = Vec::new();
+    for row in
+        sqlx::query("SELECT COALESCE(name, ''), address, port, api_port FROM nodes ORDER BY id")
+            .fetch_all(&mut c)
+            .await
+            .map_err(open)?
+    {
+        nodes.push((
+            row.try_get(0).map_err(open)?,
+            row.try_get(1).map_err(open)?,
+            row.try_get(2).map_err(open)?,
+            row.try_get(3).map_err(open)?,
+        ));
+    }
+    let mut inbounds = Vec::new();
+    for row in sqlx::query(
+        "SELECT id, CAST(config AS TEXT) FROM core_configs WHERE type = 'xray' ORDER BY id",
+    )
+    .fetch_all(&mut c)
+    .await
+    .map_err(open)?
+    {
+        let id: i64 = row.try_get(0).map_err(open)?;
+        let at = Field {
+            table: "core_configs",
+            row: id,
+            field: "config",
+        };
+        let text: String = row.try_get(1).map_err(|e| at.error(e.to_string()))?;
+        if text.len() > MAX_CORE_CONFIG {
+            return Err(at.error(format!("longer than {MAX_CORE_CONFIG} bytes")));
+        }
+        let config: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| at.error(e.to_string()))?;
+        for seen in report::inbounds_in(&config).map_err(|e| at.error(e))? {
+            if !inbounds.iter().any(|i: &InboundSeen| i.tag == seen.tag) {
+                inbounds.push(seen);
+            }
+        }
+    }
+    c.close().await.map_err(open)?;
+    Ok(Source {
+        schema,
+        layout,
+        secret,
+        users,
+        devices,
+        admins,
+        nodes,
+        inbounds,
+    })
+}
+
+fn user(
+    row: &sqlx::sqlite::SqliteRow,
+    open: impl Fn(sqlx::Error) -> ImportError,
+) -> Result<SourceUser, ImportError> {
+    let id: i64 = row.try_get(0).map_err(open)?;
+    let at = |field: &'static str| Field {
+        table: "users",
+        row: id,
+        field,
+    };
+    let text = |i: usize, field| -> Result<Option<String>, ImportError> {
+        row.try_get(i).map_err(|e| at(field).error(e.to_string()))
+    };
+    let number = |i: usize, field| -> Result<Option<i64>, ImportError> {
+        row.try_get(i).map_err(|e| at(field).error(e.to_string()))
+    };
+    let bytes = |i: usize, field| -> Result<Option<u64>, ImportError> {
+        number(i, field)?
+            .map(|n| u64::try_from(n).map_err(|_| at(field).error(format!("{n} is negative"))))
+            .transpose()
+    };
+    let time = |i: usize, field| -> Result<Option<i64>, ImportError> {
+        text(i, field)?
+            .map(|t| datetime_ms(&t).ok_or_else(|| at(field).error(format!("{t:?} is not a date"))))
+            .transpose()
+    };
+    let username = text(1, "username")?.ok_or_else(|| at("username").error("empty".into()))?;
+    let settings = text(15, "proxy_settings")?.unwrap_or_else(|| "{}".into());
+    if settings.len() > MAX_SETTINGS {
+        return Err(at("proxy_settings").error(format!("longer than {MAX_SETTINGS} bytes")));
+    }
+    let proxy_settings: serde_json::Value =
+        serde_json::from_str(&settings).map_err(|e| at("proxy_settings").error(e.to_string()))?;
+    if !proxy_settings.is_object() {
+        return Err(at("proxy_settings").error("not a JSON object".into()));
+    }
+    Ok(SourceUser {
+        id,
+        username,
+        status: text(2, "status")?.unwrap_or_default(),
+        used_traffic: bytes(3, "used_traffic")?.unwrap_or(0),
+        data_limit: bytes(4, "data_limit")?.filter(|n| *n > 0),
+        expire_ms: time(5, "expire")?,
+        created_ms: time(6, "created_at")?.unwrap_or(0),
+        reset_strategy: text(7, "data_limit_reset_strategy")?.unwrap_or_default(),
+        sub_revoked_ms: time(8, "sub_revoked_at")?,
+        note: text(9, "note")?.filter(|n| !n.is_empty()),
+        on_hold_expire_duration: number(10, "on_hold_expire_duration")?.filter(|n| *n > 0),
+        on_hold_timeout_ms: time(11, "on_hold_timeout")?,
+        admin: text(12, "admin")?,
+        reset_traffic: bytes(13, "user_usage_logs.used_traffic_at_reset")?.unwrap_or(0),
+        hwid_limit: number(14, "hwid_limit")?,
+        proxy_settings,
+    })
+}
+
+async fn devices(
+    c: &mut sqlx::SqliteConnection,
+    open: impl Fn(sqlx::Error) -> ImportError,
+) -> Result<Vec<SourceDevice>, ImportError> {
+    let rows = sqlx::query(
+        "SELECT id, user_id, hwid, device_os, os_version, device_model, \
+         CAST(created_at AS TEXT), CAST(last_used_at AS TEXT) FROM user_hwids \
+         ORDER BY user_id, id LIMIT $1",
+    )
+    .bind(i64::try_from(MAX_DEVICES + 1).unwrap_or(i64::MAX))
+    .fetch_all(&mut *c)
+    .await
+    .map_err(&open)?;
+    if rows.len() > MAX_DEVICES {
+        return Err(Field {
+            table: "user_hwids",
+            row: 0,
+            field: "id",
+        }
+        .error(format!("more than {MAX_DEVICES} devices")));
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let id: i64 = row.try_get(0).map_err(&open)?;
+        let at = |field: &'static str| Field {
+            table: "user_hwids",
+            row: id,
+            field,
+        };
+        let text = |i: usize, field| -> Result<Option<String>, ImportError> {
+            row.try_get(i).map_err(|e| at(field).error(e.to_string()))
+        };
+        let time = |i: usize, field| -> Result<i64, ImportError> {
+            let t = text(i, field)?.unwrap_or_default();
+            datetime_ms(&t).ok_or_else(|| at(field).error(format!("{t:?} is not a date")))
+        };
+        let os = match (text(3, "device_os")?, text(4, "os_version")?) {
+            (Some(os), Some(v)) if !v.is_empty() => Some(format!("{os} {v}")),
+            (os, _) => os,
+        };
+        out.push(SourceDevice {
+            user: row
+                .try_get(1)
+                .map_err(|e| at("user_id").error(e.to_string()))?,
+            hwid: text(2, "hwid")?.unwrap_or_default(),
+            os,
+            model: text(5, "device_model")?,
+            created_ms: time(6, "created_at")?,
+            last_used_ms: time(7, "last_used_at")?,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_known_head_has_one_release_and_the_devices_start_at_4_0() {
+        for (i, (head, release, layout)) in KNOWN_SCHEMAS.iter().enumerate() {
+            assert_eq!(head.len(), 12, "{head}");
+            assert!(
+                KNOWN_SCHEMAS[i + 1..].iter().all(|(h, _, _)| h != head),
+                "{head} twice"
+            );
+            assert_eq!(
+                *layout == Layout::Devices,
+                !release.starts_with(['1', '2', '3']),
+                "{release}"
+            );
+        }
+        assert_eq!(layout_of("fb32155473c1"), Some(Layout::Devices));
+        assert_eq!(layout_of("af2d644dda44"), Some(Layout::Groups));
+        assert_eq!(layout_of("2b231de97dc3"), None);
+    }
+}
