@@ -24,9 +24,10 @@
 //! "fresh VPS", a Debian bookworm root made with `debootstrap` under
 //! `target/peers/vps-bookworm` that testkit boots with `systemd-nspawn` ([`vps`],
 //! `SWITCHYARD_VPS_ROOT`); and Debian's `pebble`, the ACME test server for the panel's
-//! certificates ([`pebble`]); and Marzban 0.8.4 and PasarGuard 3.1.0 from their own
-//! sources in venvs, the import tests' source panels ([`marzban`],
-//! `SWITCHYARD_MARZBAN`; [`pasarguard`], `SWITCHYARD_PASARGUARD`).
+//! certificates ([`pebble`]); and Marzban 0.8.4, PasarGuard 3.1.0 and Marzneshin
+//! 0.7.4 from their own sources in venvs, the import tests' source panels
+//! ([`marzban`], `SWITCHYARD_MARZBAN`; [`pasarguard`], `SWITCHYARD_PASARGUARD`;
+//! [`marzneshin`], `SWITCHYARD_MARZNESHIN`).
 //! The tests find them through each pin's variable (`env`), PostgreSQL's
 //! (`switchyard_peers::postgres::BIN_ENV`), [`chromium::CHROMIUM_ENV`],
 //! [`chromium::CHROMEDRIVER_ENV`] and [`nginx::ENV`],
@@ -37,10 +38,12 @@ mod apt;
 mod chromium;
 mod clients;
 mod marzban;
+mod marzneshin;
 mod nginx;
 mod pasarguard;
 mod pebble;
 mod postgres;
+mod python_panel;
 mod schemathesis;
 mod vps;
 
@@ -96,6 +99,8 @@ pub(crate) struct Peers {
     pub(crate) marzban: PathBuf,
     /// PasarGuard's sources and venv, the import tests' other source panel.
     pub(crate) pasarguard: PathBuf,
+    /// Marzneshin's sources and venv, the import tests' third source panel.
+    pub(crate) marzneshin: PathBuf,
 }
 
 impl Peers {
@@ -125,6 +130,7 @@ impl Peers {
             format!("{}={}", apt::RULE_DEBS_ENV, self.rule_debs.display()),
             format!("{}={}", marzban::ENV, self.marzban.display()),
             format!("{}={}", pasarguard::ENV, self.pasarguard.display()),
+            format!("{}={}", marzneshin::ENV, self.marzneshin.display()),
         ]
     }
 }
@@ -156,6 +162,7 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         rule_debs: apt::rule_debs(&peers_dir)?,
         marzban: marzban::marzban(&peers_dir)?,
         pasarguard: pasarguard::pasarguard(&peers_dir)?,
+        marzneshin: marzneshin::marzneshin(&peers_dir)?,
     })
 }
 

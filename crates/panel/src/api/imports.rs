@@ -34,6 +34,10 @@ pub struct ImportQuery {
     /// Disable the users an earlier import brought that the source no longer has.
     #[serde(default)]
     pub disable_missing: bool,
+    /// Marzneshin only: its `AUTH_GENERATION_ALGORITHM` was `plain` (credentials
+    /// are the users' keys themselves; by default they are derived with `xxh128`).
+    #[serde(default)]
+    pub plain_keys: bool,
 }
 
 /// The largest JSON body naming a database.
@@ -76,12 +80,13 @@ impl Drop for Upload {
 }
 
 /// Imports the users of another panel's database (`marzban`: Marzban 0.8's
-/// `db.sqlite3`; `pasarguard`: PasarGuard 1.0 to 5.2's `db.sqlite3`; `3x-ui`: 3x-ui 2.x or 3.x's `x-ui.db`), sent as the body; for
+/// `db.sqlite3`; `pasarguard`: PasarGuard 1.0 to 5.2's `db.sqlite3`; `marzneshin`:
+/// Marzneshin 0.4 to 0.7's `db.sqlite3`; `3x-ui`: 3x-ui 2.x or 3.x's `x-ui.db`), sent as the body; for
 /// `remnawave`, the body names its PostgreSQL database (`{"database_url": …}`). The
 /// answer is the report: what was (or, with `dry_run`, would be) added, updated and
 /// disabled, the source's inbounds and nodes, and what could not be carried.
 #[utoipa::path(post, path = "/api/v1/imports/{source}", tag = "imports",
-    params(("source" = String, Path, description = "`marzban`, `pasarguard`, `3x-ui` or `remnawave`"), ImportQuery),
+    params(("source" = String, Path, description = "`marzban`, `pasarguard`, `marzneshin`, `3x-ui` or `remnawave`"), ImportQuery),
     request_body(content((Vec<u8> = "application/octet-stream"), (DatabaseSource = "application/json")),
         description = "The source panel's SQLite database file; for `remnawave`, where its database is"),
     responses((status = 200, body = Report), (status = 400, body = Problem), (status = 401, body = Problem),
@@ -97,6 +102,7 @@ pub async fn import(
     if ![
         import::MARZBAN,
         import::PASARGUARD,
+        import::MARZNESHIN,
         import::XUI,
         import::REMNAWAVE,
     ]
@@ -104,7 +110,9 @@ pub async fn import(
     {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
-            format!("no import from {source:?}: marzban, pasarguard, 3x-ui or remnawave"),
+            format!(
+                "no import from {source:?}: marzban, pasarguard, marzneshin, 3x-ui or remnawave"
+            ),
         ));
     }
     let Ok(_running) = s.imports().try_lock() else {
@@ -132,6 +140,13 @@ pub async fn import(
         import::marzban(store, &upload.0, None, flags, s.now()).await
     } else if source == import::PASARGUARD {
         import::pasarguard(store, &upload.0, flags, s.now()).await
+    } else if source == import::MARZNESHIN {
+        let auth = if q.plain_keys {
+            import::marzneshin::Auth::Plain
+        } else {
+            import::marzneshin::Auth::Xxh128
+        };
+        import::marzneshin(store, &upload.0, auth, flags, s.now()).await
     } else {
         import::xui(store, &upload.0, flags, s.now()).await
     };

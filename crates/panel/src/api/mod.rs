@@ -276,6 +276,7 @@ impl AppState {
         imports::import,
         subscription::subscription,
         subscription::subscription_as,
+        subscription::subscription_by_key,
     ),
     modifiers(&Security, &ProblemJson),
     security(("token" = []), ("session" = [])),
@@ -360,6 +361,10 @@ fn old_paths(mut router: Router<AppState>, state: &AppState) -> Router<AppState>
             .route(
                 &format!("/{p}/{{token}}/{{client}}"),
                 get(subscription::subscription_as),
+            )
+            .route(
+                &format!("/{p}/{{name}}/{{key}}/{{client}}"),
+                get(subscription::subscription_by_key),
             );
     }
     router
@@ -370,6 +375,10 @@ pub fn subscription_router(state: AppState) -> Router {
     old_paths(Router::new(), &state)
         .route("/sub/{token}", get(subscription::subscription))
         .route("/sub/{token}/{client}", get(subscription::subscription_as))
+        .route(
+            "/sub/{name}/{key}/{client}",
+            get(subscription::subscription_by_key),
+        )
         .route("/rules/sing-box/{file}", get(rule_sets::singbox))
         .route("/rules/clash/{file}", get(rule_sets::clash))
         .route("/rules/xray/{file}", get(rule_sets::xray))
@@ -508,6 +517,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/openapi.json", get(openapi))
         .route("/sub/{token}", get(subscription::subscription))
         .route("/sub/{token}/{client}", get(subscription::subscription_as))
+        .route(
+            "/sub/{name}/{key}/{client}",
+            get(subscription::subscription_by_key),
+        )
         .route("/rules/sing-box/{file}", get(rule_sets::singbox))
         .route("/rules/clash/{file}", get(rule_sets::clash))
         .route("/rules/xray/{file}", get(rule_sets::xray))

@@ -44,6 +44,7 @@ use utoipa::IntoParams;
 use super::AppState;
 use super::problem::{ApiError, Id, Problem, Query};
 use crate::config::WithoutHwid;
+use crate::import;
 use crate::model::FieldError;
 use crate::store::{DeviceSeen, Subscriber};
 use crate::subscription::agents::{AgentRule, Format, format_for, wants_vpn};
@@ -192,15 +193,61 @@ pub async fn subscription_as(
     axum::extract::Path((token, client)): axum::extract::Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    match client_format(&client) {
+        Some(format) => answer(&state, &token, Some(format), headers).await,
+        // Marzneshin's `/sub/NAME/KEY`: the format by the User-Agent.
+        None if import::is_marzneshin_key(&client) => {
+            answer(&state, &format!("{token}/{client}"), None, headers).await
+        }
+        None => Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription")),
+    }
+}
+
+/// Marzneshin's subscription link with the app's kind: `/sub/NAME/KEY/KIND`
+/// (`links`, `base64-links`, `sing-box`, `xray`, `clash`, `clash-meta`), the
+/// subscription of the user an import brought from Marzneshin in that format.
+#[utoipa::path(get, path = "/sub/{name}/{key}/{client}", tag = "subscriptions",
+    // Public: the key in the path is the credential.
+    security(()),
+    params(
+        ("name" = String, Path, description = "The user's name in Marzneshin"),
+        ("key" = String, Path, description = "The user's Marzneshin key (docs/migration.md)"),
+        ("client" = String, Path, description = "`links` or `base64-links` (share links), `sing-box`, `xray`, `clash` or `clash-meta`"),
+    ),
+    responses(
+        (status = 200, description = "sing-box JSON, Clash YAML, Xray JSON or base64 share links",
+            content((String = "application/json"), (String = "text/yaml"), (String = "text/plain"))),
+        (status = 400, description = "A bad device header", body = Problem),
+        (status = 404, description = "No such subscription, or a kind of app this path does not name", body = Problem),
+        (status = 429, description = "This link fetched too often; `Retry-After` says when to come back", body = Problem),
+    ))]
+pub async fn subscription_by_key(
+    State(state): State<AppState>,
+    axum::extract::Path((name, key, client)): axum::extract::Path<(String, String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let format = match client.as_str() {
-        // Marzban's kinds, Remnawave's, then PasarGuard's.
+        "base64-links" => Some("links"),
+        other => client_format(other),
+    };
+    match format {
+        Some(format) if import::is_marzneshin_key(&key) => {
+            answer(&state, &format!("{name}/{key}"), Some(format), headers).await
+        }
+        _ => Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription")),
+    }
+}
+
+/// The format an imported panel's per-app path names: Marzban's kinds,
+/// Remnawave's, PasarGuard's and Marzneshin's.
+fn client_format(client: &str) -> Option<&'static str> {
+    Some(match client {
         "sing-box" | "singbox" | "sing_box" => "sing-box",
         "clash" | "clash-meta" | "mihomo" | "stash" | "clash_meta" => "clash",
         "v2ray" | "links" | "links_base64" => "links",
         "v2ray-json" | "json" | "xray" => "xray",
-        _ => return Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription")),
-    };
-    answer(&state, &token, Some(format), headers).await
+        _ => return None,
+    })
 }
 
 /// [`subscription`] and [`subscription_as`], once the path is read. `token` is ours,

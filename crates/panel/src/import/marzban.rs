@@ -11,6 +11,7 @@ use std::path::Path;
 
 use sqlx::{Connection, Row};
 
+use super::cells::Cells;
 use super::{Field, ImportError};
 
 /// The schema versions (Alembic heads) this reader knows, with the Marzban releases
@@ -124,30 +125,13 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
     .map_err(open)?;
     for row in rows {
         let id: i64 = row.try_get(0).map_err(open)?;
-        let at = |field: &'static str| Field {
-            table: "users",
-            row: id,
-            field,
-        };
-        let text = |i: usize, field| -> Result<Option<String>, ImportError> {
-            row.try_get(i).map_err(|e| at(field).error(e.to_string()))
-        };
-        let number = |i: usize, field| -> Result<Option<i64>, ImportError> {
-            row.try_get(i).map_err(|e| at(field).error(e.to_string()))
-        };
-        let bytes = |i: usize, field| -> Result<Option<u64>, ImportError> {
-            number(i, field)?
-                .map(|n| u64::try_from(n).map_err(|_| at(field).error(format!("{n} is negative"))))
-                .transpose()
-        };
-        let time = |i: usize, field| -> Result<Option<i64>, ImportError> {
-            text(i, field)?
-                .map(|t| {
-                    datetime_ms(&t).ok_or_else(|| at(field).error(format!("{t:?} is not a date")))
-                })
-                .transpose()
-        };
-        let username = text(1, "username")?.ok_or_else(|| at("username").error("empty".into()))?;
+        let cells = Cells::new(&row, "users", id);
+        let text = |i, field| cells.text(i, field);
+        let number = |i, field| cells.number(i, field);
+        let bytes = |i, field| cells.bytes(i, field);
+        let time = |i, field| cells.time(i, field);
+        let username =
+            text(1, "username")?.ok_or_else(|| cells.error("username", "empty".into()))?;
         source.users.push(SourceUser {
             username,
             status: text(2, "status")?.unwrap_or_default(),

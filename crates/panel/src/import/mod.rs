@@ -9,8 +9,11 @@
 //! them) and disables those the source no longer has. `docs/migration.md` says
 //! what maps to what.
 
+mod cells;
 pub mod marzban;
 pub mod marzban_token;
+pub mod marzneshin;
+mod marzneshin_plan;
 pub mod pasarguard;
 mod pasarguard_plan;
 pub mod pasarguard_token;
@@ -23,6 +26,7 @@ mod xui_plan;
 
 use std::path::PathBuf;
 
+pub use marzneshin_plan::{marzneshin, plan as plan_marzneshin};
 pub use pasarguard_plan::{pasarguard, plan as plan_pasarguard};
 pub use remnawave_plan::{plan as plan_remnawave, remnawave};
 pub use report::{AdminSeen, InboundSeen, NodeSeen, NotCarried, Report};
@@ -34,6 +38,8 @@ use crate::store::{Carries, ImportMode, ImportedLink, ImportedUser, Store, Store
 
 /// The key under which Marzban's users and secret are kept.
 pub const MARZBAN: &str = "marzban";
+/// The key under which Marzneshin's users are kept (by name; linked by key).
+pub const MARZNESHIN: &str = "marzneshin";
 /// The key under which PasarGuard's users and secret are kept (by name; linked by id).
 pub const PASARGUARD: &str = "pasarguard";
 /// The key under which 3x-ui's users are kept (by subscription id).
@@ -259,6 +265,12 @@ pub async fn resolve(store: &dyn Store, token: &str) -> Result<Option<String>, S
     }
     let live =
         |link: Option<ImportedLink>| link.filter(|l| l.sub_revoked_ms.is_none()).map(|l| l.token);
+    if let Some((name, key)) = token.split_once('/') {
+        return Ok(match secret(MARZNESHIN) {
+            Some(_) => resolve_marzneshin(store, name, key).await?,
+            None => None,
+        });
+    }
     if secret(XUI).is_some() && xui_plan::is_sub_id(token) {
         let ours = live(store.imported_link(XUI, &xui_plan::sub_key(token)).await?);
         if ours.is_some() {
@@ -311,6 +323,30 @@ async fn resolve_pasarguard(
         marzban_token::accepted(t.issued_s, link.source_created_ms, link.sub_revoked_ms)
             .then_some(link.token),
     )
+}
+
+/// Whether `key` could be the key of a Marzneshin link (`/sub/NAME/KEY`).
+pub fn is_marzneshin_key(key: &str) -> bool {
+    marzneshin_plan::is_key(key)
+}
+
+/// Our token for Marzneshin's `/sub/NAME/KEY`: the user an import brought with that
+/// name and key, unless a revocation here ended the link.
+async fn resolve_marzneshin(
+    store: &dyn Store,
+    name: &str,
+    key: &str,
+) -> Result<Option<String>, StoreError> {
+    if !marzneshin_plan::is_key(key) || name.is_empty() || name.len() > 64 {
+        return Ok(None);
+    }
+    let Some(by_key) = store.imported_link_by(MARZNESHIN, key).await? else {
+        return Ok(None);
+    };
+    let by_name = store.imported_link(MARZNESHIN, name).await?;
+    Ok(by_name
+        .filter(|l| l.user_id == by_key.user_id && by_key.sub_revoked_ms.is_none())
+        .map(|_| by_key.token))
 }
 
 /// Where a bad value is.

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use sqlx::{Connection, Row};
 
-use super::marzban::datetime_ms;
+use super::cells::Cells;
 use super::report::{self, InboundSeen};
 use super::{Field, ImportError};
 
@@ -301,36 +301,23 @@ fn user(
     open: impl Fn(sqlx::Error) -> ImportError,
 ) -> Result<SourceUser, ImportError> {
     let id: i64 = row.try_get(0).map_err(open)?;
-    let at = |field: &'static str| Field {
-        table: "users",
-        row: id,
-        field,
-    };
-    let text = |i: usize, field| -> Result<Option<String>, ImportError> {
-        row.try_get(i).map_err(|e| at(field).error(e.to_string()))
-    };
-    let number = |i: usize, field| -> Result<Option<i64>, ImportError> {
-        row.try_get(i).map_err(|e| at(field).error(e.to_string()))
-    };
-    let bytes = |i: usize, field| -> Result<Option<u64>, ImportError> {
-        number(i, field)?
-            .map(|n| u64::try_from(n).map_err(|_| at(field).error(format!("{n} is negative"))))
-            .transpose()
-    };
-    let time = |i: usize, field| -> Result<Option<i64>, ImportError> {
-        text(i, field)?
-            .map(|t| datetime_ms(&t).ok_or_else(|| at(field).error(format!("{t:?} is not a date"))))
-            .transpose()
-    };
-    let username = text(1, "username")?.ok_or_else(|| at("username").error("empty".into()))?;
+    let cells = Cells::new(row, "users", id);
+    let text = |i, field| cells.text(i, field);
+    let number = |i, field| cells.number(i, field);
+    let bytes = |i, field| cells.bytes(i, field);
+    let time = |i, field| cells.time(i, field);
+    let username = text(1, "username")?.ok_or_else(|| cells.error("username", "empty".into()))?;
     let settings = text(15, "proxy_settings")?.unwrap_or_else(|| "{}".into());
     if settings.len() > MAX_SETTINGS {
-        return Err(at("proxy_settings").error(format!("longer than {MAX_SETTINGS} bytes")));
+        return Err(cells.error(
+            "proxy_settings",
+            format!("longer than {MAX_SETTINGS} bytes"),
+        ));
     }
-    let proxy_settings: serde_json::Value =
-        serde_json::from_str(&settings).map_err(|e| at("proxy_settings").error(e.to_string()))?;
+    let proxy_settings: serde_json::Value = serde_json::from_str(&settings)
+        .map_err(|e| cells.error("proxy_settings", e.to_string()))?;
     if !proxy_settings.is_object() {
-        return Err(at("proxy_settings").error("not a JSON object".into()));
+        return Err(cells.error("proxy_settings", "not a JSON object".into()));
     }
     Ok(SourceUser {
         id,
@@ -376,26 +363,21 @@ async fn devices(
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let id: i64 = row.try_get(0).map_err(&open)?;
-        let at = |field: &'static str| Field {
-            table: "user_hwids",
-            row: id,
-            field,
-        };
-        let text = |i: usize, field| -> Result<Option<String>, ImportError> {
-            row.try_get(i).map_err(|e| at(field).error(e.to_string()))
-        };
-        let time = |i: usize, field| -> Result<i64, ImportError> {
-            let t = text(i, field)?.unwrap_or_default();
-            datetime_ms(&t).ok_or_else(|| at(field).error(format!("{t:?} is not a date")))
+        let cells = Cells::new(&row, "user_hwids", id);
+        let text = |i, field| cells.text(i, field);
+        let time = |i, field| -> Result<i64, ImportError> {
+            cells
+                .time(i, field)?
+                .ok_or_else(|| cells.error(field, "empty".into()))
         };
         let os = match (text(3, "device_os")?, text(4, "os_version")?) {
             (Some(os), Some(v)) if !v.is_empty() => Some(format!("{os} {v}")),
             (os, _) => os,
         };
         out.push(SourceDevice {
-            user: row
-                .try_get(1)
-                .map_err(|e| at("user_id").error(e.to_string()))?,
+            user: cells
+                .number(1, "user_id")?
+                .ok_or_else(|| cells.error("user_id", "empty".into()))?,
             hwid: text(2, "hwid")?.unwrap_or_default(),
             os,
             model: text(5, "device_model")?,

@@ -1259,6 +1259,7 @@ async fn the_openapi_document_lists_every_route() {
         .collect();
     want.push(("/sub/{token}".into(), vec!["get".into()]));
     want.push(("/sub/{token}/{client}".into(), vec!["get".into()]));
+    want.push(("/sub/{name}/{key}/{client}".into(), vec!["get".into()]));
     want.push(("/rules/sing-box/{file}".into(), vec!["get".into()]));
     want.push(("/rules/clash/{file}".into(), vec!["get".into()]));
     want.push(("/rules/xray/{file}".into(), vec!["get".into()]));
@@ -1281,6 +1282,10 @@ async fn the_openapi_document_lists_every_route() {
     assert_eq!(doc["paths"]["/sub/{token}"]["get"]["security"], json!([{}]));
     assert_eq!(
         doc["paths"]["/sub/{token}/{client}"]["get"]["security"],
+        json!([{}])
+    );
+    assert_eq!(
+        doc["paths"]["/sub/{name}/{key}/{client}"]["get"]["security"],
         json!([{}])
     );
     assert_eq!(

@@ -83,7 +83,13 @@ async fn an_uploaded_3x_ui_database_is_imported_and_what_is_not_one_refused() {
         p["detail"],
         "the file: no alembic_version table: not a PasarGuard database"
     );
-    let r = upload("/api/v1/imports/marzneshin", file.clone()).await;
+    let r = upload("/api/v1/imports/marzneshin?plain_keys=true", file.clone()).await;
+    let p = r.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        p["detail"],
+        "the file: no alembic_version or users_services table: not a Marzneshin database"
+    );
+    let r = upload("/api/v1/imports/hiddify", file.clone()).await;
     r.problem(StatusCode::NOT_FOUND);
     let r = upload("/api/v1/imports/3x-ui?dry_run=maybe", file.clone()).await;
     r.problem(StatusCode::BAD_REQUEST);

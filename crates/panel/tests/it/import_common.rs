@@ -137,3 +137,12 @@ pub(crate) fn status_name(s: switchyard_panel::model::UserStatus) -> &'static st
         UserStatus::OnHold => "on_hold",
     }
 }
+
+/// The source's admins an import's report lists: name, sudo, how many users.
+pub(crate) fn admins(report: &switchyard_panel::import::Report) -> Vec<(&str, bool, usize)> {
+    report
+        .admins
+        .iter()
+        .map(|a| (a.name.as_str(), a.sudo, a.users))
+        .collect()
+}

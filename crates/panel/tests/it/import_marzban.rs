@@ -14,7 +14,8 @@
 //! disables exactly what changed, keeping what our node counted meanwhile.
 
 use crate::import_common::{
-    SIZE, all_users, by_name, download, node_down, singbox_carries, status_name, xray_carries,
+    SIZE, admins, all_users, by_name, download, node_down, singbox_carries, status_name,
+    xray_carries,
 };
 use crate::live;
 
@@ -120,12 +121,7 @@ async fn marzbans_users_arrive_whole_and_their_old_links_run_in_real_clients() {
         report.added,
         ["alice", "bob", "carol", "dave", "erin", "frank"]
     );
-    let admins: Vec<(&str, bool, usize)> = report
-        .admins
-        .iter()
-        .map(|a| (a.name.as_str(), a.sudo, a.users))
-        .collect();
-    assert_eq!(admins, [("owner", true, 4), ("seller", false, 2)]);
+    assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
     let reasons: Vec<String> = report
         .not_carried
         .iter()

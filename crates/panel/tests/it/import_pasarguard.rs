@@ -14,7 +14,7 @@
 //! after changes in PasarGuard updates, adds and disables exactly what changed.
 
 use crate::import_common::{
-    SIZE, all_users, by_name, node_down, old_vless_carries, singbox_carries, status_name,
+    SIZE, admins, all_users, by_name, node_down, old_vless_carries, singbox_carries, status_name,
 };
 use crate::live;
 
@@ -98,12 +98,7 @@ async fn pasarguards_users_arrive_whole_and_their_old_links_run_in_real_clients(
         .await
         .unwrap();
     assert_eq!(report.added, names);
-    let admins: Vec<(&str, bool, usize)> = report
-        .admins
-        .iter()
-        .map(|a| (a.name.as_str(), a.sudo, a.users))
-        .collect();
-    assert_eq!(admins, [("owner", true, 4), ("seller", false, 2)]);
+    assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
     assert!(
         report.not_carried.iter().any(|n| n.what == "every user"
             && n.reason
@@ -291,12 +286,7 @@ async fn pasarguard_5_device_limits_and_devices_arrive_and_a_re_import_keeps_the
             .unwrap();
         assert_eq!(report.schema, "fb32155473c1");
         // 5.x's roles: the owner's is what sudo was; the seller became an operator.
-        let admins: Vec<(&str, bool, usize)> = report
-            .admins
-            .iter()
-            .map(|a| (a.name.as_str(), a.sudo, a.users))
-            .collect();
-        assert_eq!(admins, [("owner", true, 4), ("seller", false, 2)]);
+        assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
         let users = all_users(&panel).await;
         assert_eq!(users.len(), 6);
         let alice = by_name(&users, "alice");

@@ -9,6 +9,7 @@ import { post, upload } from "./api.js";
 const SOURCES = [
   ["marzban", "Marzban 0.8 (db.sqlite3)"],
   ["pasarguard", "PasarGuard 1.0 to 5.2 (db.sqlite3)"],
+  ["marzneshin", "Marzneshin 0.4 to 0.7 (db.sqlite3; keys by xxh128)"],
   ["3x-ui", "3x-ui 2.x or 3.x (x-ui.db)"],
   ["remnawave", "Remnawave 2.3–3.3 (its PostgreSQL database)"],
 ];

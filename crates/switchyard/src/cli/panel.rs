@@ -86,7 +86,7 @@ enum PanelCommand {
     /// The rule sets apps fetch for split tunnelling: `rules refresh` updates the
     /// maintained lists (countries' networks, ads) from Debian's packages.
     Rules(rules::RulesArgs),
-    /// Bring users from another panel (Marzban, PasarGuard, 3x-ui, Remnawave), keeping their
+    /// Bring users from another panel (Marzban, PasarGuard, Marzneshin, 3x-ui, Remnawave), keeping their
     /// subscription links working: `import marzban --db FILE [--dry-run]`.
     Import(import::ImportArgs),
 }

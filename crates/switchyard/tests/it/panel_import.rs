@@ -3,7 +3,9 @@
 //! peers`; the script is the panel's import test's): the dry run's JSON report says
 //! what would be added and keeps nothing, the import adds it, a second says it
 //! updates. `… import pasarguard` likewise, on a database made by PasarGuard 3.1.0's
-//! own migrations and code (`SWITCHYARD_PASARGUARD`). `… import 3x-ui` likewise, on a 3x-ui 2.8 database made with the panel's
+//! own migrations and code (`SWITCHYARD_PASARGUARD`), and `… import marzneshin` on
+//! one made by Marzneshin 0.7.4's (`SWITCHYARD_MARZNESHIN`), with and without
+//! `--auth-generation-algorithm plain`. `… import 3x-ui` likewise, on a 3x-ui 2.8 database made with the panel's
 //! import test's schema, and `… import remnawave` on a Remnawave 3.3 database (the
 //! panel's import test's schema, in a private PostgreSQL cluster) named by
 //! `REMNAWAVE_DATABASE_URL`.
@@ -103,6 +105,56 @@ fn the_import_command_takes_a_pasarguard_database() {
     );
     let text = import_from("pasarguard", &data, &db, &[]);
     assert!(text.contains("updated: 6,"), "{text}");
+}
+
+#[test]
+fn the_import_command_takes_a_marzneshin_database_and_its_key_algorithm() {
+    use switchyard_testkit::marzneshin::run;
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("marzneshin");
+    std::fs::create_dir_all(&source).unwrap();
+    run(&source, "alembic", &["upgrade", "head"]);
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../panel/tests/it/import/marzneshin.py");
+    run(&source, "python", &[script.to_str().unwrap(), "make"]);
+    let db = source.join("db.sqlite3");
+    let data = dir.path().join("panel");
+    let report: serde_json::Value = serde_json::from_str(&import_from(
+        "marzneshin",
+        &data,
+        &db,
+        &["--dry-run", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(report["source"], "marzneshin");
+    assert_eq!(report["added"].as_array().unwrap().len(), 6, "{report}");
+    // Marzneshin's keys are 32 hex digits: `plain` takes them as they are.
+    let plain = import_from(
+        "marzneshin",
+        &data,
+        &db,
+        &["--auth-generation-algorithm", "plain", "--dry-run"],
+    );
+    assert!(plain.contains("users would be added: 6,"), "{plain}");
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["panel", "--data"])
+        .arg(&data)
+        .args([
+            "import",
+            "marzneshin",
+            "--auth-generation-algorithm",
+            "md5",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let text = import_from("marzneshin", &data, &db, &[]);
+    assert!(
+        text.contains("users added: 6, updated: 0, disabled: 0"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -1,4 +1,5 @@
 //! `switchyard panel import marzban --db FILE`, `… import pasarguard --db FILE`,
+//! `… import marzneshin --db FILE`,
 //! `… import 3x-ui --db FILE` and `… import remnawave` (its PostgreSQL database's URL
 //! in `REMNAWAVE_DATABASE_URL`): bring a Marzban, PasarGuard, 3x-ui or Remnawave
 //! panel's users (credentials, usage, limits, expiry, status) into
@@ -18,6 +19,20 @@ pub(crate) struct ImportArgs {
     source: ImportSource,
 }
 
+/// What every source takes.
+#[derive(Debug, Args)]
+struct Run {
+    /// Say what would happen; keep nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Disable users an earlier import brought that the source no longer has.
+    #[arg(long)]
+    disable_missing: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 enum ImportSource {
     /// From Marzban (0.8): its SQLite database (`/var/lib/marzban/db.sqlite3`).
@@ -29,15 +44,8 @@ enum ImportSource {
         /// each here.
         #[arg(long, value_name = "FILE")]
         xray_config: Option<PathBuf>,
-        /// Say what would happen; keep nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Disable users an earlier import brought that Marzban no longer has.
-        #[arg(long)]
-        disable_missing: bool,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        run: Run,
     },
     /// From PasarGuard (1.0 to 5.2): its SQLite database
     /// (`/var/lib/pasarguard/db.sqlite3`).
@@ -46,15 +54,22 @@ enum ImportSource {
         /// PasarGuard's SQLite database (read only; copy it off the old server first).
         #[arg(long, value_name = "FILE")]
         db: PathBuf,
-        /// Say what would happen; keep nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Disable users an earlier import brought that PasarGuard no longer has.
-        #[arg(long)]
-        disable_missing: bool,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        run: Run,
+    },
+    /// From Marzneshin (0.4 to 0.7): its SQLite database
+    /// (`/var/lib/marzneshin/db.sqlite3`).
+    Marzneshin {
+        /// Marzneshin's SQLite database (read only; copy it off the old server first).
+        #[arg(long, value_name = "FILE")]
+        db: PathBuf,
+        /// Marzneshin's `AUTH_GENERATION_ALGORITHM` (`xxh128`, its default, or
+        /// `plain`): how its users' credentials come from their keys.
+        #[arg(long, value_name = "ALGORITHM", default_value = "xxh128",
+              value_parser = ["xxh128", "plain"])]
+        auth_generation_algorithm: String,
+        #[command(flatten)]
+        run: Run,
     },
     /// From 3x-ui (2.x or 3.x): its SQLite database (`/etc/x-ui/x-ui.db`).
     #[command(name = "3x-ui")]
@@ -62,30 +77,16 @@ enum ImportSource {
         /// 3x-ui's SQLite database (read only; copy it off the old server first).
         #[arg(long, value_name = "FILE")]
         db: PathBuf,
-        /// Say what would happen; keep nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Disable users an earlier import brought that 3x-ui no longer has.
-        #[arg(long)]
-        disable_missing: bool,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        run: Run,
     },
     /// From Remnawave (2.3 to 3.3): its PostgreSQL database, read in one read-only
     /// transaction. Its URL (`postgres://USER:PASSWORD@HOST:PORT/DB`) is read from
     /// the environment variable `REMNAWAVE_DATABASE_URL`, so the password is not on
     /// the command line.
     Remnawave {
-        /// Say what would happen; keep nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Disable users an earlier import brought that Remnawave no longer has.
-        #[arg(long)]
-        disable_missing: bool,
-        /// Print the report as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        run: Run,
     },
 }
 
@@ -101,51 +102,60 @@ impl ImportArgs {
             ImportSource::Marzban {
                 db,
                 xray_config,
-                dry_run,
-                disable_missing,
-                json,
+                run,
             } => {
                 let report = switchyard_panel::import::marzban(
                     &store,
                     &db,
                     xray_config.as_deref(),
-                    (dry_run, disable_missing),
+                    (run.dry_run, run.disable_missing),
                     now,
                 )
                 .await?;
-                (report, json)
+                (report, run.json)
             }
-            ImportSource::PasarGuard {
-                db,
-                dry_run,
-                disable_missing,
-                json,
-            } => {
+            ImportSource::PasarGuard { db, run } => {
                 let report = switchyard_panel::import::pasarguard(
                     &store,
                     &db,
-                    (dry_run, disable_missing),
+                    (run.dry_run, run.disable_missing),
                     now,
                 )
                 .await?;
-                (report, json)
+                (report, run.json)
             }
-            ImportSource::Xui {
+            ImportSource::Marzneshin {
                 db,
-                dry_run,
-                disable_missing,
-                json,
+                auth_generation_algorithm,
+                run,
             } => {
-                let report =
-                    switchyard_panel::import::xui(&store, &db, (dry_run, disable_missing), now)
-                        .await?;
-                (report, json)
+                use switchyard_panel::import::marzneshin::Auth;
+                let auth = if auth_generation_algorithm == "plain" {
+                    Auth::Plain
+                } else {
+                    Auth::Xxh128
+                };
+                let report = switchyard_panel::import::marzneshin(
+                    &store,
+                    &db,
+                    auth,
+                    (run.dry_run, run.disable_missing),
+                    now,
+                )
+                .await?;
+                (report, run.json)
             }
-            ImportSource::Remnawave {
-                dry_run,
-                disable_missing,
-                json,
-            } => {
+            ImportSource::Xui { db, run } => {
+                let report = switchyard_panel::import::xui(
+                    &store,
+                    &db,
+                    (run.dry_run, run.disable_missing),
+                    now,
+                )
+                .await?;
+                (report, run.json)
+            }
+            ImportSource::Remnawave { run } => {
                 let url = std::env::var(REMNAWAVE_URL_ENV).map_err(|_| {
                     anyhow::anyhow!(
                         "set {REMNAWAVE_URL_ENV} to Remnawave's database URL \
@@ -155,11 +165,11 @@ impl ImportArgs {
                 let report = switchyard_panel::import::remnawave(
                     &store,
                     &url,
-                    (dry_run, disable_missing),
+                    (run.dry_run, run.disable_missing),
                     now,
                 )
                 .await?;
-                (report, json)
+                (report, run.json)
             }
         };
         if json {
