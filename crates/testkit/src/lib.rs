@@ -72,6 +72,7 @@ pub mod fault;
 pub mod http;
 pub mod load;
 pub mod lossy;
+pub mod mariadb;
 pub mod marzban;
 pub mod marzneshin;
 pub mod mihomo;

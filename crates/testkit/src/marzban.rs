@@ -14,7 +14,25 @@ pub const ENV: &str = "SWITCHYARD_MARZBAN";
 /// `db.sqlite3` and the Xray config `xray_config.json` in `data`; its standard
 /// output. A failure panics with what Marzban printed.
 pub fn run(data: &Path, program: &str, args: &[&str]) -> String {
+    run_with(data, None, program, args)
+}
+
+/// [`run`] on the MySQL database at `database_url` (SQLAlchemy's form,
+/// `mysql+pymysql://…`) instead, the Xray config still in `data`.
+pub fn run_on(data: &Path, database_url: &str, program: &str, args: &[&str]) -> String {
+    run_with(data, Some(database_url), program, args)
+}
+
+fn run_with(data: &Path, database_url: Option<&str>, program: &str, args: &[&str]) -> String {
     let xray_json = data.join("xray_config.json");
+    let mut env = vec![
+        ("XRAY_JSON", xray_json.as_os_str()),
+        ("XRAY_EXECUTABLE_PATH", OsStr::new("/bin/true")),
+        ("XRAY_ASSETS_PATH", data.as_os_str()),
+    ];
+    if let Some(url) = database_url {
+        env.push(("SQLALCHEMY_DATABASE_URL", OsStr::new(url)));
+    }
     Panel {
         name: "Marzban",
         release: "0.8.4",
@@ -22,14 +40,5 @@ pub fn run(data: &Path, program: &str, args: &[&str]) -> String {
         src: "src",
         sqlite: "sqlite",
     }
-    .run(
-        data,
-        &[
-            ("XRAY_JSON", xray_json.as_os_str()),
-            ("XRAY_EXECUTABLE_PATH", OsStr::new("/bin/true")),
-            ("XRAY_ASSETS_PATH", data.as_os_str()),
-        ],
-        program,
-        args,
-    )
+    .run(data, &env, program, args)
 }

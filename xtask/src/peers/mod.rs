@@ -27,7 +27,8 @@
 //! certificates ([`pebble`]); and Marzban 0.8.4, PasarGuard 3.1.0 and Marzneshin
 //! 0.7.4 from their own sources in venvs, the import tests' source panels
 //! ([`marzban`], `SWITCHYARD_MARZBAN`; [`pasarguard`], `SWITCHYARD_PASARGUARD`;
-//! [`marzneshin`], `SWITCHYARD_MARZNESHIN`).
+//! [`marzneshin`], `SWITCHYARD_MARZNESHIN`); and Debian's `mariadb-server`, where
+//! the import tests keep Marzban's MySQL database (`SWITCHYARD_MARIADB`).
 //! The tests find them through each pin's variable (`env`), PostgreSQL's
 //! (`switchyard_peers::postgres::BIN_ENV`), [`chromium::CHROMIUM_ENV`],
 //! [`chromium::CHROMEDRIVER_ENV`] and [`nginx::ENV`],
@@ -101,6 +102,8 @@ pub(crate) struct Peers {
     pub(crate) pasarguard: PathBuf,
     /// Marzneshin's sources and venv, the import tests' third source panel.
     pub(crate) marzneshin: PathBuf,
+    /// Debian's MariaDB server: Marzban's MySQL database in the import tests.
+    pub(crate) mariadb: PathBuf,
 }
 
 impl Peers {
@@ -131,6 +134,7 @@ impl Peers {
             format!("{}={}", marzban::ENV, self.marzban.display()),
             format!("{}={}", pasarguard::ENV, self.pasarguard.display()),
             format!("{}={}", marzneshin::ENV, self.marzneshin.display()),
+            format!("{MARIADB_ENV}={}", self.mariadb.display()),
         ]
     }
 }
@@ -163,8 +167,17 @@ pub(crate) fn install(root: &Path) -> Result<Peers> {
         marzban: marzban::marzban(&peers_dir)?,
         pasarguard: pasarguard::pasarguard(&peers_dir)?,
         marzneshin: marzneshin::marzneshin(&peers_dir)?,
+        mariadb: apt::program(
+            "mariadb",
+            MARIADB_ENV,
+            "/usr/sbin/mariadbd",
+            "mariadb-server",
+        )?,
     })
 }
+
+/// The variable that tells the tests where MariaDB's server is.
+const MARIADB_ENV: &str = "SWITCHYARD_MARIADB";
 
 /// The variable that tells the tests where aria2 is.
 const ARIA2_ENV: &str = "SWITCHYARD_ARIA2";

@@ -43,12 +43,14 @@ pub struct ImportQuery {
 /// The largest JSON body naming a database.
 const MAX_SOURCE_BODY: usize = 8 * 1024;
 
-/// Where Remnawave's database is: the body of `POST /api/v1/imports/remnawave`.
+/// Where the source's database is: the body of `POST /api/v1/imports/remnawave`
+/// (PostgreSQL) and of `POST /api/v1/imports/marzban` for Marzban on MySQL.
 #[derive(Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSource {
-    /// `postgres://USER:PASSWORD@HOST:PORT/DB`: read in one read-only transaction;
-    /// never stored, and named in errors without its password.
+    /// `postgres://USER:PASSWORD@HOST:PORT/DB` (Remnawave) or
+    /// `mysql://USER:PASSWORD@HOST:PORT/DB` (Marzban): read in one read-only
+    /// transaction; never stored, and named in errors without its password.
     pub database_url: String,
 }
 
@@ -80,7 +82,8 @@ impl Drop for Upload {
 }
 
 /// Imports the users of another panel's database (`marzban`: Marzban 0.8's
-/// `db.sqlite3`; `pasarguard`: PasarGuard 1.0 to 5.2's `db.sqlite3`; `marzneshin`:
+/// `db.sqlite3`, or with a JSON body `{"database_url": "mysql://…"}` Marzban's
+/// MySQL or MariaDB database; `pasarguard`: PasarGuard 1.0 to 5.2's `db.sqlite3`; `marzneshin`:
 /// Marzneshin 0.4 to 0.7's `db.sqlite3`; `3x-ui`: 3x-ui 2.x or 3.x's `x-ui.db`), sent as the body; for
 /// `remnawave`, the body names its PostgreSQL database (`{"database_url": …}`). The
 /// answer is the report: what was (or, with `dry_run`, would be) added, updated and
@@ -88,7 +91,7 @@ impl Drop for Upload {
 #[utoipa::path(post, path = "/api/v1/imports/{source}", tag = "imports",
     params(("source" = String, Path, description = "`marzban`, `pasarguard`, `marzneshin`, `3x-ui` or `remnawave`"), ImportQuery),
     request_body(content((Vec<u8> = "application/octet-stream"), (DatabaseSource = "application/json")),
-        description = "The source panel's SQLite database file; for `remnawave`, where its database is"),
+        description = "The source panel's SQLite database file; for `remnawave` (and `marzban` on MySQL), where its database is"),
     responses((status = 200, body = Report), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
         (status = 413, body = Problem), (status = 422, body = Problem)))]
@@ -97,6 +100,7 @@ pub async fn import(
     _a: Authed,
     Id(source): Id<String>,
     Query(q): Query<ImportQuery>,
+    headers: axum::http::HeaderMap,
     body: axum::body::Body,
 ) -> Result<Json<Report>, ApiError> {
     if ![
@@ -124,16 +128,16 @@ pub async fn import(
     let store = s.store().as_ref();
     let flags = (q.dry_run, q.disable_missing);
     if source == import::REMNAWAVE {
-        let DatabaseSource { database_url } = database_source(body).await?;
+        let DatabaseSource { database_url } =
+            database_source(body, &["postgres://", "postgresql://"]).await?;
         let report = import::remnawave(store, &database_url, flags, s.now()).await;
-        return report.map(Json).map_err(|e| match e {
-            ImportError::Store(e) => e.into(),
-            ImportError::Internal => {
-                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
-            }
-            // Named without the password (`import::remnawave::describe`).
-            other => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, other.to_string()),
-        });
+        return report.map(Json).map_err(by_url_error);
+    }
+    if source == import::MARZBAN && json_body(&headers) {
+        let DatabaseSource { database_url } =
+            database_source(body, &["mysql://", "mariadb://"]).await?;
+        let report = import::marzban_url(store, &database_url, None, flags, s.now()).await;
+        return report.map(Json).map_err(by_url_error);
     }
     let upload = receive(&s, body).await?;
     let report = if source == import::MARZBAN {
@@ -167,8 +171,11 @@ pub async fn import(
     })
 }
 
-/// The JSON body naming Remnawave's database.
-async fn database_source(body: axum::body::Body) -> Result<DatabaseSource, ApiError> {
+/// The body naming a database, whose URL must start with one of `schemes`.
+async fn database_source(
+    body: axum::body::Body,
+    schemes: &[&str],
+) -> Result<DatabaseSource, ApiError> {
     let bytes = axum::body::to_bytes(body, MAX_SOURCE_BODY)
         .await
         .map_err(|_| {
@@ -180,18 +187,38 @@ async fn database_source(body: axum::body::Body) -> Result<DatabaseSource, ApiEr
     let source: DatabaseSource = serde_json::from_slice(&bytes).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
-            format!("the body must be {{\"database_url\": \"postgres://…\"}}: {e}"),
+            format!(
+                "the body must be {{\"database_url\": \"{}…\"}}: {e}",
+                schemes[0]
+            ),
         )
     })?;
-    if !source.database_url.starts_with("postgres://")
-        && !source.database_url.starts_with("postgresql://")
-    {
+    if !schemes.iter().any(|s| source.database_url.starts_with(s)) {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
-            "database_url: must start with postgres:// or postgresql://",
+            format!("database_url: must start with {}", schemes.join(" or ")),
         ));
     }
     Ok(source)
+}
+
+/// The answer to a failed import of a database named by URL: what the reader says
+/// names the database without its password (`import::remnawave`,
+/// `import::marzban::describe`).
+fn by_url_error(e: ImportError) -> ApiError {
+    match e {
+        ImportError::Store(e) => e.into(),
+        ImportError::Internal => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
+        other => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, other.to_string()),
+    }
+}
+
+/// Whether the request's body is JSON (a database named by URL, not a file).
+fn json_body(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
 }
 
 /// Streams `body` to a new private file in the data directory.

@@ -1,13 +1,16 @@
-//! Marzban's SQLite database, read as Marzban 0.8 writes it: its users with their
-//! proxies' credentials, usage, limits, expiry and status, its admins, nodes and JWT
-//! secret, and (from its `xray_config.json`, optional) its inbounds.
+//! Marzban's database, SQLite or MySQL (MariaDB), read as Marzban 0.8 writes it: its
+//! users with their proxies' credentials, usage, limits, expiry and status, its
+//! admins, nodes and JWT secret, and (from its `xray_config.json`, optional) its
+//! inbounds.
 //!
-//! The file is opened read-only; its schema version (Alembic's `alembic_version`)
+//! A file is opened read-only, a MySQL database read in one read-only transaction;
+//! its schema version (Alembic's `alembic_version`)
 //! must be one this reader knows, else the import is refused naming it. Every value
 //! is checked: a row that does not fit is an error naming the table, the row and
 //! the column, never a panic.
 
 use std::path::Path;
+use std::str::FromStr;
 
 use sqlx::{Connection, Row};
 
@@ -72,23 +75,152 @@ pub struct Source {
     pub inbound_tags: Vec<String>,
 }
 
-/// Reads the Marzban database at `path`.
+/// Reads the Marzban database at `path` (SQLite).
 pub async fn read(path: &Path) -> Result<Source, ImportError> {
     let open = |source| ImportError::Open {
         path: path.to_owned(),
         source,
     };
     let mut c = super::open_read_only(path).await?;
-    let schema: String = sqlx::query("SELECT version_num FROM alembic_version")
-        .fetch_one(&mut c)
+    let source = read_from(&mut c, Dialect::Sqlite, &open)
         .await
-        .map_err(|_| ImportError::NotTheSource {
-            path: path.to_owned(),
-            source_panel: "Marzban",
-            why: "no alembic_version table",
-        })?
-        .try_get(0)
+        .map_err(|e| match e {
+            ImportError::Missing { why } => ImportError::NotTheSource {
+                path: path.to_owned(),
+                source_panel: "Marzban",
+                why,
+            },
+            other => other,
+        })?;
+    c.close().await.map_err(open)?;
+    Ok(source)
+}
+
+/// Reads the Marzban database at `url` (MySQL or MariaDB:
+/// `mysql://USER:PASSWORD@HOST:PORT/DB`) in one read-only transaction.
+pub async fn read_url(url: &str) -> Result<Source, ImportError> {
+    let database = describe(url);
+    let open = |source| ImportError::Database {
+        database: database.clone(),
+        source,
+    };
+    let options = sqlx::mysql::MySqlConnectOptions::from_str(url).map_err(open)?;
+    let mut c = sqlx::MySqlConnection::connect_with(&options)
+        .await
         .map_err(open)?;
+    // One consistent snapshot, and no write can slip through.
+    sqlx::query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        .execute(&mut c)
+        .await
+        .map_err(open)?;
+    let source = read_from(&mut c, Dialect::MySql, &open)
+        .await
+        .map_err(|e| match e {
+            ImportError::Missing { why } => ImportError::Database {
+                database: database.clone(),
+                source: sqlx::Error::Protocol(format!("{why}: not a Marzban database")),
+            },
+            other => other,
+        })?;
+    sqlx::query("ROLLBACK")
+        .execute(&mut c)
+        .await
+        .map_err(open)?;
+    c.close().await.map_err(open)?;
+    Ok(source)
+}
+
+/// `url` without its password: `mysql://HOST:PORT/DB`.
+pub fn describe(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "the database URL".to_owned();
+    };
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
+    let rest = rest.split_once('?').map_or(rest, |(r, _)| r);
+    format!("{scheme}://{rest}")
+}
+
+/// How a database spells what the queries need.
+#[derive(Clone, Copy)]
+enum Dialect {
+    Sqlite,
+    MySql,
+}
+
+impl Dialect {
+    /// The SQL with `{text}` and `{int}` as this database casts to text and to a
+    /// 64-bit integer.
+    fn sql(self, sql: &str) -> String {
+        let (text, int) = match self {
+            Self::Sqlite => ("TEXT", "INTEGER"),
+            Self::MySql => ("CHAR", "SIGNED"),
+        };
+        sql.replace("{text}", text).replace("{int}", int)
+    }
+}
+
+/// Runs a query on a source database, with at most one integer bound.
+trait Fetch {
+    type Row: Row;
+    async fn all(&mut self, sql: &str, bind: Option<i64>) -> Result<Vec<Self::Row>, sqlx::Error>;
+}
+
+impl Fetch for sqlx::SqliteConnection {
+    type Row = sqlx::sqlite::SqliteRow;
+    async fn all(&mut self, sql: &str, bind: Option<i64>) -> Result<Vec<Self::Row>, sqlx::Error> {
+        let q = sqlx::query(sql);
+        match bind {
+            Some(b) => q.bind(b).fetch_all(self).await,
+            None => q.fetch_all(self).await,
+        }
+    }
+}
+
+impl Fetch for sqlx::MySqlConnection {
+    type Row = sqlx::mysql::MySqlRow;
+    async fn all(&mut self, sql: &str, bind: Option<i64>) -> Result<Vec<Self::Row>, sqlx::Error> {
+        let q = sqlx::query(sql);
+        match bind {
+            Some(b) => q.bind(b).fetch_all(self).await,
+            None => q.fetch_all(self).await,
+        }
+    }
+}
+
+/// What both databases hold, read the same way: every value cast to text or a
+/// 64-bit integer, so one reading serves both.
+async fn read_from<C: Fetch>(
+    c: &mut C,
+    d: Dialect,
+    open: &impl Fn(sqlx::Error) -> ImportError,
+) -> Result<Source, ImportError>
+where
+    usize: sqlx::ColumnIndex<C::Row>,
+    String:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+    i64:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+{
+    let one = |rows: Vec<C::Row>| -> Result<Option<String>, ImportError> {
+        match rows.first() {
+            Some(row) => Cells::new(row, "alembic_version", 0).text(0, "version_num"),
+            None => Ok(None),
+        }
+    };
+    let schema = match c
+        .all(
+            &d.sql("SELECT CAST(version_num AS {text}) FROM alembic_version"),
+            None,
+        )
+        .await
+    {
+        Ok(rows) => one(rows)?.unwrap_or_default(),
+        Err(_) => {
+            return Err(ImportError::Missing {
+                why: "no alembic_version table",
+            });
+        }
+    };
     if !KNOWN_SCHEMAS.iter().any(|(s, _)| *s == schema) {
         return Err(ImportError::UnknownSchema {
             source_panel: "Marzban",
@@ -100,31 +232,56 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
                 .join(", "),
         });
     }
-    let secret: String = sqlx::query("SELECT secret_key FROM jwt ORDER BY id LIMIT 1")
-        .fetch_one(&mut c)
+    let secret = c
+        .all(
+            &d.sql("SELECT CAST(secret_key AS {text}) FROM jwt ORDER BY id LIMIT 1"),
+            None,
+        )
         .await
-        .map_err(open)?
-        .try_get(0)
         .map_err(open)?;
+    let secret = match secret.first() {
+        Some(row) => Cells::new(row, "jwt", 1).text(0, "secret_key")?,
+        None => None,
+    }
+    .ok_or_else(|| {
+        Field {
+            table: "jwt",
+            row: 0,
+            field: "secret_key",
+        }
+        .error("no secret".into())
+    })?;
     let mut source = Source {
         schema,
         secret,
         ..Source::default()
     };
-    let rows = sqlx::query(
-        "SELECT u.id, u.username, u.status, u.used_traffic, u.data_limit, u.expire, \
-         CAST(u.created_at AS TEXT), u.data_limit_reset_strategy, \
-         CAST(u.sub_revoked_at AS TEXT), u.note, u.on_hold_expire_duration, \
-         CAST(u.on_hold_timeout AS TEXT), a.username, \
-         (SELECT COALESCE(SUM(l.used_traffic_at_reset), 0) FROM user_usage_logs l \
-          WHERE l.user_id = u.id) \
-         FROM users u LEFT JOIN admins a ON a.id = u.admin_id ORDER BY u.id",
-    )
-    .fetch_all(&mut c)
-    .await
-    .map_err(open)?;
+    let rows = c
+        .all(
+            &d.sql(
+                "SELECT CAST(u.id AS {int}), CAST(u.username AS {text}), \
+                 CAST(u.status AS {text}), CAST(u.used_traffic AS {int}), \
+                 CAST(u.data_limit AS {int}), CAST(u.expire AS {int}), \
+                 CAST(u.created_at AS {text}), CAST(u.data_limit_reset_strategy AS {text}), \
+                 CAST(u.sub_revoked_at AS {text}), CAST(u.note AS {text}), \
+                 CAST(u.on_hold_expire_duration AS {int}), CAST(u.on_hold_timeout AS {text}), \
+                 CAST(a.username AS {text}), \
+                 CAST((SELECT COALESCE(SUM(l.used_traffic_at_reset), 0) FROM user_usage_logs l \
+                  WHERE l.user_id = u.id) AS {int}) \
+                 FROM users u LEFT JOIN admins a ON a.id = u.admin_id ORDER BY u.id",
+            ),
+            None,
+        )
+        .await
+        .map_err(open)?;
+    let proxies_sql = d.sql(
+        "SELECT CAST(id AS {int}), CAST(type AS {text}), CAST(settings AS {text}) \
+         FROM proxies WHERE user_id = ? ORDER BY id",
+    );
     for row in rows {
-        let id: i64 = row.try_get(0).map_err(open)?;
+        let id = Cells::new(&row, "users", 0)
+            .number(0, "id")?
+            .unwrap_or_default();
         let cells = Cells::new(&row, "users", id);
         let text = |i, field| cells.text(i, field);
         let number = |i, field| cells.number(i, field);
@@ -132,7 +289,7 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
         let time = |i, field| cells.time(i, field);
         let username =
             text(1, "username")?.ok_or_else(|| cells.error("username", "empty".into()))?;
-        source.users.push(SourceUser {
+        let mut user = SourceUser {
             username,
             status: text(2, "status")?.unwrap_or_default(),
             used_traffic: bytes(3, "used_traffic")?.unwrap_or(0),
@@ -147,120 +304,57 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
             admin: text(12, "admin")?,
             reset_traffic: bytes(13, "user_usage_logs.used_traffic_at_reset")?.unwrap_or(0),
             proxies: Vec::new(),
-        });
-        let proxies =
-            sqlx::query("SELECT id, type, settings FROM proxies WHERE user_id = $1 ORDER BY id")
-                .bind(id)
-                .fetch_all(&mut c)
-                .await
-                .map_err(open)?;
-        let user = source.users.last_mut().ok_or(ImportError::Internal)?;
-        for p in proxies {
-            let pid: i64 = p.try_get(0).map_err(open)?;
-            let field = Field {
-                table: "proxies",
-                row: pid,
-                field: "settings",
-            };
-            let kind: String = p.try_get(1).map_err(|e| field.error(e.to_string()))?;
-            let settings: String = p.try_get(2).map_err(|e| field.error(e.to_string()))?;
+        };
+        for p in c.all(&proxies_sql, Some(id)).await.map_err(open)? {
+            let pid = Cells::new(&p, "proxies", 0)
+                .number(0, "id")?
+                .unwrap_or_default();
+            let cells = Cells::new(&p, "proxies", pid);
+            let kind = cells.text(1, "type")?.unwrap_or_default();
+            let settings = cells.text(2, "settings")?.unwrap_or_default();
             if settings.len() > MAX_SETTINGS {
-                return Err(field.error(format!("longer than {MAX_SETTINGS} bytes")));
+                return Err(cells.error("settings", format!("longer than {MAX_SETTINGS} bytes")));
             }
-            let settings =
-                serde_json::from_str(&settings).map_err(|e| field.error(e.to_string()))?;
+            let settings = serde_json::from_str(&settings)
+                .map_err(|e| cells.error("settings", e.to_string()))?;
             user.proxies.push((kind, settings));
         }
+        source.users.push(user);
     }
-    for row in sqlx::query("SELECT username, COALESCE(is_sudo, 0) FROM admins ORDER BY id")
-        .fetch_all(&mut c)
-        .await
-        .map_err(open)?
-    {
-        let name: String = row.try_get(0).map_err(open)?;
-        let sudo: bool = row.try_get(1).map_err(open)?;
-        source.admins.push((name, sudo));
-    }
-    for row in
-        sqlx::query("SELECT COALESCE(name, ''), address, port, api_port FROM nodes ORDER BY id")
-            .fetch_all(&mut c)
-            .await
-            .map_err(open)?
-    {
-        source.nodes.push((
-            row.try_get(0).map_err(open)?,
-            row.try_get(1).map_err(open)?,
-            row.try_get(2).map_err(open)?,
-            row.try_get(3).map_err(open)?,
+    let admins = d.sql(
+        "SELECT CAST(id AS {int}), CAST(username AS {text}), \
+         CAST(COALESCE(is_sudo, 0) AS {int}) FROM admins ORDER BY id",
+    );
+    for row in c.all(&admins, None).await.map_err(open)? {
+        let cells = Cells::new(&row, "admins", 0);
+        let id = cells.number(0, "id")?.unwrap_or_default();
+        let cells = Cells::new(&row, "admins", id);
+        source.admins.push((
+            cells.text(1, "username")?.unwrap_or_default(),
+            cells.flag(2, "is_sudo")?,
         ));
     }
-    for row in sqlx::query("SELECT tag FROM inbounds ORDER BY id")
-        .fetch_all(&mut c)
-        .await
-        .map_err(open)?
-    {
-        source.inbound_tags.push(row.try_get(0).map_err(open)?);
+    let nodes = d.sql(
+        "SELECT CAST(id AS {int}), CAST(COALESCE(name, '') AS {text}), \
+         CAST(address AS {text}), CAST(port AS {int}), CAST(api_port AS {int}) \
+         FROM nodes ORDER BY id",
+    );
+    for row in c.all(&nodes, None).await.map_err(open)? {
+        let id = Cells::new(&row, "nodes", 0)
+            .number(0, "id")?
+            .unwrap_or_default();
+        let cells = Cells::new(&row, "nodes", id);
+        source.nodes.push((
+            cells.text(1, "name")?.unwrap_or_default(),
+            cells.text(2, "address")?.unwrap_or_default(),
+            cells.number(3, "port")?.unwrap_or_default(),
+            cells.number(4, "api_port")?.unwrap_or_default(),
+        ));
     }
-    c.close().await.map_err(open)?;
+    let inbounds = d.sql("SELECT CAST(tag AS {text}) FROM inbounds ORDER BY id");
+    for row in c.all(&inbounds, None).await.map_err(open)? {
+        let tag = Cells::new(&row, "inbounds", 0).text(0, "tag")?;
+        source.inbound_tags.push(tag.unwrap_or_default());
+    }
     Ok(source)
-}
-
-/// Unix ms of a naive UTC time as SQLAlchemy stores it in SQLite:
-/// `2026-12-04 15:48:17.805931` (fraction optional, `T` allowed, and a UTC offset,
-/// `+00:00` or `Z`, as a zone-aware column may hold it).
-pub fn datetime_ms(text: &str) -> Option<i64> {
-    let text = text.trim();
-    let text = text
-        .strip_suffix("+00:00")
-        .or_else(|| text.strip_suffix('Z'))
-        .unwrap_or(text);
-    let (date, clock) = text.split_once([' ', 'T'])?;
-    let mut d = date.splitn(3, '-');
-    let year: i32 = d.next()?.parse().ok()?;
-    let month: u8 = d.next()?.parse().ok()?;
-    let day: u8 = d.next()?.parse().ok()?;
-    let (hms, fraction) = clock.split_once('.').unwrap_or((clock, ""));
-    let mut t = hms.splitn(3, ':');
-    let hour: u8 = t.next()?.parse().ok()?;
-    let minute: u8 = t.next()?.parse().ok()?;
-    let second: u8 = t.next()?.parse().ok()?;
-    let micros: u32 = if fraction.is_empty() {
-        0
-    } else {
-        let digits: String = fraction.chars().take(6).collect();
-        if !digits.chars().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        format!("{digits:0<6}").parse().ok()?
-    };
-    let date =
-        time::Date::from_calendar_date(year, time::Month::try_from(month).ok()?, day).ok()?;
-    let clock = time::Time::from_hms_micro(hour, minute, second, micros).ok()?;
-    let at = time::PrimitiveDateTime::new(date, clock).assume_utc();
-    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sqlalchemy_times_are_read_as_utc() {
-        assert_eq!(datetime_ms("1970-01-01 00:00:01"), Some(1000));
-        assert_eq!(
-            datetime_ms("2026-12-04 15:48:17.805931"),
-            Some(1_796_399_297_805)
-        );
-        assert_eq!(
-            datetime_ms("2026-12-04T15:48:17.8"),
-            Some(1_796_399_297_800)
-        );
-        assert_eq!(datetime_ms("2026-13-04 15:48:17"), None);
-        assert_eq!(datetime_ms("2026-12-04 15:48:17.x"), None);
-        assert_eq!(datetime_ms("1970-01-01 00:00:01+00:00"), Some(1000));
-        assert_eq!(datetime_ms("1970-01-01T00:00:01Z"), Some(1000));
-        assert_eq!(datetime_ms("1970-01-01 00:00:01+03:00"), None);
-        assert_eq!(datetime_ms("yesterday"), None);
-        assert_eq!(datetime_ms(""), None);
-    }
 }

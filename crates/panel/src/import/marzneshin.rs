@@ -15,6 +15,7 @@ use std::path::Path;
 use sqlx::{Connection, Row};
 
 use super::cells::Cells;
+use super::report::{InboundSeen, inbound_seen};
 use super::{Field, ImportError};
 
 /// The schema versions (Alembic heads) this reader knows, with their releases.
@@ -29,6 +30,8 @@ pub const KNOWN_SCHEMAS: &[(&str, &str)] = &[
 
 /// The most users read.
 pub const MAX_USERS: usize = 200_000;
+/// The longest inbound description read (Marzneshin's column holds 512 bytes).
+const MAX_INBOUND_CONFIG: usize = 64 * 1024;
 
 /// How Marzneshin derived credentials from a user's key: its
 /// `AUTH_GENERATION_ALGORITHM` (an environment setting of the old server, not in
@@ -126,8 +129,8 @@ pub struct Source {
     pub services: Vec<(String, i64)>,
     /// `(name, address, port, 0)`.
     pub nodes: Vec<(String, String, i64, i64)>,
-    /// `(tag, protocol)`.
-    pub inbounds: Vec<(String, String)>,
+    /// The inbounds of its nodes.
+    pub inbounds: Vec<InboundSeen>,
 }
 
 /// Reads the Marzneshin database at `path`.
@@ -228,14 +231,34 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
             0,
         ));
     }
-    for row in sqlx::query("SELECT tag, protocol FROM inbounds ORDER BY id")
+    for row in sqlx::query("SELECT id, tag, protocol, config FROM inbounds ORDER BY id")
         .fetch_all(&mut c)
         .await
         .map_err(open)?
     {
-        source
-            .inbounds
-            .push((row.try_get(0).map_err(open)?, row.try_get(1).map_err(open)?));
+        let id: i64 = row.try_get(0).map_err(open)?;
+        let cells = Cells::new(&row, "inbounds", id);
+        let config = cells.text(3, "config")?.unwrap_or_else(|| "{}".into());
+        if config.len() > MAX_INBOUND_CONFIG {
+            return Err(cells.error("config", format!("longer than {MAX_INBOUND_CONFIG} bytes")));
+        }
+        let config: serde_json::Value =
+            serde_json::from_str(&config).map_err(|e| cells.error("config", e.to_string()))?;
+        // The node's description of the inbound: its port, network and TLS.
+        let text = |k: &str| config.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        let stream = serde_json::json!({"network": text("network"), "security": text("tls")});
+        // The column holds the enum's name (`VLESS`, `VMess`, `Trojan`…), whose
+        // lower case is the protocol its node reported in the description.
+        let protocol = match text("protocol") {
+            "" => cells.text(2, "protocol")?.unwrap_or_default(),
+            p => p.to_owned(),
+        };
+        source.inbounds.push(inbound_seen(
+            cells.text(1, "tag")?.unwrap_or_default(),
+            protocol.to_ascii_lowercase(),
+            config.get("port").and_then(|p| p.as_u64()).unwrap_or(0),
+            Some(&stream),
+        ));
     }
     c.close().await.map_err(open)?;
     Ok(source)

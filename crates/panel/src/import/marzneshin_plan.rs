@@ -10,7 +10,7 @@
 //! linked by their key: the old `/sub/NAME/KEY` link keeps working.
 
 use super::marzneshin::{Auth, Source, SourceUser, credentials};
-use super::report::{InboundSeen, NotCarried, Report};
+use super::report::{NotCarried, Report};
 use super::{ImportError, MARZNESHIN, marzban, write};
 use crate::store::{ImportMode, ImportedUser, Store};
 
@@ -90,19 +90,7 @@ fn as_marzban(u: &SourceUser, (uuid, password): (String, String)) -> marzban::So
 fn describe(source: &Source, report: &mut Report) {
     let owners: Vec<Option<&str>> = source.users.iter().map(|u| u.admin.as_deref()).collect();
     report.list(&owners, &source.admins, &source.nodes);
-    for (tag, protocol) in &source.inbounds {
-        report.inbounds.push(InboundSeen {
-            tag: tag.clone(),
-            protocol: protocol.clone(),
-            port: 0,
-            network: String::new(),
-            security: String::new(),
-            served: false,
-            note: "on a Marzneshin node: make an inbound of the same protocol, host and \
-                   port here"
-                .into(),
-        });
-    }
+    report.inbounds = source.inbounds.clone();
     for (name, members) in &source.services {
         report.not_carried.push(NotCarried {
             what: format!("service {name}"),
@@ -223,5 +211,45 @@ mod tests {
         assert!(users.is_empty());
         assert_eq!(report.not_carried.len(), 1);
         assert!(is_key("0f") && !is_key("xyz") && !is_key(""));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_source_plans_only_what_this_panel_takes(
+            name in "\\PC{0,40}",
+            key in "[0-9a-fA-F]{1,64}",
+            strategy in "(never|fixed_date|start_on_first_use|\\PC{0,12})",
+            reset in "\\PC{0,12}",
+            enabled in proptest::prelude::any::<bool>(),
+            plain in proptest::prelude::any::<bool>(),
+            duration in proptest::option::of(proptest::prelude::any::<i64>()),
+            expire in proptest::option::of(proptest::prelude::any::<i64>()),
+            used in proptest::prelude::any::<u64>(),
+            lifetime in proptest::prelude::any::<u64>(),
+        ) {
+            let u = SourceUser {
+                username: name,
+                key,
+                enabled,
+                expire_strategy: strategy,
+                reset_strategy: reset,
+                usage_duration: duration,
+                expire_ms: expire,
+                used_traffic: used,
+                lifetime_used_traffic: lifetime,
+                ..user("x", "00")
+            };
+            let auth = if plain { Auth::Plain } else { Auth::Xxh128 };
+            let (users, _) = planned(vec![u], auth);
+            for u in &users {
+                proptest::prop_assert!(crate::model::check_username("username", &u.input.username).is_ok());
+                proptest::prop_assert!(super::super::is_uuid(&u.credentials.vless_uuid));
+                proptest::prop_assert!(!u.credentials.trojan_password.is_empty());
+                proptest::prop_assert!(u.credentials.trojan_password.len() <= 128);
+                proptest::prop_assert!(u.link.as_deref().is_some_and(is_key));
+                proptest::prop_assert!(u.lifetime >= u.used);
+                proptest::prop_assert!(u.input.on_hold_days.is_none_or(|d| (1..=36_500).contains(&d)));
+            }
+        }
     }
 }

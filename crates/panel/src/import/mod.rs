@@ -77,6 +77,13 @@ pub enum ImportError {
         /// What gave it away.
         why: &'static str,
     },
+    /// The database lacks what the source panel's always has (said by the reader,
+    /// which names the file or the database).
+    #[error("{why}")]
+    Missing {
+        /// What is missing.
+        why: &'static str,
+    },
     /// The source's schema is one this import does not know.
     #[error(
         "{source_panel} schema {found} is not one this import knows (known: {known}); \
@@ -416,6 +423,36 @@ pub async fn marzban(
     now_ms: i64,
 ) -> Result<Report, ImportError> {
     let source = marzban::read(db).await?;
+    marzban_from(
+        store,
+        source,
+        xray_config,
+        (dry_run, disable_missing),
+        now_ms,
+    )
+    .await
+}
+
+/// [`marzban`], from Marzban's MySQL (or MariaDB) database at `url`
+/// (`mysql://USER:PASSWORD@HOST:PORT/DB`), read in one read-only transaction.
+pub async fn marzban_url(
+    store: &dyn Store,
+    url: &str,
+    xray_config: Option<&std::path::Path>,
+    flags: (bool, bool),
+    now_ms: i64,
+) -> Result<Report, ImportError> {
+    let source = marzban::read_url(url).await?;
+    marzban_from(store, source, xray_config, flags, now_ms).await
+}
+
+async fn marzban_from(
+    store: &dyn Store,
+    source: marzban::Source,
+    xray_config: Option<&std::path::Path>,
+    (dry_run, disable_missing): (bool, bool),
+    now_ms: i64,
+) -> Result<Report, ImportError> {
     let mut report = Report::new(MARZBAN, &source.schema, dry_run);
     report.describe(&source);
     if let Some(path) = xray_config {

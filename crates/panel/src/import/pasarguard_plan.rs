@@ -293,4 +293,44 @@ mod tests {
             .collect();
         assert_eq!(reasons, ["its VLESS id is not a UUID: a new one was made"]);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_source_plans_only_what_this_panel_takes(
+            name in "\\PC{0,40}",
+            vless in "\\PC{0,40}",
+            trojan in "\\PC{0,200}",
+            status in "\\PC{0,10}",
+            hwid_limit in proptest::option::of(proptest::prelude::any::<i64>()),
+            hwids in proptest::collection::vec("\\PC{0,300}", 0..80),
+            used in proptest::prelude::any::<u64>(),
+            reset in proptest::prelude::any::<u64>(),
+        ) {
+            let u = SourceUser {
+                username: name,
+                status,
+                hwid_limit,
+                used_traffic: used,
+                reset_traffic: reset,
+                proxy_settings: serde_json::json!({"vless": {"id": vless}, "trojan": {"password": trojan}}),
+                ..user(7, "x")
+            };
+            let devices = hwids.iter().map(|h| device(7, h, 5)).collect();
+            let s = source(Layout::Devices, vec![u], devices);
+            let mut report = Report::new(PASARGUARD, &s.schema, false);
+            for u in &plan(&s, &mut report) {
+                proptest::prop_assert!(crate::model::check_username("username", &u.input.username).is_ok());
+                proptest::prop_assert!(super::super::is_uuid(&u.credentials.vless_uuid));
+                proptest::prop_assert!(!u.credentials.trojan_password.is_empty());
+                proptest::prop_assert!(u.credentials.trojan_password.len() <= 128);
+                proptest::prop_assert!(u.lifetime >= u.used);
+                proptest::prop_assert!(u.input.device_limit.is_none_or(|n| n > 0));
+                proptest::prop_assert!(u.devices.len() <= crate::store::MAX_DEVICES as usize);
+                for d in &u.devices {
+                    proptest::prop_assert!(!d.hwid.is_empty());
+                    proptest::prop_assert!(d.hwid.bytes().all(|b| b.is_ascii_graphic() || b == b' '));
+                }
+            }
+        }
+    }
 }

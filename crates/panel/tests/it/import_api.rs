@@ -3,7 +3,8 @@
 //! writes; what is not a database, not the source's, too large or unknown is
 //! refused with a problem naming why, and a second import while one runs gets 409.
 //! The uploaded file does not stay in the data directory. Remnawave's database is
-//! named by its URL instead, and a bad URL is refused without its password.
+//! named by its URL instead, and a bad URL is refused without its password; so is
+//! Marzban's on MySQL (a private MariaDB server with Marzban's own schema and users).
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -193,4 +194,55 @@ async fn a_remnawave_database_is_imported_by_its_url_and_a_bad_one_refused() {
     );
     assert!(!detail.contains("s3cret"), "{p}");
     c.close().await.unwrap();
+}
+
+#[tokio::test]
+async fn marzban_on_mysql_is_imported_by_its_url() {
+    let h = Harness::new().await;
+    let token = h.token().await;
+    let mysql = switchyard_testkit::mariadb::MariaDb::start("marzban").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("xray_config.json"),
+        r#"{"inbounds": [{"tag": "VLESS TCP", "listen": "127.0.0.1", "port": 21001,
+            "protocol": "vless", "settings": {"clients": [], "decryption": "none"}}],
+            "outbounds": [{"protocol": "freedom", "tag": "DIRECT"}]}"#,
+    )
+    .unwrap();
+    let run = |program: &str, args: &[&str]| {
+        switchyard_testkit::marzban::run_on(
+            dir.path(),
+            &mysql.sqlalchemy_url("marzban"),
+            program,
+            args,
+        )
+    };
+    run("alembic", &["upgrade", "head"]);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/import/marzban.py");
+    run("python", &[script.to_str().unwrap(), "make"]);
+    let send = |path: &str, body: serde_json::Value| h.post(path).bearer(&token).json(&body).send();
+    let url = mysql.url("marzban");
+    let r = send(
+        "/api/v1/imports/marzban?dry_run=true",
+        json!({"database_url": url}),
+    )
+    .await;
+    let report = r.ok(StatusCode::OK);
+    assert_eq!(
+        (report["dry_run"].clone(), report["schema"].clone()),
+        (json!(true), json!("2b231de97dc3"))
+    );
+    assert_eq!(report["added"].as_array().unwrap().len(), 6, "{report}");
+    // Marzban's database is MySQL's: a PostgreSQL URL is not one.
+    let r = send(
+        "/api/v1/imports/marzban",
+        json!({"database_url": "postgres://a@b/c"}),
+    )
+    .await;
+    let p = r.problem(StatusCode::BAD_REQUEST);
+    assert_eq!(
+        p["detail"],
+        "database_url: must start with mysql:// or mariadb://"
+    );
 }

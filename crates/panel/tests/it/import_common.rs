@@ -126,6 +126,39 @@ pub(crate) fn node_down(
     }
 }
 
+/// Row for row, the imported `users` are the Marzban-family `source` users (by name,
+/// as the fixture's script prints them): usage, lifetime usage, limit, expiry (to the
+/// millisecond when `exact_expiry`, else to Marzban's second), note and status.
+pub(crate) fn rows_match(users: &[User], source: &serde_json::Value, exact_expiry: bool) {
+    for u in users {
+        let s = &source[&u.username];
+        let name = &u.username;
+        assert_eq!(
+            u.used_up + u.used_down,
+            s["used_traffic"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            u.lifetime_bytes,
+            s["lifetime_used_traffic"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(u.traffic_limit, s["data_limit"].as_u64(), "{name}");
+        let expire = s["expire"].as_i64();
+        if exact_expiry {
+            assert_eq!(u.expires_ms, expire.map(|e| e * 1000), "{name}");
+        } else {
+            assert_eq!(u.expires_ms.map(|ms| ms.div_euclid(1000)), expire, "{name}");
+        }
+        assert_eq!(u.note, s["note"].as_str().unwrap_or(""), "{name}");
+        assert_eq!(
+            status_name(u.status),
+            s["status"].as_str().unwrap(),
+            "{name}"
+        );
+    }
+}
+
 /// A status as Marzban and its forks name it.
 pub(crate) fn status_name(s: switchyard_panel::model::UserStatus) -> &'static str {
     use switchyard_panel::model::UserStatus;

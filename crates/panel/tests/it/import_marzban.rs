@@ -14,7 +14,7 @@
 //! disables exactly what changed, keeping what our node counted meanwhile.
 
 use crate::import_common::{
-    SIZE, admins, all_users, by_name, download, node_down, singbox_carries, status_name,
+    SIZE, admins, all_users, by_name, download, node_down, rows_match, singbox_carries,
     xray_carries,
 };
 use crate::live;
@@ -136,35 +136,7 @@ async fn marzbans_users_arrive_whole_and_their_old_links_run_in_real_clients() {
     let users = all_users(&panel).await;
     assert_eq!(users.len(), 6);
     let m = &source["users"];
-    for u in &users {
-        let s = &m[&u.username];
-        assert_eq!(
-            u.used_up + u.used_down,
-            s["used_traffic"].as_u64().unwrap(),
-            "{}",
-            u.username
-        );
-        assert_eq!(
-            u.lifetime_bytes,
-            s["lifetime_used_traffic"].as_u64().unwrap(),
-            "{}",
-            u.username
-        );
-        assert_eq!(u.traffic_limit, s["data_limit"].as_u64(), "{}", u.username);
-        assert_eq!(
-            u.expires_ms,
-            s["expire"].as_i64().map(|e| e * 1000),
-            "{}",
-            u.username
-        );
-        assert_eq!(u.note, s["note"].as_str().unwrap_or(""), "{}", u.username);
-        assert_eq!(
-            status_name(u.status),
-            s["status"].as_str().unwrap(),
-            "{}",
-            u.username
-        );
-    }
+    rows_match(&users, m, true);
     let alice = by_name(&users, "alice");
     assert_eq!(alice.lifetime_bytes, 10 * GIB + 12_345);
     assert_eq!(alice.reset_strategy, ResetStrategy::MonthFromStart);

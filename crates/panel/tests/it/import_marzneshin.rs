@@ -81,6 +81,37 @@ async fn marzneshins_users_arrive_with_their_keys_credentials_and_old_links() {
     .unwrap();
     assert_eq!(report.added, names);
     assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
+    // Its nodes (the first made by its own migration) and the inbounds one reported,
+    // with what serves each here.
+    let nodes: Vec<(&str, &str, i64)> = report
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.address.as_str(), n.port))
+        .collect();
+    assert_eq!(
+        nodes,
+        [("local", "127.0.0.1", 53042), ("de-1", "127.0.0.1", 62051)]
+    );
+    let inbounds: Vec<(&str, u64, &str, &str, bool)> = report
+        .inbounds
+        .iter()
+        .map(|i| {
+            (
+                i.tag.as_str(),
+                i.port,
+                i.network.as_str(),
+                i.security.as_str(),
+                i.served,
+            )
+        })
+        .collect();
+    assert_eq!(
+        inbounds,
+        [
+            ("VLESS TCP REALITY", 443, "tcp", "reality", true),
+            ("VMess WS", 8080, "ws", "none", false)
+        ]
+    );
     let reasons: Vec<String> = report
         .not_carried
         .iter()

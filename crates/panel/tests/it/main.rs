@@ -26,6 +26,7 @@ mod hysteria2_live;
 mod import_api;
 mod import_common;
 mod import_marzban;
+mod import_marzban_mysql;
 mod import_marzneshin;
 mod import_pasarguard;
 mod import_remnawave;

@@ -2,7 +2,8 @@
 //! labelled; a 3x-ui database chosen with the file input, a dry run's report shown
 //! with nothing kept, then the import, after which the users are listed; a file of
 //! the wrong panel is refused with the reason in the dialog. Remnawave is read by
-//! its database's URL, typed into the field that takes the file's place.
+//! its database's URL, typed into the field that takes the file's place (as Marzban
+//! on MySQL is: the field asks for a URL of MySQL's form).
 
 use crate::import_remnawave::{anna_db, cluster};
 use crate::import_xui::make_source;
@@ -96,10 +97,34 @@ async fn importing_from_3x_ui_through_the_dialog_in_a_real_browser() {
             .len(),
         6
     );
+    // Marzban on MySQL: a URL of MySQL's form is asked for, and its absence said.
+    pick(&b, "source", "marzban-mysql").await;
+    let field = b
+        .find("dialog[open] input[name=database_url]")
+        .await
+        .unwrap();
+    assert!(field.is_displayed().await.unwrap());
+    assert_eq!(
+        field.attr("placeholder").await.unwrap().as_deref(),
+        Some("mysql://USER:PASSWORD@HOST:3306/marzban")
+    );
+    click(&b, "dialog[open] [data-dry-run]").await;
+    b.wait_until_text(
+        "dialog[open] .form-error",
+        "Give the source panel's database URL.",
+        DEFAULT_WAIT,
+    )
+    .await
+    .unwrap();
+
     // Remnawave: its database's URL instead of a file.
     let pg = cluster().await;
     let (url, _c) = anna_db(&pg, 21_003).await;
     pick(&b, "source", "remnawave").await;
+    assert_eq!(
+        field.attr("placeholder").await.unwrap().as_deref(),
+        Some("postgres://USER:PASSWORD@HOST:5432/DB")
+    );
     b.find("dialog[open] input[name=database_url]")
         .await
         .unwrap()

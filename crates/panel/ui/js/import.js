@@ -1,30 +1,40 @@
-// Bringing users from another panel: its database file (Remnawave's: its
-// PostgreSQL URL), a dry run first, then the import; the report says what was
-// added, updated and disabled, the source's inbounds and nodes, and what could not
-// be carried.
+// Bringing users from another panel: its database file (Remnawave's and
+// Marzban's on MySQL: the database's URL), a dry run first, then the import; the
+// report says what was added, updated and disabled, the source's inbounds and
+// nodes, and what could not be carried.
 
 import { h, fill, field, dialog } from "./dom.js";
 import { post, upload } from "./api.js";
 
 const SOURCES = [
   ["marzban", "Marzban 0.8 (db.sqlite3)"],
+  ["marzban-mysql", "Marzban 0.8 on MySQL or MariaDB (its database URL)"],
   ["pasarguard", "PasarGuard 1.0 to 5.2 (db.sqlite3)"],
   ["marzneshin", "Marzneshin 0.4 to 0.7 (db.sqlite3; keys by xxh128)"],
   ["3x-ui", "3x-ui 2.x or 3.x (x-ui.db)"],
   ["remnawave", "Remnawave 2.3–3.3 (its PostgreSQL database)"],
 ];
 
+/** The sources read by a database URL: the API's source and the URL's form. */
+const BY_URL = {
+  remnawave: ["remnawave", "postgres://USER:PASSWORD@HOST:5432/DB"],
+  "marzban-mysql": ["marzban", "mysql://USER:PASSWORD@HOST:3306/marzban"],
+};
+
 /** The import dialog; resolves true when something was imported. */
 export function importDialog() {
   return dialog("Import users", (close) => {
     const source = h("select", { name: "source" }, SOURCES.map(([v, t]) => h("option", { value: v }, t)));
     const file = h("input", { name: "file", type: "file" });
-    const url = h("input", { name: "database_url", type: "password", autocomplete: "off",
-      placeholder: "postgres://USER:PASSWORD@HOST:5432/DB" });
+    const url = h("input", { name: "database_url", type: "password", autocomplete: "off" });
     const fileField = field("Database file", file, "Copy it off the old server first; it is only read.");
     const urlField = field("Database URL", url, "Read in one read-only transaction; never stored.");
-    const byUrl = () => source.value === "remnawave";
-    const shown = () => { fileField.hidden = byUrl(); urlField.hidden = !byUrl(); };
+    const byUrl = () => source.value in BY_URL;
+    const shown = () => {
+      fileField.hidden = byUrl();
+      urlField.hidden = !byUrl();
+      if (byUrl()) url.placeholder = BY_URL[source.value][1];
+    };
     source.addEventListener("change", shown);
     shown();
     const missing = h("input", { type: "checkbox", name: "disable_missing" });
@@ -34,11 +44,11 @@ export function importDialog() {
     const run = async (dry) => {
       error.textContent = "";
       const f = file.files[0];
-      if (byUrl() && !url.value) { error.textContent = "Give Remnawave's database URL."; return; }
+      if (byUrl() && !url.value) { error.textContent = "Give the source panel's database URL."; return; }
       if (!byUrl() && !f) { error.textContent = "Choose the source panel's database file."; return; }
       fill(result, h("p", { class: "muted" }, dry ? "Reading…" : "Importing…"));
       const q = new URLSearchParams({ dry_run: dry, disable_missing: missing.checked });
-      const path = `/imports/${source.value}?${q}`;
+      const path = `/imports/${byUrl() ? BY_URL[source.value][0] : source.value}?${q}`;
       try {
         const report = byUrl() ? await post(path, { database_url: url.value }) : await upload(path, f);
         fill(result, ...describe(report));

@@ -8,7 +8,9 @@
 //! `--auth-generation-algorithm plain`. `… import 3x-ui` likewise, on a 3x-ui 2.8 database made with the panel's
 //! import test's schema, and `… import remnawave` on a Remnawave 3.3 database (the
 //! panel's import test's schema, in a private PostgreSQL cluster) named by
-//! `REMNAWAVE_DATABASE_URL`.
+//! `REMNAWAVE_DATABASE_URL`. `… import marzban` without `--db` reads Marzban's
+//! MySQL database named by `MARZBAN_DATABASE_URL` (made by Marzban's own migrations
+//! and code in a private MariaDB server).
 
 use std::path::Path;
 use std::process::Command;
@@ -36,6 +38,26 @@ fn import_from(source: &str, data: &Path, db: &Path, extra: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// `switchyard panel import SOURCE EXTRA…` with the database's URL (or none) in the
+/// environment variable the command reads it from.
+fn import_by_url(
+    data: &Path,
+    source: &str,
+    (var, url): (&str, Option<&str>),
+    extra: &[&str],
+) -> std::process::Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_switchyard"));
+    c.args(["panel", "--data"])
+        .arg(data)
+        .args(["import", source])
+        .args(extra)
+        .env_remove(var);
+    if let Some(url) = url {
+        c.env(var, url);
+    }
+    c.output().unwrap()
 }
 
 #[test]
@@ -216,17 +238,8 @@ fn the_import_command_reads_remnawave_by_the_url_in_its_environment() {
     )
     .unwrap();
     let data = dir.path().join("panel");
-    let run = |env: Option<&str>, extra: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_switchyard"));
-        c.args(["panel", "--data"])
-            .arg(&data)
-            .args(["import", "remnawave"])
-            .args(extra)
-            .env_remove("REMNAWAVE_DATABASE_URL");
-        if let Some(url) = env {
-            c.env("REMNAWAVE_DATABASE_URL", url);
-        }
-        c.output().unwrap()
+    let run = |url: Option<&str>, extra: &[&str]| {
+        import_by_url(&data, "remnawave", ("REMNAWAVE_DATABASE_URL", url), extra)
     };
     let out = run(None, &["--dry-run"]);
     assert!(!out.status.success());
@@ -254,6 +267,63 @@ fn the_import_command_reads_remnawave_by_the_url_in_its_environment() {
     );
     assert!(
         text.contains("users added: 1, updated: 0, disabled: 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_import_command_reads_marzban_on_mysql_by_the_url_in_its_environment() {
+    use switchyard_testkit::mariadb::MariaDb;
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("marzban");
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(
+        source.join("xray_config.json"),
+        r#"{"inbounds": [{"tag": "VLESS TCP", "listen": "127.0.0.1", "port": 21001,
+            "protocol": "vless", "settings": {"clients": [], "decryption": "none"}}],
+            "outbounds": [{"protocol": "freedom", "tag": "DIRECT"}]}"#,
+    )
+    .unwrap();
+    let mysql = MariaDb::start("marzban").expect("a private MariaDB server");
+    let run = |program: &str, args: &[&str]| {
+        switchyard_testkit::marzban::run_on(
+            &source,
+            &mysql.sqlalchemy_url("marzban"),
+            program,
+            args,
+        );
+    };
+    run("alembic", &["upgrade", "head"]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../panel/tests/it/import/marzban.py");
+    run("python", &[script.to_str().unwrap(), "make"]);
+    let data = dir.path().join("panel");
+    let import = |url: Option<&str>, extra: &[&str]| {
+        import_by_url(&data, "marzban", ("MARZBAN_DATABASE_URL", url), extra)
+    };
+    // Neither --db nor the URL: the error says what to give.
+    let out = import(None, &["--dry-run"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("set MARZBAN_DATABASE_URL"), "{stderr}");
+    assert!(stderr.contains("or give --db FILE"), "{stderr}");
+    let url = mysql.url("marzban");
+    let out = import(Some(&url), &["--dry-run", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["source"], "marzban");
+    assert_eq!(report["added"].as_array().unwrap().len(), 6, "{report}");
+    let text = String::from_utf8(import(Some(&url), &[]).stdout).unwrap();
+    assert!(
+        text.contains("users added: 6, updated: 0, disabled: 0"),
+        "{text}"
+    );
+    let text = String::from_utf8(import(Some(&url), &[]).stdout).unwrap();
+    assert!(
+        text.contains("users added: 0, updated: 6, disabled: 0"),
         "{text}"
     );
 }

@@ -7,11 +7,13 @@
 # from the user's key, as JSON.
 import json
 import sys
+from types import SimpleNamespace
 from datetime import datetime, timedelta
 
 from app.db import GetDB, crud
 from app.db.models import User
 from app.models.admin import AdminCreate
+from app.models.node import NodeCreate
 from app.models.user import UserCreate, UserModify, UserResponse
 from app.utils.keygen import gen_password, gen_uuid
 
@@ -55,6 +57,17 @@ def make(db):
     db.commit()
     links = {"alice_revoked": crud.get_user(db, "alice").key}
     crud.revoke_user_sub(db, crud.get_user(db, "alice"))
+    # A node (besides the "local" one Marzneshin's first migration makes) and the
+    # inbounds it reports, as Marzneshin records them.
+    node = crud.create_node(db, NodeCreate(name="de-1", address="127.0.0.1", port=62051))
+    crud.ensure_node_inbounds(db, [
+        SimpleNamespace(tag=tag, config=json.dumps(config)) for tag, config in [
+            ("VLESS TCP REALITY", {"tag": "VLESS TCP REALITY", "protocol": "vless", "port": 443,
+                                   "network": "tcp", "tls": "reality", "sni": ["example.com"]}),
+            ("VMess WS", {"tag": "VMess WS", "protocol": "vmess", "port": 8080, "network": "ws",
+                          "tls": "none", "path": "/ws"}),
+        ]
+    ], node.id)
     # A user removed, as its route removes one: kept without a name.
     crud.create_user(db, UserCreate(username="gone", expire_strategy="never"), admin=owner)
     crud.remove_user(db, crud.get_user(db, "gone"))

@@ -1,4 +1,5 @@
-//! `switchyard panel import marzban --db FILE`, `… import pasarguard --db FILE`,
+//! `switchyard panel import marzban --db FILE` (or its MySQL database's URL in
+//! `MARZBAN_DATABASE_URL`), `… import pasarguard --db FILE`,
 //! `… import marzneshin --db FILE`,
 //! `… import 3x-ui --db FILE` and `… import remnawave` (its PostgreSQL database's URL
 //! in `REMNAWAVE_DATABASE_URL`): bring a Marzban, PasarGuard, 3x-ui or Remnawave
@@ -35,11 +36,14 @@ struct Run {
 
 #[derive(Debug, Subcommand)]
 enum ImportSource {
-    /// From Marzban (0.8): its SQLite database (`/var/lib/marzban/db.sqlite3`).
+    /// From Marzban (0.8): its SQLite database (`/var/lib/marzban/db.sqlite3`) with
+    /// `--db`, or its MySQL (or MariaDB) database, read in one read-only transaction,
+    /// whose URL (`mysql://USER:PASSWORD@HOST:PORT/DB`) is read from the environment
+    /// variable `MARZBAN_DATABASE_URL` when `--db` is not given.
     Marzban {
         /// Marzban's SQLite database (read only; copy it off the old server first).
         #[arg(long, value_name = "FILE")]
-        db: PathBuf,
+        db: Option<PathBuf>,
         /// Marzban's `xray_config.json`: its inbounds are listed with what serves
         /// each here.
         #[arg(long, value_name = "FILE")]
@@ -92,6 +96,13 @@ enum ImportSource {
 
 /// Where `import remnawave` reads its database's URL.
 const REMNAWAVE_URL_ENV: &str = "REMNAWAVE_DATABASE_URL";
+/// Where `import marzban` without `--db` reads its MySQL database's URL.
+const MARZBAN_URL_ENV: &str = "MARZBAN_DATABASE_URL";
+
+/// The database URL in the environment variable `name`, or an error saying what to set.
+fn url_from_env(name: &str, what: &str) -> anyhow::Result<String> {
+    std::env::var(name).map_err(|_| anyhow::anyhow!("set {name} to {what}"))
+}
 
 impl ImportArgs {
     pub(crate) async fn run(self, config: PanelConfig) -> anyhow::Result<()> {
@@ -104,14 +115,34 @@ impl ImportArgs {
                 xray_config,
                 run,
             } => {
-                let report = switchyard_panel::import::marzban(
-                    &store,
-                    &db,
-                    xray_config.as_deref(),
-                    (run.dry_run, run.disable_missing),
-                    now,
-                )
-                .await?;
+                let flags = (run.dry_run, run.disable_missing);
+                let report = match db {
+                    Some(db) => {
+                        switchyard_panel::import::marzban(
+                            &store,
+                            &db,
+                            xray_config.as_deref(),
+                            flags,
+                            now,
+                        )
+                        .await?
+                    }
+                    None => {
+                        let url = url_from_env(
+                            MARZBAN_URL_ENV,
+                            "Marzban's MySQL database URL \
+                             (mysql://USER:PASSWORD@HOST:PORT/DB), or give --db FILE",
+                        )?;
+                        switchyard_panel::import::marzban_url(
+                            &store,
+                            &url,
+                            xray_config.as_deref(),
+                            flags,
+                            now,
+                        )
+                        .await?
+                    }
+                };
                 (report, run.json)
             }
             ImportSource::PasarGuard { db, run } => {
@@ -156,12 +187,10 @@ impl ImportArgs {
                 (report, run.json)
             }
             ImportSource::Remnawave { run } => {
-                let url = std::env::var(REMNAWAVE_URL_ENV).map_err(|_| {
-                    anyhow::anyhow!(
-                        "set {REMNAWAVE_URL_ENV} to Remnawave's database URL \
-                         (postgres://USER:PASSWORD@HOST:PORT/DB)"
-                    )
-                })?;
+                let url = url_from_env(
+                    REMNAWAVE_URL_ENV,
+                    "Remnawave's database URL (postgres://USER:PASSWORD@HOST:PORT/DB)",
+                )?;
                 let report = switchyard_panel::import::remnawave(
                     &store,
                     &url,
