@@ -131,6 +131,15 @@ impl Keys {
     }
 }
 
+/// The public key (Xray's form) of the X25519 private key `private_key` (base64url,
+/// as Xray's `privateKey`), or `None` when it is not one: for a key made elsewhere,
+/// such as an inbound brought from another panel.
+pub fn public_key_of(private_key: &str) -> Option<String> {
+    PrivateKey::parse(private_key)
+        .ok()
+        .map(|k| k.public_key().encode())
+}
+
 /// Why no keys were made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("the system gave no randomness")]
@@ -164,6 +173,12 @@ mod tests {
             keys.short_id
         );
         assert_ne!(generate().unwrap().private_key, keys.private_key);
+        assert_eq!(
+            public_key_of(&keys.private_key).as_deref(),
+            Some(keys.public_key.as_str())
+        );
+        assert_eq!(public_key_of("not a key"), None);
+        assert_eq!(public_key_of(&keys.public_key[..40]), None);
         assert!(!format!("{keys:?}").contains(&keys.private_key));
     }
 }

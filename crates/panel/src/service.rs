@@ -17,6 +17,7 @@ use crate::model::{
 use crate::store::token_hash::hash_token;
 use crate::store::{InboundInput, ServerInput, Store, StoreError, UserInput};
 
+mod imported;
 mod private_dest;
 mod tunnel_dest;
 mod tunnels;

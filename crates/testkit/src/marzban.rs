@@ -12,7 +12,9 @@ pub const ENV: &str = "SWITCHYARD_MARZBAN";
 
 /// Runs `program` of Marzban's venv with `args`, from its sources, on the database
 /// `db.sqlite3` and the Xray config `xray_config.json` in `data`; its standard
-/// output. A failure panics with what Marzban printed.
+/// output. A failure panics with what Marzban printed. Marzban calls Xray only to
+/// derive REALITY's public keys (`xray x25519`): the pinned Xray, run as `nobody`
+/// ([`crate::xray::unprivileged_command`]).
 pub fn run(data: &Path, program: &str, args: &[&str]) -> String {
     run_with(data, None, program, args)
 }
@@ -25,9 +27,11 @@ pub fn run_on(data: &Path, database_url: &str, program: &str, args: &[&str]) -> 
 
 fn run_with(data: &Path, database_url: Option<&str>, program: &str, args: &[&str]) -> String {
     let xray_json = data.join("xray_config.json");
+    let xray =
+        crate::xray::unprivileged_command(data).unwrap_or_else(|e| panic!("Marzban's Xray: {e:#}"));
     let mut env = vec![
         ("XRAY_JSON", xray_json.as_os_str()),
-        ("XRAY_EXECUTABLE_PATH", OsStr::new("/bin/true")),
+        ("XRAY_EXECUTABLE_PATH", xray.as_os_str()),
         ("XRAY_ASSETS_PATH", data.as_os_str()),
     ];
     if let Some(url) = database_url {

@@ -41,6 +41,25 @@ pub fn binary() -> Result<PathBuf> {
     PINNED.binary()
 }
 
+/// Writes `dir/xray`, a command that runs the pinned Xray as `nobody` with its
+/// arguments, for another program that calls Xray for a computation (Marzban
+/// derives REALITY's public key with `xray x25519 -i KEY`); its path.
+pub fn unprivileged_command(dir: &Path) -> Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let binary = binary()?;
+    let path = dir.join("xray");
+    let quoted = binary.display().to_string().replace('\'', "'\\''");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nexec setpriv {} '{quoted}' \"$@\"\n",
+            UNPRIVILEGED.join(" ")
+        ),
+    )?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(path)
+}
+
 /// A running Xray, killed when dropped; its log's tail is in every error and is
 /// printed when the test panics.
 #[derive(Debug)]

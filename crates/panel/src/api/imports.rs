@@ -24,7 +24,7 @@ use crate::import::{self, ImportError, Report};
 pub const MAX_UPLOAD: u64 = 256 * 1024 * 1024;
 
 /// How an upload is imported.
-#[derive(Clone, Copy, Debug, Default, Deserialize, IntoParams)]
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ImportQuery {
@@ -38,6 +38,13 @@ pub struct ImportQuery {
     /// are the users' keys themselves; by default they are derived with `xxh128`).
     #[serde(default)]
     pub plain_keys: bool,
+    /// Make the source's inbounds that a node here serves on this server (its name
+    /// here), with their ports, transports, security and REALITY keys; one whose
+    /// name an inbound here already has is mapped to it. Marzban's inbounds are in
+    /// its `xray_config.json`, which only the command reads.
+    #[serde(default)]
+    #[param(max_length = 64)]
+    pub server: Option<String>,
 }
 
 /// The largest JSON body naming a database.
@@ -126,20 +133,46 @@ pub async fn import(
         ));
     };
     let store = s.store().as_ref();
+    if let Some(server) = &q.server {
+        import::server_named(store, server)
+            .await
+            .map_err(|e| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, format!("server: {e}")))?;
+    }
+    let mut report = read(&s, &source, &q, &headers, body).await?;
+    if let Some(server) = &q.server {
+        import::make_inbounds(s.service(), &mut report, server, s.now())
+            .await
+            .map_err(|e| match e {
+                ImportError::Store(e) => e.into(),
+                other => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, other.to_string()),
+            })?;
+    }
+    Ok(Json(report))
+}
+
+/// Reads the source named in the request and imports its users.
+async fn read(
+    s: &AppState,
+    source: &str,
+    q: &ImportQuery,
+    headers: &axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<Report, ApiError> {
+    let store = s.store().as_ref();
     let flags = (q.dry_run, q.disable_missing);
     if source == import::REMNAWAVE {
         let DatabaseSource { database_url } =
             database_source(body, &["postgres://", "postgresql://"]).await?;
         let report = import::remnawave(store, &database_url, flags, s.now()).await;
-        return report.map(Json).map_err(by_url_error);
+        return report.map_err(by_url_error);
     }
-    if source == import::MARZBAN && json_body(&headers) {
+    if source == import::MARZBAN && json_body(headers) {
         let DatabaseSource { database_url } =
             database_source(body, &["mysql://", "mariadb://"]).await?;
         let report = import::marzban_url(store, &database_url, None, flags, s.now()).await;
-        return report.map(Json).map_err(by_url_error);
+        return report.map_err(by_url_error);
     }
-    let upload = receive(&s, body).await?;
+    let upload = receive(s, body).await?;
     let report = if source == import::MARZBAN {
         import::marzban(store, &upload.0, None, flags, s.now()).await
     } else if source == import::PASARGUARD {
@@ -154,7 +187,7 @@ pub async fn import(
     } else {
         import::xui(store, &upload.0, flags, s.now()).await
     };
-    report.map(Json).map_err(|e| match e {
+    report.map_err(|e| match e {
         ImportError::Store(e) => e.into(),
         ImportError::Internal => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
         // What is wrong with the file, named (no path: the file is ours).

@@ -10,6 +10,8 @@
 //! what maps to what.
 
 mod cells;
+mod inbound_plan;
+mod make_inbounds;
 pub mod marzban;
 pub mod marzban_token;
 pub mod marzneshin;
@@ -26,6 +28,8 @@ mod xui_plan;
 
 use std::path::PathBuf;
 
+pub use inbound_plan::{PlannedInbound, XrayInbound, plan as plan_inbound};
+pub use make_inbounds::{make_inbounds, server_named};
 pub use marzneshin_plan::{marzneshin, plan as plan_marzneshin};
 pub use pasarguard_plan::{pasarguard, plan as plan_pasarguard};
 pub use remnawave_plan::{plan as plan_remnawave, remnawave};
@@ -117,6 +121,9 @@ pub enum ImportError {
         /// What is wrong.
         message: String,
     },
+    /// The server named to make the source's inbounds on is not one here.
+    #[error("no server named {0:?} here: add it first, or name one of yours")]
+    NoServer(String),
     /// Our store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

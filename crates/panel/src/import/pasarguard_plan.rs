@@ -134,6 +134,11 @@ fn describe(source: &Source, report: &mut Report) {
     let owners: Vec<Option<&str>> = source.users.iter().map(|u| u.admin.as_deref()).collect();
     report.list(&owners, &source.admins, &source.nodes);
     report.inbounds = source.inbounds.clone();
+    report.vision = source.users.iter().any(|u| {
+        u.proxy_settings
+            .get("vless")
+            .is_some_and(super::report::is_vision)
+    });
 }
 
 /// Imports the PasarGuard database at `db` into `store`; with `dry_run` nothing is

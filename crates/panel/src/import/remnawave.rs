@@ -427,12 +427,19 @@ async fn inbounds(c: &mut PgConnection) -> Read<Vec<InboundSeen>> {
             } else {
                 serde_json::from_str(&raw).map_err(|e| f("raw_inbound").error(e.to_string()))?
             };
-            Ok(inbound_seen(
+            let mut seen = inbound_seen(
                 tag,
                 protocol,
                 u64::try_from(port).unwrap_or(0),
                 value.get("streamSettings"),
-            ))
+            );
+            // The profile's inbound, with the port and tag its row has.
+            if let serde_json::Value::Object(mut whole) = value {
+                whole.insert("tag".into(), seen.tag.clone().into());
+                whole.entry("port").or_insert(port.into());
+                seen.xray = Some(super::inbound_plan::XrayInbound(whole.into()));
+            }
+            Ok(seen)
         })
         .collect())
 }

@@ -205,6 +205,9 @@ pub(super) fn devices_of(
 fn describe(source: &Source, report: &mut Report) {
     report.users_read = source.users.len();
     report.inbounds = source.inbounds.clone();
+    // Remnawave gives VLESS over TCP with TLS or REALITY XTLS Vision unless the
+    // inbound's settings name a flow.
+    report.vision = true;
     for (name, address, port) in &source.nodes {
         report.nodes.push(NodeSeen {
             name: name.clone(),

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::ImportError;
+use super::inbound_plan::XrayInbound;
 use super::marzban::Source;
 use crate::store::ImportWritten;
 
@@ -56,8 +57,15 @@ pub struct InboundSeen {
     pub security: String,
     /// Whether a Switchyard node can serve it as it is.
     pub served: bool,
-    /// What to do about it.
+    /// What to do about it, or what was done.
     pub note: String,
+    /// The inbound here that serves it: made from it by the import (`--server`) or
+    /// one of the same name already here.
+    pub here: Option<crate::model::Id>,
+    /// The source's whole inbound, to make it here (holds its REALITY private key:
+    /// never serialized).
+    #[serde(skip)]
+    pub(super) xray: Option<super::inbound_plan::XrayInbound>,
 }
 
 /// An import's report.
@@ -87,6 +95,10 @@ pub struct Report {
     pub nodes: Vec<NodeSeen>,
     /// The source's inbounds (with `--xray-config`).
     pub inbounds: Vec<InboundSeen>,
+    /// The source's VLESS users use XTLS Vision (Marzban and its forks keep the flow
+    /// with the user): inbounds made here give it where it applies.
+    #[serde(skip)]
+    pub(super) vision: bool,
 }
 
 impl Report {
@@ -105,6 +117,7 @@ impl Report {
             admins: Vec::new(),
             nodes: Vec::new(),
             inbounds: Vec::new(),
+            vision: false,
         }
     }
 
@@ -112,6 +125,11 @@ impl Report {
     pub fn describe(&mut self, source: &Source) {
         let owners: Vec<Option<&str>> = source.users.iter().map(|u| u.admin.as_deref()).collect();
         self.list(&owners, &source.admins, &source.nodes);
+        self.vision = source.users.iter().any(|u| {
+            u.proxies
+                .iter()
+                .any(|(kind, settings)| kind == "VLESS" && is_vision(settings))
+        });
     }
 
     /// Lists a Marzban-like source's admins (with how many of `owners` are theirs)
@@ -212,6 +230,11 @@ impl fmt::Display for Report {
     }
 }
 
+/// Whether a user's VLESS settings (`{"id", "flow"}`) give XTLS Vision.
+pub(super) fn is_vision(settings: &serde_json::Value) -> bool {
+    settings.get("flow").and_then(|f| f.as_str()) == Some(crate::model::Flow::Vision.as_str())
+}
+
 /// The inbounds of a Marzban `xray_config.json`, with whether a node here serves each.
 pub(super) fn inbounds(path: &Path) -> Result<Vec<InboundSeen>, ImportError> {
     let bad = |message: String| ImportError::XrayConfig {
@@ -243,12 +266,14 @@ pub(super) fn inbounds_in(value: &serde_json::Value) -> Result<Vec<InboundSeen>,
             return Err(format!("inbounds[{i}].tag: missing"));
         }
         let port = inbound.get("port").and_then(|p| p.as_u64()).unwrap_or(0);
-        out.push(inbound_seen(
+        let mut seen = inbound_seen(
             tag,
             text(inbound.get("protocol")),
             port,
             inbound.get("streamSettings"),
-        ));
+        );
+        seen.xray = Some(XrayInbound(inbound.clone()));
+        out.push(seen);
     }
     Ok(out)
 }
@@ -297,5 +322,7 @@ pub(super) fn inbound_seen(
         security,
         served,
         note,
+        here: None,
+        xray: None,
     }
 }

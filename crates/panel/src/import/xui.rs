@@ -78,6 +78,8 @@ pub struct SourceInbound {
     pub method: String,
     /// Its stream settings.
     pub stream: Value,
+    /// Whether any of its clients (VLESS) uses XTLS Vision.
+    pub vision: bool,
     /// Its clients, in the order the settings list them.
     pub clients: Vec<SourceClient>,
 }
@@ -238,6 +240,10 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
             expiry_ms: get_number(7, "expiry_time")?,
             method: text(settings.get("method")),
             stream: json(9, "stream_settings")?,
+            vision: settings
+                .get("clients")
+                .and_then(Value::as_array)
+                .is_some_and(|c| c.iter().any(super::report::is_vision)),
             clients: Vec::new(),
         };
         inbound.clients = if v3 {

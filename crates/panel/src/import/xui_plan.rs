@@ -264,6 +264,18 @@ pub async fn xui(
     let mut report = Report::new(XUI, &source.layout, dry_run);
     for i in &source.inbounds {
         let mut seen = inbound_seen(i.tag.clone(), i.protocol.clone(), i.port, Some(&i.stream));
+        // Made here under the operator's name for it (what users saw), as Xray would
+        // have it.
+        let name = if i.remark.trim().is_empty() {
+            &i.tag
+        } else {
+            &i.remark
+        };
+        let flow = if i.vision { "xtls-rprx-vision" } else { "" };
+        seen.xray = Some(super::inbound_plan::XrayInbound(serde_json::json!({
+            "tag": name, "protocol": i.protocol, "port": i.port,
+            "settings": {"flow": flow}, "streamSettings": i.stream,
+        })));
         if i.total > 0 || i.expiry_ms > 0 {
             report.not_carried.push(NotCarried {
                 what: format!("inbound {:?}", i.tag),

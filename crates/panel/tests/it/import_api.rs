@@ -5,6 +5,8 @@
 //! The uploaded file does not stay in the data directory. Remnawave's database is
 //! named by its URL instead, and a bad URL is refused without its password; so is
 //! Marzban's on MySQL (a private MariaDB server with Marzban's own schema and users).
+//! With `server`, the source's inbounds are made on that server (a wrong name is
+//! refused before anything is imported).
 
 use axum::http::StatusCode;
 use serde_json::json;
@@ -21,6 +23,72 @@ fn leftovers(h: &Harness) -> Vec<String> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with("import-"))
         .collect()
+}
+
+#[tokio::test]
+async fn the_sources_inbounds_are_made_on_the_server_named() {
+    let h = Harness::new().await;
+    let token = h.token().await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x-ui.db");
+    make_source(&db, 21_001).await;
+    let file = std::fs::read(&db).unwrap();
+    let upload = |path: &str| {
+        h.post(path)
+            .bearer(&token)
+            .bytes("application/octet-stream", file.clone())
+            .send()
+    };
+    let inbounds = || async {
+        let r = h.get("/api/v1/inbounds").bearer(&token).send().await;
+        r.ok(StatusCode::OK)
+    };
+    // No such server: refused naming it, nothing imported.
+    let r = upload("/api/v1/imports/3x-ui?server=nowhere").await;
+    let p = r.problem(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        p["detail"],
+        "server: no server named \"nowhere\" here: add it first, or name one of yours"
+    );
+    let users = h.get("/api/v1/users").bearer(&token).send().await;
+    assert_eq!(users.ok(StatusCode::OK)["total"], 0);
+
+    crate::common::server_at(&h, &token, "fra", "203.0.113.9").await;
+    let r = upload("/api/v1/imports/3x-ui?dry_run=true&server=fra").await;
+    let report = r.ok(StatusCode::OK);
+    let notes: Vec<(&str, &str)> = report["inbounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["tag"].as_str().unwrap(), i["note"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            ("inbound-21001", "would be made here on server fra"),
+            (
+                "inbound-21443",
+                "not made here: its TLS certificate is not given as files (certificateFile, \
+                 keyFile): create the inbound here with its certificate"
+            ),
+            (
+                "inbound-21444",
+                "not made here: vmess inbounds are not made here: its users get this panel's \
+                 other inbounds"
+            ),
+        ]
+    );
+    assert_eq!(inbounds().await.as_array().unwrap().len(), 0);
+
+    let r = upload("/api/v1/imports/3x-ui?server=fra").await;
+    let report = r.ok(StatusCode::OK);
+    let made = &inbounds().await[0];
+    assert_eq!(report["inbounds"][0]["here"], made["id"]);
+    // Under 3x-ui's name for it (what its users saw), on its port.
+    assert_eq!(
+        (&made["name"], &made["port"], &made["transport"]["type"]),
+        (&json!("vless 21001"), &json!(21001), &json!("tcp"))
+    );
 }
 
 #[tokio::test]

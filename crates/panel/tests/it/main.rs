@@ -25,6 +25,7 @@ mod hysteria2;
 mod hysteria2_live;
 mod import_api;
 mod import_common;
+mod import_inbounds;
 mod import_marzban;
 mod import_marzban_mysql;
 mod import_marzneshin;

@@ -50,7 +50,7 @@ const ENTRIES: [&str; 6] = [
 /// The REALITY inbound's target: a local HTTPS site (TLS 1.3, `target.test`) that
 /// answers every request with a short page. Only connections that are not REALITY
 /// clients reach it (spliced by the node).
-async fn target_site() -> (SocketAddr, CertificateDer<'static>) {
+pub(crate) async fn target_site() -> (SocketAddr, CertificateDer<'static>) {
     let cert = TestCert::new("target.test").unwrap();
     let key = Arc::new(
         switchyard_node::tls::parse(

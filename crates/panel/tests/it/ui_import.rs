@@ -1,7 +1,8 @@
 //! In a real headless Chromium: the users page's **Import…** dialog, every control
 //! labelled; a 3x-ui database chosen with the file input, a dry run's report shown
 //! with nothing kept, then the import, after which the users are listed; a file of
-//! the wrong panel is refused with the reason in the dialog. Remnawave is read by
+//! the wrong panel is refused with the reason in the dialog; the import makes the
+//! source's inbounds on the server chosen. Remnawave is read by
 //! its database's URL, typed into the field that takes the file's place (as Marzban
 //! on MySQL is: the field asks for a URL of MySQL's form).
 
@@ -20,7 +21,8 @@ async fn importing_from_3x_ui_through_the_dialog_in_a_real_browser() {
     make_source(&source, 21_001).await;
     let (panel, http) = live::panel(dir.path()).await;
     let store = panel.state.store().clone();
-    store.create_cluster("Europe", live::now()).await.unwrap();
+    let europe = store.create_cluster("Europe", live::now()).await.unwrap();
+    live::server(&panel, europe.id, "fra").await;
     let b = Browser::start().await.unwrap();
     log_in(&b, http, dir.path()).await;
     b.goto(&format!("http://{http}/#/users")).await.unwrap();
@@ -80,7 +82,8 @@ async fn importing_from_3x_ui_through_the_dialog_in_a_real_browser() {
             .is_empty()
     );
 
-    // The import, then the list has them.
+    // The import, making its inbounds on "fra", then the list has them.
+    pick(&b, "server", "fra").await;
     click(&b, "dialog[open] button[type=submit]").await;
     b.wait_until_text(
         "dialog[open] [data-report-summary]",
@@ -96,6 +99,22 @@ async fn importing_from_3x_ui_through_the_dialog_in_a_real_browser() {
             .unwrap()
             .len(),
         6
+    );
+    let made = store.inbounds(None, None).await.unwrap();
+    assert_eq!(made.len(), 1, "{made:?}");
+    let report = b
+        .find("dialog[open] .import-report")
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        report.contains(&format!(
+            "inbound-21001: vless over tcp (none), port 21001: made here as inbound {} on server fra",
+            made[0].id
+        )),
+        "{report}"
     );
     // Marzban on MySQL: a URL of MySQL's form is asked for, and its absence said.
     pick(&b, "source", "marzban-mysql").await;

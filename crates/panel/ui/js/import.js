@@ -4,7 +4,7 @@
 // nodes, and what could not be carried.
 
 import { h, fill, field, dialog } from "./dom.js";
-import { post, upload } from "./api.js";
+import { get, post, upload } from "./api.js";
 
 const SOURCES = [
   ["marzban", "Marzban 0.8 (db.sqlite3)"],
@@ -38,6 +38,10 @@ export function importDialog() {
     source.addEventListener("change", shown);
     shown();
     const missing = h("input", { type: "checkbox", name: "disable_missing" });
+    // The server to make the source's inbounds on (the API's `server`), or none.
+    const server = h("select", { name: "server" }, h("option", { value: "" }, "None: only list them"));
+    get("/servers").then((list) => list.forEach((sv) => server.append(h("option", { value: sv.name }, sv.name))))
+      .catch(() => {});
     const error = h("p", { class: "form-error", role: "alert" });
     const result = h("div", { class: "import-report", "aria-live": "polite" });
     let imported = false;
@@ -48,6 +52,7 @@ export function importDialog() {
       if (!byUrl() && !f) { error.textContent = "Choose the source panel's database file."; return; }
       fill(result, h("p", { class: "muted" }, dry ? "Reading…" : "Importing…"));
       const q = new URLSearchParams({ dry_run: dry, disable_missing: missing.checked });
+      if (server.value) q.set("server", server.value);
       const path = `/imports/${byUrl() ? BY_URL[source.value][0] : source.value}?${q}`;
       try {
         const report = byUrl() ? await post(path, { database_url: url.value }) : await upload(path, f);
@@ -61,6 +66,8 @@ export function importDialog() {
     return h("form", { onsubmit: (e) => { e.preventDefault(); run(false); } },
       field("From", source),
       fileField, urlField,
+      field("Make its inbounds on", server,
+        "Those a node here serves, with their ports, transports, security and REALITY keys; one whose name an inbound here has is mapped to it."),
       h("label", { class: "check" }, missing, " Disable users an earlier import brought that the source no longer has"),
       error, result,
       h("div", { class: "actions" },

@@ -1,8 +1,8 @@
 //! `switchyard panel import marzban`, run as the built binary on a database made by
 //! Marzban 0.8.4's own migrations and code (`SWITCHYARD_MARZBAN`, from `cargo xtask
-//! peers`; the script is the panel's import test's): the dry run's JSON report says
-//! what would be added and keeps nothing, the import adds it, a second says it
-//! updates. `… import pasarguard` likewise, on a database made by PasarGuard 3.1.0's
+//! peers`; the script is the panel's import test's): `--server` naming no server here
+//! is refused before anything is imported, the dry run's JSON report says what would
+//! be added and keeps nothing, the import adds it, a second says it updates. `… import pasarguard` likewise, on a database made by PasarGuard 3.1.0's
 //! own migrations and code (`SWITCHYARD_PASARGUARD`), and `… import marzneshin` on
 //! one made by Marzneshin 0.7.4's (`SWITCHYARD_MARZNESHIN`), with and without
 //! `--auth-generation-algorithm plain`. `… import 3x-ui` likewise, on a 3x-ui 2.8 database made with the panel's
@@ -77,6 +77,20 @@ fn the_import_command_reports_a_dry_run_then_imports_then_updates() {
     marzban(&source, "python", &[script.to_str().unwrap(), "make"]);
     let db = source.join("db.sqlite3");
     let data = dir.path().join("panel");
+    // Inbounds to be made on a server this panel does not have: refused first.
+    let out = Command::new(env!("CARGO_BIN_EXE_switchyard"))
+        .args(["panel", "--data"])
+        .arg(&data)
+        .args(["import", "marzban", "--server", "nowhere", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("no server named \"nowhere\" here"),
+        "{stderr}"
+    );
     let report: serde_json::Value =
         serde_json::from_str(&import(&data, &db, &["--dry-run", "--json"])).unwrap();
     assert_eq!(report["dry_run"], true);

@@ -1,7 +1,8 @@
 # Makes and changes a Marzban 0.8.4 database with Marzban's own code (its crud
 # functions, models and token code), for the import tests. Run with Marzban's venv,
 # its sources as the working directory, after `alembic upgrade head` (Marzban's own
-# migrations). `make` creates the users; `change` changes them for a second import.
+# migrations). `make` creates the users; `change` changes them for a second import;
+# `vision` gives alice XTLS Vision and says what Marzban gives REALITY's clients.
 # Prints what Marzban says of every user (its UserResponse) and their subscription
 # tokens, as JSON.
 import json
@@ -88,8 +89,25 @@ def change(db):
     return {"grace": create_subscription_token("grace")}
 
 
+def vision(db):
+    # alice's VLESS with XTLS Vision, as Marzban's own modify sets it; and what
+    # Marzban gives clients of its REALITY inbounds (the public key it derives with
+    # Xray, the short ids).
+    from app.models.proxy import ProxyTypes
+    from app.xray import config as xray_config
+    alice = crud.get_user(db, "alice")
+    proxies = {p.type: p.settings for p in alice.proxies}
+    proxies[ProxyTypes.VLESS] = {**proxies[ProxyTypes.VLESS], "flow": "xtls-rprx-vision"}
+    crud.update_user(db, alice, UserModify(proxies=proxies))
+    reality = {tag: {"pbk": i["pbk"], "sids": i["sids"]}
+               for tag, i in xray_config.inbounds_by_tag.items() if i.get("tls") == "reality"}
+    return {"reality": reality}
+
+
+PHASES = {"make": make, "change": change, "vision": vision}
+
 with GetDB() as db:
-    tokens = make(db) if sys.argv[1] == "make" else change(db)
+    tokens = PHASES[sys.argv[1]](db)
     users = {}
     for dbuser in crud.get_users(db):
         u = UserResponse.model_validate(dbuser)

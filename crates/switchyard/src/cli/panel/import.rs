@@ -8,10 +8,12 @@
 //! `docs/migration.md`). `--dry-run` first says what would happen.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::{Args, Subcommand};
 use switchyard_panel::config::PanelConfig;
-use switchyard_panel::store::{Changes, SqlStore};
+use switchyard_panel::service::Service;
+use switchyard_panel::store::{Changes, SqlStore, Store};
 
 /// Bring users from another panel.
 #[derive(Debug, Args)]
@@ -32,6 +34,11 @@ struct Run {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Make the source's inbounds that a node here serves on this server (by its
+    /// name here), with their ports, transports, security and REALITY keys; one
+    /// whose name an inbound here already has is mapped to it.
+    #[arg(long, value_name = "NAME")]
+    server: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -104,12 +111,30 @@ fn url_from_env(name: &str, what: &str) -> anyhow::Result<String> {
     std::env::var(name).map_err(|_| anyhow::anyhow!("set {name} to {what}"))
 }
 
+impl ImportSource {
+    fn run(&self) -> &Run {
+        match self {
+            Self::Marzban { run, .. }
+            | Self::PasarGuard { run, .. }
+            | Self::Marzneshin { run, .. }
+            | Self::Xui { run, .. }
+            | Self::Remnawave { run } => run,
+        }
+    }
+}
+
 impl ImportArgs {
     pub(crate) async fn run(self, config: PanelConfig) -> anyhow::Result<()> {
         std::fs::create_dir_all(&config.data_dir)?;
-        let store = SqlStore::open(&config.database(), Changes::default()).await?;
+        let store: Arc<dyn Store> =
+            Arc::new(SqlStore::open(&config.database(), Changes::default()).await?);
+        let service = Service::new(store.clone());
+        let store = store.as_ref();
         let now = switchyard_node::accounting::now_ms();
-        let (report, json) = match self.source {
+        if let Some(server) = self.source.run().server.as_deref() {
+            switchyard_panel::import::server_named(store, server).await?;
+        }
+        let (mut report, run) = match self.source {
             ImportSource::Marzban {
                 db,
                 xray_config,
@@ -119,7 +144,7 @@ impl ImportArgs {
                 let report = match db {
                     Some(db) => {
                         switchyard_panel::import::marzban(
-                            &store,
+                            store,
                             &db,
                             xray_config.as_deref(),
                             flags,
@@ -134,7 +159,7 @@ impl ImportArgs {
                              (mysql://USER:PASSWORD@HOST:PORT/DB), or give --db FILE",
                         )?;
                         switchyard_panel::import::marzban_url(
-                            &store,
+                            store,
                             &url,
                             xray_config.as_deref(),
                             flags,
@@ -143,17 +168,17 @@ impl ImportArgs {
                         .await?
                     }
                 };
-                (report, run.json)
+                (report, run)
             }
             ImportSource::PasarGuard { db, run } => {
                 let report = switchyard_panel::import::pasarguard(
-                    &store,
+                    store,
                     &db,
                     (run.dry_run, run.disable_missing),
                     now,
                 )
                 .await?;
-                (report, run.json)
+                (report, run)
             }
             ImportSource::Marzneshin {
                 db,
@@ -167,24 +192,24 @@ impl ImportArgs {
                     Auth::Xxh128
                 };
                 let report = switchyard_panel::import::marzneshin(
-                    &store,
+                    store,
                     &db,
                     auth,
                     (run.dry_run, run.disable_missing),
                     now,
                 )
                 .await?;
-                (report, run.json)
+                (report, run)
             }
             ImportSource::Xui { db, run } => {
                 let report = switchyard_panel::import::xui(
-                    &store,
+                    store,
                     &db,
                     (run.dry_run, run.disable_missing),
                     now,
                 )
                 .await?;
-                (report, run.json)
+                (report, run)
             }
             ImportSource::Remnawave { run } => {
                 let url = url_from_env(
@@ -192,16 +217,19 @@ impl ImportArgs {
                     "Remnawave's database URL (postgres://USER:PASSWORD@HOST:PORT/DB)",
                 )?;
                 let report = switchyard_panel::import::remnawave(
-                    &store,
+                    store,
                     &url,
                     (run.dry_run, run.disable_missing),
                     now,
                 )
                 .await?;
-                (report, run.json)
+                (report, run)
             }
         };
-        if json {
+        if let Some(server) = &run.server {
+            switchyard_panel::import::make_inbounds(&service, &mut report, server, now).await?;
+        }
+        if run.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
         } else {
             print!("{report}");
