@@ -23,6 +23,30 @@ pub enum Release {
 /// the database `db.sqlite3` in `data`; its standard output. A failure panics with
 /// what PasarGuard printed.
 pub fn run(data: &Path, release: Release, program: &str, args: &[&str]) -> String {
+    run_with(data, release, &[], program, args)
+}
+
+/// [`run`] (3.1.0) on the database at `database_url` instead, SQLAlchemy's form
+/// (`postgresql+asyncpg://…`, `mysql+asyncmy://…`: the drivers PasarGuard's lock
+/// file pins).
+pub fn run_on(data: &Path, database_url: &str, program: &str, args: &[&str]) -> String {
+    let url = std::ffi::OsStr::new(database_url);
+    run_with(
+        data,
+        Release::V3,
+        &[("SQLALCHEMY_DATABASE_URL", url)],
+        program,
+        args,
+    )
+}
+
+fn run_with(
+    data: &Path,
+    release: Release,
+    env: &[(&str, &std::ffi::OsStr)],
+    program: &str,
+    args: &[&str],
+) -> String {
     Panel {
         name: "PasarGuard",
         release: "3.1.0",
@@ -33,5 +57,5 @@ pub fn run(data: &Path, release: Release, program: &str, args: &[&str]) -> Strin
         },
         sqlite: "sqlite+aiosqlite",
     }
-    .run(data, &[], program, args)
+    .run(data, env, program, args)
 }

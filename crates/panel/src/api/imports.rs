@@ -51,13 +51,15 @@ pub struct ImportQuery {
 const MAX_SOURCE_BODY: usize = 8 * 1024;
 
 /// Where the source's database is: the body of `POST /api/v1/imports/remnawave`
-/// (PostgreSQL) and of `POST /api/v1/imports/marzban` for Marzban on MySQL.
+/// (PostgreSQL), of `POST /api/v1/imports/marzban` for Marzban on MySQL and of
+/// `POST /api/v1/imports/pasarguard` for PasarGuard on PostgreSQL or MySQL.
 #[derive(Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSource {
     /// `postgres://USER:PASSWORD@HOST:PORT/DB` (Remnawave) or
-    /// `mysql://USER:PASSWORD@HOST:PORT/DB` (Marzban): read in one read-only
-    /// transaction; never stored, and named in errors without its password.
+    /// `mysql://USER:PASSWORD@HOST:PORT/DB` (Marzban, PasarGuard), or PasarGuard's
+    /// PostgreSQL: read in one read-only transaction; never stored, and named in
+    /// errors without its password.
     pub database_url: String,
 }
 
@@ -90,7 +92,8 @@ impl Drop for Upload {
 
 /// Imports the users of another panel's database (`marzban`: Marzban 0.8's
 /// `db.sqlite3`, or with a JSON body `{"database_url": "mysql://…"}` Marzban's
-/// MySQL or MariaDB database; `pasarguard`: PasarGuard 1.0 to 5.2's `db.sqlite3`; `marzneshin`:
+/// MySQL or MariaDB database; `pasarguard`: PasarGuard 1.0 to 5.2's `db.sqlite3`, or
+/// with a JSON body its PostgreSQL, MySQL or MariaDB database; `marzneshin`:
 /// Marzneshin 0.4 to 0.7's `db.sqlite3`; `3x-ui`: 3x-ui 2.x or 3.x's `x-ui.db`), sent as the body; for
 /// `remnawave`, the body names its PostgreSQL database (`{"database_url": …}`). The
 /// answer is the report: what was (or, with `dry_run`, would be) added, updated and
@@ -98,7 +101,7 @@ impl Drop for Upload {
 #[utoipa::path(post, path = "/api/v1/imports/{source}", tag = "imports",
     params(("source" = String, Path, description = "`marzban`, `pasarguard`, `marzneshin`, `3x-ui` or `remnawave`"), ImportQuery),
     request_body(content((Vec<u8> = "application/octet-stream"), (DatabaseSource = "application/json")),
-        description = "The source panel's SQLite database file; for `remnawave` (and `marzban` on MySQL), where its database is"),
+        description = "The source panel's SQLite database file; for `remnawave` (and `marzban` or `pasarguard` on a database server), where its database is"),
     responses((status = 200, body = Report), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
         (status = 413, body = Problem), (status = 422, body = Problem)))]
@@ -172,6 +175,12 @@ async fn read(
         let report = import::marzban_url(store, &database_url, None, flags, s.now()).await;
         return report.map_err(by_url_error);
     }
+    if source == import::PASARGUARD && json_body(headers) {
+        let schemes = ["postgres://", "postgresql://", "mysql://", "mariadb://"];
+        let DatabaseSource { database_url } = database_source(body, &schemes).await?;
+        let report = import::pasarguard_url(store, &database_url, flags, s.now()).await;
+        return report.map_err(by_url_error);
+    }
     let upload = receive(s, body).await?;
     let report = if source == import::MARZBAN {
         import::marzban(store, &upload.0, None, flags, s.now()).await
@@ -237,7 +246,7 @@ async fn database_source(
 
 /// The answer to a failed import of a database named by URL: what the reader says
 /// names the database without its password (`import::remnawave`,
-/// `import::marzban::describe`).
+/// `import::source_db::describe`).
 fn by_url_error(e: ImportError) -> ApiError {
     match e {
         ImportError::Store(e) => e.into(),

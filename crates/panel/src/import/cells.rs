@@ -82,6 +82,7 @@ pub(super) fn datetime_ms(text: &str) -> Option<i64> {
     let text = text.trim();
     let text = text
         .strip_suffix("+00:00")
+        .or_else(|| text.strip_suffix("+00"))
         .or_else(|| text.strip_suffix('Z'))
         .unwrap_or(text);
     let (date, clock) = text.split_once([' ', 'T'])?;
@@ -129,6 +130,11 @@ mod tests {
         assert_eq!(datetime_ms("2026-12-04 15:48:17.x"), None);
         assert_eq!(datetime_ms("1970-01-01 00:00:01+00:00"), Some(1000));
         assert_eq!(datetime_ms("1970-01-01T00:00:01Z"), Some(1000));
+        // PostgreSQL's text of a time with zone, in UTC.
+        assert_eq!(
+            datetime_ms("2026-12-04 15:48:17.805931+00"),
+            Some(1_796_399_297_805)
+        );
         assert_eq!(datetime_ms("1970-01-01 00:00:01+03:00"), None);
         assert_eq!(datetime_ms("yesterday"), None);
         assert_eq!(datetime_ms(""), None);

@@ -10,11 +10,11 @@
 //! the column, never a panic.
 
 use std::path::Path;
-use std::str::FromStr;
 
 use sqlx::{Connection, Row};
 
 use super::cells::Cells;
+use super::source_db::{Bind, Dialect, Fetch, Server, describe, not_it, not_the_file};
 use super::{Field, ImportError};
 
 /// The schema versions (Alembic heads) this reader knows, with the Marzban releases
@@ -84,14 +84,7 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
     let mut c = super::open_read_only(path).await?;
     let source = read_from(&mut c, Dialect::Sqlite, &open)
         .await
-        .map_err(|e| match e {
-            ImportError::Missing { why } => ImportError::NotTheSource {
-                path: path.to_owned(),
-                source_panel: "Marzban",
-                why,
-            },
-            other => other,
-        })?;
+        .map_err(|e| not_the_file(e, path, "Marzban"))?;
     c.close().await.map_err(open)?;
     Ok(source)
 }
@@ -99,92 +92,18 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
 /// Reads the Marzban database at `url` (MySQL or MariaDB:
 /// `mysql://USER:PASSWORD@HOST:PORT/DB`) in one read-only transaction.
 pub async fn read_url(url: &str) -> Result<Source, ImportError> {
-    let database = describe(url);
+    let Server::MySql(mut c) = Server::connect(url, true, false).await? else {
+        return Err(ImportError::Internal);
+    };
     let open = |source| ImportError::Database {
-        database: database.clone(),
+        database: describe(url),
         source,
     };
-    let options = sqlx::mysql::MySqlConnectOptions::from_str(url).map_err(open)?;
-    let mut c = sqlx::MySqlConnection::connect_with(&options)
-        .await
-        .map_err(open)?;
-    // One consistent snapshot, and no write can slip through.
-    sqlx::query("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-        .execute(&mut c)
-        .await
-        .map_err(open)?;
     let source = read_from(&mut c, Dialect::MySql, &open)
         .await
-        .map_err(|e| match e {
-            ImportError::Missing { why } => ImportError::Database {
-                database: database.clone(),
-                source: sqlx::Error::Protocol(format!("{why}: not a Marzban database")),
-            },
-            other => other,
-        })?;
-    sqlx::query("ROLLBACK")
-        .execute(&mut c)
-        .await
-        .map_err(open)?;
-    c.close().await.map_err(open)?;
+        .map_err(|e| not_it(e, url, "Marzban"))?;
+    Server::MySql(c).close(url).await?;
     Ok(source)
-}
-
-/// `url` without its password: `mysql://HOST:PORT/DB`.
-pub fn describe(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return "the database URL".to_owned();
-    };
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-    let rest = rest.split_once('?').map_or(rest, |(r, _)| r);
-    format!("{scheme}://{rest}")
-}
-
-/// How a database spells what the queries need.
-#[derive(Clone, Copy)]
-enum Dialect {
-    Sqlite,
-    MySql,
-}
-
-impl Dialect {
-    /// The SQL with `{text}` and `{int}` as this database casts to text and to a
-    /// 64-bit integer.
-    fn sql(self, sql: &str) -> String {
-        let (text, int) = match self {
-            Self::Sqlite => ("TEXT", "INTEGER"),
-            Self::MySql => ("CHAR", "SIGNED"),
-        };
-        sql.replace("{text}", text).replace("{int}", int)
-    }
-}
-
-/// Runs a query on a source database, with at most one integer bound.
-trait Fetch {
-    type Row: Row;
-    async fn all(&mut self, sql: &str, bind: Option<i64>) -> Result<Vec<Self::Row>, sqlx::Error>;
-}
-
-impl Fetch for sqlx::SqliteConnection {
-    type Row = sqlx::sqlite::SqliteRow;
-    async fn all(&mut self, sql: &str, bind: Option<i64>) -> Result<Vec<Self::Row>, sqlx::Error> {
-        let q = sqlx::query(sql);
-        match bind {
-            Some(b) => q.bind(b).fetch_all(self).await,
-            None => q.fetch_all(self).await,
-        }
-    }
-}
-
-impl Fetch for sqlx::MySqlConnection {
-    type Row = sqlx::mysql::MySqlRow;
-    async fn all(&mut self, sql: &str, bind: Option<i64>) -> Result<Vec<Self::Row>, sqlx::Error> {
-        let q = sqlx::query(sql);
-        match bind {
-            Some(b) => q.bind(b).fetch_all(self).await,
-            None => q.fetch_all(self).await,
-        }
-    }
 }
 
 /// What both databases hold, read the same way: every value cast to text or a
@@ -276,7 +195,7 @@ where
         .map_err(open)?;
     let proxies_sql = d.sql(
         "SELECT CAST(id AS {int}), CAST(type AS {text}), CAST(settings AS {text}) \
-         FROM proxies WHERE user_id = ? ORDER BY id",
+         FROM proxies WHERE user_id = {p1} ORDER BY id",
     );
     for row in rows {
         let id = Cells::new(&row, "users", 0)
@@ -305,7 +224,11 @@ where
             reset_traffic: bytes(13, "user_usage_logs.used_traffic_at_reset")?.unwrap_or(0),
             proxies: Vec::new(),
         };
-        for p in c.all(&proxies_sql, Some(id)).await.map_err(open)? {
+        for p in c
+            .all(&proxies_sql, Some(Bind::Int(id)))
+            .await
+            .map_err(open)?
+        {
             let pid = Cells::new(&p, "proxies", 0)
                 .number(0, "id")?
                 .unwrap_or_default();

@@ -23,6 +23,7 @@ pub mod remnawave;
 mod remnawave_plan;
 pub mod remnawave_schema;
 mod report;
+pub mod source_db;
 pub mod xui;
 mod xui_plan;
 
@@ -31,7 +32,7 @@ use std::path::PathBuf;
 pub use inbound_plan::{PlannedInbound, XrayInbound, plan as plan_inbound};
 pub use make_inbounds::{make_inbounds, server_named};
 pub use marzneshin_plan::{marzneshin, plan as plan_marzneshin};
-pub use pasarguard_plan::{pasarguard, plan as plan_pasarguard};
+pub use pasarguard_plan::{pasarguard, pasarguard_url, plan as plan_pasarguard};
 pub use remnawave_plan::{plan as plan_remnawave, remnawave};
 pub use report::{AdminSeen, InboundSeen, NodeSeen, NotCarried, Report};
 pub use xui_plan::{plan as plan_xui, xui};

@@ -1,5 +1,5 @@
-//! PasarGuard's SQLite database (`db.sqlite3`), read as PasarGuard 1.0 to 5.2 write
-//! it: its users with the credentials in their `proxy_settings`, usage, limits,
+//! PasarGuard's database, SQLite (`db.sqlite3`) or on a server (PostgreSQL, MySQL,
+//! MariaDB, named by URL), read as PasarGuard 1.0 to 5.2 write it: its users with the credentials in their `proxy_settings`, usage, limits,
 //! expiry, status and (from 4.0) device limit and known devices; its admins, nodes,
 //! JWT secret and the inbounds of its core configs.
 //!
@@ -16,6 +16,7 @@ use sqlx::{Connection, Row};
 
 use super::cells::Cells;
 use super::report::{self, InboundSeen};
+use super::source_db::{Bind, Dialect, Fetch, Server, describe, not_it, not_the_file, texts};
 use super::{Field, ImportError};
 
 /// How the tables this reader reads are laid out.
@@ -144,36 +145,84 @@ pub fn layout_of(head: &str) -> Option<Layout> {
         .map(|(_, _, l)| *l)
 }
 
-/// Reads the PasarGuard database at `path`.
+/// Reads the PasarGuard database at `path` (SQLite).
 pub async fn read(path: &Path) -> Result<Source, ImportError> {
     let open = |source| ImportError::Open {
         path: path.to_owned(),
         source,
     };
-    let not_it = |why| ImportError::NotTheSource {
-        path: path.to_owned(),
-        source_panel: "PasarGuard",
-        why,
-    };
     let mut c = super::open_read_only(path).await?;
-    let tables: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .fetch_all(&mut c)
-            .await
-            .map_err(open)?;
+    let source = read_from(&mut c, Dialect::Sqlite, &open)
+        .await
+        .map_err(|e| not_the_file(e, path, "PasarGuard"))?;
+    c.close().await.map_err(open)?;
+    Ok(source)
+}
+
+/// Reads the PasarGuard database at `url` (PostgreSQL, MySQL or MariaDB:
+/// `postgres://USER:PASSWORD@HOST:PORT/DB`, `mysql://…`) in one read-only
+/// transaction.
+pub async fn read_url(url: &str) -> Result<Source, ImportError> {
+    let open = |source| ImportError::Database {
+        database: describe(url),
+        source,
+    };
+    let server = Server::connect(url, true, true).await?;
+    let (source, server) = match server {
+        Server::MySql(mut c) => (
+            read_from(&mut c, Dialect::MySql, &open).await,
+            Server::MySql(c),
+        ),
+        Server::Postgres(mut c) => (
+            read_from(&mut c, Dialect::Postgres, &open).await,
+            Server::Postgres(c),
+        ),
+    };
+    let source = source.map_err(|e| not_it(e, url, "PasarGuard"))?;
+    server.close(url).await?;
+    Ok(source)
+}
+
+/// What every database of PasarGuard holds, read the same way.
+async fn read_from<C: Fetch>(
+    c: &mut C,
+    d: Dialect,
+    open: &impl Fn(sqlx::Error) -> ImportError,
+) -> Result<Source, ImportError>
+where
+    usize: sqlx::ColumnIndex<C::Row>,
+    String:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+    i64:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+{
+    let tables = texts(&c.all(d.tables(), None).await.map_err(open)?);
     let has = |t: &str| tables.iter().any(|n| n == t);
     if !has("alembic_version") {
-        return Err(not_it("no alembic_version table"));
+        return Err(ImportError::Missing {
+            why: "no alembic_version table",
+        });
     }
     if !has("core_configs") || has("proxies") {
-        return Err(not_it(
-            "no core_configs table, or Marzban's proxies table (import it as Marzban)",
-        ));
+        return Err(ImportError::Missing {
+            why: "no core_configs table, or Marzban's proxies table (import it as Marzban)",
+        });
     }
-    let schema: String = sqlx::query_scalar("SELECT version_num FROM alembic_version")
-        .fetch_one(&mut c)
+    let one = |rows: Vec<C::Row>, table: &'static str, field: &'static str| match rows.first() {
+        Some(row) => Cells::new(row, table, 0).text(0, field),
+        None => Ok(None),
+    };
+    let schema = one(
+        c.all(
+            &d.sql("SELECT CAST(version_num AS {text}) FROM alembic_version"),
+            None,
+        )
         .await
-        .map_err(open)?;
+        .map_err(open)?,
+        "alembic_version",
+        "version_num",
+    )?
+    .unwrap_or_default();
     let Some(layout) = layout_of(&schema) else {
         return Err(ImportError::UnknownSchema {
             source_panel: "PasarGuard",
@@ -185,27 +234,47 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
                 .join(", "),
         });
     };
-    let secret: String = sqlx::query_scalar("SELECT secret_key FROM jwt ORDER BY id LIMIT 1")
-        .fetch_one(&mut c)
+    let secret = one(
+        c.all(
+            &d.sql("SELECT CAST(secret_key AS {text}) FROM jwt ORDER BY id LIMIT 1"),
+            None,
+        )
         .await
-        .map_err(open)?;
+        .map_err(open)?,
+        "jwt",
+        "secret_key",
+    )?
+    .ok_or_else(|| {
+        Field {
+            table: "jwt",
+            row: 0,
+            field: "secret_key",
+        }
+        .error("no secret".into())
+    })?;
     let hwid_limit = match layout {
         Layout::Groups => "NULL",
         Layout::Devices => "u.hwid_limit",
     };
-    let rows = sqlx::query(&format!(
-        "SELECT u.id, u.username, u.status, u.used_traffic, u.data_limit, \
-         CAST(u.expire AS TEXT), CAST(u.created_at AS TEXT), u.data_limit_reset_strategy, \
-         CAST(u.sub_revoked_at AS TEXT), u.note, u.on_hold_expire_duration, \
-         CAST(u.on_hold_timeout AS TEXT), a.username, \
-         (SELECT COALESCE(SUM(l.used_traffic_at_reset), 0) FROM user_usage_logs l \
-          WHERE l.user_id = u.id), {hwid_limit}, CAST(u.proxy_settings AS TEXT) \
-         FROM users u LEFT JOIN admins a ON a.id = u.admin_id ORDER BY u.id LIMIT $1"
-    ))
-    .bind(i64::try_from(MAX_USERS + 1).unwrap_or(i64::MAX))
-    .fetch_all(&mut c)
-    .await
-    .map_err(open)?;
+    let rows = c
+        .all(
+            &d.sql(&format!(
+                "SELECT CAST(u.id AS {{int}}), CAST(u.username AS {{text}}), \
+                 CAST(u.status AS {{text}}), CAST(u.used_traffic AS {{int}}), \
+                 CAST(u.data_limit AS {{int}}), CAST(u.expire AS {{text}}), \
+                 CAST(u.created_at AS {{text}}), CAST(u.data_limit_reset_strategy AS {{text}}), \
+                 CAST(u.sub_revoked_at AS {{text}}), CAST(u.note AS {{text}}), \
+                 CAST(u.on_hold_expire_duration AS {{int}}), \
+                 CAST(u.on_hold_timeout AS {{text}}), CAST(a.username AS {{text}}), \
+                 CAST((SELECT COALESCE(SUM(l.used_traffic_at_reset), 0) FROM user_usage_logs l \
+                  WHERE l.user_id = u.id) AS {{int}}), CAST({hwid_limit} AS {{int}}), \
+                 CAST(u.proxy_settings AS {{text}}) \
+                 FROM users u LEFT JOIN admins a ON a.id = u.admin_id ORDER BY u.id LIMIT {{p1}}"
+            )),
+            Some(Bind::Int(i64::try_from(MAX_USERS + 1).unwrap_or(i64::MAX))),
+        )
+        .await
+        .map_err(open)?;
     if rows.len() > MAX_USERS {
         return Err(Field {
             table: "users",
@@ -215,75 +284,92 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
         .error(format!("more than {MAX_USERS} users: import them in parts")));
     }
     let mut users = Vec::with_capacity(rows.len());
-    for row in rows {
-        users.push(user(&row, open)?);
+    for row in &rows {
+        users.push(user(row)?);
     }
     let devices = match layout {
         Layout::Groups => Vec::new(),
-        Layout::Devices => devices(&mut c, open).await?,
+        Layout::Devices => devices(c, d, open).await?,
     };
-    let admin_columns: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM pragma_table_info('admins')")
-            .fetch_all(&mut c)
+    let admin_columns = texts(
+        &c.all(d.columns(), Some(Bind::Text("admins")))
             .await
-            .map_err(open)?;
+            .map_err(open)?,
+    );
     // Before 5.0 an admin is sudo or not; from 5.0 it has a role, and the built-in
     // owner and administrator roles are what sudo was.
     let admins_query = if admin_columns.iter().any(|c| c == "is_sudo") {
-        "SELECT username, COALESCE(is_sudo, 0) FROM admins ORDER BY id"
+        "SELECT CAST(username AS {text}), CAST(CASE WHEN is_sudo THEN 1 ELSE 0 END AS {int}) \
+         FROM admins ORDER BY id"
     } else {
-        "SELECT a.username, COALESCE(r.is_owner OR r.name = 'administrator', 0) \
+        "SELECT CAST(a.username AS {text}), \
+         CAST(CASE WHEN r.is_owner OR r.name = 'administrator' THEN 1 ELSE 0 END AS {int}) \
          FROM admins a LEFT JOIN admin_roles r ON r.id = a.role_id ORDER BY a.id"
     };
     let mut admins = Vec::new();
-    for row in sqlx::query(admins_query)
-        .fetch_all(&mut c)
+    for (i, row) in c
+        .all(&d.sql(admins_query), None)
         .await
         .map_err(open)?
+        .iter()
+        .enumerate()
     {
-        admins.push((row.try_get(0).map_err(open)?, row.try_get(1).map_err(open)?));
+        let cells = Cells::new(row, "admins", i64::try_from(i).unwrap_or(0));
+        admins.push((
+            cells.text(0, "username")?.unwrap_or_default(),
+            cells.flag(1, "is_sudo")?,
+        ));
     }
     let mut nodes = Vec::new();
-    for row in
-        sqlx::query("SELECT COALESCE(name, ''), address, port, api_port FROM nodes ORDER BY id")
-            .fetch_all(&mut c)
-            .await
-            .map_err(open)?
+    for (i, row) in c
+        .all(
+            &d.sql(
+                "SELECT CAST(COALESCE(name, '') AS {text}), CAST(address AS {text}), \
+                 CAST(port AS {int}), CAST(api_port AS {int}) FROM nodes ORDER BY id",
+            ),
+            None,
+        )
+        .await
+        .map_err(open)?
+        .iter()
+        .enumerate()
     {
+        let cells = Cells::new(row, "nodes", i64::try_from(i).unwrap_or(0));
         nodes.push((
-            row.try_get(0).map_err(open)?,
-            row.try_get(1).map_err(open)?,
-            row.try_get(2).map_err(open)?,
-            row.try_get(3).map_err(open)?,
+            cells.text(0, "name")?.unwrap_or_default(),
+            cells.text(1, "address")?.unwrap_or_default(),
+            cells.number(2, "port")?.unwrap_or(0),
+            cells.number(3, "api_port")?.unwrap_or(0),
         ));
     }
     let mut inbounds = Vec::new();
-    for row in sqlx::query(
-        "SELECT id, CAST(config AS TEXT) FROM core_configs WHERE type = 'xray' ORDER BY id",
-    )
-    .fetch_all(&mut c)
-    .await
-    .map_err(open)?
+    for row in c
+        .all(
+            &d.sql(
+                "SELECT CAST(id AS {int}), CAST(config AS {text}) FROM core_configs \
+                 WHERE CAST(type AS {text}) = 'xray' ORDER BY id",
+            ),
+            None,
+        )
+        .await
+        .map_err(open)?
     {
-        let id: i64 = row.try_get(0).map_err(open)?;
-        let at = Field {
-            table: "core_configs",
-            row: id,
-            field: "config",
-        };
-        let text: String = row.try_get(1).map_err(|e| at.error(e.to_string()))?;
+        let id = Cells::new(&row, "core_configs", 0)
+            .number(0, "id")?
+            .unwrap_or(0);
+        let cells = Cells::new(&row, "core_configs", id);
+        let text = cells.text(1, "config")?.unwrap_or_default();
         if text.len() > MAX_CORE_CONFIG {
-            return Err(at.error(format!("longer than {MAX_CORE_CONFIG} bytes")));
+            return Err(cells.error("config", format!("longer than {MAX_CORE_CONFIG} bytes")));
         }
         let config: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| at.error(e.to_string()))?;
-        for seen in report::inbounds_in(&config).map_err(|e| at.error(e))? {
+            serde_json::from_str(&text).map_err(|e| cells.error("config", e.to_string()))?;
+        for seen in report::inbounds_in(&config).map_err(|e| cells.error("config", e))? {
             if !inbounds.iter().any(|i: &InboundSeen| i.tag == seen.tag) {
                 inbounds.push(seen);
             }
         }
     }
-    c.close().await.map_err(open)?;
     Ok(Source {
         schema,
         layout,
@@ -296,11 +382,14 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
     })
 }
 
-fn user(
-    row: &sqlx::sqlite::SqliteRow,
-    open: impl Fn(sqlx::Error) -> ImportError,
-) -> Result<SourceUser, ImportError> {
-    let id: i64 = row.try_get(0).map_err(open)?;
+fn user<R>(row: &R) -> Result<SourceUser, ImportError>
+where
+    R: Row,
+    usize: sqlx::ColumnIndex<R>,
+    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let id = Cells::new(row, "users", 0).number(0, "id")?.unwrap_or(0);
     let cells = Cells::new(row, "users", id);
     let text = |i, field| cells.text(i, field);
     let number = |i, field| cells.number(i, field);
@@ -339,19 +428,33 @@ fn user(
     })
 }
 
-async fn devices(
-    c: &mut sqlx::SqliteConnection,
-    open: impl Fn(sqlx::Error) -> ImportError,
-) -> Result<Vec<SourceDevice>, ImportError> {
-    let rows = sqlx::query(
-        "SELECT id, user_id, hwid, device_os, os_version, device_model, \
-         CAST(created_at AS TEXT), CAST(last_used_at AS TEXT) FROM user_hwids \
-         ORDER BY user_id, id LIMIT $1",
-    )
-    .bind(i64::try_from(MAX_DEVICES + 1).unwrap_or(i64::MAX))
-    .fetch_all(&mut *c)
-    .await
-    .map_err(&open)?;
+async fn devices<C: Fetch>(
+    c: &mut C,
+    d: Dialect,
+    open: &impl Fn(sqlx::Error) -> ImportError,
+) -> Result<Vec<SourceDevice>, ImportError>
+where
+    usize: sqlx::ColumnIndex<C::Row>,
+    String:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+    i64:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+{
+    let rows = c
+        .all(
+            &d.sql(
+                "SELECT CAST(id AS {int}), CAST(user_id AS {int}), CAST(hwid AS {text}), \
+                 CAST(device_os AS {text}), CAST(os_version AS {text}), \
+                 CAST(device_model AS {text}), CAST(created_at AS {text}), \
+                 CAST(last_used_at AS {text}) FROM user_hwids \
+                 ORDER BY user_id, id LIMIT {p1}",
+            ),
+            Some(Bind::Int(
+                i64::try_from(MAX_DEVICES + 1).unwrap_or(i64::MAX),
+            )),
+        )
+        .await
+        .map_err(open)?;
     if rows.len() > MAX_DEVICES {
         return Err(Field {
             table: "user_hwids",
@@ -361,9 +464,11 @@ async fn devices(
         .error(format!("more than {MAX_DEVICES} devices")));
     }
     let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        let id: i64 = row.try_get(0).map_err(&open)?;
-        let cells = Cells::new(&row, "user_hwids", id);
+    for row in &rows {
+        let id = Cells::new(row, "user_hwids", 0)
+            .number(0, "id")?
+            .unwrap_or(0);
+        let cells = Cells::new(row, "user_hwids", id);
         let text = |i, field| cells.text(i, field);
         let time = |i, field| -> Result<i64, ImportError> {
             cells

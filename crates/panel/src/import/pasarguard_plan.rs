@@ -147,10 +147,31 @@ fn describe(source: &Source, report: &mut Report) {
 pub async fn pasarguard(
     store: &dyn Store,
     db: &std::path::Path,
-    (dry_run, disable_missing): (bool, bool),
+    flags: (bool, bool),
     now_ms: i64,
 ) -> Result<Report, ImportError> {
     let source = super::pasarguard::read(db).await?;
+    pasarguard_from(store, source, flags, now_ms).await
+}
+
+/// [`pasarguard`], from PasarGuard's database on a server at `url` (PostgreSQL,
+/// MySQL or MariaDB), read in one read-only transaction.
+pub async fn pasarguard_url(
+    store: &dyn Store,
+    url: &str,
+    flags: (bool, bool),
+    now_ms: i64,
+) -> Result<Report, ImportError> {
+    let source = super::pasarguard::read_url(url).await?;
+    pasarguard_from(store, source, flags, now_ms).await
+}
+
+async fn pasarguard_from(
+    store: &dyn Store,
+    source: Source,
+    (dry_run, disable_missing): (bool, bool),
+    now_ms: i64,
+) -> Result<Report, ImportError> {
     let mut report = Report::new(PASARGUARD, &source.schema, dry_run);
     describe(&source, &mut report);
     let users = plan(&source, &mut report);

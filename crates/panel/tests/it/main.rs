@@ -30,6 +30,7 @@ mod import_marzban;
 mod import_marzban_mysql;
 mod import_marzneshin;
 mod import_pasarguard;
+mod import_pasarguard_servers;
 mod import_remnawave;
 mod import_store;
 mod import_xui;

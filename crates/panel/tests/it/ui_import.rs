@@ -4,7 +4,8 @@
 //! the wrong panel is refused with the reason in the dialog; the import makes the
 //! source's inbounds on the server chosen. Remnawave is read by
 //! its database's URL, typed into the field that takes the file's place (as Marzban
-//! on MySQL is: the field asks for a URL of MySQL's form).
+//! and PasarGuard on a database server are: the field asks for a URL of the
+//! database's form).
 
 use crate::import_remnawave::{anna_db, cluster};
 use crate::import_xui::make_source;
@@ -126,6 +127,11 @@ async fn importing_from_3x_ui_through_the_dialog_in_a_real_browser() {
     assert_eq!(
         field.attr("placeholder").await.unwrap().as_deref(),
         Some("mysql://USER:PASSWORD@HOST:3306/marzban")
+    );
+    pick(&b, "source", "pasarguard-server").await;
+    assert_eq!(
+        field.attr("placeholder").await.unwrap().as_deref(),
+        Some("postgres://USER:PASSWORD@HOST:5432/pasarguard")
     );
     click(&b, "dialog[open] [data-dry-run]").await;
     b.wait_until_text(

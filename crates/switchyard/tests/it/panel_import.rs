@@ -10,7 +10,9 @@
 //! panel's import test's schema, in a private PostgreSQL cluster) named by
 //! `REMNAWAVE_DATABASE_URL`. `… import marzban` without `--db` reads Marzban's
 //! MySQL database named by `MARZBAN_DATABASE_URL` (made by Marzban's own migrations
-//! and code in a private MariaDB server).
+//! and code in a private MariaDB server); `… import pasarguard` without `--db` reads
+//! the PostgreSQL database named by `PASARGUARD_DATABASE_URL` (PasarGuard's own
+//! migrations).
 
 use std::path::Path;
 use std::process::Command;
@@ -340,4 +342,35 @@ fn the_import_command_reads_marzban_on_mysql_by_the_url_in_its_environment() {
         text.contains("users added: 0, updated: 6, disabled: 0"),
         "{text}"
     );
+}
+
+#[test]
+fn the_import_command_reads_pasarguard_on_a_server_by_the_url_in_its_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
+    let url = pg.fresh_database("pasarguard").unwrap();
+    switchyard_testkit::pasarguard::run_on(
+        dir.path(),
+        &url.replacen("postgres://", "postgresql+asyncpg://", 1),
+        "alembic",
+        &["upgrade", "head"],
+    );
+    let data = dir.path().join("panel");
+    let var = "PASARGUARD_DATABASE_URL";
+    let import =
+        |url: Option<&str>, extra: &[&str]| import_by_url(&data, "pasarguard", (var, url), extra);
+    let out = import(None, &["--dry-run"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("set PASARGUARD_DATABASE_URL"), "{stderr}");
+    let out = import(Some(&url), &["--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["source"], "pasarguard");
+    assert_eq!(report["schema"], "af2d644dda44");
+    assert_eq!(report["users_read"], 0);
 }

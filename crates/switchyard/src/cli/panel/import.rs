@@ -1,5 +1,6 @@
 //! `switchyard panel import marzban --db FILE` (or its MySQL database's URL in
-//! `MARZBAN_DATABASE_URL`), `… import pasarguard --db FILE`,
+//! `MARZBAN_DATABASE_URL`), `… import pasarguard --db FILE` (or its database's URL in
+//! `PASARGUARD_DATABASE_URL`),
 //! `… import marzneshin --db FILE`,
 //! `… import 3x-ui --db FILE` and `… import remnawave` (its PostgreSQL database's URL
 //! in `REMNAWAVE_DATABASE_URL`): bring a Marzban, PasarGuard, 3x-ui or Remnawave
@@ -59,12 +60,15 @@ enum ImportSource {
         run: Run,
     },
     /// From PasarGuard (1.0 to 5.2): its SQLite database
-    /// (`/var/lib/pasarguard/db.sqlite3`).
+    /// (`/var/lib/pasarguard/db.sqlite3`) with `--db`, or its PostgreSQL, MySQL or
+    /// MariaDB database, read in one read-only transaction, whose URL
+    /// (`postgres://USER:PASSWORD@HOST:PORT/DB`, `mysql://…`) is read from the
+    /// environment variable `PASARGUARD_DATABASE_URL` when `--db` is not given.
     #[command(name = "pasarguard")]
     PasarGuard {
         /// PasarGuard's SQLite database (read only; copy it off the old server first).
         #[arg(long, value_name = "FILE")]
-        db: PathBuf,
+        db: Option<PathBuf>,
         #[command(flatten)]
         run: Run,
     },
@@ -105,6 +109,8 @@ enum ImportSource {
 const REMNAWAVE_URL_ENV: &str = "REMNAWAVE_DATABASE_URL";
 /// Where `import marzban` without `--db` reads its MySQL database's URL.
 const MARZBAN_URL_ENV: &str = "MARZBAN_DATABASE_URL";
+/// Where `import pasarguard` without `--db` reads its database's URL.
+const PASARGUARD_URL_ENV: &str = "PASARGUARD_DATABASE_URL";
 
 /// The database URL in the environment variable `name`, or an error saying what to set.
 fn url_from_env(name: &str, what: &str) -> anyhow::Result<String> {
@@ -171,13 +177,20 @@ impl ImportArgs {
                 (report, run)
             }
             ImportSource::PasarGuard { db, run } => {
-                let report = switchyard_panel::import::pasarguard(
-                    store,
-                    &db,
-                    (run.dry_run, run.disable_missing),
-                    now,
-                )
-                .await?;
+                let flags = (run.dry_run, run.disable_missing);
+                let report = match db {
+                    Some(db) => {
+                        switchyard_panel::import::pasarguard(store, &db, flags, now).await?
+                    }
+                    None => {
+                        let url = url_from_env(
+                            PASARGUARD_URL_ENV,
+                            "PasarGuard's database URL (postgres://USER:PASSWORD@HOST:PORT/DB \
+                             or mysql://…), or give --db FILE",
+                        )?;
+                        switchyard_panel::import::pasarguard_url(store, &url, flags, now).await?
+                    }
+                };
                 (report, run)
             }
             ImportSource::Marzneshin {
