@@ -13,6 +13,17 @@ pub const ENV: &str = "SWITCHYARD_MARZNESHIN";
 /// database `db.sqlite3` in `data`; its standard output. A failure panics with what
 /// Marzneshin printed.
 pub fn run(data: &Path, program: &str, args: &[&str]) -> String {
+    run_with(data, &[], program, args)
+}
+
+/// [`run`] on the database at `database_url` instead, SQLAlchemy's form
+/// (`postgresql+psycopg://…`, `mysql+pymysql://…`: the drivers its requirements pin).
+pub fn run_on(data: &Path, database_url: &str, program: &str, args: &[&str]) -> String {
+    let url = std::ffi::OsStr::new(database_url);
+    run_with(data, &[("SQLALCHEMY_DATABASE_URL", url)], program, args)
+}
+
+fn run_with(data: &Path, env: &[(&str, &std::ffi::OsStr)], program: &str, args: &[&str]) -> String {
     Panel {
         name: "Marzneshin",
         release: "0.7.4",
@@ -20,5 +31,5 @@ pub fn run(data: &Path, program: &str, args: &[&str]) -> String {
         src: "src",
         sqlite: "sqlite",
     }
-    .run(data, &[], program, args)
+    .run(data, env, program, args)
 }

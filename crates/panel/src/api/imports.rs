@@ -52,7 +52,8 @@ const MAX_SOURCE_BODY: usize = 8 * 1024;
 
 /// Where the source's database is: the body of `POST /api/v1/imports/remnawave`
 /// (PostgreSQL), of `POST /api/v1/imports/marzban` for Marzban on MySQL and of
-/// `POST /api/v1/imports/pasarguard` for PasarGuard on PostgreSQL or MySQL.
+/// `POST /api/v1/imports/pasarguard` or `…/marzneshin` for PasarGuard or
+/// Marzneshin on PostgreSQL or MySQL.
 #[derive(Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSource {
@@ -93,7 +94,8 @@ impl Drop for Upload {
 /// Imports the users of another panel's database (`marzban`: Marzban 0.8's
 /// `db.sqlite3`, or with a JSON body `{"database_url": "mysql://…"}` Marzban's
 /// MySQL or MariaDB database; `pasarguard`: PasarGuard 1.0 to 5.2's `db.sqlite3`, or
-/// with a JSON body its PostgreSQL, MySQL or MariaDB database; `marzneshin`:
+/// with a JSON body its PostgreSQL, MySQL or MariaDB database; `marzneshin`
+/// likewise:
 /// Marzneshin 0.4 to 0.7's `db.sqlite3`; `3x-ui`: 3x-ui 2.x or 3.x's `x-ui.db`), sent as the body; for
 /// `remnawave`, the body names its PostgreSQL database (`{"database_url": …}`). The
 /// answer is the report: what was (or, with `dry_run`, would be) added, updated and
@@ -101,7 +103,7 @@ impl Drop for Upload {
 #[utoipa::path(post, path = "/api/v1/imports/{source}", tag = "imports",
     params(("source" = String, Path, description = "`marzban`, `pasarguard`, `marzneshin`, `3x-ui` or `remnawave`"), ImportQuery),
     request_body(content((Vec<u8> = "application/octet-stream"), (DatabaseSource = "application/json")),
-        description = "The source panel's SQLite database file; for `remnawave` (and `marzban` or `pasarguard` on a database server), where its database is"),
+        description = "The source panel's SQLite database file; for `remnawave` (and `marzban`, `pasarguard` or `marzneshin` on a database server), where its database is"),
     responses((status = 200, body = Report), (status = 400, body = Problem), (status = 401, body = Problem),
         (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
         (status = 413, body = Problem), (status = 422, body = Problem)))]
@@ -175,6 +177,13 @@ async fn read(
         let report = import::marzban_url(store, &database_url, None, flags, s.now()).await;
         return report.map_err(by_url_error);
     }
+    if source == import::MARZNESHIN && json_body(headers) {
+        let schemes = ["postgres://", "postgresql://", "mysql://", "mariadb://"];
+        let DatabaseSource { database_url } = database_source(body, &schemes).await?;
+        let auth = marzneshin_auth(q);
+        let report = import::marzneshin_url(store, &database_url, auth, flags, s.now()).await;
+        return report.map_err(by_url_error);
+    }
     if source == import::PASARGUARD && json_body(headers) {
         let schemes = ["postgres://", "postgresql://", "mysql://", "mariadb://"];
         let DatabaseSource { database_url } = database_source(body, &schemes).await?;
@@ -187,12 +196,7 @@ async fn read(
     } else if source == import::PASARGUARD {
         import::pasarguard(store, &upload.0, flags, s.now()).await
     } else if source == import::MARZNESHIN {
-        let auth = if q.plain_keys {
-            import::marzneshin::Auth::Plain
-        } else {
-            import::marzneshin::Auth::Xxh128
-        };
-        import::marzneshin(store, &upload.0, auth, flags, s.now()).await
+        import::marzneshin(store, &upload.0, marzneshin_auth(q), flags, s.now()).await
     } else {
         import::xui(store, &upload.0, flags, s.now()).await
     };
@@ -211,6 +215,15 @@ async fn read(
                 .replace(&upload.0.display().to_string(), "the file"),
         ),
     })
+}
+
+/// How Marzneshin derived its users' credentials, as the query says.
+fn marzneshin_auth(q: &ImportQuery) -> import::marzneshin::Auth {
+    if q.plain_keys {
+        import::marzneshin::Auth::Plain
+    } else {
+        import::marzneshin::Auth::Xxh128
+    }
 }
 
 /// The body naming a database, whose URL must start with one of `schemes`.

@@ -11,10 +11,10 @@
 
 use std::path::Path;
 
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use super::cells::Cells;
-use super::source_db::{Bind, Dialect, Fetch, Server, describe, not_it, not_the_file};
+use super::source_db::{Bind, Dialect, Fetch, read_in_file, read_on_server};
 use super::{Field, ImportError};
 
 /// The schema versions (Alembic heads) this reader knows, with the Marzban releases
@@ -77,33 +77,13 @@ pub struct Source {
 
 /// Reads the Marzban database at `path` (SQLite).
 pub async fn read(path: &Path) -> Result<Source, ImportError> {
-    let open = |source| ImportError::Open {
-        path: path.to_owned(),
-        source,
-    };
-    let mut c = super::open_read_only(path).await?;
-    let source = read_from(&mut c, Dialect::Sqlite, &open)
-        .await
-        .map_err(|e| not_the_file(e, path, "Marzban"))?;
-    c.close().await.map_err(open)?;
-    Ok(source)
+    read_in_file!(path, read_from, "Marzban")
 }
 
 /// Reads the Marzban database at `url` (MySQL or MariaDB:
 /// `mysql://USER:PASSWORD@HOST:PORT/DB`) in one read-only transaction.
 pub async fn read_url(url: &str) -> Result<Source, ImportError> {
-    let Server::MySql(mut c) = Server::connect(url, true, false).await? else {
-        return Err(ImportError::Internal);
-    };
-    let open = |source| ImportError::Database {
-        database: describe(url),
-        source,
-    };
-    let source = read_from(&mut c, Dialect::MySql, &open)
-        .await
-        .map_err(|e| not_it(e, url, "Marzban"))?;
-    Server::MySql(c).close(url).await?;
-    Ok(source)
+    read_on_server!(url, read_from, "Marzban", mysql: true, postgres: false)
 }
 
 /// What both databases hold, read the same way: every value cast to text or a

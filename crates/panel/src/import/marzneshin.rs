@@ -1,5 +1,5 @@
-//! Marzneshin's SQLite database (`db.sqlite3`), read as Marzneshin 0.4 to 0.7 write
-//! it: its users (name, subscription key, usage, limits, expiry strategy, status),
+//! Marzneshin's database, SQLite (`db.sqlite3`) or on a server (PostgreSQL, MySQL,
+//! MariaDB, named by URL), read as Marzneshin 0.4 to 0.7 write it: its users (name, subscription key, usage, limits, expiry strategy, status),
 //! its admins, services, nodes and inbounds.
 //!
 //! Marzneshin is Marzban's fork with another user: no proxies table; each user has
@@ -12,10 +12,11 @@
 
 use std::path::Path;
 
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use super::cells::Cells;
 use super::report::{InboundSeen, inbound_seen};
+use super::source_db::{Bind, Dialect, Fetch, read_in_file, read_on_server, texts};
 use super::{Field, ImportError};
 
 /// The schema versions (Alembic heads) this reader knows, with their releases.
@@ -133,30 +134,48 @@ pub struct Source {
     pub inbounds: Vec<InboundSeen>,
 }
 
-/// Reads the Marzneshin database at `path`.
+/// Reads the Marzneshin database at `path` (SQLite).
 pub async fn read(path: &Path) -> Result<Source, ImportError> {
-    let open = |source| ImportError::Open {
-        path: path.to_owned(),
-        source,
-    };
-    let mut c = super::open_read_only(path).await?;
-    let tables: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .fetch_all(&mut c)
-            .await
-            .map_err(open)?;
+    read_in_file!(path, read_from, "Marzneshin")
+}
+
+/// Reads the Marzneshin database at `url` (PostgreSQL, MySQL or MariaDB:
+/// `postgres://USER:PASSWORD@HOST:PORT/DB`, `mysql://…`) in one read-only
+/// transaction.
+pub async fn read_url(url: &str) -> Result<Source, ImportError> {
+    read_on_server!(url, read_from, "Marzneshin", mysql: true, postgres: true)
+}
+
+/// What every database of Marzneshin holds, read the same way.
+async fn read_from<C: Fetch>(
+    c: &mut C,
+    d: Dialect,
+    open: &impl Fn(sqlx::Error) -> ImportError,
+) -> Result<Source, ImportError>
+where
+    usize: sqlx::ColumnIndex<C::Row>,
+    String:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+    i64:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+{
+    let tables = texts(&c.all(d.tables(), None).await.map_err(open)?);
     let has = |t: &str| tables.iter().any(|n| n == t);
     if !has("alembic_version") || !has("users_services") {
-        return Err(ImportError::NotTheSource {
-            path: path.to_owned(),
-            source_panel: "Marzneshin",
+        return Err(ImportError::Missing {
             why: "no alembic_version or users_services table",
         });
     }
-    let schema: String = sqlx::query_scalar("SELECT version_num FROM alembic_version")
-        .fetch_one(&mut c)
+    let schema = texts(
+        &c.all(
+            &d.sql("SELECT CAST(version_num AS {text}) FROM alembic_version"),
+            None,
+        )
         .await
-        .map_err(open)?;
+        .map_err(open)?,
+    )
+    .pop()
+    .unwrap_or_default();
     if !KNOWN_SCHEMAS.iter().any(|(s, _)| *s == schema) {
         return Err(ImportError::UnknownSchema {
             source_panel: "Marzneshin",
@@ -168,17 +187,26 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
                 .join(", "),
         });
     }
-    let rows = sqlx::query(
-        "SELECT u.id, u.username, u.key, u.enabled, u.removed, u.used_traffic, \
-         u.lifetime_used_traffic, u.data_limit, u.data_limit_reset_strategy, \
-         u.expire_strategy, CAST(u.expire_date AS TEXT), u.usage_duration, \
-         CAST(u.activation_deadline AS TEXT), CAST(u.created_at AS TEXT), u.note, a.username \
-         FROM users u LEFT JOIN admins a ON a.id = u.admin_id ORDER BY u.id LIMIT $1",
-    )
-    .bind(i64::try_from(MAX_USERS + 1).unwrap_or(i64::MAX))
-    .fetch_all(&mut c)
-    .await
-    .map_err(open)?;
+    let flag = |column: &str| format!("CAST(CASE WHEN {column} THEN 1 ELSE 0 END AS {{int}})");
+    let rows = c
+        .all(
+            &d.sql(&format!(
+                "SELECT CAST(u.id AS {{int}}), CAST(u.username AS {{text}}), \
+                 CAST(u.key AS {{text}}), {}, {}, CAST(u.used_traffic AS {{int}}), \
+                 CAST(u.lifetime_used_traffic AS {{int}}), CAST(u.data_limit AS {{int}}), \
+                 CAST(u.data_limit_reset_strategy AS {{text}}), \
+                 CAST(u.expire_strategy AS {{text}}), CAST(u.expire_date AS {{text}}), \
+                 CAST(u.usage_duration AS {{int}}), CAST(u.activation_deadline AS {{text}}), \
+                 CAST(u.created_at AS {{text}}), CAST(u.note AS {{text}}), \
+                 CAST(a.username AS {{text}}) \
+                 FROM users u LEFT JOIN admins a ON a.id = u.admin_id ORDER BY u.id LIMIT {{p1}}",
+                flag("u.enabled"),
+                flag("u.removed"),
+            )),
+            Some(Bind::Int(i64::try_from(MAX_USERS + 1).unwrap_or(i64::MAX))),
+        )
+        .await
+        .map_err(open)?;
     if rows.len() > MAX_USERS {
         return Err(Field {
             table: "users",
@@ -191,52 +219,61 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
         schema,
         ..Source::default()
     };
-    for row in rows {
-        match user(&row, open)? {
+    for row in &rows {
+        match user(row)? {
             Some(u) => source.users.push(u),
             None => source.removed += 1,
         }
     }
-    for row in sqlx::query("SELECT username, COALESCE(is_sudo, 0) FROM admins ORDER BY id")
-        .fetch_all(&mut c)
-        .await
-        .map_err(open)?
-    {
-        source
-            .admins
-            .push((row.try_get(0).map_err(open)?, row.try_get(1).map_err(open)?));
-    }
-    for row in sqlx::query(
-        "SELECT s.name, (SELECT COUNT(*) FROM users_services us JOIN users u \
-         ON u.id = us.user_id WHERE us.service_id = s.id AND u.removed = 0) \
-         FROM services s ORDER BY s.id",
+    let admins = listed(
+        c,
+        d,
+        open,
+        format!(
+            "SELECT CAST(username AS {{text}}), '', {} FROM admins ORDER BY id",
+            flag("is_sudo")
+        ),
+        "admins",
     )
-    .fetch_all(&mut c)
-    .await
-    .map_err(open)?
-    {
-        source
-            .services
-            .push((row.try_get(0).map_err(open)?, row.try_get(1).map_err(open)?));
-    }
-    for row in sqlx::query("SELECT name, address, port FROM nodes ORDER BY id")
-        .fetch_all(&mut c)
+    .await?;
+    source.admins = admins.into_iter().map(|(n, _, s)| (n, s != 0)).collect();
+    let services = listed(
+        c,
+        d,
+        open,
+        "SELECT CAST(s.name AS {text}), '', CAST((SELECT COUNT(*) FROM users_services us \
+         JOIN users u ON u.id = us.user_id WHERE us.service_id = s.id AND NOT u.removed) \
+         AS {int}) FROM services s ORDER BY s.id"
+            .into(),
+        "services",
+    )
+    .await?;
+    source.services = services.into_iter().map(|(n, _, k)| (n, k)).collect();
+    let nodes = listed(
+        c,
+        d,
+        open,
+        "SELECT CAST(name AS {text}), CAST(address AS {text}), CAST(port AS {int}) \
+         FROM nodes ORDER BY id"
+            .into(),
+        "nodes",
+    )
+    .await?;
+    source.nodes = nodes.into_iter().map(|(n, a, p)| (n, a, p, 0)).collect();
+    for row in c
+        .all(
+            &d.sql(
+                "SELECT CAST(id AS {int}), CAST(tag AS {text}), CAST(protocol AS {text}), \
+                 CAST(config AS {text}) FROM inbounds ORDER BY id",
+            ),
+            None,
+        )
         .await
         .map_err(open)?
     {
-        source.nodes.push((
-            row.try_get(0).map_err(open)?,
-            row.try_get(1).map_err(open)?,
-            row.try_get(2).map_err(open)?,
-            0,
-        ));
-    }
-    for row in sqlx::query("SELECT id, tag, protocol, config FROM inbounds ORDER BY id")
-        .fetch_all(&mut c)
-        .await
-        .map_err(open)?
-    {
-        let id: i64 = row.try_get(0).map_err(open)?;
+        let id = Cells::new(&row, "inbounds", 0)
+            .number(0, "id")?
+            .unwrap_or(0);
         let cells = Cells::new(&row, "inbounds", id);
         let config = cells.text(3, "config")?.unwrap_or_else(|| "{}".into());
         if config.len() > MAX_INBOUND_CONFIG {
@@ -260,16 +297,46 @@ pub async fn read(path: &Path) -> Result<Source, ImportError> {
             Some(&stream),
         ));
     }
-    c.close().await.map_err(open)?;
     Ok(source)
 }
 
+/// The rows of `sql`, each a text, a text and a number, of `table`.
+async fn listed<C: Fetch>(
+    c: &mut C,
+    d: Dialect,
+    open: &impl Fn(sqlx::Error) -> ImportError,
+    sql: String,
+    table: &'static str,
+) -> Result<Vec<(String, String, i64)>, ImportError>
+where
+    usize: sqlx::ColumnIndex<C::Row>,
+    String:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+    i64:
+        for<'r> sqlx::Decode<'r, <C::Row as Row>::Database> + sqlx::Type<<C::Row as Row>::Database>,
+{
+    let rows = c.all(&d.sql(&sql), None).await.map_err(open)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let cells = Cells::new(row, table, i64::try_from(i).unwrap_or(0));
+        out.push((
+            cells.text(0, "name")?.unwrap_or_default(),
+            cells.text(1, "address")?.unwrap_or_default(),
+            cells.number(2, "number")?.unwrap_or(0),
+        ));
+    }
+    Ok(out)
+}
+
 /// The user in `row`; `None` for one Marzneshin removed.
-fn user(
-    row: &sqlx::sqlite::SqliteRow,
-    open: impl Fn(sqlx::Error) -> ImportError,
-) -> Result<Option<SourceUser>, ImportError> {
-    let id: i64 = row.try_get(0).map_err(open)?;
+fn user<R>(row: &R) -> Result<Option<SourceUser>, ImportError>
+where
+    R: Row,
+    usize: sqlx::ColumnIndex<R>,
+    String: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    i64: for<'r> sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    let id = Cells::new(row, "users", 0).number(0, "id")?.unwrap_or(0);
     let cells = Cells::new(row, "users", id);
     let text = |i, field| cells.text(i, field);
     let number = |i, field| cells.number(i, field);

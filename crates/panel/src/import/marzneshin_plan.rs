@@ -115,10 +115,33 @@ pub async fn marzneshin(
     store: &dyn Store,
     db: &std::path::Path,
     auth: Auth,
-    (dry_run, disable_missing): (bool, bool),
+    flags: (bool, bool),
     now_ms: i64,
 ) -> Result<Report, ImportError> {
     let source = super::marzneshin::read(db).await?;
+    marzneshin_from(store, source, auth, flags, now_ms).await
+}
+
+/// [`marzneshin`], from Marzneshin's database on a server at `url` (PostgreSQL,
+/// MySQL or MariaDB), read in one read-only transaction.
+pub async fn marzneshin_url(
+    store: &dyn Store,
+    url: &str,
+    auth: Auth,
+    flags: (bool, bool),
+    now_ms: i64,
+) -> Result<Report, ImportError> {
+    let source = super::marzneshin::read_url(url).await?;
+    marzneshin_from(store, source, auth, flags, now_ms).await
+}
+
+async fn marzneshin_from(
+    store: &dyn Store,
+    source: Source,
+    auth: Auth,
+    (dry_run, disable_missing): (bool, bool),
+    now_ms: i64,
+) -> Result<Report, ImportError> {
     let mut report = Report::new(MARZNESHIN, &source.schema, dry_run);
     describe(&source, &mut report);
     let users = plan(&source, auth, &mut report);

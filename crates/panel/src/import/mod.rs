@@ -31,7 +31,7 @@ use std::path::PathBuf;
 
 pub use inbound_plan::{PlannedInbound, XrayInbound, plan as plan_inbound};
 pub use make_inbounds::{make_inbounds, server_named};
-pub use marzneshin_plan::{marzneshin, plan as plan_marzneshin};
+pub use marzneshin_plan::{marzneshin, marzneshin_url, plan as plan_marzneshin};
 pub use pasarguard_plan::{pasarguard, pasarguard_url, plan as plan_pasarguard};
 pub use remnawave_plan::{plan as plan_remnawave, remnawave};
 pub use report::{AdminSeen, InboundSeen, NodeSeen, NotCarried, Report};

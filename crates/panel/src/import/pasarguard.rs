@@ -12,11 +12,11 @@
 
 use std::path::Path;
 
-use sqlx::{Connection, Row};
+use sqlx::Row;
 
 use super::cells::Cells;
 use super::report::{self, InboundSeen};
-use super::source_db::{Bind, Dialect, Fetch, Server, describe, not_it, not_the_file, texts};
+use super::source_db::{Bind, Dialect, Fetch, read_in_file, read_on_server, texts};
 use super::{Field, ImportError};
 
 /// How the tables this reader reads are laid out.
@@ -147,40 +147,14 @@ pub fn layout_of(head: &str) -> Option<Layout> {
 
 /// Reads the PasarGuard database at `path` (SQLite).
 pub async fn read(path: &Path) -> Result<Source, ImportError> {
-    let open = |source| ImportError::Open {
-        path: path.to_owned(),
-        source,
-    };
-    let mut c = super::open_read_only(path).await?;
-    let source = read_from(&mut c, Dialect::Sqlite, &open)
-        .await
-        .map_err(|e| not_the_file(e, path, "PasarGuard"))?;
-    c.close().await.map_err(open)?;
-    Ok(source)
+    read_in_file!(path, read_from, "PasarGuard")
 }
 
 /// Reads the PasarGuard database at `url` (PostgreSQL, MySQL or MariaDB:
 /// `postgres://USER:PASSWORD@HOST:PORT/DB`, `mysql://…`) in one read-only
 /// transaction.
 pub async fn read_url(url: &str) -> Result<Source, ImportError> {
-    let open = |source| ImportError::Database {
-        database: describe(url),
-        source,
-    };
-    let server = Server::connect(url, true, true).await?;
-    let (source, server) = match server {
-        Server::MySql(mut c) => (
-            read_from(&mut c, Dialect::MySql, &open).await,
-            Server::MySql(c),
-        ),
-        Server::Postgres(mut c) => (
-            read_from(&mut c, Dialect::Postgres, &open).await,
-            Server::Postgres(c),
-        ),
-    };
-    let source = source.map_err(|e| not_it(e, url, "PasarGuard"))?;
-    server.close(url).await?;
-    Ok(source)
+    read_on_server!(url, read_from, "PasarGuard", mysql: true, postgres: true)
 }
 
 /// What every database of PasarGuard holds, read the same way.

@@ -20,6 +20,56 @@ pub fn describe(url: &str) -> String {
     format!("{scheme}://{rest}")
 }
 
+/// Reads the source at `$url` with `$read_from` (a reader generic over [`Fetch`],
+/// given the [`Dialect`]) in one read-only transaction on the server the URL names
+/// (MySQL or MariaDB when `mysql`, PostgreSQL when `postgres`); a database that is
+/// not `$panel`'s is said so, naming the database without its password.
+macro_rules! read_on_server {
+    ($url:expr, $read_from:ident, $panel:literal, mysql: $mysql:expr, postgres: $pg:expr) => {{
+        use $crate::import::source_db::{Dialect, Server, describe, not_it};
+        let url: &str = $url;
+        let open = |source| ImportError::Database {
+            database: describe(url),
+            source,
+        };
+        let (source, server) = match Server::connect(url, $mysql, $pg).await? {
+            Server::MySql(mut c) => (
+                $read_from(&mut c, Dialect::MySql, &open).await,
+                Server::MySql(c),
+            ),
+            Server::Postgres(mut c) => (
+                $read_from(&mut c, Dialect::Postgres, &open).await,
+                Server::Postgres(c),
+            ),
+        };
+        let source = source.map_err(|e| not_it(e, url, $panel))?;
+        server.close(url).await?;
+        Ok(source)
+    }};
+}
+pub(super) use read_on_server;
+
+/// Reads the source in the SQLite file `$path` with `$read_from`, the file opened
+/// read-only; a file that is not `$panel`'s database is said so.
+macro_rules! read_in_file {
+    ($path:expr, $read_from:ident, $panel:literal) => {{
+        use sqlx::Connection as _;
+        use $crate::import::source_db::{Dialect, not_the_file};
+        let path: &std::path::Path = $path;
+        let open = |source| ImportError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        let mut c = $crate::import::open_read_only(path).await?;
+        let source = $read_from(&mut c, Dialect::Sqlite, &open)
+            .await
+            .map_err(|e| not_the_file(e, path, $panel))?;
+        c.close().await.map_err(open)?;
+        Ok(source)
+    }};
+}
+pub(super) use read_in_file;
+
 /// A reader's "this is not the source's database", for a database named by URL.
 pub(super) fn not_it(e: ImportError, url: &str, panel: &str) -> ImportError {
     match e {

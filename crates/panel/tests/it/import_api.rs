@@ -5,7 +5,7 @@
 //! The uploaded file does not stay in the data directory. Remnawave's database is
 //! named by its URL instead, and a bad URL is refused without its password; so is
 //! Marzban's on MySQL (a private MariaDB server with Marzban's own schema and users).
-//! PasarGuard on PostgreSQL or MySQL is named by URL as well. With `server`, the
+//! PasarGuard and Marzneshin on PostgreSQL or MySQL are named by URL as well. With `server`, the
 //! source's inbounds are made on that server (a wrong name is
 //! refused before anything is imported).
 
@@ -317,30 +317,28 @@ async fn marzban_on_mysql_is_imported_by_its_url() {
 }
 
 #[tokio::test]
-async fn pasarguard_on_a_database_server_is_named_by_its_url() {
+async fn pasarguard_and_marzneshin_on_a_database_server_are_named_by_their_url() {
     let h = Harness::new().await;
     let token = h.token().await;
     let pg = cluster().await;
-    let url = pg.fresh_database("not_pasarguard").unwrap();
-    let send = |body: serde_json::Value| {
-        h.post("/api/v1/imports/pasarguard?dry_run=true")
-            .bearer(&token)
-            .json(&body)
-            .send()
-    };
-    let r = send(json!({"database_url": "sqlite:///db.sqlite3"})).await;
-    let p = r.problem(StatusCode::BAD_REQUEST);
-    assert_eq!(
-        p["detail"],
-        "database_url: must start with postgres:// or postgresql:// or mysql:// or mariadb://"
-    );
-    let with_password = url.replacen('@', ":s3cret@", 1);
-    let r = send(json!({"database_url": with_password})).await;
-    let p = r.problem(StatusCode::UNPROCESSABLE_ENTITY);
-    let detail = p["detail"].as_str().unwrap();
-    assert!(
-        detail.ends_with("no alembic_version table: not a PasarGuard database"),
-        "{p}"
-    );
-    assert!(!detail.contains("s3cret"), "{p}");
+    let url = pg.fresh_database("not_a_panel").unwrap();
+    for (source, panel) in [("pasarguard", "PasarGuard"), ("marzneshin", "Marzneshin")] {
+        let path = format!("/api/v1/imports/{source}?dry_run=true");
+        let send = |body: serde_json::Value| h.post(&path).bearer(&token).json(&body).send();
+        let r = send(json!({"database_url": "sqlite:///db.sqlite3"})).await;
+        let p = r.problem(StatusCode::BAD_REQUEST);
+        assert_eq!(
+            p["detail"],
+            "database_url: must start with postgres:// or postgresql:// or mysql:// or mariadb://"
+        );
+        let with_password = url.replacen('@', ":s3cret@", 1);
+        let r = send(json!({"database_url": with_password})).await;
+        let p = r.problem(StatusCode::UNPROCESSABLE_ENTITY);
+        let detail = p["detail"].as_str().unwrap();
+        assert!(
+            detail.ends_with(&format!(": not a {panel} database")),
+            "{p}"
+        );
+        assert!(!detail.contains("s3cret"), "{p}");
+    }
 }

@@ -159,6 +159,64 @@ pub(crate) fn rows_match(users: &[User], source: &serde_json::Value, exact_expir
     }
 }
 
+/// Row for row, the imported `users` are Marzneshin's `source` users (by name, as
+/// its fixture's script prints them), with the credentials its nodes derive from
+/// each key.
+pub(crate) async fn marzneshin_rows_match(
+    panel: &switchyard_panel::Panel,
+    users: &[User],
+    source: &serde_json::Value,
+) {
+    use switchyard_panel::model::UserStatus;
+    for u in users {
+        let s = &source[&u.username];
+        let name = &u.username;
+        assert_eq!(
+            u.used_up + u.used_down,
+            s["used_traffic"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            u.lifetime_bytes,
+            s["lifetime_used_traffic"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(u.traffic_limit, s["data_limit"].as_u64(), "{name}");
+        let expiry =
+            (s["expire_strategy"] == "fixed_date").then(|| s["expire_date"].as_i64().unwrap());
+        assert_eq!(u.expires_ms.map(|ms| ms.div_euclid(1000)), expiry, "{name}");
+        assert_eq!(u.note, s["note"].as_str().unwrap_or(""), "{name}");
+        assert_eq!(
+            u.status == UserStatus::Disabled,
+            !s["enabled"].as_bool().unwrap(),
+            "{name}"
+        );
+        // Marzneshin's "active" is ours, or the user is limited or expired here too.
+        if s["is_active"] == true {
+            assert!(
+                matches!(u.status, UserStatus::Active | UserStatus::OnHold),
+                "{name}"
+            );
+        } else if s["enabled"] == true {
+            assert!(
+                matches!(u.status, UserStatus::Limited | UserStatus::Expired),
+                "{name}"
+            );
+        }
+        let creds = live::credentials(panel, u).await;
+        assert_eq!(
+            creds.vless_uuid,
+            s["vless_uuid"].as_str().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            creds.trojan_password,
+            s["trojan_password"].as_str().unwrap(),
+            "{name}"
+        );
+    }
+}
+
 /// A status as Marzban and its forks name it.
 pub(crate) fn status_name(s: switchyard_panel::model::UserStatus) -> &'static str {
     use switchyard_panel::model::UserStatus;

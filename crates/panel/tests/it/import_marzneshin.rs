@@ -15,7 +15,8 @@
 //! disables exactly what changed.
 
 use crate::import_common::{
-    SIZE, admins, all_users, by_name, node_down, old_vless_carries, singbox_carries,
+    SIZE, admins, all_users, by_name, marzneshin_rows_match, node_down, old_vless_carries,
+    singbox_carries,
 };
 use crate::live;
 
@@ -129,53 +130,7 @@ async fn marzneshins_users_arrive_with_their_keys_credentials_and_old_links() {
     let users = all_users(&panel).await;
     assert_eq!(users.len(), 6);
     let m = &source["users"];
-    for u in &users {
-        let s = &m[&u.username];
-        let name = &u.username;
-        assert_eq!(
-            u.used_up + u.used_down,
-            s["used_traffic"].as_u64().unwrap(),
-            "{name}"
-        );
-        assert_eq!(
-            u.lifetime_bytes,
-            s["lifetime_used_traffic"].as_u64().unwrap(),
-            "{name}"
-        );
-        assert_eq!(u.traffic_limit, s["data_limit"].as_u64(), "{name}");
-        let expiry =
-            (s["expire_strategy"] == "fixed_date").then(|| s["expire_date"].as_i64().unwrap());
-        assert_eq!(u.expires_ms.map(|ms| ms.div_euclid(1000)), expiry, "{name}");
-        assert_eq!(u.note, s["note"].as_str().unwrap_or(""), "{name}");
-        assert_eq!(
-            u.status == UserStatus::Disabled,
-            !s["enabled"].as_bool().unwrap(),
-            "{name}"
-        );
-        // Marzneshin's "active" is ours, or the user is limited or expired here too.
-        if s["is_active"] == true {
-            assert!(
-                matches!(u.status, UserStatus::Active | UserStatus::OnHold),
-                "{name}"
-            );
-        } else if s["enabled"] == true {
-            assert!(
-                matches!(u.status, UserStatus::Limited | UserStatus::Expired),
-                "{name}"
-            );
-        }
-        let creds = live::credentials(&panel, u).await;
-        assert_eq!(
-            creds.vless_uuid,
-            s["vless_uuid"].as_str().unwrap(),
-            "{name}"
-        );
-        assert_eq!(
-            creds.trojan_password,
-            s["trojan_password"].as_str().unwrap(),
-            "{name}"
-        );
-    }
+    marzneshin_rows_match(&panel, &users, m).await;
     let alice = by_name(&users, "alice");
     assert_eq!(alice.lifetime_bytes, 10 * GIB + 12_345);
     assert_eq!(alice.reset_strategy, ResetStrategy::MonthFromStart);

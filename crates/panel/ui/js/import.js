@@ -12,6 +12,7 @@ const SOURCES = [
   ["pasarguard", "PasarGuard 1.0 to 5.2 (db.sqlite3)"],
   ["pasarguard-server", "PasarGuard 1.0 to 5.2 on PostgreSQL, MySQL or MariaDB (its database URL)"],
   ["marzneshin", "Marzneshin 0.4 to 0.7 (db.sqlite3; keys by xxh128)"],
+  ["marzneshin-server", "Marzneshin 0.4 to 0.7 on PostgreSQL, MySQL or MariaDB (its database URL; keys by xxh128)"],
   ["3x-ui", "3x-ui 2.x or 3.x (x-ui.db)"],
   ["remnawave", "Remnawave 2.3–3.3 (its PostgreSQL database)"],
 ];
@@ -21,6 +22,7 @@ const BY_URL = {
   remnawave: ["remnawave", "postgres://USER:PASSWORD@HOST:5432/DB"],
   "marzban-mysql": ["marzban", "mysql://USER:PASSWORD@HOST:3306/marzban"],
   "pasarguard-server": ["pasarguard", "postgres://USER:PASSWORD@HOST:5432/pasarguard"],
+  "marzneshin-server": ["marzneshin", "mysql://USER:PASSWORD@HOST:3306/marzneshin"],
 };
 
 /** The import dialog; resolves true when something was imported. */

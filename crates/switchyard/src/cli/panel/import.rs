@@ -1,7 +1,7 @@
 //! `switchyard panel import marzban --db FILE` (or its MySQL database's URL in
 //! `MARZBAN_DATABASE_URL`), `… import pasarguard --db FILE` (or its database's URL in
 //! `PASARGUARD_DATABASE_URL`),
-//! `… import marzneshin --db FILE`,
+//! `… import marzneshin --db FILE` (or `MARZNESHIN_DATABASE_URL`),
 //! `… import 3x-ui --db FILE` and `… import remnawave` (its PostgreSQL database's URL
 //! in `REMNAWAVE_DATABASE_URL`): bring a Marzban, PasarGuard, 3x-ui or Remnawave
 //! panel's users (credentials, usage, limits, expiry, status) into
@@ -73,11 +73,13 @@ enum ImportSource {
         run: Run,
     },
     /// From Marzneshin (0.4 to 0.7): its SQLite database
-    /// (`/var/lib/marzneshin/db.sqlite3`).
+    /// (`/var/lib/marzneshin/db.sqlite3`) with `--db`, or its PostgreSQL, MySQL or
+    /// MariaDB database, read in one read-only transaction, whose URL is read from
+    /// the environment variable `MARZNESHIN_DATABASE_URL` when `--db` is not given.
     Marzneshin {
         /// Marzneshin's SQLite database (read only; copy it off the old server first).
         #[arg(long, value_name = "FILE")]
-        db: PathBuf,
+        db: Option<PathBuf>,
         /// Marzneshin's `AUTH_GENERATION_ALGORITHM` (`xxh128`, its default, or
         /// `plain`): how its users' credentials come from their keys.
         #[arg(long, value_name = "ALGORITHM", default_value = "xxh128",
@@ -109,6 +111,8 @@ enum ImportSource {
 const REMNAWAVE_URL_ENV: &str = "REMNAWAVE_DATABASE_URL";
 /// Where `import marzban` without `--db` reads its MySQL database's URL.
 const MARZBAN_URL_ENV: &str = "MARZBAN_DATABASE_URL";
+/// Where `import marzneshin` without `--db` reads its database's URL.
+const MARZNESHIN_URL_ENV: &str = "MARZNESHIN_DATABASE_URL";
 /// Where `import pasarguard` without `--db` reads its database's URL.
 const PASARGUARD_URL_ENV: &str = "PASARGUARD_DATABASE_URL";
 
@@ -204,14 +208,21 @@ impl ImportArgs {
                 } else {
                     Auth::Xxh128
                 };
-                let report = switchyard_panel::import::marzneshin(
-                    store,
-                    &db,
-                    auth,
-                    (run.dry_run, run.disable_missing),
-                    now,
-                )
-                .await?;
+                let flags = (run.dry_run, run.disable_missing);
+                let report = match db {
+                    Some(db) => {
+                        switchyard_panel::import::marzneshin(store, &db, auth, flags, now).await?
+                    }
+                    None => {
+                        let url = url_from_env(
+                            MARZNESHIN_URL_ENV,
+                            "Marzneshin's database URL (postgres://USER:PASSWORD@HOST:PORT/DB \
+                             or mysql://…), or give --db FILE",
+                        )?;
+                        switchyard_panel::import::marzneshin_url(store, &url, auth, flags, now)
+                            .await?
+                    }
+                };
                 (report, run)
             }
             ImportSource::Xui { db, run } => {

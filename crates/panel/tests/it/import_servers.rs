@@ -1,18 +1,21 @@
-//! PasarGuard on a database server: PasarGuard 3.1.0's own Alembic migrations and
+//! PasarGuard and Marzneshin on a database server. PasarGuard 3.1.0's own Alembic migrations and
 //! `crud` (the script of the SQLite test, `import/pasarguard.py`) make its database in
 //! a private PostgreSQL cluster (through asyncpg) and in a private MariaDB server
 //! (through asyncmy), the drivers its lock file pins; the import reads each by URL
 //! in one read-only transaction and matches PasarGuard row for row, as from SQLite; a
 //! second import updates, never duplicates; a database that is not PasarGuard's is
-//! refused naming the database without its password.
+//! refused naming the database without its password. Marzneshin 0.7.4's own
+//! migrations and `crud` (`import/marzneshin.py`) likewise, through psycopg and
+//! PyMySQL (what its requirements pin): its users arrive with the credentials its
+//! nodes derive from their keys, its nodes and admins listed.
 
-use crate::import_common::{admins, all_users, by_name, rows_match};
+use crate::import_common::{admins, all_users, by_name, marzneshin_rows_match, rows_match};
 use crate::live;
 
 use std::path::Path;
 
 use serde_json::Value;
-use switchyard_panel::import;
+use switchyard_panel::import::{self, marzneshin::Auth};
 use switchyard_testkit::mariadb::MariaDb;
 use switchyard_testkit::pasarguard::run_on;
 
@@ -97,4 +100,60 @@ async fn pasarguard_on_mariadb_arrives_as_from_sqlite() {
         .replacen("mysql://", "mysql+asyncmy://", 1);
     let source = make(dir.path(), &sqlalchemy);
     imports_whole(&mysql.url("pasarguard"), &source).await;
+}
+
+/// Marzneshin's migrations and its own script's `make` on the database at
+/// `sqlalchemy_url`, then the import from `url`, checked against what it said.
+async fn marzneshin_imports_whole(sqlalchemy_url: &str, url: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    use switchyard_testkit::marzneshin::run_on;
+    run_on(dir.path(), sqlalchemy_url, "alembic", &["upgrade", "head"]);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/import/marzneshin.py");
+    let out = run_on(
+        dir.path(),
+        sqlalchemy_url,
+        "python",
+        &[script.to_str().unwrap(), "make"],
+    );
+    let source: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let (panel, _http) = live::panel(dir.path()).await;
+    let store = panel.state.store().clone();
+    let flags = (false, false);
+    let report = import::marzneshin_url(store.as_ref(), url, Auth::Xxh128, flags, live::now())
+        .await
+        .unwrap();
+    assert_eq!(report.schema, "57eba0a293f2");
+    assert_eq!(
+        report.added,
+        ["alice", "bob", "carol", "dave", "erin", "frank"]
+    );
+    assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
+    let nodes: Vec<(&str, i64)> = report
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.port))
+        .collect();
+    assert_eq!(nodes, [("local", 53042), ("de-1", 62051)]);
+    assert_eq!(report.inbounds.len(), 2);
+    let users = all_users(&panel).await;
+    assert_eq!(users.len(), 6);
+    marzneshin_rows_match(&panel, &users, &source["users"]).await;
+    let again = import::marzneshin_url(store.as_ref(), url, Auth::Xxh128, flags, live::now())
+        .await
+        .unwrap();
+    assert_eq!((again.added.len(), again.updated.len()), (0, 6));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn marzneshin_on_postgresql_and_mariadb_arrives_as_from_sqlite() {
+    let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
+    let url = pg.fresh_database("marzneshin").unwrap();
+    let sqlalchemy = url.replacen("postgres://", "postgresql+psycopg://", 1);
+    marzneshin_imports_whole(&sqlalchemy, &url).await;
+    let mysql = MariaDb::start("marzneshin").expect("a private MariaDB server");
+    marzneshin_imports_whole(
+        &mysql.sqlalchemy_url("marzneshin"),
+        &mysql.url("marzneshin"),
+    )
+    .await;
 }
