@@ -251,6 +251,41 @@ fn user(
     })
 }
 
+/// Lists 3x-ui's inbounds in `report`, each with what makes it here (not for one
+/// switched off), and what of their own limits is not carried.
+fn describe_inbounds(source: &Source, report: &mut Report) {
+    for i in &source.inbounds {
+        let mut seen = inbound_seen(i.tag.clone(), i.protocol.clone(), i.port, Some(&i.stream));
+        // Made here under the operator's name for it (what users saw), as Xray would
+        // have it.
+        let name = if i.remark.trim().is_empty() {
+            &i.tag
+        } else {
+            &i.remark
+        };
+        let flow = if i.vision { "xtls-rprx-vision" } else { "" };
+        // One switched off is not made: that would open a port the operator closed.
+        seen.xray = i.enable.then(|| {
+            super::inbound_plan::XrayInbound(serde_json::json!({
+                "tag": name, "protocol": i.protocol, "port": i.port,
+                "settings": {"flow": flow}, "streamSettings": i.stream,
+            }))
+        });
+        if i.total > 0 || i.expiry_ms > 0 {
+            report.not_carried.push(NotCarried {
+                what: format!("inbound {:?}", i.tag),
+                reason: "its own traffic limit and expiry (for all its clients together) \
+                         are not carried: each user keeps their own"
+                    .into(),
+            });
+        }
+        if !i.enable {
+            seen.note = format!("switched off in 3x-ui (not made here); {}", seen.note);
+        }
+        report.inbounds.push(seen);
+    }
+}
+
 /// Imports the 3x-ui database at `db` into `store`; with `dry_run` nothing is kept.
 /// With `disable_missing`, users an earlier import brought that 3x-ui no longer has
 /// are disabled.
@@ -262,33 +297,7 @@ pub async fn xui(
 ) -> Result<Report, ImportError> {
     let source = xui::read(db).await?;
     let mut report = Report::new(XUI, &source.layout, dry_run);
-    for i in &source.inbounds {
-        let mut seen = inbound_seen(i.tag.clone(), i.protocol.clone(), i.port, Some(&i.stream));
-        // Made here under the operator's name for it (what users saw), as Xray would
-        // have it.
-        let name = if i.remark.trim().is_empty() {
-            &i.tag
-        } else {
-            &i.remark
-        };
-        let flow = if i.vision { "xtls-rprx-vision" } else { "" };
-        seen.xray = Some(super::inbound_plan::XrayInbound(serde_json::json!({
-            "tag": name, "protocol": i.protocol, "port": i.port,
-            "settings": {"flow": flow}, "streamSettings": i.stream,
-        })));
-        if i.total > 0 || i.expiry_ms > 0 {
-            report.not_carried.push(NotCarried {
-                what: format!("inbound {:?}", i.tag),
-                reason: "its own traffic limit and expiry (for all its clients together) \
-                         are not carried: each user keeps their own"
-                    .into(),
-            });
-        }
-        if !i.enable {
-            seen.note = format!("switched off in 3x-ui; {}", seen.note);
-        }
-        report.inbounds.push(seen);
-    }
+    describe_inbounds(&source, &mut report);
     for path in &source.sub_paths {
         if path != "sub" {
             report.not_carried.push(NotCarried {
@@ -448,6 +457,30 @@ mod tests {
         assert_eq!(users[0].input.expires_ms, None);
         assert_eq!(users[0].input.traffic_limit, None);
         assert_eq!(users[0].created_ms, NOW);
+    }
+
+    #[test]
+    fn a_switched_off_inbound_is_listed_not_made() {
+        let mut off = inbound("vless", vec![client("a", "s1")]);
+        off.enable = false;
+        let mut on = inbound("trojan", vec![client("t", "s2")]);
+        on.enable = true;
+        let source = Source {
+            layout: "2.x".into(),
+            inbounds: vec![off, on],
+            ..Source::default()
+        };
+        let mut report = Report::new(XUI, "2.x", true);
+        describe_inbounds(&source, &mut report);
+        let made: Vec<bool> = report.inbounds.iter().map(|i| i.xray.is_some()).collect();
+        assert_eq!(made, [false, true]);
+        assert!(
+            report.inbounds[0]
+                .note
+                .starts_with("switched off in 3x-ui (not made here); "),
+            "{}",
+            report.inbounds[0].note
+        );
     }
 
     #[test]
