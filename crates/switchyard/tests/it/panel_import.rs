@@ -2,7 +2,8 @@
 //! Marzban 0.8.4's own migrations and code (`SWITCHYARD_MARZBAN`, from `cargo xtask
 //! peers`; the script is the panel's import test's): `--server` naming no server here
 //! is refused before anything is imported, the dry run's JSON report says what would
-//! be added and keeps nothing, the import adds it, a second says it updates. `… import pasarguard` likewise, on a database made by PasarGuard 3.1.0's
+//! be added and keeps nothing, the import adds it, a second says it updates and,
+//! with `--server`, makes Marzban's inbound on that server. `… import pasarguard` likewise, on a database made by PasarGuard 3.1.0's
 //! own migrations and code (`SWITCHYARD_PASARGUARD`), and `… import marzneshin` on
 //! one made by Marzneshin 0.7.4's (`SWITCHYARD_MARZNESHIN`), with and without
 //! `--auth-generation-algorithm plain`. `… import 3x-ui` likewise, on a 3x-ui 2.8 database made with the panel's
@@ -102,11 +103,55 @@ fn the_import_command_reports_a_dry_run_then_imports_then_updates() {
         text.contains("users added: 6, updated: 0, disabled: 0"),
         "{text}"
     );
-    let text = import(&data, &db, &[]);
-    assert!(
-        text.contains("users added: 0, updated: 6, disabled: 0"),
-        "{text}"
+    // The second import makes Marzban's inbound on a server of this panel.
+    server_named(&data, "fra");
+    let xray = source.join("xray_config.json");
+    let out = import(
+        &data,
+        &db,
+        &["--server", "fra", "--xray-config", xray.to_str().unwrap()],
     );
+    assert!(
+        out.contains("users added: 0, updated: 6, disabled: 0"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "inbound \"VLESS TCP\": vless over tcp (none), port 21001: made here as inbound "
+        ),
+        "{out}"
+    );
+}
+
+/// Adds a server named `name` to the panel whose data directory is `data`, as its
+/// API would.
+fn server_named(data: &Path, name: &str) {
+    use switchyard_panel::config::PanelConfig;
+    use switchyard_panel::store::{Changes, ServerInput, SqlStore};
+    let config = PanelConfig {
+        data_dir: data.to_owned(),
+        ..PanelConfig::default()
+    };
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let store = SqlStore::open(&config.database(), Changes::default())
+                .await
+                .unwrap();
+            let store: std::sync::Arc<dyn switchyard_panel::store::Store> =
+                std::sync::Arc::new(store);
+            let service = switchyard_panel::service::Service::new(store.clone());
+            let cluster = store.create_cluster("c", 0).await.unwrap();
+            let input = ServerInput {
+                cluster_id: cluster.id,
+                name: name.into(),
+                address: "127.0.0.1".into(),
+                allow_private_destinations: false,
+            };
+            service.create_server(&input, 0).await.unwrap();
+        });
 }
 
 #[test]
