@@ -21,6 +21,9 @@ use super::{Field, ImportError};
 /// that have them.
 pub const KNOWN_SCHEMAS: &[(&str, &str)] = &[("2b231de97dc3", "0.8.x")];
 
+/// The most users read.
+pub const MAX_USERS: usize = 200_000;
+
 /// The longest proxy settings read (Marzban's are a UUID or a password and a flow or
 /// method: well under this).
 const MAX_SETTINGS: usize = 16 * 1024;
@@ -167,15 +170,24 @@ where
                  CAST(a.username AS {text}), \
                  CAST((SELECT COALESCE(SUM(l.used_traffic_at_reset), 0) FROM user_usage_logs l \
                   WHERE l.user_id = u.id) AS {int}) \
-                 FROM users u LEFT JOIN admins a ON a.id = u.admin_id ORDER BY u.id",
+                 FROM users u LEFT JOIN admins a ON a.id = u.admin_id ORDER BY u.id \
+                 LIMIT {p1}",
             ),
-            None,
+            Some(Bind::Int(i64::try_from(MAX_USERS + 1).unwrap_or(i64::MAX))),
         )
         .await
         .map_err(open)?;
+    if rows.len() > MAX_USERS {
+        return Err(Field {
+            table: "users",
+            row: 0,
+            field: "id",
+        }
+        .error(format!("more than {MAX_USERS} users: import them in parts")));
+    }
     let proxies_sql = d.sql(
         "SELECT CAST(id AS {int}), CAST(type AS {text}), CAST(settings AS {text}) \
-         FROM proxies WHERE user_id = {p1} ORDER BY id",
+         FROM proxies WHERE user_id = {p1} ORDER BY id {listed}",
     );
     for row in rows {
         let id = Cells::new(&row, "users", 0)
@@ -226,7 +238,7 @@ where
     }
     let admins = d.sql(
         "SELECT CAST(id AS {int}), CAST(username AS {text}), \
-         CAST(COALESCE(is_sudo, 0) AS {int}) FROM admins ORDER BY id",
+         CAST(COALESCE(is_sudo, 0) AS {int}) FROM admins ORDER BY id {listed}",
     );
     for row in c.all(&admins, None).await.map_err(open)? {
         let cells = Cells::new(&row, "admins", 0);
@@ -240,7 +252,7 @@ where
     let nodes = d.sql(
         "SELECT CAST(id AS {int}), CAST(COALESCE(name, '') AS {text}), \
          CAST(address AS {text}), CAST(port AS {int}), CAST(api_port AS {int}) \
-         FROM nodes ORDER BY id",
+         FROM nodes ORDER BY id {listed}",
     );
     for row in c.all(&nodes, None).await.map_err(open)? {
         let id = Cells::new(&row, "nodes", 0)
@@ -254,7 +266,7 @@ where
             cells.number(4, "api_port")?.unwrap_or_default(),
         ));
     }
-    let inbounds = d.sql("SELECT CAST(tag AS {text}) FROM inbounds ORDER BY id");
+    let inbounds = d.sql("SELECT CAST(tag AS {text}) FROM inbounds ORDER BY id {listed}");
     for row in c.all(&inbounds, None).await.map_err(open)? {
         let tag = Cells::new(&row, "inbounds", 0).text(0, "tag")?;
         source.inbound_tags.push(tag.unwrap_or_default());

@@ -230,7 +230,7 @@ where
         d,
         open,
         format!(
-            "SELECT CAST(username AS {{text}}), '', {} FROM admins ORDER BY id",
+            "SELECT CAST(username AS {{text}}), '', {} FROM admins ORDER BY id {{listed}}",
             flag("is_sudo")
         ),
         "admins",
@@ -243,7 +243,7 @@ where
         open,
         "SELECT CAST(s.name AS {text}), '', CAST((SELECT COUNT(*) FROM users_services us \
          JOIN users u ON u.id = us.user_id WHERE us.service_id = s.id AND NOT u.removed) \
-         AS {int}) FROM services s ORDER BY s.id"
+         AS {int}) FROM services s ORDER BY s.id {listed}"
             .into(),
         "services",
     )
@@ -254,7 +254,7 @@ where
         d,
         open,
         "SELECT CAST(name AS {text}), CAST(address AS {text}), CAST(port AS {int}) \
-         FROM nodes ORDER BY id"
+         FROM nodes ORDER BY id {listed}"
             .into(),
         "nodes",
     )
@@ -264,7 +264,7 @@ where
         .all(
             &d.sql(
                 "SELECT CAST(id AS {int}), CAST(tag AS {text}), CAST(protocol AS {text}), \
-                 CAST(config AS {text}) FROM inbounds ORDER BY id",
+                 CAST(config AS {text}) FROM inbounds ORDER BY id {listed}",
             ),
             None,
         )

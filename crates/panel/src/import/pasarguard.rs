@@ -274,11 +274,11 @@ where
     // owner and administrator roles are what sudo was.
     let admins_query = if admin_columns.iter().any(|c| c == "is_sudo") {
         "SELECT CAST(username AS {text}), CAST(CASE WHEN is_sudo THEN 1 ELSE 0 END AS {int}) \
-         FROM admins ORDER BY id"
+         FROM admins ORDER BY id {listed}"
     } else {
         "SELECT CAST(a.username AS {text}), \
          CAST(CASE WHEN r.is_owner OR r.name = 'administrator' THEN 1 ELSE 0 END AS {int}) \
-         FROM admins a LEFT JOIN admin_roles r ON r.id = a.role_id ORDER BY a.id"
+         FROM admins a LEFT JOIN admin_roles r ON r.id = a.role_id ORDER BY a.id {listed}"
     };
     let mut admins = Vec::new();
     for (i, row) in c
@@ -299,7 +299,7 @@ where
         .all(
             &d.sql(
                 "SELECT CAST(COALESCE(name, '') AS {text}), CAST(address AS {text}), \
-                 CAST(port AS {int}), CAST(api_port AS {int}) FROM nodes ORDER BY id",
+                 CAST(port AS {int}), CAST(api_port AS {int}) FROM nodes ORDER BY id {listed}",
             ),
             None,
         )
@@ -321,7 +321,7 @@ where
         .all(
             &d.sql(
                 "SELECT CAST(id AS {int}), CAST(config AS {text}) FROM core_configs \
-                 WHERE CAST(type AS {text}) = 'xray' ORDER BY id",
+                 WHERE CAST(type AS {text}) = 'xray' ORDER BY id LIMIT 64",
             ),
             None,
         )

@@ -5,6 +5,7 @@
 //! database is read in one read-only transaction, so the panel can keep running.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use sqlx::{Connection, Row};
 
@@ -32,17 +33,20 @@ macro_rules! read_on_server {
             database: describe(url),
             source,
         };
+        let read = $crate::import::source_db::READ_DEADLINE;
         let (source, server) = match Server::connect(url, $mysql, $pg).await? {
             Server::MySql(mut c) => (
-                $read_from(&mut c, Dialect::MySql, &open).await,
+                tokio::time::timeout(read, $read_from(&mut c, Dialect::MySql, &open)).await,
                 Server::MySql(c),
             ),
             Server::Postgres(mut c) => (
-                $read_from(&mut c, Dialect::Postgres, &open).await,
+                tokio::time::timeout(read, $read_from(&mut c, Dialect::Postgres, &open)).await,
                 Server::Postgres(c),
             ),
         };
-        let source = source.map_err(|e| not_it(e, url, $panel))?;
+        let source = source
+            .map_err(|_| open($crate::import::source_db::timed_out("reading it", read)))?
+            .map_err(|e| not_it(e, url, $panel))?;
         server.close(url).await?;
         Ok(source)
     }};
@@ -97,6 +101,24 @@ pub(super) fn not_the_file(
     }
 }
 
+/// How long connecting to a source's database server may take (an address that
+/// does not answer is an error, not a hung import).
+pub(super) const CONNECT_DEADLINE: Duration = Duration::from_secs(30);
+/// How long reading a source's database server may take, all of it.
+pub(super) const READ_DEADLINE: Duration = Duration::from_secs(15 * 60);
+
+/// The error of `what` not done within `deadline`.
+pub(super) fn timed_out(what: &str, deadline: Duration) -> sqlx::Error {
+    sqlx::Error::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("{what} took longer than {} s", deadline.as_secs()),
+    ))
+}
+
+/// The most rows a listing reads (admins, nodes, inbounds, services, a user's
+/// proxies): a hostile database does not fill the memory.
+pub(super) const MAX_LISTED: usize = 10_000;
+
 /// How a database spells what the queries need.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Dialect {
@@ -107,7 +129,8 @@ pub(super) enum Dialect {
 
 impl Dialect {
     /// The SQL with `{text}` and `{int}` as this database casts to text and to a
-    /// 64-bit integer, and `{p1}` as its first parameter.
+    /// 64-bit integer, `{p1}` as its first parameter and `{listed}` as the bound of
+    /// a listing ([`MAX_LISTED`] rows).
     pub(super) fn sql(self, sql: &str) -> String {
         let (text, int, p1) = match self {
             Self::Sqlite => ("TEXT", "INTEGER", "?1"),
@@ -117,6 +140,7 @@ impl Dialect {
         sql.replace("{text}", text)
             .replace("{int}", int)
             .replace("{p1}", p1)
+            .replace("{listed}", &format!("LIMIT {MAX_LISTED}"))
     }
 
     /// A query listing the database's tables (one text column).
@@ -217,6 +241,16 @@ impl Server {
         mysql: bool,
         postgres: bool,
     ) -> Result<Self, ImportError> {
+        let open = |source| ImportError::Database {
+            database: describe(url),
+            source,
+        };
+        tokio::time::timeout(CONNECT_DEADLINE, Self::begin(url, mysql, postgres))
+            .await
+            .map_err(|_| open(timed_out("connecting", CONNECT_DEADLINE)))?
+    }
+
+    async fn begin(url: &str, mysql: bool, postgres: bool) -> Result<Self, ImportError> {
         let database = describe(url);
         let open = |source| ImportError::Database {
             database: database.clone(),
@@ -291,6 +325,10 @@ mod tests {
     fn each_database_gets_its_own_spelling() {
         let q = "SELECT CAST(a AS {text}), CAST(b AS {int}) FROM t WHERE c = {p1}";
         assert_eq!(
+            Dialect::MySql.sql("SELECT x FROM t {listed}"),
+            "SELECT x FROM t LIMIT 10000"
+        );
+        assert_eq!(
             Dialect::Sqlite.sql(q),
             "SELECT CAST(a AS TEXT), CAST(b AS INTEGER) FROM t WHERE c = ?1"
         );
@@ -302,6 +340,39 @@ mod tests {
             Dialect::Postgres.sql(q),
             "SELECT CAST(a AS TEXT), CAST(b AS BIGINT) FROM t WHERE c = $1"
         );
+    }
+
+    /// A server on 127.0.0.1 that takes the connection and never answers: the import
+    /// ends at the deadline, naming the database without its password.
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_does_not_answer_is_an_error_not_a_hung_import() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let held = tokio::spawn(async move {
+            let mut kept = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                kept.push(socket);
+            }
+        });
+        for (url, mysql) in [
+            (format!("mysql://u:s3cret@127.0.0.1:{port}/db"), true),
+            (format!("postgres://u:s3cret@127.0.0.1:{port}/db"), false),
+        ] {
+            let started = tokio::time::Instant::now();
+            let Err(e) = Server::connect(&url, mysql, !mysql).await else {
+                panic!("{url}: connected to nothing")
+            };
+            assert_eq!(started.elapsed(), CONNECT_DEADLINE, "{url}");
+            let scheme = url.split_once("://").unwrap().0;
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "{scheme}://127.0.0.1:{port}/db: error communicating with database: \
+                     connecting took longer than 30 s"
+                )
+            );
+        }
+        held.abort();
     }
 
     #[test]
