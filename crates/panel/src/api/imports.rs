@@ -57,10 +57,10 @@ const MAX_SOURCE_BODY: usize = 8 * 1024;
 #[derive(Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseSource {
-    /// `postgres://USER:PASSWORD@HOST:PORT/DB` (Remnawave) or
-    /// `mysql://USER:PASSWORD@HOST:PORT/DB` (Marzban, PasarGuard), or PasarGuard's
-    /// PostgreSQL: read in one read-only transaction; never stored, and named in
-    /// errors without its password.
+    /// `postgres://USER:PASSWORD@HOST:PORT/DB` (Remnawave, PasarGuard, Marzneshin)
+    /// or `mysql://USER:PASSWORD@HOST:PORT/DB` (Marzban, PasarGuard, Marzneshin):
+    /// read in one read-only transaction; never stored, and named in errors without
+    /// its password.
     pub database_url: String,
 }
 
@@ -165,29 +165,29 @@ async fn read(
 ) -> Result<Report, ApiError> {
     let store = s.store().as_ref();
     let flags = (q.dry_run, q.disable_missing);
-    if source == import::REMNAWAVE {
-        let DatabaseSource { database_url } =
-            database_source(body, &["postgres://", "postgresql://"]).await?;
-        let report = import::remnawave(store, &database_url, flags, s.now()).await;
-        return report.map_err(by_url_error);
-    }
-    if source == import::MARZBAN && json_body(headers) {
-        let DatabaseSource { database_url } =
-            database_source(body, &["mysql://", "mariadb://"]).await?;
-        let report = import::marzban_url(store, &database_url, None, flags, s.now()).await;
-        return report.map_err(by_url_error);
-    }
-    if source == import::MARZNESHIN && json_body(headers) {
-        let schemes = ["postgres://", "postgresql://", "mysql://", "mariadb://"];
-        let DatabaseSource { database_url } = database_source(body, &schemes).await?;
-        let auth = marzneshin_auth(q);
-        let report = import::marzneshin_url(store, &database_url, auth, flags, s.now()).await;
-        return report.map_err(by_url_error);
-    }
-    if source == import::PASARGUARD && json_body(headers) {
-        let schemes = ["postgres://", "postgresql://", "mysql://", "mariadb://"];
-        let DatabaseSource { database_url } = database_source(body, &schemes).await?;
-        let report = import::pasarguard_url(store, &database_url, flags, s.now()).await;
+    // A database named by URL: Remnawave's always, the others' on a server when the
+    // body is JSON.
+    let by_url = json_body(headers) || source == import::REMNAWAVE;
+    let schemes: &[&str] = match source {
+        _ if !by_url => &[],
+        s if s == import::REMNAWAVE => &["postgres://", "postgresql://"],
+        s if s == import::MARZBAN => &["mysql://", "mariadb://"],
+        s if s == import::PASARGUARD || s == import::MARZNESHIN => {
+            &["postgres://", "postgresql://", "mysql://", "mariadb://"]
+        }
+        _ => &[],
+    };
+    if !schemes.is_empty() {
+        let DatabaseSource { database_url: url } = database_source(body, schemes).await?;
+        let report = if source == import::REMNAWAVE {
+            import::remnawave(store, &url, flags, s.now()).await
+        } else if source == import::MARZBAN {
+            import::marzban_url(store, &url, None, flags, s.now()).await
+        } else if source == import::PASARGUARD {
+            import::pasarguard_url(store, &url, flags, s.now()).await
+        } else {
+            import::marzneshin_url(store, &url, marzneshin_auth(q), flags, s.now()).await
+        };
         return report.map_err(by_url_error);
     }
     let upload = receive(s, body).await?;
