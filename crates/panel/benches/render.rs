@@ -47,6 +47,7 @@ fn user(id: i64) -> (User, Credentials) {
             subscription_path: String::new(),
             created_ms: 0,
             clusters: None,
+            admin_id: None,
         },
         Credentials {
             vless_uuid: format!("00000000-0000-4000-8000-{id:012}"),

@@ -371,6 +371,7 @@ mod tests {
                 subscription_path: String::new(),
                 created_ms: 0,
                 clusters: None,
+                admin_id: None,
             },
             Credentials {
                 vless_uuid: format!("00000000-0000-4000-8000-00000000000{id}"),

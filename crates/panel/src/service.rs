@@ -17,6 +17,7 @@ use crate::model::{
 use crate::store::token_hash::hash_token;
 use crate::store::{InboundInput, ServerInput, Store, StoreError, UserInput};
 
+mod admins;
 mod imported;
 mod private_dest;
 mod tunnel_dest;
@@ -66,6 +67,7 @@ pub fn random_token(bytes: usize) -> String {
     URL_SAFE_NO_PAD.encode(random_bytes(bytes))
 }
 
+pub use admins::check_admin;
 pub use switchyard_config::hex::encode as hex;
 
 /// A random version-4 UUID.
@@ -179,7 +181,7 @@ fn validate_server(input: &ServerInput) -> Result<(), FieldError> {
     model::check_host("address", &input.address)
 }
 
-fn validate_user(input: &UserInput) -> Result<(), FieldError> {
+pub(crate) fn validate_user(input: &UserInput) -> Result<(), FieldError> {
     model::check_username("username", &input.username)?;
     if input.note.chars().count() > 1000 {
         return Err(FieldError::new("note", "must be at most 1000 characters"));

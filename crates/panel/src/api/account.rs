@@ -43,20 +43,26 @@ pub struct PasswordChanged {
     pub sessions_ended: u64,
 }
 
-fn check_new_password(change: &PasswordChange) -> Result<(), FieldError> {
-    let n = change.new_password.chars().count();
+/// Checks a new password (`field` names it): its length, no control characters.
+pub fn check_password(field: &str, password: &str) -> Result<(), FieldError> {
+    let n = password.chars().count();
     if !(MIN_PASSWORD_CHARS..=MAX_PASSWORD_CHARS).contains(&n) {
         return Err(FieldError::new(
-            "new_password",
+            field,
             format!("must be {MIN_PASSWORD_CHARS} to {MAX_PASSWORD_CHARS} characters"),
         ));
     }
-    if change.new_password.chars().any(char::is_control) {
+    if password.chars().any(char::is_control) {
         return Err(FieldError::new(
-            "new_password",
+            field,
             "must not contain control characters",
         ));
     }
+    Ok(())
+}
+
+fn check_new_password(change: &PasswordChange) -> Result<(), FieldError> {
+    check_password("new_password", &change.new_password)?;
     if change.new_password == change.current_password {
         return Err(FieldError::new(
             "new_password",

@@ -24,6 +24,7 @@ use utoipa::ToSchema;
 
 use super::AppState;
 pub use super::client::ClientIp;
+use super::policy::{self, Access};
 use super::problem::{ApiError, Body, Id};
 use crate::model::Admin;
 use crate::service::random_token;
@@ -54,8 +55,13 @@ pub fn hash_password(password: &str) -> Result<String, HashError> {
         .map_err(HashError::Argon2)
 }
 
-/// Whether `password` matches `hash`. Blocks.
+pub use crate::model::admin::is_bcrypt;
+
+/// Whether `password` matches `hash` (argon2id, or an imported bcrypt). Blocks.
 pub fn verify_password(password: &str, hash: &str) -> bool {
+    if is_bcrypt(hash) {
+        return bcrypt::verify(password, hash).unwrap_or(false);
+    }
     PasswordHash::new(hash).is_ok_and(|h| {
         Argon2::default()
             .verify_password(password.as_bytes(), &h)
@@ -87,6 +93,51 @@ pub struct Authed {
     pub scope: TokenScope,
     /// The session's public id and its id's hash, when authenticated by a session.
     pub session: Option<(String, String)>,
+    /// What the admin's role may do on this route ([`super::policy`]).
+    pub access: Access,
+}
+
+impl Authed {
+    /// The reseller whose users alone this request may touch, if it is one's.
+    pub fn reseller(&self) -> Option<crate::model::Id> {
+        (self.access == Access::OwnUsers).then_some(self.admin.id)
+    }
+}
+
+/// Checks the admin's role against the route ([`super::policy`]): 403 naming why, or
+/// for a reseller's request naming a user that is not theirs, 404 as for no user.
+async fn authorize(parts: &mut Parts, state: &AppState, admin: &Admin) -> Result<Access, ApiError> {
+    let pattern = parts
+        .extensions
+        .get::<axum::extract::MatchedPath>()
+        .map(|m| m.as_str().to_owned());
+    match policy::access(admin.role, &parts.method, pattern.as_deref()) {
+        Access::Denied(why) => Err(ApiError::new(StatusCode::FORBIDDEN, why)),
+        Access::OwnUsers => {
+            let not_found = || ApiError::new(StatusCode::NOT_FOUND, "user not found");
+            // The id as the router read it (a nested router's URI has lost its
+            // prefix); a route of a user that cannot be read is nobody's.
+            if pattern.as_deref().is_some_and(|p| p.contains("{id}")) {
+                let params = axum::extract::RawPathParams::from_request_parts(parts, state)
+                    .await
+                    .map_err(|_| not_found())?;
+                let id = params
+                    .iter()
+                    .find(|(name, _)| *name == "id")
+                    .and_then(|(_, v)| v.parse::<i64>().ok())
+                    .ok_or_else(not_found)?;
+                let owner = match state.store().user_admin(id).await {
+                    Err(crate::store::StoreError::NotFound(_)) => None,
+                    other => other?,
+                };
+                if owner != Some(admin.id) {
+                    return Err(not_found());
+                }
+            }
+            Ok(Access::OwnUsers)
+        }
+        Access::Allowed => Ok(Access::Allowed),
+    }
 }
 
 fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -126,11 +177,13 @@ impl FromRequestParts<AppState> for Authed {
                     "this API token has the read scope: it may only read (GET, HEAD)",
                 ));
             }
+            let access = authorize(parts, state, &admin).await?;
             return Ok(Self {
                 admin,
                 via: Via::Token,
                 scope,
                 session: None,
+                access,
             });
         }
         let id = cookie(&parts.headers, COOKIE).ok_or_else(ApiError::unauthorized)?;
@@ -161,11 +214,13 @@ impl FromRequestParts<AppState> for Authed {
         {
             state.store().session_seen(&id_hash, now).await?;
         }
+        let access = authorize(parts, state, &live.admin).await?;
         Ok(Self {
             admin: live.admin,
             via: Via::Session,
             scope: TokenScope::Full,
             session: Some((live.public_id, id_hash)),
+            access,
         })
     }
 }
@@ -218,6 +273,7 @@ pub async fn login(
             return Err(e.into());
         }
     };
+    let imported = found.as_ref().is_some_and(|(_, h)| is_bcrypt(h));
     // An unknown name costs the same hashing as a wrong password.
     let hash = found
         .as_ref()
@@ -242,6 +298,9 @@ pub async fn login(
         ));
     };
     slot.succeeded();
+    if imported {
+        rehash(&state, admin.id, login.password).await?;
+    }
     let id = random_token(32);
     let csrf = random_token(24);
     let public_id = random_token(16);
@@ -279,6 +338,23 @@ pub async fn login(
         response.headers_mut().insert(header::SET_COOKIE, v);
     }
     Ok(response)
+}
+
+/// Replaces an imported admin's bcrypt hash by argon2id at their first login.
+async fn rehash(
+    state: &AppState,
+    admin: crate::model::Id,
+    password: String,
+) -> Result<(), ApiError> {
+    let hash = state
+        .password_checks()
+        .run(move || hash_password(&password))
+        .await?
+        .and_then(Result::ok)
+        .ok_or_else(|| ApiError::internal(&"hashing the password failed"))?;
+    state.store().set_admin_password(admin, &hash, None).await?;
+    tracing::info!(admin, "an imported admin's password hash is now argon2id");
+    Ok(())
 }
 
 /// The request's `User-Agent`, without control characters, cut to a bounded length.
@@ -416,7 +492,7 @@ pub struct CreatedToken {
     pub secret: String,
 }
 
-/// API tokens (without secrets).
+/// The caller's API tokens (without secrets); each admin sees and deletes only their own.
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "auth",
     responses(
         (status = 200, description = "Tokens", body = [ApiToken]),
@@ -424,9 +500,9 @@ pub struct CreatedToken {
     ))]
 pub async fn tokens(
     State(state): State<AppState>,
-    _a: Authed,
+    a: Authed,
 ) -> Result<Json<Vec<ApiToken>>, ApiError> {
-    Ok(Json(state.store().api_tokens().await?))
+    Ok(Json(state.store().api_tokens(a.admin.id).await?))
 }
 
 /// A new API token.
@@ -479,10 +555,10 @@ pub async fn create_token(
     ))]
 pub async fn delete_token(
     State(state): State<AppState>,
-    _a: Authed,
+    a: Authed,
     Id(id): Id<i64>,
 ) -> Result<StatusCode, ApiError> {
-    state.store().delete_api_token(id).await?;
+    state.store().delete_api_token(a.admin.id, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -497,6 +573,17 @@ mod tests {
         assert!(verify_password("correct horse", &h));
         assert!(!verify_password("wrong", &h));
         assert!(!verify_password("correct horse", "not a hash"));
+    }
+
+    #[test]
+    fn an_imported_bcrypt_hash_verifies() {
+        // Written by Marzban's own passlib context (cost 4 here; 12 there).
+        let h = "$2b$04$Apg36plNeAv2IINRnqOR1ubu7DY3Ds5SNrGrzK2.rbUdFq1FKpgUG";
+        assert!(is_bcrypt(h));
+        assert!(verify_password("old password", h));
+        assert!(!verify_password("other", h));
+        assert!(!verify_password("old password", "$2b$04$broken"));
+        assert!(!is_bcrypt(&hash_password("x").unwrap()));
     }
 
     #[test]

@@ -8,12 +8,14 @@
 //! - `/` and `/ui/…`: the web UI ([`crate::ui`]), which uses only the API above.
 
 pub mod account;
+pub mod admins;
 pub mod auth;
 pub mod client;
 pub mod imports;
 pub mod install;
 pub mod login_limit;
 pub mod metrics;
+pub mod policy;
 pub mod problem;
 pub mod resources;
 pub mod routes;
@@ -254,6 +256,8 @@ impl AppState {
         auth::login, auth::session, auth::logout, auth::setup, auth::tokens, auth::create_token,
         auth::delete_token,
         account::change_password, account::sessions, account::revoke_session,
+        admins::admins, admins::create_admin, admins::admin, admins::update_admin,
+        admins::set_password, admins::delete_admin,
         resources::clusters, resources::create_cluster, resources::cluster, resources::update_cluster,
         resources::delete_cluster, resources::routes,
         routes::create_route, routes::route, routes::update_route, routes::delete_route,
@@ -399,6 +403,14 @@ pub fn router(state: AppState) -> Router {
         .route("/tokens", get(auth::tokens).post(auth::create_token))
         .route("/tokens/{id}", axum::routing::delete(auth::delete_token))
         .route("/account/password", put(account::change_password))
+        .route("/admins", get(admins::admins).post(admins::create_admin))
+        .route(
+            "/admins/{id}",
+            get(admins::admin)
+                .put(admins::update_admin)
+                .delete(admins::delete_admin),
+        )
+        .route("/admins/{id}/password", put(admins::set_password))
         .route("/sessions", get(account::sessions))
         .route(
             "/sessions/{id}",

@@ -132,6 +132,10 @@ impl From<StoreError> for ApiError {
                 ..Self::field(f)
             },
             StoreError::Refused(f) => Self::field(f),
+            StoreError::OverQuota(f) => Self {
+                status: StatusCode::FORBIDDEN,
+                ..Self::field(f)
+            },
             other => Self::internal(&other),
         }
     }

@@ -25,14 +25,20 @@ pub struct ClusterInput {
     pub name: String,
 }
 
-/// Clusters.
+/// Clusters (for a reseller, those their quota lets them put users in).
 #[utoipa::path(get, path = "/api/v1/clusters", tag = "clusters",
     responses((status = 200, body = [Cluster]), (status = 401, body = Problem)))]
 pub async fn clusters(
     State(s): State<AppState>,
-    _a: Authed,
+    a: Authed,
 ) -> Result<Json<Vec<Cluster>>, ApiError> {
-    Ok(Json(s.store().clusters().await?))
+    let mut clusters = s.store().clusters().await?;
+    if a.admin.role == crate::model::Role::Reseller
+        && let Some(allowed) = s.store().quota(a.admin.id).await?.clusters
+    {
+        clusters.retain(|c| allowed.contains(&c.id));
+    }
+    Ok(Json(clusters))
 }
 
 /// A new cluster.

@@ -22,33 +22,43 @@ pub struct UserPage {
     pub total: u64,
 }
 
-/// Users (paged; `search` matches the name).
+/// Users (paged; `search` matches the name); a reseller's own alone.
 #[utoipa::path(get, path = "/api/v1/users", tag = "users", params(UserQuery),
     responses((status = 200, body = UserPage), (status = 400, body = Problem), (status = 401, body = Problem)))]
 pub async fn users(
     State(s): State<AppState>,
-    _a: Authed,
+    a: Authed,
     Query(q): Query<UserQuery>,
 ) -> Result<Json<UserPage>, ApiError> {
+    if let Some(reseller) = a.reseller() {
+        let (users, total) = s.store().owned_users(reseller, &q, s.now()).await?;
+        return Ok(Json(UserPage { users, total }));
+    }
     Ok(Json(UserPage {
         users: s.store().users(&q, s.now()).await?,
         total: s.store().user_count().await?,
     }))
 }
 
-/// A new user, with fresh credentials and subscription link.
+/// A new user, with fresh credentials and subscription link; a reseller's is theirs,
+/// within their quota (403 naming the field it exceeds).
 #[utoipa::path(post, path = "/api/v1/users", tag = "users", request_body = UserInput,
     responses((status = 201, body = User), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
         (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
 pub async fn create_user(
     State(s): State<AppState>,
-    _a: Authed,
+    a: Authed,
     Body(input): Body<UserInput>,
 ) -> Result<(StatusCode, Json<User>), ApiError> {
-    Ok((
-        StatusCode::CREATED,
-        Json(s.service().create_user(&input, s.now()).await?),
-    ))
+    let user = match a.reseller() {
+        Some(reseller) => {
+            s.service()
+                .create_owned_user(reseller, &input, s.now())
+                .await?
+        }
+        None => s.service().create_user(&input, s.now()).await?,
+    };
+    Ok((StatusCode::CREATED, Json(user)))
 }
 
 /// One user.
@@ -121,11 +131,19 @@ pub async fn subscription_qr(
         (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem), (status = 422, body = Problem)))]
 pub async fn update_user(
     State(s): State<AppState>,
-    _a: Authed,
+    a: Authed,
     Id(id): Id<i64>,
     Body(input): Body<UserInput>,
 ) -> Result<Json<User>, ApiError> {
-    Ok(Json(s.service().update_user(id, &input, s.now()).await?))
+    let user = match a.reseller() {
+        Some(reseller) => {
+            s.service()
+                .update_owned_user(reseller, id, &input, s.now())
+                .await?
+        }
+        None => s.service().update_user(id, &input, s.now()).await?,
+    };
+    Ok(Json(user))
 }
 
 /// Deletes a user.

@@ -70,8 +70,8 @@ pub struct Source {
     pub secret: String,
     /// Every user.
     pub users: Vec<SourceUser>,
-    /// `(name, is_sudo)`.
-    pub admins: Vec<(String, bool)>,
+    /// Its admins.
+    pub admins: Vec<super::source_admin::SourceAdmin>,
     /// `(name, address, port, api_port)`.
     pub nodes: Vec<(String, String, i64, i64)>,
     /// Inbound tags the database names.
@@ -238,16 +238,18 @@ where
     }
     let admins = d.sql(
         "SELECT CAST(id AS {int}), CAST(username AS {text}), \
-         CAST(COALESCE(is_sudo, 0) AS {int}) FROM admins ORDER BY id {listed}",
+         CAST(COALESCE(is_sudo, 0) AS {int}), CAST(hashed_password AS {text}) \
+         FROM admins ORDER BY id {listed}",
     );
     for row in c.all(&admins, None).await.map_err(open)? {
         let cells = Cells::new(&row, "admins", 0);
         let id = cells.number(0, "id")?.unwrap_or_default();
         let cells = Cells::new(&row, "admins", id);
-        source.admins.push((
-            cells.text(1, "username")?.unwrap_or_default(),
-            cells.flag(2, "is_sudo")?,
-        ));
+        source.admins.push(super::source_admin::SourceAdmin {
+            name: cells.text(1, "username")?.unwrap_or_default(),
+            sudo: cells.flag(2, "is_sudo")?,
+            password_hash: cells.text(3, "hashed_password")?,
+        });
     }
     let nodes = d.sql(
         "SELECT CAST(id AS {int}), CAST(COALESCE(name, '') AS {text}), \

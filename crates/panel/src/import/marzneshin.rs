@@ -124,8 +124,8 @@ pub struct Source {
     pub users: Vec<SourceUser>,
     /// How many users Marzneshin removed (kept by it without a name).
     pub removed: usize,
-    /// `(name, is_sudo)`.
-    pub admins: Vec<(String, bool)>,
+    /// Its admins.
+    pub admins: Vec<super::source_admin::SourceAdmin>,
     /// `(name, members)`.
     pub services: Vec<(String, i64)>,
     /// `(name, address, port, 0)`.
@@ -230,13 +230,21 @@ where
         d,
         open,
         format!(
-            "SELECT CAST(username AS {{text}}), '', {} FROM admins ORDER BY id {{listed}}",
+            "SELECT CAST(username AS {{text}}), CAST(COALESCE(hashed_password, '') AS {{text}}), \
+             {} FROM admins ORDER BY id {{listed}}",
             flag("is_sudo")
         ),
         "admins",
     )
     .await?;
-    source.admins = admins.into_iter().map(|(n, _, s)| (n, s != 0)).collect();
+    source.admins = admins
+        .into_iter()
+        .map(|(name, hash, sudo)| super::source_admin::SourceAdmin {
+            name,
+            sudo: sudo != 0,
+            password_hash: Some(hash).filter(|h| !h.is_empty()),
+        })
+        .collect();
     let services = listed(
         c,
         d,

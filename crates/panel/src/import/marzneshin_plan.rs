@@ -150,6 +150,20 @@ async fn marzneshin_from(
         dry_run,
     };
     write(store, (MARZNESHIN, ""), &users, mode, now_ms, &mut report).await?;
+    let owners: Vec<_> = source
+        .users
+        .iter()
+        .map(|u| (u.username.as_str(), u.admin.as_deref()))
+        .collect();
+    super::admins::carry(
+        store,
+        MARZNESHIN,
+        &source.admins,
+        &owners,
+        (dry_run, now_ms),
+        &mut report,
+    )
+    .await?;
     Ok(report)
 }
 

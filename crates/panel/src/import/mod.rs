@@ -9,6 +9,7 @@
 //! them) and disables those the source no longer has. `docs/migration.md` says
 //! what maps to what.
 
+mod admins;
 mod cells;
 mod inbound_plan;
 mod make_inbounds;
@@ -23,6 +24,7 @@ pub mod remnawave;
 mod remnawave_plan;
 pub mod remnawave_schema;
 mod report;
+mod source_admin;
 pub mod source_db;
 pub mod xui;
 mod xui_plan;
@@ -35,6 +37,7 @@ pub use marzneshin_plan::{marzneshin, marzneshin_url, plan as plan_marzneshin};
 pub use pasarguard_plan::{pasarguard, pasarguard_url, plan as plan_pasarguard};
 pub use remnawave_plan::{plan as plan_remnawave, remnawave};
 pub use report::{AdminSeen, InboundSeen, NodeSeen, NotCarried, Report};
+pub use source_admin::{SourceAdmin, role_of};
 pub use xui_plan::{plan as plan_xui, xui};
 
 use crate::model::{self, Credentials, ResetStrategy};
@@ -477,6 +480,20 @@ async fn marzban_from(
         &users,
         mode,
         now_ms,
+        &mut report,
+    )
+    .await?;
+    let owners: Vec<_> = source
+        .users
+        .iter()
+        .map(|u| (u.username.as_str(), u.admin.as_deref()))
+        .collect();
+    admins::carry(
+        store,
+        MARZBAN,
+        &source.admins,
+        &owners,
+        (dry_run, now_ms),
         &mut report,
     )
     .await?;

@@ -129,8 +129,8 @@ pub struct Source {
     pub users: Vec<SourceUser>,
     /// Every known device.
     pub devices: Vec<SourceDevice>,
-    /// `(name, is_sudo)`.
-    pub admins: Vec<(String, bool)>,
+    /// Its admins.
+    pub admins: Vec<super::source_admin::SourceAdmin>,
     /// `(name, address, port, api_port)`.
     pub nodes: Vec<(String, String, i64, i64)>,
     /// The inbounds of its core configs.
@@ -273,12 +273,12 @@ where
     // Before 5.0 an admin is sudo or not; from 5.0 it has a role, and the built-in
     // owner and administrator roles are what sudo was.
     let admins_query = if admin_columns.iter().any(|c| c == "is_sudo") {
-        "SELECT CAST(username AS {text}), CAST(CASE WHEN is_sudo THEN 1 ELSE 0 END AS {int}) \
-         FROM admins ORDER BY id {listed}"
+        "SELECT CAST(username AS {text}), CAST(CASE WHEN is_sudo THEN 1 ELSE 0 END AS {int}), \
+         CAST(hashed_password AS {text}) FROM admins ORDER BY id {listed}"
     } else {
         "SELECT CAST(a.username AS {text}), \
-         CAST(CASE WHEN r.is_owner OR r.name = 'administrator' THEN 1 ELSE 0 END AS {int}) \
-         FROM admins a LEFT JOIN admin_roles r ON r.id = a.role_id ORDER BY a.id {listed}"
+         CAST(CASE WHEN r.is_owner OR r.name = 'administrator' THEN 1 ELSE 0 END AS {int}), \
+         CAST(a.hashed_password AS {text}) FROM admins a LEFT JOIN admin_roles r ON r.id = a.role_id ORDER BY a.id {listed}"
     };
     let mut admins = Vec::new();
     for (i, row) in c
@@ -289,10 +289,11 @@ where
         .enumerate()
     {
         let cells = Cells::new(row, "admins", i64::try_from(i).unwrap_or(0));
-        admins.push((
-            cells.text(0, "username")?.unwrap_or_default(),
-            cells.flag(1, "is_sudo")?,
-        ));
+        admins.push(super::source_admin::SourceAdmin {
+            name: cells.text(0, "username")?.unwrap_or_default(),
+            sudo: cells.flag(1, "is_sudo")?,
+            password_hash: cells.text(2, "hashed_password")?,
+        });
     }
     let mut nodes = Vec::new();
     for (i, row) in c

@@ -188,6 +188,20 @@ async fn pasarguard_from(
         &mut report,
     )
     .await?;
+    let owners: Vec<_> = source
+        .users
+        .iter()
+        .map(|u| (u.username.as_str(), u.admin.as_deref()))
+        .collect();
+    super::admins::carry(
+        store,
+        PASARGUARD,
+        &source.admins,
+        &owners,
+        (dry_run, now_ms),
+        &mut report,
+    )
+    .await?;
     Ok(report)
 }
 
@@ -230,7 +244,11 @@ mod tests {
             secret: "s".into(),
             users,
             devices,
-            admins: vec![("owner".into(), true)],
+            admins: vec![crate::import::SourceAdmin {
+                name: "owner".into(),
+                sudo: true,
+                password_hash: None,
+            }],
             nodes: Vec::new(),
             inbounds: Vec::new(),
         }

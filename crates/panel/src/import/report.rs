@@ -29,6 +29,9 @@ pub struct AdminSeen {
     pub sudo: bool,
     /// How many of the imported users they own.
     pub users: usize,
+    /// Their role here, once carried (or the role of the admin here by their name);
+    /// none when not carried.
+    pub here: Option<crate::model::Role>,
 }
 
 /// A node of the source, for the operator to join here.
@@ -137,13 +140,21 @@ impl Report {
     pub(super) fn list(
         &mut self,
         owners: &[Option<&str>],
-        admins: &[(String, bool)],
+        admins: &[super::source_admin::SourceAdmin],
         nodes: &[(String, String, i64, i64)],
     ) {
         self.users_read = owners.len();
-        for (name, sudo) in admins {
-            let users = owners.iter().filter(|o| **o == Some(name.as_str())).count();
-            self.admin(name, *sudo, users);
+        for a in admins {
+            let users = owners
+                .iter()
+                .filter(|o| **o == Some(a.name.as_str()))
+                .count();
+            self.admins.push(AdminSeen {
+                name: a.name.clone(),
+                sudo: a.sudo,
+                users,
+                here: None,
+            });
         }
         for (name, address, port, _) in nodes {
             self.nodes.push(NodeSeen {
@@ -160,6 +171,7 @@ impl Report {
             name: name.to_owned(),
             sudo,
             users,
+            here: None,
         });
         self.not_carried.push(NotCarried {
             what: format!("admin {name}"),
@@ -167,6 +179,11 @@ impl Report {
                      log in with its own password"
                 .into(),
         });
+    }
+
+    /// Notes that `what` was not carried (or not whole), and why.
+    pub(super) fn not_carried(&mut self, what: String, reason: String) {
+        self.not_carried.push(NotCarried { what, reason });
     }
 
     /// Takes in what the store wrote.
@@ -206,6 +223,17 @@ impl fmt::Display for Report {
             self.updated.len(),
             self.disabled.len()
         )?;
+        for a in &self.admins {
+            if let Some(role) = a.here {
+                writeln!(
+                    f,
+                    "admin {} ({} users): {role} here",
+                    a.name,
+                    a.users,
+                    role = role.as_str()
+                )?;
+            }
+        }
         for n in &self.nodes {
             writeln!(
                 f,

@@ -6,6 +6,7 @@
 //! entry in a user's app, a pool of inbounds; a **Cluster** holds servers, inbounds,
 //! routes and tunnels (the spec's "cluster page").
 
+pub mod admin;
 mod certificate;
 pub mod health;
 pub mod hysteria2;
@@ -22,6 +23,7 @@ pub mod xhttp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+pub use admin::{Admin, Ask, Quota, QuotaUse, Role};
 pub use health::{Health, HealthSettings, Observation, ServerState};
 pub use hysteria2::{InboundHysteria2, check_hysteria2};
 pub use inbound::{
@@ -258,6 +260,9 @@ pub struct User {
     pub address_limit: Option<u32>,
     /// The clusters whose routes the user sees; all when unset.
     pub clusters: Option<Vec<Id>>,
+    /// The reseller (or other admin) who owns the user; none: the service's own.
+    #[serde(default)]
+    pub admin_id: Option<Id>,
 }
 
 impl User {
@@ -290,17 +295,6 @@ impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Credentials(<redacted>)")
     }
-}
-
-/// An operator who may log in.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Admin {
-    /// Id.
-    pub id: Id,
-    /// Login name.
-    pub username: String,
-    /// Unix ms.
-    pub created_ms: i64,
 }
 
 /// Checks a display name: 1–64 characters, no control or format characters

@@ -181,8 +181,8 @@ pub trait AccountStore: Send + Sync {
         now_ms: i64,
     ) -> Result<ApiToken, StoreError>;
 
-    /// API tokens, without their secrets.
-    async fn api_tokens(&self) -> Result<Vec<ApiToken>, StoreError>;
+    /// An admin's API tokens, without their secrets.
+    async fn api_tokens(&self, admin_id: Id) -> Result<Vec<ApiToken>, StoreError>;
 
     /// The admin an API token acts for.
     async fn api_token_admin(
@@ -191,8 +191,8 @@ pub trait AccountStore: Send + Sync {
         now_ms: i64,
     ) -> Result<Option<Admin>, StoreError>;
 
-    /// Deletes an API token.
-    async fn delete_api_token(&self, id: Id) -> Result<(), StoreError>;
+    /// Deletes one of an admin's API tokens (another's is not found).
+    async fn delete_api_token(&self, admin_id: Id, id: Id) -> Result<(), StoreError>;
 }
 
 /// How often a session's "last seen" is written, at most: once a minute keeps the list

@@ -11,6 +11,7 @@
 //! database hears every change and pushes it to the nodes it holds.
 
 mod account;
+mod admins;
 mod changes;
 mod imports;
 mod inbounds;
@@ -21,6 +22,7 @@ mod rows;
 mod servers;
 mod sql;
 mod sql_account;
+mod sql_admins;
 mod sql_imports;
 mod sql_inbounds;
 mod sql_join;
@@ -44,6 +46,7 @@ use thiserror::Error;
 pub use account::{
     AccountStore, AdminSession, ApiToken, LiveSession, NewSession, SEEN_EVERY_MS, TokenScope,
 };
+pub use admins::{AdminFields, AdminStore, AdminView, Owner};
 pub use changes::Changes;
 pub use imports::{
     Carries, ImportMode, ImportStore, ImportWritten, ImportedDevice, ImportedLink, ImportedUser,
@@ -75,6 +78,9 @@ pub enum StoreError {
     /// has servers...); names the field.
     #[error("{0}")]
     Refused(FieldError),
+    /// The write does not fit the reseller's quota; names the user's field.
+    #[error("{0}")]
+    OverQuota(FieldError),
     /// The database failed (logged, never shown to clients).
     #[error("database: {0}")]
     Database(#[from] sqlx::Error),
@@ -106,6 +112,7 @@ pub trait Store:
     + TrafficStore
     + TunnelStore
     + AccountStore
+    + AdminStore
     + ImportStore
     + Send
     + Sync

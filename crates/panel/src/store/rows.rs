@@ -25,7 +25,7 @@ pub(super) const INBOUND_FROM: &str =
 pub(super) const USER: &str = "id, username, enabled, note, traffic_limit, reset_strategy, \
     expires_ms, on_hold_days, first_connected_ms, used_up, used_down, period_started_ms, \
     lifetime_bytes, online_ms, subscription_token, all_clusters, created_ms, \
-    vless_uuid, trojan_password, ss_seed, device_limit, address_limit";
+    vless_uuid, trojan_password, ss_seed, device_limit, address_limit, admin_id";
 
 pub(super) fn to_u64(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
@@ -191,6 +191,7 @@ pub(super) fn user(r: &AnyRow, now_ms: i64) -> Result<(User, Credentials), sqlx:
         } else {
             Some(Vec::new())
         },
+        admin_id: r.try_get("admin_id")?,
     };
     user.status = user.standing().status(now_ms);
     let credentials = Credentials {

@@ -98,6 +98,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0021_routing.sql"),
             include_str!("../../migrations/sqlite/0022_imports.sql"),
             include_str!("../../migrations/sqlite/0023_import_links.sql"),
+            include_str!("../../migrations/sqlite/0024_roles.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -123,6 +124,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0021_routing.sql"),
             include_str!("../../migrations/postgres/0022_imports.sql"),
             include_str!("../../migrations/postgres/0023_import_links.sql"),
+            include_str!("../../migrations/postgres/0024_roles.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -151,6 +153,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (21, "routing"),
         (22, "imports"),
         (23, "import_links"),
+        (24, "roles"),
     ];
     let migrations = files
         .iter()

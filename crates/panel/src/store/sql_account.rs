@@ -6,6 +6,7 @@ use sqlx::Row;
 use super::account::{AccountStore, AdminSession, ApiToken, LiveSession, NewSession, TokenScope};
 use super::rows::{self, to_u64};
 use super::sql::conflict;
+use super::sql_admins::admin;
 use super::{SqlStore, StoreError};
 use crate::model::{Admin, Id};
 
@@ -49,7 +50,7 @@ impl AccountStore for SqlStore {
         now_ms: i64,
     ) -> Result<Option<LiveSession>, StoreError> {
         let row = sqlx::query(
-            "SELECT a.id, a.username, a.created_ms, s.csrf, \
+            "SELECT a.id, a.username, a.created_ms, a.role, s.csrf, \
              COALESCE(s.public_id, substr(s.id_hash, 1, 32)), s.last_seen_ms \
              FROM sessions s JOIN admins a ON a.id = s.admin_id \
              WHERE s.id_hash = $1 AND s.expires_ms > $2",
@@ -60,14 +61,10 @@ impl AccountStore for SqlStore {
         .await?;
         let Some(r) = row else { return Ok(None) };
         Ok(Some(LiveSession {
-            admin: Admin {
-                id: r.try_get(0)?,
-                username: r.try_get(1)?,
-                created_ms: r.try_get(2)?,
-            },
-            csrf: r.try_get(3)?,
-            public_id: r.try_get(4)?,
-            last_seen_ms: r.try_get(5)?,
+            admin: admin(&r)?,
+            csrf: r.try_get(4)?,
+            public_id: r.try_get(5)?,
+            last_seen_ms: r.try_get(6)?,
         }))
     }
 
@@ -190,7 +187,7 @@ impl AccountStore for SqlStore {
         now_ms: i64,
     ) -> Result<Option<(Admin, TokenScope)>, StoreError> {
         let row = sqlx::query(
-            "SELECT a.id, a.username, a.created_ms, t.id, t.scope FROM api_tokens t \
+            "SELECT a.id, a.username, a.created_ms, a.role, t.id, t.scope FROM api_tokens t \
              JOIN admins a ON a.id = t.admin_id WHERE t.token_hash = $1 \
              AND (t.expires_ms IS NULL OR t.expires_ms > $2)",
         )
@@ -199,20 +196,13 @@ impl AccountStore for SqlStore {
         .fetch_optional(&self.read)
         .await?;
         let Some(r) = row else { return Ok(None) };
-        let token: i64 = r.try_get(3)?;
+        let token: i64 = r.try_get(4)?;
         sqlx::query("UPDATE api_tokens SET last_used_ms = $1 WHERE id = $2")
             .bind(now_ms)
             .bind(token)
             .execute(&self.write)
             .await?;
-        Ok(Some((
-            Admin {
-                id: r.try_get(0)?,
-                username: r.try_get(1)?,
-                created_ms: r.try_get(2)?,
-            },
-            scope(r.try_get(4)?),
-        )))
+        Ok(Some((admin(&r)?, scope(r.try_get(5)?))))
     }
 
     async fn admin_count(&self) -> Result<u64, StoreError> {
@@ -245,6 +235,7 @@ impl AccountStore for SqlStore {
             id,
             username: username.into(),
             created_ms: now_ms,
+            role: crate::model::Role::Owner,
         })
     }
 
@@ -253,22 +244,14 @@ impl AccountStore for SqlStore {
         username: &str,
     ) -> Result<Option<(Admin, String)>, StoreError> {
         let row = sqlx::query(
-            "SELECT id, username, created_ms, password_hash FROM admins WHERE username = $1",
+            "SELECT a.id, a.username, a.created_ms, a.role, a.password_hash FROM admins a \
+             WHERE a.username = $1",
         )
         .bind(username)
         .fetch_optional(&self.read)
         .await?;
         Ok(row
-            .map(|r| -> Result<_, sqlx::Error> {
-                Ok((
-                    Admin {
-                        id: r.try_get(0)?,
-                        username: r.try_get(1)?,
-                        created_ms: r.try_get(2)?,
-                    },
-                    r.try_get(3)?,
-                ))
-            })
+            .map(|r| -> Result<_, sqlx::Error> { Ok((admin(&r)?, r.try_get(4)?)) })
             .transpose()?)
     }
 
@@ -304,7 +287,7 @@ impl AccountStore for SqlStore {
         now_ms: i64,
     ) -> Result<Option<(Admin, String)>, StoreError> {
         let row = sqlx::query(
-            "SELECT a.id, a.username, a.created_ms, s.csrf FROM sessions s \
+            "SELECT a.id, a.username, a.created_ms, a.role, s.csrf FROM sessions s \
              JOIN admins a ON a.id = s.admin_id WHERE s.id_hash = $1 AND s.expires_ms > $2",
         )
         .bind(id_hash)
@@ -312,16 +295,7 @@ impl AccountStore for SqlStore {
         .fetch_optional(&self.read)
         .await?;
         Ok(row
-            .map(|r| -> Result<_, sqlx::Error> {
-                Ok((
-                    Admin {
-                        id: r.try_get(0)?,
-                        username: r.try_get(1)?,
-                        created_ms: r.try_get(2)?,
-                    },
-                    r.try_get(3)?,
-                ))
-            })
+            .map(|r| -> Result<_, sqlx::Error> { Ok((admin(&r)?, r.try_get(4)?)) })
             .transpose()?)
     }
 
@@ -360,11 +334,12 @@ impl AccountStore for SqlStore {
         })
     }
 
-    async fn api_tokens(&self) -> Result<Vec<ApiToken>, StoreError> {
+    async fn api_tokens(&self, admin_id: Id) -> Result<Vec<ApiToken>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, name, created_ms, last_used_ms, expires_ms, scope FROM api_tokens \
-             ORDER BY id",
+             WHERE admin_id = $1 ORDER BY id",
         )
+        .bind(admin_id)
         .fetch_all(&self.read)
         .await?;
         Ok(rows
@@ -388,7 +363,7 @@ impl AccountStore for SqlStore {
         now_ms: i64,
     ) -> Result<Option<Admin>, StoreError> {
         let row = sqlx::query(
-            "SELECT a.id, a.username, a.created_ms, t.id FROM api_tokens t \
+            "SELECT a.id, a.username, a.created_ms, a.role, t.id FROM api_tokens t \
              JOIN admins a ON a.id = t.admin_id WHERE t.token_hash = $1 \
              AND (t.expires_ms IS NULL OR t.expires_ms > $2)",
         )
@@ -397,22 +372,19 @@ impl AccountStore for SqlStore {
         .fetch_optional(&self.read)
         .await?;
         let Some(r) = row else { return Ok(None) };
-        let token: i64 = r.try_get(3)?;
+        let token: i64 = r.try_get(4)?;
         sqlx::query("UPDATE api_tokens SET last_used_ms = $1 WHERE id = $2")
             .bind(now_ms)
             .bind(token)
             .execute(&self.write)
             .await?;
-        Ok(Some(Admin {
-            id: r.try_get(0)?,
-            username: r.try_get(1)?,
-            created_ms: r.try_get(2)?,
-        }))
+        Ok(Some(admin(&r)?))
     }
 
-    async fn delete_api_token(&self, id: Id) -> Result<(), StoreError> {
-        let done = sqlx::query("DELETE FROM api_tokens WHERE id = $1")
+    async fn delete_api_token(&self, admin_id: Id, id: Id) -> Result<(), StoreError> {
+        let done = sqlx::query("DELETE FROM api_tokens WHERE id = $1 AND admin_id = $2")
             .bind(id)
+            .bind(admin_id)
             .execute(&self.write)
             .await?;
         if done.rows_affected() == 0 {

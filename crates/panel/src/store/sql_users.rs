@@ -101,6 +101,97 @@ impl SqlStore {
         Ok(())
     }
 
+    /// A page of users (of `owner`'s alone, when given), by id.
+    pub(super) async fn list_users(
+        &self,
+        query: &UserQuery,
+        owner: Option<Id>,
+        now_ms: i64,
+    ) -> Result<Vec<User>, StoreError> {
+        let limit = query.limit.unwrap_or(100).clamp(1, 1000);
+        let offset = query.offset.unwrap_or(0);
+        // The owner is bound as $3 either way (-1 when any: no admin has it).
+        let mine = if owner.is_some() {
+            "admin_id = $3"
+        } else {
+            "$3 = $3"
+        };
+        let rows = match &query.search {
+            Some(s) if !s.is_empty() => {
+                let pattern = format!(
+                    "%{}%",
+                    s.replace('\\', "\\\\")
+                        .replace('%', "\\%")
+                        .replace('_', "\\_")
+                );
+                sqlx::query(&format!(
+                    "SELECT {USER} FROM users WHERE {mine} AND username LIKE $4 ESCAPE '\\' \
+                     ORDER BY id LIMIT $1 OFFSET $2"
+                ))
+                .bind(to_i64(limit))
+                .bind(to_i64(offset))
+                .bind(owner.unwrap_or(-1))
+                .bind(pattern)
+                .fetch_all(&self.read)
+                .await?
+            }
+            _ => {
+                sqlx::query(&format!(
+                    "SELECT {USER} FROM users WHERE {mine} ORDER BY id LIMIT $1 OFFSET $2"
+                ))
+                .bind(to_i64(limit))
+                .bind(to_i64(offset))
+                .bind(owner.unwrap_or(-1))
+                .fetch_all(&self.read)
+                .await?
+            }
+        };
+        let mut users = rows
+            .iter()
+            .map(|r| rows::user(r, now_ms))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.fill_clusters(&mut users).await?;
+        Ok(users.into_iter().map(|(u, _)| u).collect())
+    }
+
+    /// Changes a user in `tx` (one of `owner`'s alone, when given: another's is not
+    /// found).
+    pub(super) async fn update_in(
+        tx: &mut Transaction<'static, Any>,
+        id: Id,
+        input: &UserInput,
+        owner: Option<Id>,
+    ) -> Result<(), StoreError> {
+        let mine = if owner.is_some() {
+            "admin_id = $11"
+        } else {
+            "$11 = $11"
+        };
+        let done = sqlx::query(&format!(
+            "UPDATE users SET username = $1, enabled = $2, note = $3, traffic_limit = $4, \
+             reset_strategy = $5, expires_ms = $6, on_hold_days = $7, device_limit = $8, \
+             address_limit = $9 WHERE id = $10 AND {mine}"
+        ))
+        .bind(&input.username)
+        .bind(i64::from(input.enabled))
+        .bind(&input.note)
+        .bind(input.traffic_limit.map(to_i64))
+        .bind(input.reset_strategy.as_str())
+        .bind(input.expires_ms)
+        .bind(input.on_hold_days.map(i64::from))
+        .bind(input.device_limit.map(i64::from))
+        .bind(input.address_limit.map(i64::from))
+        .bind(id)
+        .bind(owner.unwrap_or(-1))
+        .execute(&mut **tx)
+        .await
+        .map_err(|e| conflict(e, "username", "a user with this name exists"))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound("user"));
+        }
+        Self::set_clusters(tx, id, &input.clusters).await
+    }
+
     async fn user_full(&self, id: Id, now_ms: i64) -> Result<(User, Credentials), StoreError> {
         let row = sqlx::query(&format!("SELECT {USER} FROM users WHERE id = $1"))
             .bind(id)
@@ -115,42 +206,7 @@ impl SqlStore {
 #[async_trait]
 impl UserStore for SqlStore {
     async fn users(&self, query: &UserQuery, now_ms: i64) -> Result<Vec<User>, StoreError> {
-        let limit = query.limit.unwrap_or(100).clamp(1, 1000);
-        let offset = query.offset.unwrap_or(0);
-        let rows = match &query.search {
-            Some(s) if !s.is_empty() => {
-                let pattern = format!(
-                    "%{}%",
-                    s.replace('\\', "\\\\")
-                        .replace('%', "\\%")
-                        .replace('_', "\\_")
-                );
-                sqlx::query(&format!(
-                    "SELECT {USER} FROM users WHERE username LIKE $1 ESCAPE '\\' \
-                     ORDER BY id LIMIT $2 OFFSET $3"
-                ))
-                .bind(pattern)
-                .bind(to_i64(limit))
-                .bind(to_i64(offset))
-                .fetch_all(&self.read)
-                .await?
-            }
-            _ => {
-                sqlx::query(&format!(
-                    "SELECT {USER} FROM users ORDER BY id LIMIT $1 OFFSET $2"
-                ))
-                .bind(to_i64(limit))
-                .bind(to_i64(offset))
-                .fetch_all(&self.read)
-                .await?
-            }
-        };
-        let mut users = rows
-            .iter()
-            .map(|r| rows::user(r, now_ms))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.fill_clusters(&mut users).await?;
-        Ok(users.into_iter().map(|(u, _)| u).collect())
+        self.list_users(query, None, now_ms).await
     }
 
     async fn user_count(&self) -> Result<u64, StoreError> {
@@ -198,28 +254,7 @@ impl UserStore for SqlStore {
         now_ms: i64,
     ) -> Result<User, StoreError> {
         let mut tx = self.begin().await?;
-        let done = sqlx::query(
-            "UPDATE users SET username = $1, enabled = $2, note = $3, traffic_limit = $4, \
-             reset_strategy = $5, expires_ms = $6, on_hold_days = $7, device_limit = $8, \
-             address_limit = $9 WHERE id = $10",
-        )
-        .bind(&input.username)
-        .bind(i64::from(input.enabled))
-        .bind(&input.note)
-        .bind(input.traffic_limit.map(to_i64))
-        .bind(input.reset_strategy.as_str())
-        .bind(input.expires_ms)
-        .bind(input.on_hold_days.map(i64::from))
-        .bind(input.device_limit.map(i64::from))
-        .bind(input.address_limit.map(i64::from))
-        .bind(id)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| conflict(e, "username", "a user with this name exists"))?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound("user"));
-        }
-        Self::set_clusters(&mut tx, id, &input.clusters).await?;
+        Self::update_in(&mut tx, id, input, None).await?;
         self.commit(tx).await?;
         self.user(id, now_ms).await
     }

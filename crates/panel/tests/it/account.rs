@@ -352,7 +352,7 @@ async fn account_story(store: SqlStore) {
             .unwrap()
             .is_none()
     );
-    let listed = store.api_tokens().await.unwrap();
+    let listed = store.api_tokens(admin.id).await.unwrap();
     assert_eq!(listed[0].last_used_ms, Some(NOW + 99));
     assert_eq!(listed[0].scope, TokenScope::Read);
 }

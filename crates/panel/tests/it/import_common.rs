@@ -237,3 +237,50 @@ pub(crate) fn admins(report: &switchyard_panel::import::Report) -> Vec<(&str, bo
         .map(|a| (a.name.as_str(), a.sudo, a.users))
         .collect()
 }
+
+/// The source's admins carried, as Marzban and its forks make them: the sudo `owner`
+/// an admin here and `seller` a reseller, each logging in with their password there
+/// (`passwords`, checked against the hash the source's own code wrote), and the
+/// seller owning exactly bob and carol.
+pub(crate) async fn admins_carried(
+    store: &dyn switchyard_panel::store::Store,
+    report: &switchyard_panel::import::Report,
+    passwords: (&str, &str),
+) {
+    use switchyard_panel::model::Role;
+    use switchyard_panel::store::UserQuery;
+    let here: Vec<(&str, Option<Role>)> = report
+        .admins
+        .iter()
+        .map(|a| (a.name.as_str(), a.here))
+        .collect();
+    assert_eq!(
+        here,
+        [
+            ("owner", Some(Role::Admin)),
+            ("seller", Some(Role::Reseller))
+        ]
+    );
+    for (name, role, password) in [
+        ("owner", Role::Admin, passwords.0),
+        ("seller", Role::Reseller, passwords.1),
+    ] {
+        let (admin, hash) = store.admin_by_username(name).await.unwrap().unwrap();
+        assert_eq!(admin.role, role, "{name}");
+        assert!(
+            switchyard_panel::api::auth::verify_password(password, &hash),
+            "{name} logs in with the password the source had"
+        );
+        assert!(!switchyard_panel::api::auth::verify_password(
+            "wrong", &hash
+        ));
+    }
+    let seller = store.admin_by_username("seller").await.unwrap().unwrap().0;
+    let (owned, total) = store
+        .owned_users(seller.id, &UserQuery::default(), 0)
+        .await
+        .unwrap();
+    let mut names: Vec<&str> = owned.iter().map(|u| u.username.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!((names, total), (vec!["bob", "carol"], 2));
+}

@@ -14,8 +14,8 @@
 //! disables exactly what changed, keeping what our node counted meanwhile.
 
 use crate::import_common::{
-    SIZE, admins, all_users, by_name, download, node_down, rows_match, singbox_carries,
-    xray_carries,
+    SIZE, admins, admins_carried, all_users, by_name, download, node_down, rows_match,
+    singbox_carries, xray_carries,
 };
 use crate::live;
 
@@ -122,6 +122,7 @@ async fn marzbans_users_arrive_whole_and_their_old_links_run_in_real_clients() {
         ["alice", "bob", "carol", "dave", "erin", "frank"]
     );
     assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
+    admins_carried(store.as_ref(), &report, ("owner-pw-1", "seller-pw-1")).await;
     let reasons: Vec<String> = report
         .not_carried
         .iter()

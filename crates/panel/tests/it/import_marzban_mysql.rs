@@ -7,7 +7,7 @@
 //! or a database that is not Marzban's refused naming the database without the
 //! password.
 
-use crate::import_common::{admins, all_users, by_name, rows_match};
+use crate::import_common::{admins, admins_carried, all_users, by_name, rows_match};
 use crate::live;
 
 use std::path::Path;
@@ -58,6 +58,7 @@ async fn marzbans_mysql_database_arrives_as_its_sqlite_one_does() {
         .unwrap();
     assert_eq!(report.added, names);
     assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
+    admins_carried(store.as_ref(), &report, ("owner-pw-1", "seller-pw-1")).await;
 
     let users = all_users(&panel).await;
     let m = &source["users"];

@@ -15,8 +15,8 @@
 //! disables exactly what changed.
 
 use crate::import_common::{
-    SIZE, admins, all_users, by_name, marzneshin_rows_match, node_down, old_vless_carries,
-    singbox_carries,
+    SIZE, admins, admins_carried, all_users, by_name, marzneshin_rows_match, node_down,
+    old_vless_carries, singbox_carries,
 };
 use crate::live;
 
@@ -82,6 +82,7 @@ async fn marzneshins_users_arrive_with_their_keys_credentials_and_old_links() {
     .unwrap();
     assert_eq!(report.added, names);
     assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
+    admins_carried(store.as_ref(), &report, ("owner-pw-1", "seller-pw-1")).await;
     // Its nodes (the first made by its own migration) and the inbounds one reported,
     // with what serves each here.
     let nodes: Vec<(&str, &str, i64)> = report

@@ -14,7 +14,8 @@
 //! after changes in PasarGuard updates, adds and disables exactly what changed.
 
 use crate::import_common::{
-    SIZE, admins, all_users, by_name, node_down, old_vless_carries, rows_match, singbox_carries,
+    SIZE, admins, admins_carried, all_users, by_name, node_down, old_vless_carries, rows_match,
+    singbox_carries,
 };
 use crate::live;
 
@@ -99,6 +100,12 @@ async fn pasarguards_users_arrive_whole_and_their_old_links_run_in_real_clients(
         .unwrap();
     assert_eq!(report.added, names);
     assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
+    admins_carried(
+        store.as_ref(),
+        &report,
+        ("Owner-PW-1234!x", "Seller-PW-1234!x"),
+    )
+    .await;
     assert!(
         report.not_carried.iter().any(|n| n.what == "every user"
             && n.reason
@@ -268,6 +275,12 @@ async fn pasarguard_5_device_limits_and_devices_arrive_and_a_re_import_keeps_the
         assert_eq!(report.schema, "fb32155473c1");
         // 5.x's roles: the owner's is what sudo was; the seller became an operator.
         assert_eq!(admins(&report), [("owner", true, 4), ("seller", false, 2)]);
+        admins_carried(
+            store.as_ref(),
+            &report,
+            ("Owner-PW-1234!x", "Seller-PW-1234!x"),
+        )
+        .await;
         let users = all_users(&panel).await;
         assert_eq!(users.len(), 6);
         let alice = by_name(&users, "alice");

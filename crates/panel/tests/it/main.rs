@@ -44,6 +44,7 @@ mod logins;
 mod nodes;
 mod real_clients;
 mod reality;
+mod roles;
 mod routes;
 mod routing_api;
 mod routing_presets;

@@ -338,8 +338,11 @@ async fn story(store: SqlStore) {
         store.api_token_admin("th", NOW).await.unwrap().unwrap().id,
         admin.id
     );
-    assert_eq!(store.api_tokens().await.unwrap()[0].last_used_ms, Some(NOW));
-    store.delete_api_token(t.id).await.unwrap();
+    assert_eq!(
+        store.api_tokens(admin.id).await.unwrap()[0].last_used_ms,
+        Some(NOW)
+    );
+    store.delete_api_token(admin.id, t.id).await.unwrap();
     assert!(store.api_token_admin("th", NOW).await.unwrap().is_none());
 
     // Deleting: a cluster with servers is refused, naming why.

@@ -155,7 +155,15 @@ async fn the_account_page_changes_the_password_and_manages_sessions_and_tokens()
     )
     .await;
     assert_eq!(status, 403, "{p}");
-    let tokens = panel.state.store().api_tokens().await.unwrap();
+    let admin = panel
+        .state
+        .store()
+        .admin_by_username("admin")
+        .await
+        .unwrap()
+        .unwrap()
+        .0;
+    let tokens = panel.state.store().api_tokens(admin.id).await.unwrap();
     let grafana = tokens.iter().find(|t| t.name == "grafana").unwrap();
     let days = (grafana.expires_ms.unwrap() - live::now()) / 86_400_000;
     assert!((29..=30).contains(&days), "{grafana:?}");
