@@ -54,6 +54,7 @@ const ASSETS: &[Asset] = assets![
     "js/import.js" => JS,
     "js/tunnels.js" => JS,
     "js/account.js" => JS,
+    "js/admins.js" => JS,
     "js/templates.js" => JS,
 ];
 

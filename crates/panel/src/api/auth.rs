@@ -242,6 +242,10 @@ pub struct SessionInfo {
     pub admin: Admin,
     /// Send it as `X-CSRF-Token` with every write made with the cookie.
     pub csrf_token: Option<String>,
+    /// A reseller's own quota and what it is used by (`GET` only; absent for the
+    /// other roles).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reseller: Option<crate::store::AdminView>,
 }
 
 /// Logs in: sets the session cookie and returns the CSRF token.
@@ -332,6 +336,7 @@ pub async fn login(
     let mut response = Json(SessionInfo {
         admin,
         csrf_token: Some(csrf),
+        reseller: None,
     })
     .into_response();
     if let Ok(v) = HeaderValue::from_str(&cookie) {
@@ -395,9 +400,14 @@ pub async fn session(
             None => None,
         },
     };
+    let reseller = match authed.admin.role {
+        crate::model::Role::Reseller => Some(state.store().admin_view(authed.admin.id).await?),
+        _ => None,
+    };
     Ok(Json(SessionInfo {
         admin: authed.admin,
         csrf_token: csrf,
+        reseller,
     }))
 }
 

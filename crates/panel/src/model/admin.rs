@@ -156,7 +156,10 @@ impl Quota {
         {
             return Err(FieldError::new(
                 "username",
-                format!("your quota is {max} users, and all are made"),
+                format!(
+                    "your quota allows {max} user{}: none is left to make",
+                    if max == 1 { "" } else { "s" }
+                ),
             ));
         }
         if let Some(max) = self.max_traffic {
@@ -260,7 +263,7 @@ mod tests {
         assert_eq!(q.admits(used(1), &u, true, NOW), Ok(()));
         let e = q.admits(used(2), &u, true, NOW).unwrap_err();
         assert_eq!(e.field, "username");
-        assert_eq!(e.message, "your quota is 2 users, and all are made");
+        assert_eq!(e.message, "your quota allows 2 users: none is left to make");
         // A change to one of the two is not a third.
         assert_eq!(q.admits(used(2), &u, false, NOW), Ok(()));
     }

@@ -76,6 +76,7 @@ mod ui_import;
 mod ui_inbound_rules;
 mod ui_inbound_transport;
 mod ui_node_and_limits;
+mod ui_roles;
 mod ui_routing;
 mod ui_ssh_install;
 mod ui_templates;

@@ -233,7 +233,7 @@ async fn quota_story(h: &Harness) {
         .field_error(StatusCode::FORBIDDEN, "username");
     assert_eq!(
         e["errors"][0]["message"],
-        "your quota is 2 users, and all are made"
+        "your quota allows 2 users: none is left to make"
     );
     // A change must fit too: another cluster, a longer expiry, no limit.
     let id = first["id"].as_i64().unwrap();
@@ -276,6 +276,21 @@ async fn quota_story(h: &Harness) {
         .ok(StatusCode::OK);
     assert_eq!(view["used"], json!({"users": 2, "traffic": 100}));
     assert_eq!(view["quota"], quota);
+    // The reseller reads their own quota and its use from their session.
+    let mine = h
+        .get("/api/v1/session")
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(mine["reseller"], view);
+    let owners = h
+        .get("/api/v1/session")
+        .bearer(&owner)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert!(owners.get("reseller").is_none());
     // The last owner stays an owner.
     let admins = h
         .get("/api/v1/admins")

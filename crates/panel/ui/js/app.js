@@ -9,11 +9,14 @@ import { usersPage } from "./users.js";
 import { tunnelsPage, tunnelPage } from "./tunnels.js";
 import { accountPage } from "./account.js";
 import { templatesPage } from "./templates.js";
+import { adminsPage } from "./admins.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
 let timers = [];
 let signedIn = false;
+/** Who is logged in (`{id, username, role}`). */
+let me = null;
 
 /** What a page may use: live refresh that stops when the operator leaves. */
 function context() {
@@ -40,6 +43,7 @@ const PAGES = [
   [/^#\/clusters$/, (_m, c) => clustersPage(main, c)],
   [/^#\/account$/, () => accountPage(main)],
   [/^#\/templates$/, () => templatesPage(main)],
+  [/^#\/admins$/, () => adminsPage(main, me)],
 ];
 
 async function show() {
@@ -48,6 +52,11 @@ async function show() {
   document.querySelector(".menu")?.remove();
   if (!signedIn) return;
   const hash = location.hash || "#/";
+  // A reseller's pages are their users and their account (the API refuses the rest).
+  if (me && me.role === "reseller" && !/^#\/(users|account)$/.test(hash)) {
+    location.replace("#/users");
+    return;
+  }
   markNav(hash);
   for (const [re, page] of PAGES) {
     const m = hash.match(re);
@@ -73,14 +82,22 @@ function markNav(hash) {
   }
 }
 
+const ROLES = { owner: "owner", admin: "admin", reseller: "reseller", read_only: "read-only" };
+
+/** The sections the admin's role may open (the API enforces it; this only hides). */
 function drawNav() {
+  const role = me ? me.role : "owner";
+  document.body.dataset.role = role;
+  const reseller = role === "reseller";
   fill(nav,
-    h("a", { href: "#/clusters", class: "brand" }, "Switchyard"),
-    h("a", { href: "#/clusters" }, "Clusters"),
+    h("a", { href: reseller ? "#/users" : "#/clusters", class: "brand" }, "Switchyard"),
+    reseller ? null : h("a", { href: "#/clusters" }, "Clusters"),
     h("a", { href: "#/users" }, "Users"),
-    h("a", { href: "#/tunnels" }, "Tunnels"),
-    h("a", { href: "#/templates" }, "Templates"),
+    reseller ? null : h("a", { href: "#/tunnels" }, "Tunnels"),
+    reseller ? null : h("a", { href: "#/templates" }, "Templates"),
+    role === "owner" ? h("a", { href: "#/admins" }, "Admins") : null,
     h("a", { href: "#/account" }, "Account"),
+    me ? h("span", { class: "who", "data-who": role }, `${me.username} · ${ROLES[role] || role}`) : null,
     h("button", { type: "button", class: "link", onclick: logout }, "Log out"));
 }
 
@@ -91,13 +108,17 @@ async function logout() {
 
 function signOut() {
   signedIn = false;
+  me = null;
+  // The next admin starts from the home page, not from the last one's.
+  history.replaceState(null, "", "#/");
   stopTimers();
   setCsrf(null);
   fill(nav);
   loginPage(main, signIn);
 }
 
-function signIn() {
+function signIn(admin) {
+  me = admin || null;
   signedIn = true;
   drawNav();
   show();
@@ -118,7 +139,7 @@ window.addEventListener("hashchange", show);
     if (!setup.logged_in) throw new Error("not logged in");
     const s = await get("/session");
     setCsrf(s.csrf_token);
-    signIn();
+    signIn(s.admin);
   } catch {
     signOut();
   }

@@ -29,7 +29,7 @@ export async function loginPage(main, done) {
     try {
       const s = await call("POST", "/session", { username: user.value, password: pass.value });
       setCsrf(s.csrf_token);
-      done();
+      done(s.admin);
     } catch (err) {
       showError(form, { message: err.status === 401 ? "Wrong user name or password." : err.message });
     }

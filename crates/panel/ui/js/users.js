@@ -14,11 +14,28 @@ export async function usersPage(main, ctx) {
   const search = h("input", { name: "search", type: "search", placeholder: "Name contains…", "aria-label": "Search users" });
   const list = h("div", {});
   const count = h("span", { class: "muted" });
+  const quota = h("p", { class: "muted", "data-quota": "" });
+  async function showQuota() {
+    if (document.body.dataset.role !== "reseller") return;
+    const r = (await get("/session")).reseller;
+    if (!r) return;
+    const q = r.quota;
+    const parts = [
+      q.max_users != null ? `${r.used.users} of ${q.max_users} users` : `${r.used.users} users`,
+      q.max_traffic != null ? `${bytes(r.used.traffic)} of ${bytes(q.max_traffic)} handed out` : null,
+      q.max_expiry_days != null ? `expiry at most ${q.max_expiry_days} days ahead` : null,
+    ].filter(Boolean);
+    quota.textContent = `Your quota: ${parts.join(", ")}.`;
+  }
   fill(main,
     h("div", { class: "page-head" }, h("h1", {}, "Users"), count,
       h("div", { class: "actions" }, search,
-        h("button", { type: "button", "data-import": "", onclick: async () => { if (await importDialog()) await load(true); } }, "Import…"),
+        // Imports make admins: the owner's alone.
+        document.body.dataset.role === "owner"
+          ? h("button", { type: "button", "data-import": "", onclick: async () => { if (await importDialog()) await load(true); } }, "Import…")
+          : null,
         h("button", { type: "button", class: "primary", "data-new-user": "", onclick: () => edit(null) }, "New user"))),
+    quota,
     list);
   let last = "";
   async function load(force) {
@@ -28,6 +45,7 @@ export async function usersPage(main, ctx) {
     if (!force && (now === last || document.querySelector("dialog[open]"))) return;
     last = now;
     count.textContent = `${page.total} in all`;
+    await showQuota();
     fill(list, page.users.length ? table(page.users) : h("p", { class: "muted" }, q ? "Nobody matches." : "No user yet."));
   }
   function table(users) {
@@ -83,8 +101,9 @@ function usage(u) {
     h("small", {}, `${bytes(used)} of ${bytes(u.traffic_limit)} (${Math.round(share * 100)} %)`));
 }
 
-function userForm(u) {
+async function userForm(u) {
   const editing = Boolean(u);
+  const clusters = await get("/clusters");
   return dialog(editing ? `Edit user ${u.username}` : "New user", (close) => {
     const username = h("input", { name: "username", required: true, maxlength: 64, value: u ? u.username : "", autofocus: true });
     const enabled = h("input", { type: "checkbox", name: "enabled", checked: u ? u.enabled : true });
@@ -98,6 +117,16 @@ function userForm(u) {
     const devices = h("input", { name: "device_limit", type: "number", min: 1, value: u && u.device_limit ? u.device_limit : "", placeholder: "no limit" });
     const addresses = h("input", { name: "address_limit", type: "number", min: 1, max: 1000, value: u && u.address_limit ? u.address_limit : "", placeholder: "no limit" });
     const note = h("textarea", { name: "note", rows: 2, maxlength: 1000 }, u ? u.note : "");
+    const every = h("input", { type: "checkbox", name: "all_clusters", checked: !u || !u.clusters });
+    const boxes = clusters.map((c) => h("input", { type: "checkbox", name: "clusters", value: c.id, checked: Boolean(u && u.clusters && u.clusters.includes(c.id)) }));
+    const chosen = h("div", {}, ...boxes.map((b, i) => h("label", { class: "check" }, b, ` ${clusters[i].name}`)));
+    const showChosen = () => { chosen.hidden = every.checked; };
+    every.addEventListener("change", showChosen);
+    showChosen();
+    const inClusters = h("div", { class: "field", "data-field": "clusters" }, h("span", {}, "Clusters"),
+      h("label", { class: "check" }, every, " Every cluster"), chosen,
+      h("small", { class: "hint" }, "Whose routes the user gets"),
+      h("small", { class: "error", role: "alert" }));
     const form = h("form", {},
       field("User name", username),
       h("label", { class: "check" }, enabled, " Enabled"),
@@ -107,6 +136,7 @@ function userForm(u) {
       field("On hold: expires this many days after the first connection", hold),
       field("Devices", devices, "Apps that send a device id; empty: no limit"),
       field("Addresses at once", addresses, "Source IP addresses with connections open at the same time, on each server; one more is refused. Empty: no limit"),
+      inClusters,
       field("Note", note),
       h("p", { class: "form-error", role: "alert" }),
       h("div", { class: "actions" },
@@ -123,7 +153,7 @@ function userForm(u) {
         on_hold_days: hold.value ? Number(hold.value) : null,
         device_limit: devices.value ? Number(devices.value) : null,
         address_limit: addresses.value ? Number(addresses.value) : null,
-        clusters: u ? u.clusters : null,
+        clusters: every.checked ? null : boxes.filter((b) => b.checked).map((b) => Number(b.value)),
       };
       try {
         close(editing ? await put(`/users/${u.id}`, body) : await post("/users", body));
