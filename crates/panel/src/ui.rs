@@ -55,6 +55,7 @@ const ASSETS: &[Asset] = assets![
     "js/tunnels.js" => JS,
     "js/account.js" => JS,
     "js/admins.js" => JS,
+    "js/audit.js" => JS,
     "js/templates.js" => JS,
 ];
 

@@ -138,6 +138,11 @@ async fn authorize(parts: &mut Parts, state: &AppState, admin: &Admin) -> Result
         }
         Access::Allowed => Ok(Access::Allowed),
     }
+    .inspect(|_| {
+        if let Some(actor) = parts.extensions.get::<super::actor::Actor>() {
+            actor.set(admin);
+        }
+    })
 }
 
 fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -263,6 +268,7 @@ pub struct SessionInfo {
     ))]
 pub async fn login(
     State(state): State<AppState>,
+    actor: Option<axum::Extension<super::actor::Actor>>,
     ClientIp(ip): ClientIp,
     headers: HeaderMap,
     Body(login): Body<Login>,
@@ -302,6 +308,9 @@ pub async fn login(
         ));
     };
     slot.succeeded();
+    if let Some(axum::Extension(actor)) = &actor {
+        actor.set(&admin);
+    }
     if imported {
         rehash(&state, admin.id, login.password).await?;
     }

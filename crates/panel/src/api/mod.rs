@@ -8,7 +8,9 @@
 //! - `/` and `/ui/…`: the web UI ([`crate::ui`]), which uses only the API above.
 
 pub mod account;
+pub mod actor;
 pub mod admins;
+pub mod audit;
 pub mod auth;
 pub mod client;
 pub mod imports;
@@ -257,7 +259,7 @@ impl AppState {
         auth::delete_token,
         account::change_password, account::sessions, account::revoke_session,
         admins::admins, admins::create_admin, admins::admin, admins::update_admin,
-        admins::set_password, admins::delete_admin,
+        admins::set_password, admins::delete_admin, audit::audit,
         resources::clusters, resources::create_cluster, resources::cluster, resources::update_cluster,
         resources::delete_cluster, resources::routes,
         routes::create_route, routes::route, routes::update_route, routes::delete_route,
@@ -411,6 +413,7 @@ pub fn router(state: AppState) -> Router {
                 .delete(admins::delete_admin),
         )
         .route("/admins/{id}/password", put(admins::set_password))
+        .route("/audit", get(audit::audit))
         .route("/sessions", get(account::sessions))
         .route(
             "/sessions/{id}",
@@ -520,7 +523,11 @@ pub fn router(state: AppState) -> Router {
             "/users/{id}/revoke-subscription",
             post(users::revoke_subscription),
         )
-        .fallback(not_found);
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            audit::layer,
+        ));
     old_paths(Router::new(), &state)
         .nest("/api/v1", api)
         .route("/", get(crate::ui::index))

@@ -12,6 +12,7 @@
 
 mod account;
 mod admins;
+mod audit;
 mod changes;
 mod imports;
 mod inbounds;
@@ -23,6 +24,7 @@ mod servers;
 mod sql;
 mod sql_account;
 mod sql_admins;
+mod sql_audit;
 mod sql_imports;
 mod sql_inbounds;
 mod sql_join;
@@ -47,6 +49,7 @@ pub use account::{
     AccountStore, AdminSession, ApiToken, LiveSession, NewSession, SEEN_EVERY_MS, TokenScope,
 };
 pub use admins::{AdminFields, AdminStore, AdminView, Owner};
+pub use audit::{AuditEntry, AuditQuery, AuditStore};
 pub use changes::Changes;
 pub use imports::{
     Carries, ImportMode, ImportStore, ImportWritten, ImportedDevice, ImportedLink, ImportedUser,
@@ -113,6 +116,7 @@ pub trait Store:
     + TunnelStore
     + AccountStore
     + AdminStore
+    + AuditStore
     + ImportStore
     + Send
     + Sync

@@ -99,6 +99,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0022_imports.sql"),
             include_str!("../../migrations/sqlite/0023_import_links.sql"),
             include_str!("../../migrations/sqlite/0024_roles.sql"),
+            include_str!("../../migrations/sqlite/0025_audit.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -125,6 +126,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0022_imports.sql"),
             include_str!("../../migrations/postgres/0023_import_links.sql"),
             include_str!("../../migrations/postgres/0024_roles.sql"),
+            include_str!("../../migrations/postgres/0025_audit.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -154,6 +156,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (22, "imports"),
         (23, "import_links"),
         (24, "roles"),
+        (25, "audit"),
     ];
     let migrations = files
         .iter()

@@ -1194,7 +1194,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 48] = [
+const ROUTES: [(&str, &[&str]); 49] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
@@ -1203,6 +1203,7 @@ const ROUTES: [(&str, &[&str]); 48] = [
     ("/api/v1/admins", &["get", "post"]),
     ("/api/v1/admins/{id}", &["delete", "get", "put"]),
     ("/api/v1/admins/{id}/password", &["put"]),
+    ("/api/v1/audit", &["get"]),
     ("/api/v1/sessions", &["get"]),
     ("/api/v1/sessions/{id}", &["delete"]),
     ("/api/v1/clusters", &["get", "post"]),

@@ -15,6 +15,7 @@ mod acme;
 mod acme_inbound;
 mod address_limit;
 mod api;
+mod audit;
 mod balancing;
 mod channel_flood;
 mod grpc;

@@ -4,7 +4,9 @@
 //! in their cluster, and is told next to the field when the quota is full.
 
 use crate::live;
-use crate::ui_common::{click, log_in, pick, shots, type_into, unlabelled};
+use crate::ui_common::{
+    cancel_dialog, click, log_in, password, pick, shots, type_into, unlabelled,
+};
 
 use serde_json::Value;
 use switchyard_testkit::Browser;
@@ -22,6 +24,26 @@ async fn texts(b: &Browser, css: &str) -> Vec<String> {
         .await
         .unwrap();
     serde_json::from_value(v).unwrap()
+}
+
+/// Waits until the audit table has `n` rows.
+async fn wait_rows(b: &Browser, n: usize) {
+    let deadline = std::time::Instant::now() + DEFAULT_WAIT;
+    while b.find_all("[data-audit] tbody tr").await.unwrap().len() != n {
+        assert!(std::time::Instant::now() < deadline, "{n} audit rows");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Sets the page's select `name` to `value` and tells its form.
+async fn pick_in(b: &Browser, name: &str, value: &str) {
+    b.execute(
+        "const s = document.querySelector(`main select[name=\"${arguments[0]}\"]`); \
+         s.value = arguments[1]; s.dispatchEvent(new Event('change', { bubbles: true }));",
+        vec![Value::from(name), Value::from(value)],
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -105,6 +127,40 @@ async fn the_owner_adds_a_reseller_who_sees_only_their_users() {
     b.screenshot(&shots().join("reseller-users.png"))
         .await
         .unwrap();
+    // The owner reads what ann did in the audit log, and filters by her.
+    cancel_dialog(&b).await;
+    click(&b, "nav button.link").await;
+    type_into(&b, "form.login input[name=username]", "admin").await;
+    type_into(&b, "form.login input[name=password]", &password(dir.path())).await;
+    b.press("Enter").await.unwrap();
+    click(&b, "nav a[href=\"#/audit\"]").await;
+    b.wait_for("[data-audit] tbody tr", DEFAULT_WAIT)
+        .await
+        .unwrap();
+    let mut newest = Vec::new();
+    for n in 1..=4 {
+        let row = texts(&b, &format!("[data-audit] tbody tr:nth-child({n}) td")).await;
+        newest.push(row[1..].join(" "));
+    }
+    // Her refused second user is not there: only changes made are.
+    assert_eq!(
+        newest,
+        [
+            "admin log in session admin",
+            "ann log out session ann",
+            "ann create user u1",
+            "ann log in session ann"
+        ]
+    );
+    pick_in(&b, "admin_id", &ann.id.to_string()).await;
+    wait_rows(&b, 3).await;
+    let admins: Vec<String> = texts(&b, "[data-audit] tbody tr td:nth-child(2)").await;
+    assert_eq!(
+        admins,
+        ["ann", "ann", "ann"],
+        "her logout, u1 and her login"
+    );
+    assert_eq!(unlabelled(&b).await, Vec::<String>::new(), "the audit page");
     let owned = store
         .owned_users(ann.id, &Default::default(), live::now())
         .await

@@ -10,6 +10,7 @@ import { tunnelsPage, tunnelPage } from "./tunnels.js";
 import { accountPage } from "./account.js";
 import { templatesPage } from "./templates.js";
 import { adminsPage } from "./admins.js";
+import { auditPage } from "./audit.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -44,6 +45,7 @@ const PAGES = [
   [/^#\/account$/, () => accountPage(main)],
   [/^#\/templates$/, () => templatesPage(main)],
   [/^#\/admins$/, () => adminsPage(main, me)],
+  [/^#\/audit$/, () => auditPage(main, me)],
 ];
 
 async function show() {
@@ -96,6 +98,7 @@ function drawNav() {
     reseller ? null : h("a", { href: "#/tunnels" }, "Tunnels"),
     reseller ? null : h("a", { href: "#/templates" }, "Templates"),
     role === "owner" ? h("a", { href: "#/admins" }, "Admins") : null,
+    reseller ? null : h("a", { href: "#/audit" }, "Audit"),
     h("a", { href: "#/account" }, "Account"),
     me ? h("span", { class: "who", "data-who": role }, `${me.username} · ${ROLES[role] || role}`) : null,
     h("button", { type: "button", class: "link", onclick: logout }, "Log out"));
