@@ -51,6 +51,7 @@ const ASSETS: &[Asset] = assets![
     "js/inbound_form.js" => JS,
     "js/inbound_rules.js" => JS,
     "js/users.js" => JS,
+    "js/users_bulk.js" => JS,
     "js/import.js" => JS,
     "js/tunnels.js" => JS,
     "js/account.js" => JS,

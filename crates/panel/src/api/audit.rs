@@ -93,6 +93,12 @@ pub async fn layer(State(state): State<AppState>, mut req: Request, next: Next) 
         {
             Ok(bytes) => {
                 let v: Option<serde_json::Value> = serde_json::from_slice(&bytes).ok();
+                // A preview (a bulk change only counted) changed nothing.
+                if v.as_ref().and_then(|v| v.get("applied"))
+                    == Some(&serde_json::Value::Bool(false))
+                {
+                    return Response::from_parts(parts, axum::body::Body::from(bytes));
+                }
                 let name = v.as_ref().and_then(|v| {
                     v.get("username")
                         .or_else(|| v.get("name"))

@@ -29,6 +29,7 @@ pub mod templates;
 pub mod tunnels;
 pub mod upgrade;
 pub mod users;
+pub mod users_bulk;
 
 use std::sync::Arc;
 
@@ -272,7 +273,7 @@ impl AppState {
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
-        users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash, rule_sets::xray,
+        users_bulk::bulk, users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash, rule_sets::xray,
         routing::cluster_routing, routing::set_cluster_routing, routing::user_routing,
         routing::set_user_routing, templates::template, templates::set_template,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
@@ -504,6 +505,7 @@ pub fn router(state: AppState) -> Router {
                 .delete(r::delete_inbound),
         )
         .route("/users", get(users::users).post(users::create_user))
+        .route("/users/bulk", post(users_bulk::bulk))
         .route("/imports/{source}", post(imports::import))
         .route(
             "/users/{id}",

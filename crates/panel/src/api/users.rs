@@ -18,11 +18,12 @@ use crate::store::{Device, UserInput, UserQuery};
 pub struct UserPage {
     /// The users.
     pub users: Vec<User>,
-    /// How many there are in all.
+    /// How many the filter names in all.
     pub total: u64,
 }
 
-/// Users (paged; `search` matches the name); a reseller's own alone.
+/// Users: filtered by name, status and cluster, sorted, paged; `total` counts what
+/// the filter names. A reseller's own alone.
 #[utoipa::path(get, path = "/api/v1/users", tag = "users", params(UserQuery),
     responses((status = 200, body = UserPage), (status = 400, body = Problem), (status = 401, body = Problem)))]
 pub async fn users(
@@ -30,14 +31,8 @@ pub async fn users(
     a: Authed,
     Query(q): Query<UserQuery>,
 ) -> Result<Json<UserPage>, ApiError> {
-    if let Some(reseller) = a.reseller() {
-        let (users, total) = s.store().owned_users(reseller, &q, s.now()).await?;
-        return Ok(Json(UserPage { users, total }));
-    }
-    Ok(Json(UserPage {
-        users: s.store().users(&q, s.now()).await?,
-        total: s.store().user_count().await?,
-    }))
+    let (users, total) = s.store().user_page(&q, a.reseller(), s.now()).await?;
+    Ok(Json(UserPage { users, total }))
 }
 
 /// A new user, with fresh credentials and subscription link; a reseller's is theirs,

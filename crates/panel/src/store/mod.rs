@@ -13,6 +13,7 @@
 mod account;
 mod admins;
 mod audit;
+mod bulk;
 mod changes;
 mod imports;
 mod inbounds;
@@ -25,6 +26,7 @@ mod sql;
 mod sql_account;
 mod sql_admins;
 mod sql_audit;
+mod sql_bulk;
 mod sql_imports;
 mod sql_inbounds;
 mod sql_join;
@@ -40,6 +42,7 @@ mod strict_tests;
 pub mod token_hash;
 mod traffic;
 mod tunnels;
+mod user_filter;
 mod users;
 
 use async_trait::async_trait;
@@ -50,6 +53,7 @@ pub use account::{
 };
 pub use admins::{AdminFields, AdminStore, AdminView, Owner};
 pub use audit::{AuditEntry, AuditQuery, AuditStore};
+pub use bulk::{BulkAction, BulkStore, MAX_BYTES, MAX_DAYS};
 pub use changes::Changes;
 pub use imports::{
     Carries, ImportMode, ImportStore, ImportWritten, ImportedDevice, ImportedLink, ImportedUser,
@@ -63,6 +67,7 @@ pub use servers::{JoinRefusal, ServerInput, ServerPoint, ServerReport, ServerSto
 pub use sql::SqlStore;
 pub use traffic::{BATCH_USERS, StatsBatch, StatsState, TrafficBatch, TrafficStore};
 pub use tunnels::TunnelStore;
+pub use user_filter::{UserFilter, UserSort};
 pub use users::{UserInput, UserQuery, UserStore};
 
 use crate::model::FieldError;
@@ -117,6 +122,7 @@ pub trait Store:
     + AccountStore
     + AdminStore
     + AuditStore
+    + BulkStore
     + ImportStore
     + Send
     + Sync

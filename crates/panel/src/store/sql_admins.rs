@@ -307,12 +307,7 @@ impl AdminStore for SqlStore {
         query: &UserQuery,
         now_ms: i64,
     ) -> Result<(Vec<User>, u64), StoreError> {
-        let users = self.list_users(query, Some(admin_id), now_ms).await?;
-        let row = sqlx::query("SELECT COUNT(*) FROM users WHERE admin_id = $1")
-            .bind(admin_id)
-            .fetch_one(&self.read)
-            .await?;
-        Ok((users, to_u64(row.try_get(0)?)))
+        self.list_users(query, Some(admin_id), now_ms).await
     }
 
     async fn create_owned_user(

@@ -6,6 +6,7 @@ use sqlx::{Any, Row, Transaction};
 use super::rows::{self, USER, to_i64, to_u64};
 use super::sql::conflict;
 use super::token_hash::hash_token;
+use super::user_filter::{order, predicate};
 use super::users::{UserInput, UserQuery, UserStore};
 use super::{RouteStore, SqlStore, StoreError};
 use crate::model::{Credentials, Id, User, period_start};
@@ -101,57 +102,42 @@ impl SqlStore {
         Ok(())
     }
 
-    /// A page of users (of `owner`'s alone, when given), by id.
+    /// A page of users (of `owner`'s alone, when given), and how many the query
+    /// names in all.
     pub(super) async fn list_users(
         &self,
         query: &UserQuery,
         owner: Option<Id>,
         now_ms: i64,
-    ) -> Result<Vec<User>, StoreError> {
+    ) -> Result<(Vec<User>, u64), StoreError> {
         let limit = query.limit.unwrap_or(100).clamp(1, 1000);
         let offset = query.offset.unwrap_or(0);
-        // The owner is bound as $3 either way (-1 when any: no admin has it).
-        let mine = if owner.is_some() {
-            "admin_id = $3"
-        } else {
-            "$3 = $3"
-        };
-        let rows = match &query.search {
-            Some(s) if !s.is_empty() => {
-                let pattern = format!(
-                    "%{}%",
-                    s.replace('\\', "\\\\")
-                        .replace('%', "\\%")
-                        .replace('_', "\\_")
-                );
-                sqlx::query(&format!(
-                    "SELECT {USER} FROM users WHERE {mine} AND username LIKE $4 ESCAPE '\\' \
-                     ORDER BY id LIMIT $1 OFFSET $2"
-                ))
-                .bind(to_i64(limit))
-                .bind(to_i64(offset))
-                .bind(owner.unwrap_or(-1))
-                .bind(pattern)
-                .fetch_all(&self.read)
-                .await?
-            }
-            _ => {
-                sqlx::query(&format!(
-                    "SELECT {USER} FROM users WHERE {mine} ORDER BY id LIMIT $1 OFFSET $2"
-                ))
-                .bind(to_i64(limit))
-                .bind(to_i64(offset))
-                .bind(owner.unwrap_or(-1))
-                .fetch_all(&self.read)
-                .await?
-            }
-        };
+        let w = predicate(&query.filter(owner), now_ms);
+        let order = order(query.sort.unwrap_or_default(), query.desc.unwrap_or(false));
+        let n = w.args.len();
+        let sql = format!(
+            "SELECT {USER} FROM users WHERE 1 = 1{} ORDER BY {order} LIMIT ${} OFFSET ${}",
+            w.text,
+            n + 1,
+            n + 2
+        );
+        let rows = w
+            .bind(sqlx::query(&sql))
+            .bind(to_i64(limit))
+            .bind(to_i64(offset))
+            .fetch_all(&self.read)
+            .await?;
+        let count = format!("SELECT COUNT(*) FROM users WHERE 1 = 1{}", w.text);
+        let total = w.bind(sqlx::query(&count)).fetch_one(&self.read).await?;
         let mut users = rows
             .iter()
             .map(|r| rows::user(r, now_ms))
             .collect::<Result<Vec<_>, _>>()?;
         self.fill_clusters(&mut users).await?;
-        Ok(users.into_iter().map(|(u, _)| u).collect())
+        Ok((
+            users.into_iter().map(|(u, _)| u).collect(),
+            to_u64(total.try_get(0)?),
+        ))
     }
 
     /// Changes a user in `tx` (one of `owner`'s alone, when given: another's is not
@@ -206,7 +192,16 @@ impl SqlStore {
 #[async_trait]
 impl UserStore for SqlStore {
     async fn users(&self, query: &UserQuery, now_ms: i64) -> Result<Vec<User>, StoreError> {
-        self.list_users(query, None, now_ms).await
+        Ok(self.list_users(query, None, now_ms).await?.0)
+    }
+
+    async fn user_page(
+        &self,
+        query: &UserQuery,
+        admin_id: Option<Id>,
+        now_ms: i64,
+    ) -> Result<(Vec<User>, u64), StoreError> {
+        self.list_users(query, admin_id, now_ms).await
     }
 
     async fn user_count(&self) -> Result<u64, StoreError> {

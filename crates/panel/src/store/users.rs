@@ -87,6 +87,31 @@ pub struct UserQuery {
     /// At most this many (default 100, at most 1000).
     #[serde(default)]
     pub limit: Option<u64>,
+    /// Only users with this status now.
+    #[serde(default)]
+    pub status: Option<crate::model::UserStatus>,
+    /// Only users who see this cluster's routes (in it, or in every cluster).
+    #[serde(default)]
+    pub cluster: Option<Id>,
+    /// The order (default: by id).
+    #[serde(default)]
+    pub sort: Option<super::user_filter::UserSort>,
+    /// Descending.
+    #[serde(default)]
+    pub desc: Option<bool>,
+}
+
+impl UserQuery {
+    /// The filter it names (of `admin_id`'s users alone, when given).
+    pub fn filter(&self, admin_id: Option<Id>) -> super::user_filter::UserFilter<'_> {
+        super::user_filter::UserFilter {
+            search: self.search.as_deref(),
+            status: self.status,
+            cluster: self.cluster,
+            admin_id,
+            ids: None,
+        }
+    }
 }
 
 /// Users.
@@ -97,6 +122,15 @@ pub trait UserStore: Send + Sync {
 
     /// How many users there are.
     async fn user_count(&self) -> Result<u64, StoreError>;
+
+    /// A page of the users `query` names (of `admin_id`'s alone, when given), and how
+    /// many it names in all.
+    async fn user_page(
+        &self,
+        query: &UserQuery,
+        admin_id: Option<Id>,
+        now_ms: i64,
+    ) -> Result<(Vec<User>, u64), StoreError>;
 
     /// One user.
     async fn user(&self, id: Id, now_ms: i64) -> Result<User, StoreError>;

@@ -6,14 +6,39 @@ import { get, post, put, del } from "./api.js";
 import { bytes, when } from "./format.js";
 import { routingForm } from "./routing_form.js";
 import { importDialog } from "./import.js";
+import { bulkDialog } from "./users_bulk.js";
 
 const STATUS = { active: "Active", limited: "Limited", expired: "Expired", disabled: "Disabled", on_hold: "On hold" };
 const GIB = 1024 ** 3;
+const PAGE = 100;
+const SORTS = [["id", "Newest last"], ["username", "Name"], ["expires", "Expiry"], ["usage", "Usage"], ["online", "Last online"]];
 
 export async function usersPage(main, ctx) {
   const search = h("input", { name: "search", type: "search", placeholder: "Name contains…", "aria-label": "Search users" });
   const list = h("div", {});
   const count = h("span", { class: "muted" });
+  const reseller = document.body.dataset.role === "reseller";
+  const clusters = reseller ? [] : await get("/clusters");
+  const status = h("select", { name: "status" }, h("option", { value: "" }, "Any status"),
+    Object.entries(STATUS).map(([v, t]) => h("option", { value: v }, t)));
+  const cluster = h("select", { name: "cluster" }, h("option", { value: "" }, "Any cluster"),
+    clusters.map((c) => h("option", { value: c.id }, c.name)));
+  const sort = h("select", { name: "sort" }, SORTS.map(([v, t]) => h("option", { value: v }, t)));
+  const desc = h("input", { type: "checkbox", name: "desc" });
+  const pager = h("div", { class: "pager", "data-pager": "" });
+  const selected = new Set();
+  let offset = 0;
+  const filters = h("form", { class: "filters", "aria-label": "Filter users" },
+    field("Status", status), reseller ? null : field("Cluster", cluster), field("Sort by", sort),
+    h("label", { class: "check" }, desc, " Descending"));
+  filters.addEventListener("change", () => { offset = 0; load(true); });
+  filters.addEventListener("submit", (e) => e.preventDefault());
+  /** The filter as the bulk change names it. */
+  const filterBody = () => ({
+    search: search.value.trim() || null,
+    status: status.value || null,
+    cluster: cluster.value ? Number(cluster.value) : null,
+  });
   const quota = h("p", { class: "muted", "data-quota": "" });
   async function showQuota() {
     if (document.body.dataset.role !== "reseller") return;
@@ -34,24 +59,43 @@ export async function usersPage(main, ctx) {
         document.body.dataset.role === "owner"
           ? h("button", { type: "button", "data-import": "", onclick: async () => { if (await importDialog()) await load(true); } }, "Import…")
           : null,
+        // Bulk changes are the owner's and admins'.
+        reseller ? null : h("button", { type: "button", "data-bulk": "", onclick: async () => {
+          if (await bulkDialog([...selected], filterBody())) { selected.clear(); await load(true); }
+        } }, "Change many…"),
         h("button", { type: "button", class: "primary", "data-new-user": "", onclick: () => edit(null) }, "New user"))),
     quota,
-    list);
+    filters,
+    list,
+    pager);
   let last = "";
   async function load(force) {
     const q = search.value.trim();
-    const page = await get(`/users?limit=200${q ? `&search=${encodeURIComponent(q)}` : ""}`);
+    const params = new URLSearchParams({ limit: String(PAGE), offset: String(offset), sort: sort.value });
+    if (q) params.set("search", q);
+    if (status.value) params.set("status", status.value);
+    if (cluster.value) params.set("cluster", cluster.value);
+    if (desc.checked) params.set("desc", "true");
+    const page = await get(`/users?${params}`);
     const now = JSON.stringify(page);
     if (!force && (now === last || document.querySelector("dialog[open]"))) return;
     last = now;
     count.textContent = `${page.total} in all`;
+    fill(pager, page.total > PAGE ? [
+      h("button", { type: "button", disabled: offset === 0, onclick: () => { offset = Math.max(0, offset - PAGE); load(true); } }, "Previous"),
+      h("span", { class: "muted" }, ` ${offset + 1}–${Math.min(offset + PAGE, page.total)} of ${page.total} `),
+      h("button", { type: "button", disabled: offset + PAGE >= page.total, onclick: () => { offset += PAGE; load(true); } }, "Next"),
+    ] : []);
     await showQuota();
     fill(list, page.users.length ? table(page.users) : h("p", { class: "muted" }, q ? "Nobody matches." : "No user yet."));
   }
   function table(users) {
     return h("div", { class: "table-wrap" }, h("table", { class: "users" },
-      h("thead", {}, h("tr", {}, ["User", "Status", "Usage", "Expires", "Online", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, reseller ? null : h("th", { scope: "col" }, h("span", { class: "visually-hidden" }, "Selected")),
+        ["User", "Status", "Usage", "Expires", "Online", ""].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, users.map((u) => h("tr", { "data-user": u.id },
+        reseller ? null : h("td", {}, h("input", { type: "checkbox", name: "select", "aria-label": `Select ${u.username}`, checked: selected.has(u.id),
+          onchange: (e) => { if (e.target.checked) selected.add(u.id); else selected.delete(u.id); } })),
         h("th", { scope: "row" }, h("span", { class: "username" }, u.username), u.note ? h("small", { class: "muted block" }, u.note) : null, limits(u)),
         h("td", {}, h("span", { class: `badge status-${u.status}` }, STATUS[u.status] || u.status)),
         h("td", {}, usage(u)),
@@ -79,7 +123,7 @@ export async function usersPage(main, ctx) {
     await load(true);
   }
   let timer = null;
-  search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => load(true), 250); });
+  search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => { offset = 0; load(true); }, 250); });
   await load(true);
   ctx.every(5000, () => load(false).catch(() => {}));
 }
