@@ -19,6 +19,7 @@ use crate::store::{InboundInput, ServerInput, Store, StoreError, UserInput};
 
 mod admins;
 mod imported;
+mod plans;
 mod private_dest;
 mod tunnel_dest;
 mod tunnels;
@@ -68,6 +69,7 @@ pub fn random_token(bytes: usize) -> String {
 }
 
 pub use admins::check_admin;
+pub use plans::user_from_plan;
 pub use switchyard_config::hex::encode as hex;
 
 /// A random version-4 UUID.

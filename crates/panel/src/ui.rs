@@ -57,6 +57,7 @@ const ASSETS: &[Asset] = assets![
     "js/account.js" => JS,
     "js/admins.js" => JS,
     "js/audit.js" => JS,
+    "js/plans.js" => JS,
     "js/templates.js" => JS,
 ];
 

@@ -47,6 +47,7 @@ fn describe(method: &Method, pattern: &str) -> (String, String, Option<usize>) {
         ("POST", _, true) => "create".to_owned(),
         ("PUT", _, true) => "update".to_owned(),
         ("DELETE", _, true) => "delete".to_owned(),
+        ("POST", "plan", false) if tail == ["users"] => "make user".to_owned(),
         ("POST", _, false) => tail.join(" "),
         ("PUT", _, false) => format!("set {}", tail.join(" ")),
         (m, _, false) => format!("{} {}", m.to_lowercase(), tail.join(" ")),

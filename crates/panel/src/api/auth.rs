@@ -117,7 +117,10 @@ async fn authorize(parts: &mut Parts, state: &AppState, admin: &Admin) -> Result
             let not_found = || ApiError::new(StatusCode::NOT_FOUND, "user not found");
             // The id as the router read it (a nested router's URI has lost its
             // prefix); a route of a user that cannot be read is nobody's.
-            if pattern.as_deref().is_some_and(|p| p.contains("{id}")) {
+            if pattern
+                .as_deref()
+                .is_some_and(|p| p.starts_with("/api/v1/users/") && p.contains("{id}"))
+            {
                 let params = axum::extract::RawPathParams::from_request_parts(parts, state)
                     .await
                     .map_err(|_| not_found())?;

@@ -17,6 +17,7 @@ pub mod imports;
 pub mod install;
 pub mod login_limit;
 pub mod metrics;
+pub mod plans;
 pub mod policy;
 pub mod problem;
 pub mod resources;
@@ -273,7 +274,8 @@ impl AppState {
         resources::delete_inbound,
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
-        users_bulk::bulk, users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash, rule_sets::xray,
+        users_bulk::bulk, plans::plans, plans::create_plan, plans::plan, plans::update_plan,
+        plans::delete_plan, plans::user_from_plan, users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash, rule_sets::xray,
         routing::cluster_routing, routing::set_cluster_routing, routing::user_routing,
         routing::set_user_routing, templates::template, templates::set_template,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
@@ -506,6 +508,14 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/users", get(users::users).post(users::create_user))
         .route("/users/bulk", post(users_bulk::bulk))
+        .route("/plans", get(plans::plans).post(plans::create_plan))
+        .route(
+            "/plans/{id}",
+            get(plans::plan)
+                .put(plans::update_plan)
+                .delete(plans::delete_plan),
+        )
+        .route("/plans/{id}/users", post(plans::user_from_plan))
         .route("/imports/{source}", post(imports::import))
         .route(
             "/users/{id}",

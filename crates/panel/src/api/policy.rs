@@ -8,8 +8,9 @@
 //! - The admins and imports (which make admins) are the owner's alone
 //!   ([`OWNER_ONLY`]).
 //! - An admin may do everything else; a read-only admin may read it.
-//! - A reseller may list clusters (to put users in them) and work on users, their
-//!   own alone ([`Access::OwnUsers`]): the caller checks which user an id names.
+//! - A reseller may list clusters (to put users in them) and plans, make users from a
+//!   plan, and work on users, their own alone ([`Access::OwnUsers`]): the caller
+//!   checks which user an id under `/api/v1/users/` names.
 
 use axum::http::Method;
 
@@ -79,10 +80,11 @@ pub fn access(role: Role, method: &Method, pattern: Option<&str>) -> Access {
             let users = pattern == USERS
                 || pattern
                     .strip_prefix(USERS)
-                    .is_some_and(|rest| rest.starts_with("/{id}"));
+                    .is_some_and(|rest| rest.starts_with("/{id}"))
+                || (pattern == "/api/v1/plans/{id}/users" && *method == Method::POST);
             if users {
                 Access::OwnUsers
-            } else if pattern == "/api/v1/clusters" && reads(method) {
+            } else if matches!(pattern, "/api/v1/clusters" | "/api/v1/plans") && reads(method) {
                 Access::Allowed
             } else {
                 Access::Denied("a reseller works on their own users alone")
@@ -156,6 +158,22 @@ mod tests {
             access(Role::Reseller, &Method::GET, Some("/api/v1/clusters")),
             Access::Allowed
         );
+        assert_eq!(
+            access(Role::Reseller, &Method::GET, Some("/api/v1/plans")),
+            Access::Allowed
+        );
+        assert_eq!(
+            access(
+                Role::Reseller,
+                &Method::POST,
+                Some("/api/v1/plans/{id}/users")
+            ),
+            Access::OwnUsers
+        );
+        assert!(matches!(
+            access(Role::Reseller, &Method::POST, Some("/api/v1/plans")),
+            Access::Denied(_)
+        ));
         for (m, p) in [
             (Method::POST, "/api/v1/clusters"),
             (Method::GET, "/api/v1/clusters/{id}"),

@@ -13,6 +13,7 @@ pub mod hysteria2;
 pub mod inbound;
 pub mod inbound_rules;
 pub mod names;
+pub mod plan;
 pub mod routing;
 pub mod snapshot;
 pub mod trusted_proxies;
@@ -32,6 +33,7 @@ pub use inbound::{
     check_reality_and_flow,
 };
 pub use inbound_rules::{InboundRules, TunnelDestinations, check_inbound_rules};
+pub use plan::{Plan, PlanInput};
 pub use trusted_proxies::check_trusted_proxies;
 pub use user::{ResetStrategy, Standing, UserStatus, period_start};
 

@@ -17,6 +17,7 @@ mod bulk;
 mod changes;
 mod imports;
 mod inbounds;
+mod plans;
 mod rollout;
 mod routes;
 mod routing;
@@ -30,6 +31,7 @@ mod sql_bulk;
 mod sql_imports;
 mod sql_inbounds;
 mod sql_join;
+mod sql_plans;
 mod sql_routes;
 mod sql_routing;
 mod sql_servers;
@@ -59,6 +61,7 @@ pub use imports::{
     Carries, ImportMode, ImportStore, ImportWritten, ImportedDevice, ImportedLink, ImportedUser,
 };
 pub use inbounds::{InboundInput, InboundStore};
+pub use plans::PlanStore;
 pub use routes::{
     Device, DeviceOutcome, DeviceSeen, MAX_DEVICES, RouteInput, RouteStore, Subscriber,
 };
@@ -123,6 +126,7 @@ pub trait Store:
     + AdminStore
     + AuditStore
     + BulkStore
+    + PlanStore
     + ImportStore
     + Send
     + Sync

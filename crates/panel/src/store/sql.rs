@@ -100,6 +100,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0023_import_links.sql"),
             include_str!("../../migrations/sqlite/0024_roles.sql"),
             include_str!("../../migrations/sqlite/0025_audit.sql"),
+            include_str!("../../migrations/sqlite/0026_plans.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -127,6 +128,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0023_import_links.sql"),
             include_str!("../../migrations/postgres/0024_roles.sql"),
             include_str!("../../migrations/postgres/0025_audit.sql"),
+            include_str!("../../migrations/postgres/0026_plans.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -157,6 +159,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (23, "import_links"),
         (24, "roles"),
         (25, "audit"),
+        (26, "plans"),
     ];
     let migrations = files
         .iter()

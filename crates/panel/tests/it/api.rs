@@ -1208,7 +1208,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 50] = [
+const ROUTES: [(&str, &[&str]); 53] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
@@ -1230,6 +1230,9 @@ const ROUTES: [(&str, &[&str]); 50] = [
     ("/api/v1/routes/{id}", &["delete", "get", "put"]),
     ("/api/v1/routes/{id}/move", &["post"]),
     ("/api/v1/inbounds/{id}/route", &["put"]),
+    ("/api/v1/plans", &["get", "post"]),
+    ("/api/v1/plans/{id}", &["delete", "get", "put"]),
+    ("/api/v1/plans/{id}/users", &["post"]),
     ("/api/v1/users/{id}/devices", &["get"]),
     ("/api/v1/users/{id}/devices/{device}", &["delete"]),
     ("/api/v1/servers", &["get", "post"]),

@@ -44,6 +44,7 @@ mod join_tokens;
 mod listener;
 mod logins;
 mod nodes;
+mod plans;
 mod real_clients;
 mod reality;
 mod roles;

@@ -128,7 +128,16 @@ async fn story(h: &Harness) {
             let status = call(h, &reseller_a, m, &fill(p, id)).await;
             let want = if users(p) && p != "/api/v1/users" {
                 StatusCode::NOT_FOUND
-            } else if p == "/api/v1/users" || (p == "/api/v1/clusters" && *m == Method::GET) {
+            } else if p == "/api/v1/users"
+                || (matches!(p.as_str(), "/api/v1/clusters" | "/api/v1/plans") && *m == Method::GET)
+            {
+                continue;
+            } else if p == "/api/v1/plans/{id}/users" {
+                // Open to a reseller; the empty body is refused before any plan is read.
+                assert_eq!(
+                    call(h, &reseller_a, m, &fill(p, id)).await,
+                    StatusCode::UNPROCESSABLE_ENTITY
+                );
                 continue;
             } else {
                 StatusCode::FORBIDDEN

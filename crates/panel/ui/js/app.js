@@ -11,6 +11,7 @@ import { accountPage } from "./account.js";
 import { templatesPage } from "./templates.js";
 import { adminsPage } from "./admins.js";
 import { auditPage } from "./audit.js";
+import { plansPage } from "./plans.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -46,6 +47,7 @@ const PAGES = [
   [/^#\/templates$/, () => templatesPage(main)],
   [/^#\/admins$/, () => adminsPage(main, me)],
   [/^#\/audit$/, () => auditPage(main, me)],
+  [/^#\/plans$/, () => plansPage(main)],
 ];
 
 async function show() {
@@ -96,6 +98,7 @@ function drawNav() {
     reseller ? null : h("a", { href: "#/clusters" }, "Clusters"),
     h("a", { href: "#/users" }, "Users"),
     reseller ? null : h("a", { href: "#/tunnels" }, "Tunnels"),
+    reseller ? null : h("a", { href: "#/plans" }, "Plans"),
     reseller ? null : h("a", { href: "#/templates" }, "Templates"),
     role === "owner" ? h("a", { href: "#/admins" }, "Admins") : null,
     reseller ? null : h("a", { href: "#/audit" }, "Audit"),

@@ -148,6 +148,7 @@ function usage(u) {
 async function userForm(u) {
   const editing = Boolean(u);
   const clusters = await get("/clusters");
+  const plans = editing ? [] : await get("/plans");
   return dialog(editing ? `Edit user ${u.username}` : "New user", (close) => {
     const username = h("input", { name: "username", required: true, maxlength: 64, value: u ? u.username : "", autofocus: true });
     const enabled = h("input", { type: "checkbox", name: "enabled", checked: u ? u.enabled : true });
@@ -171,7 +172,24 @@ async function userForm(u) {
       h("label", { class: "check" }, every, " Every cluster"), chosen,
       h("small", { class: "hint" }, "Whose routes the user gets"),
       h("small", { class: "error", role: "alert" }));
+    // A plan fills the fields below; they stay editable.
+    const plan = h("select", { name: "plan" }, h("option", { value: "" }, "None"),
+      plans.map((p) => h("option", { value: p.id }, p.name)));
+    plan.addEventListener("change", () => {
+      const p = plans.find((x) => String(x.id) === plan.value);
+      if (!p) return;
+      limit.value = p.traffic_limit ? +(p.traffic_limit / GIB).toFixed(2) : "";
+      reset.value = p.reset_strategy;
+      expires.value = p.expiry_days && !p.on_hold ? local(Date.now() + p.expiry_days * 86400000) : "";
+      hold.value = p.expiry_days && p.on_hold ? p.expiry_days : "";
+      devices.value = p.device_limit || "";
+      addresses.value = p.address_limit || "";
+      every.checked = !p.clusters;
+      for (const b of boxes) b.checked = Boolean(p.clusters && p.clusters.includes(Number(b.value)));
+      every.dispatchEvent(new Event("change"));
+    });
     const form = h("form", {},
+      plans.length ? field("From plan", plan, "Fills the fields below") : null,
       field("User name", username),
       h("label", { class: "check" }, enabled, " Enabled"),
       field("Traffic limit (GiB)", limit, "Empty: unlimited"),

@@ -1,0 +1,95 @@
+// Plans: the defaults new users are made from (limit and reset, days until expiry or
+// a hold, device and address limits, clusters). The user form offers them.
+
+import { h, fill, field, dialog, showError, confirmAction, toast } from "./dom.js";
+import { get, post, put, del } from "./api.js";
+import { bytes } from "./format.js";
+
+const GIB = 1024 ** 3;
+const RESETS = [["none", "Never"], ["day", "Every day"], ["week", "Every week"], ["month", "Every month (1st)"],
+  ["month_from_start", "Every month (from the day created)"], ["year", "Every year"]];
+
+export async function plansPage(main) {
+  const list = h("div", {});
+  fill(main,
+    h("div", { class: "page-head" }, h("h1", {}, "Plans"),
+      h("div", { class: "actions" },
+        h("button", { type: "button", class: "primary", "data-new-plan": "", onclick: () => edit(null) }, "New plan"))),
+    h("p", { class: "muted" }, "Defaults a new user is made from. Changing a plan does not change the users made from it."),
+    list);
+  async function load() {
+    const plans = await get("/plans");
+    fill(list, plans.length ? h("div", { class: "table-wrap" }, h("table", { class: "plans" },
+      h("thead", {}, h("tr", {}, ["Plan", "Traffic", "Expiry", "Devices", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, plans.map((p) => h("tr", { "data-plan": p.name },
+        h("th", { scope: "row" }, p.name),
+        h("td", {}, p.traffic_limit ? bytes(p.traffic_limit) : "unlimited"),
+        h("td", {}, p.expiry_days ? `${p.expiry_days} days${p.on_hold ? " from the first connection" : ""}` : "never"),
+        h("td", {}, p.device_limit || "no limit"),
+        h("td", { class: "row-actions" },
+          h("button", { type: "button", onclick: () => edit(p) }, "Edit"),
+          h("button", { type: "button", class: "danger-text", onclick: () => remove(p) }, "Delete")))))))
+      : h("p", { class: "muted" }, "No plan yet."));
+  }
+  async function edit(p) {
+    if (await planForm(p)) await load();
+  }
+  async function remove(p) {
+    const ok = await confirmAction(`Delete plan ${p.name}?`, "Users made from it stay as they are.", "Delete plan");
+    if (!ok) return;
+    try { await del(`/plans/${p.id}`); toast(`Plan ${p.name} deleted`); } catch (err) { toast(err.message, "bad"); }
+    await load();
+  }
+  await load();
+}
+
+async function planForm(p) {
+  const clusters = await get("/clusters");
+  const editing = Boolean(p);
+  return dialog(editing ? `Edit plan ${p.name}` : "New plan", (close) => {
+    const name = h("input", { name: "name", required: true, maxlength: 64, value: p ? p.name : "", autofocus: true });
+    const limit = h("input", { name: "traffic_limit", type: "number", min: 0, step: "0.1", value: p && p.traffic_limit ? +(p.traffic_limit / GIB).toFixed(2) : "", placeholder: "unlimited" });
+    const reset = h("select", { name: "reset_strategy" },
+      RESETS.map(([v, t]) => h("option", { value: v, selected: (p ? p.reset_strategy : "none") === v }, t)));
+    const days = h("input", { name: "expiry_days", type: "number", min: 1, max: 36500, value: p && p.expiry_days ? p.expiry_days : "", placeholder: "never" });
+    const hold = h("input", { type: "checkbox", name: "on_hold", checked: Boolean(p && p.on_hold) });
+    const devices = h("input", { name: "device_limit", type: "number", min: 1, max: 1000, value: p && p.device_limit ? p.device_limit : "", placeholder: "no limit" });
+    const addresses = h("input", { name: "address_limit", type: "number", min: 1, max: 1000, value: p && p.address_limit ? p.address_limit : "", placeholder: "no limit" });
+    const boxes = clusters.map((c) => h("input", { type: "checkbox", name: "plan_clusters", value: c.id, checked: Boolean(p && p.clusters && p.clusters.includes(c.id)) }));
+    const form = h("form", {},
+      field("Name", name),
+      field("Traffic limit (GiB)", limit, "Empty: unlimited"),
+      field("Usage resets", reset),
+      field("Expires after (days)", days, "Empty: never"),
+      h("div", { class: "field", "data-field": "on_hold" }, h("label", { class: "check" }, hold, " Count the days from the first connection"),
+        h("small", { class: "error", role: "alert" })),
+      field("Devices", devices, "Empty: no limit"),
+      field("Addresses at once", addresses, "Empty: no limit"),
+      h("div", { class: "field", "data-field": "clusters" }, h("span", {}, "Clusters"),
+        ...boxes.map((b, i) => h("label", { class: "check" }, b, ` ${clusters[i].name}`)),
+        h("small", { class: "hint" }, "None ticked: every cluster"), h("small", { class: "error", role: "alert" })),
+      h("p", { class: "form-error", role: "alert" }),
+      h("div", { class: "actions" },
+        h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
+        h("button", { type: "submit", class: "primary" }, editing ? "Save" : "Create plan")));
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      showError(form, null);
+      const ticked = boxes.filter((b) => b.checked).map((b) => Number(b.value));
+      const body = {
+        name: name.value.trim(),
+        traffic_limit: limit.value === "" ? null : Math.round(Number(limit.value) * GIB),
+        reset_strategy: reset.value,
+        expiry_days: days.value ? Number(days.value) : null,
+        on_hold: hold.checked,
+        device_limit: devices.value ? Number(devices.value) : null,
+        address_limit: addresses.value ? Number(addresses.value) : null,
+        clusters: ticked.length ? ticked : null,
+      };
+      try {
+        close(editing ? await put(`/plans/${p.id}`, body) : await post("/plans", body));
+      } catch (err) { showError(form, err); }
+    });
+    return form;
+  });
+}
