@@ -32,6 +32,7 @@ pub mod store;
 pub mod subscription;
 pub mod ui;
 pub mod upgrade;
+pub mod webhooks;
 
 pub use config::PanelConfig;
 pub use run::Panel;

@@ -354,6 +354,10 @@ impl Panel {
                 crate::serve::serve(l, router, &http, stats, tls, s.cancelled_owned()).await;
             }));
         }
+        tasks.push(tokio::spawn(crate::webhooks::run(
+            shared.clone(),
+            stop.clone(),
+        )));
         let s = stop.clone();
         let resets = shared.clone();
         tasks.push(tokio::spawn(async move {

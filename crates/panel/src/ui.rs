@@ -58,6 +58,7 @@ const ASSETS: &[Asset] = assets![
     "js/admins.js" => JS,
     "js/audit.js" => JS,
     "js/plans.js" => JS,
+    "js/webhooks.js" => JS,
     "js/templates.js" => JS,
 ];
 

@@ -1,5 +1,6 @@
 //! The audit log's two ends: a layer over the API that records every change an admin
-//! makes (a write answered 2xx, and logins), and `GET /api/v1/audit` to read it.
+//! makes (a write answered 2xx, and logins), and `GET /api/v1/audit` to read it. The
+//! layer also queues the webhook events of users' changes ([`crate::webhooks`]).
 //!
 //! The layer never reads a request's body: what is recorded is who ([`Actor`], filled
 //! by authentication), the route (the action and the kind of object), the object's
@@ -56,6 +57,17 @@ fn describe(method: &Method, pattern: &str) -> (String, String, Option<usize>) {
     (action, kind, id_at)
 }
 
+/// The webhook event a change is (`None`: none is sent for it).
+fn event_of(kind: &str, action: &str) -> Option<&'static str> {
+    match (kind, action) {
+        ("user", "create") | ("plan", "make user") => Some("user.created"),
+        ("user", "delete") => Some("user.deleted"),
+        ("user", "bulk") => Some("users.bulk"),
+        ("user", _) => Some("user.changed"),
+        _ => None,
+    }
+}
+
 /// Records the changes the API makes: wraps every route under `/api/v1`.
 pub async fn layer(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
@@ -89,6 +101,7 @@ pub async fn layer(State(state): State<AppState>, mut req: Request, next: Next) 
     let small = axum::body::HttpBody::size_hint(&body)
         .upper()
         .is_some_and(|n| n <= ANSWER_BYTES);
+    let mut data = serde_json::Value::Null;
     let (body, named) = if small {
         match axum::body::to_bytes(body, usize::try_from(ANSWER_BYTES).unwrap_or(usize::MAX)).await
         {
@@ -112,6 +125,7 @@ pub async fn layer(State(state): State<AppState>, mut req: Request, next: Next) 
                         .and_then(|v| v.get("id"))
                         .and_then(|i| i.as_i64());
                 }
+                data = v.unwrap_or_default();
                 (axum::body::Body::from(bytes), name)
             }
             Err(_) => (axum::body::Body::empty(), None),
@@ -143,6 +157,19 @@ pub async fn layer(State(state): State<AppState>, mut req: Request, next: Next) 
         .saturating_sub(KEEP_DAYS.saturating_mul(86_400_000));
     if let Err(e) = state.store().record(&entry, keep_from).await {
         tracing::warn!(error = %e, action = %entry.action, "the audit log could not record a change");
+    }
+    if let Some(event) = event_of(&entry.kind, &entry.action) {
+        if data.is_null() {
+            data = serde_json::json!({"id": entry.object_id});
+        }
+        crate::webhooks::enqueue(
+            state.store().as_ref(),
+            event,
+            &entry.admin,
+            data,
+            entry.at_ms,
+        )
+        .await;
     }
     Response::from_parts(parts, body)
 }

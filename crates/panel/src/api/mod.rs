@@ -31,6 +31,7 @@ pub mod tunnels;
 pub mod upgrade;
 pub mod users;
 pub mod users_bulk;
+pub mod webhooks;
 
 use std::sync::Arc;
 
@@ -275,7 +276,9 @@ impl AppState {
         users::users, users::create_user, users::user, users::update_user, users::delete_user,
         users::reset_usage, users::revoke_subscription, users::devices, users::delete_device,
         users_bulk::bulk, plans::plans, plans::create_plan, plans::plan, plans::update_plan,
-        plans::delete_plan, plans::user_from_plan, users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash, rule_sets::xray,
+        plans::delete_plan, plans::user_from_plan, webhooks::webhooks, webhooks::create_webhook,
+        webhooks::webhook, webhooks::update_webhook, webhooks::delete_webhook, webhooks::test_webhook,
+        webhooks::deliveries, webhooks::replay, users::subscription_link, users::subscription_qr, rule_sets::singbox, rule_sets::clash, rule_sets::xray,
         routing::cluster_routing, routing::set_cluster_routing, routing::user_routing,
         routing::set_user_routing, templates::template, templates::set_template,
         tunnels::tunnels, tunnels::create_tunnel, tunnels::tunnel, tunnels::update_tunnel,
@@ -516,6 +519,22 @@ pub fn router(state: AppState) -> Router {
                 .delete(plans::delete_plan),
         )
         .route("/plans/{id}/users", post(plans::user_from_plan))
+        .route(
+            "/webhooks",
+            get(webhooks::webhooks).post(webhooks::create_webhook),
+        )
+        .route(
+            "/webhooks/{id}",
+            get(webhooks::webhook)
+                .put(webhooks::update_webhook)
+                .delete(webhooks::delete_webhook),
+        )
+        .route("/webhooks/{id}/test", post(webhooks::test_webhook))
+        .route("/webhooks/{id}/deliveries", get(webhooks::deliveries))
+        .route(
+            "/webhooks/{id}/deliveries/{delivery}/replay",
+            post(webhooks::replay),
+        )
         .route("/imports/{source}", post(imports::import))
         .route(
             "/users/{id}",

@@ -5,8 +5,8 @@
 //!
 //! - Every role manages its own login: the session, its password, its sessions and
 //!   its API tokens ([`SELF_SERVICE`]).
-//! - The admins and imports (which make admins) are the owner's alone
-//!   ([`OWNER_ONLY`]).
+//! - The admins, imports (which make admins) and webhooks (panel settings) are the
+//!   owner's alone ([`owner_only`]).
 //! - An admin may do everything else; a read-only admin may read it.
 //! - A reseller may list clusters (to put users in them) and plans, make users from a
 //!   plan, and work on users, their own alone ([`Access::OwnUsers`]): the caller
@@ -47,6 +47,12 @@ pub const OWNER_ONLY: [&str; 4] = [
     "/api/v1/imports/{source}",
 ];
 
+/// Whether only an owner may call the route `pattern`: [`OWNER_ONLY`] and the
+/// webhooks.
+pub fn owner_only(pattern: &str) -> bool {
+    OWNER_ONLY.contains(&pattern) || pattern.starts_with("/api/v1/webhooks")
+}
+
 /// The users' routes, the reseller's whole world (with the cluster list).
 const USERS: &str = "/api/v1/users";
 
@@ -66,10 +72,10 @@ pub fn access(role: Role, method: &Method, pattern: Option<&str>) -> Access {
     if SELF_SERVICE.contains(&pattern) {
         return Access::Allowed;
     }
-    if OWNER_ONLY.contains(&pattern) {
+    if owner_only(pattern) {
         return match role {
             Role::Owner => Access::Allowed,
-            _ => Access::Denied("only an owner manages admins and imports"),
+            _ => Access::Denied("only an owner manages admins, imports and webhooks"),
         };
     }
     match role {
@@ -121,7 +127,7 @@ mod tests {
             for role in [Role::Admin, Role::Reseller, Role::ReadOnly] {
                 assert_eq!(
                     access(role, &Method::GET, Some(p)),
-                    Access::Denied("only an owner manages admins and imports"),
+                    Access::Denied("only an owner manages admins, imports and webhooks"),
                     "{role:?} {p}"
                 );
             }

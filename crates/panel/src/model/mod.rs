@@ -19,6 +19,7 @@ pub mod snapshot;
 pub mod trusted_proxies;
 pub mod tunnel;
 pub mod user;
+pub mod webhook;
 pub mod xhttp;
 
 use serde::{Deserialize, Serialize};
@@ -36,6 +37,7 @@ pub use inbound_rules::{InboundRules, TunnelDestinations, check_inbound_rules};
 pub use plan::{Plan, PlanInput};
 pub use trusted_proxies::check_trusted_proxies;
 pub use user::{ResetStrategy, Standing, UserStatus, period_start};
+pub use webhook::{Webhook, WebhookInput};
 
 /// The Shadowsocks 2022 methods and their key lengths.
 pub const SS_METHODS: [(&str, usize); 3] = [

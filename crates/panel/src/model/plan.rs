@@ -8,16 +8,63 @@ use utoipa::ToSchema;
 
 use super::{FieldError, Id, ResetStrategy, check_name};
 
-/// A plan as stored.
+/// A plan as stored: its id, when it was made, and its settings (the fields of
+/// [`PlanInput`], written out: a flattened input would bring its refusal of other
+/// fields into this schema).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Plan {
     /// Id.
     pub id: Id,
-    /// Its settings.
-    #[serde(flatten)]
-    pub input: PlanInput,
+    /// Unique name.
+    pub name: String,
+    /// Bytes per period; unset is unlimited.
+    pub traffic_limit: Option<u64>,
+    /// When the counter starts over.
+    pub reset_strategy: ResetStrategy,
+    /// Days until expiry (from being made, or from the first connection).
+    pub expiry_days: Option<u32>,
+    /// The expiry clock starts at the first connection.
+    pub on_hold: bool,
+    /// At most this many devices.
+    pub device_limit: Option<u32>,
+    /// At most this many addresses at once, on each server.
+    pub address_limit: Option<u32>,
+    /// The clusters; every cluster when unset.
+    pub clusters: Option<Vec<Id>>,
     /// Unix ms.
     pub created_ms: i64,
+}
+
+impl Plan {
+    /// The plan `id` made at `created_ms` with `input`.
+    pub fn new(id: Id, input: PlanInput, created_ms: i64) -> Self {
+        Self {
+            id,
+            name: input.name,
+            traffic_limit: input.traffic_limit,
+            reset_strategy: input.reset_strategy,
+            expiry_days: input.expiry_days,
+            on_hold: input.on_hold,
+            device_limit: input.device_limit,
+            address_limit: input.address_limit,
+            clusters: input.clusters,
+            created_ms,
+        }
+    }
+
+    /// Its settings.
+    pub fn input(&self) -> PlanInput {
+        PlanInput {
+            name: self.name.clone(),
+            traffic_limit: self.traffic_limit,
+            reset_strategy: self.reset_strategy,
+            expiry_days: self.expiry_days,
+            on_hold: self.on_hold,
+            device_limit: self.device_limit,
+            address_limit: self.address_limit,
+            clusters: self.clusters.clone(),
+        }
+    }
 }
 
 /// A new or changed plan.

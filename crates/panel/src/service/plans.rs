@@ -38,7 +38,7 @@ impl Service {
         now_ms: i64,
     ) -> Result<User, ServiceError> {
         let plan = self.store.plan(plan).await?;
-        let input = user_from_plan(&plan.input, username, note, now_ms);
+        let input = user_from_plan(&plan.input(), username, note, now_ms);
         match reseller {
             Some(r) => self.create_owned_user(r, &input, now_ms).await,
             None => self.create_user(&input, now_ms).await,

@@ -38,6 +38,7 @@ mod sql_servers;
 mod sql_traffic;
 mod sql_tunnels;
 mod sql_users;
+mod sql_webhooks;
 mod sqlite_file;
 #[cfg(test)]
 mod strict_tests;
@@ -46,6 +47,7 @@ mod traffic;
 mod tunnels;
 mod user_filter;
 mod users;
+mod webhooks;
 
 use async_trait::async_trait;
 use thiserror::Error;
@@ -72,6 +74,7 @@ pub use traffic::{BATCH_USERS, StatsBatch, StatsState, TrafficBatch, TrafficStor
 pub use tunnels::TunnelStore;
 pub use user_filter::{UserFilter, UserSort};
 pub use users::{UserInput, UserQuery, UserStore};
+pub use webhooks::{Attempt, Delivery, Due, WebhookStore};
 
 use crate::model::FieldError;
 
@@ -127,6 +130,7 @@ pub trait Store:
     + AuditStore
     + BulkStore
     + PlanStore
+    + WebhookStore
     + ImportStore
     + Send
     + Sync

@@ -101,6 +101,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0024_roles.sql"),
             include_str!("../../migrations/sqlite/0025_audit.sql"),
             include_str!("../../migrations/sqlite/0026_plans.sql"),
+            include_str!("../../migrations/sqlite/0027_webhooks.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -129,6 +130,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0024_roles.sql"),
             include_str!("../../migrations/postgres/0025_audit.sql"),
             include_str!("../../migrations/postgres/0026_plans.sql"),
+            include_str!("../../migrations/postgres/0027_webhooks.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -160,6 +162,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (24, "roles"),
         (25, "audit"),
         (26, "plans"),
+        (27, "webhooks"),
     ];
     let migrations = files
         .iter()

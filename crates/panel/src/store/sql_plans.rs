@@ -20,9 +20,9 @@ fn small(v: Option<i64>) -> Option<u32> {
 fn plan(r: &AnyRow) -> Result<Plan, sqlx::Error> {
     let clusters: Option<String> = r.try_get("clusters")?;
     let strategy: String = r.try_get("reset_strategy")?;
-    Ok(Plan {
-        id: r.try_get("id")?,
-        input: PlanInput {
+    Ok(Plan::new(
+        r.try_get("id")?,
+        PlanInput {
             name: r.try_get("name")?,
             traffic_limit: r.try_get::<Option<i64>, _>("traffic_limit")?.map(to_u64),
             reset_strategy: ResetStrategy::parse(&strategy).unwrap_or_default(),
@@ -33,8 +33,8 @@ fn plan(r: &AnyRow) -> Result<Plan, sqlx::Error> {
             // Written by this panel as a JSON list; anything else is every cluster.
             clusters: clusters.and_then(|c| serde_json::from_str(&c).ok()),
         },
-        created_ms: r.try_get("created_ms")?,
-    })
+        r.try_get("created_ms")?,
+    ))
 }
 
 fn clusters_text(input: &PlanInput) -> Option<String> {

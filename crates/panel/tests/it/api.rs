@@ -1208,7 +1208,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 53] = [
+const ROUTES: [(&str, &[&str]); 58] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
@@ -1252,6 +1252,14 @@ const ROUTES: [(&str, &[&str]); 53] = [
     ("/api/v1/users/{id}/revoke-subscription", &["post"]),
     ("/api/v1/users/{id}/subscription", &["get"]),
     ("/api/v1/users/{id}/subscription.svg", &["get"]),
+    ("/api/v1/webhooks", &["get", "post"]),
+    ("/api/v1/webhooks/{id}", &["delete", "get", "put"]),
+    ("/api/v1/webhooks/{id}/deliveries", &["get"]),
+    (
+        "/api/v1/webhooks/{id}/deliveries/{delivery}/replay",
+        &["post"],
+    ),
+    ("/api/v1/webhooks/{id}/test", &["post"]),
     ("/api/v1/imports/{source}", &["post"]),
     ("/api/v1/tunnels", &["get", "post"]),
     ("/api/v1/tunnels/{id}", &["delete", "get", "put"]),

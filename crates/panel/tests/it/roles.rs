@@ -4,7 +4,7 @@
 
 use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
-use switchyard_panel::api::policy::{OWNER_ONLY, SELF_SERVICE};
+use switchyard_panel::api::policy::{SELF_SERVICE, owner_only};
 use switchyard_panel::store::{Changes, SqlStore};
 
 use crate::common::{Harness, one_user};
@@ -85,6 +85,7 @@ fn fill(pattern: &str, id: i64) -> String {
     pattern
         .replace("{id}", &id.to_string())
         .replace("{device}", "1")
+        .replace("{delivery}", "1")
         .replace("{source}", "marzban")
         .replace("{format}", "sing-box")
 }
@@ -118,7 +119,7 @@ async fn story(h: &Harness) {
     let bob_id = bob["id"].as_i64().unwrap();
     let ops = operations(h).await;
     let own = |p: &str| SELF_SERVICE.contains(&p);
-    let owners = |p: &str| OWNER_ONLY.contains(&p);
+    let owners = |p: &str| owner_only(p);
     let users = |p: &str| p == "/api/v1/users" || p.starts_with("/api/v1/users/{id}");
 
     // A reseller: another reseller's user (and the owner's) is not found by any

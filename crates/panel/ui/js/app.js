@@ -12,6 +12,7 @@ import { templatesPage } from "./templates.js";
 import { adminsPage } from "./admins.js";
 import { auditPage } from "./audit.js";
 import { plansPage } from "./plans.js";
+import { webhooksPage } from "./webhooks.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -48,6 +49,7 @@ const PAGES = [
   [/^#\/admins$/, () => adminsPage(main, me)],
   [/^#\/audit$/, () => auditPage(main, me)],
   [/^#\/plans$/, () => plansPage(main)],
+  [/^#\/webhooks$/, () => webhooksPage(main)],
 ];
 
 async function show() {
@@ -101,6 +103,7 @@ function drawNav() {
     reseller ? null : h("a", { href: "#/plans" }, "Plans"),
     reseller ? null : h("a", { href: "#/templates" }, "Templates"),
     role === "owner" ? h("a", { href: "#/admins" }, "Admins") : null,
+    role === "owner" ? h("a", { href: "#/webhooks" }, "Webhooks") : null,
     reseller ? null : h("a", { href: "#/audit" }, "Audit"),
     h("a", { href: "#/account" }, "Account"),
     me ? h("span", { class: "who", "data-who": role }, `${me.username} · ${ROLES[role] || role}`) : null,

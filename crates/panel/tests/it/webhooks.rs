@@ -1,0 +1,370 @@
+//! Webhooks against a real HTTP receiver on 127.0.0.1: users' changes arrive signed
+//! (checked here with HMAC-SHA256 on our own), a receiver that fails and recovers
+//! gets each event once it answers, retried on the back-off's schedule (stepped with
+//! the worker's clock, no sleeping), a delivery left by a stopped panel is sent after
+//! a restart (its lease ended), one that never gets through is given up after twelve
+//! attempts, a private address is refused unless the hook allows it; on PostgreSQL
+//! two panel instances deliver each event once.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::http::{HeaderMap, StatusCode};
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use switchyard_panel::store::{Changes, SqlStore, Store, WebhookStore};
+use switchyard_panel::webhooks::{LEASE_MS, Sender, deliver_due};
+
+use crate::common::Harness;
+
+/// What the receiver got: delivery id, event, body, signature check, and the status
+/// it answered.
+#[derive(Clone, Debug)]
+pub(crate) struct Got {
+    pub(crate) delivery: i64,
+    pub(crate) event: String,
+    pub(crate) body: Value,
+    pub(crate) signed: bool,
+    pub(crate) answered: u16,
+}
+
+#[derive(Clone)]
+pub(crate) struct Receiver {
+    pub(crate) got: Arc<Mutex<Vec<Got>>>,
+    /// Requests to fail (500) before answering 200.
+    pub(crate) fail_first: Arc<Mutex<u32>>,
+    pub(crate) secret: Arc<Mutex<String>>,
+}
+
+async fn receive(
+    axum::extract::State(r): axum::extract::State<Receiver>,
+    headers: HeaderMap,
+    body: String,
+) -> StatusCode {
+    let h = |n: &str| {
+        headers
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned()
+    };
+    let mut mac = Hmac::<Sha256>::new_from_slice(r.secret.lock().unwrap().as_bytes()).unwrap();
+    mac.update(format!("{}.{body}", h("x-switchyard-timestamp")).as_bytes());
+    let want: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let status = {
+        let mut left = r.fail_first.lock().unwrap();
+        if *left > 0 {
+            *left -= 1;
+            StatusCode::INTERNAL_SERVER_ERROR
+        } else {
+            StatusCode::OK
+        }
+    };
+    r.got.lock().unwrap().push(Got {
+        delivery: h("x-switchyard-delivery").parse().unwrap(),
+        event: h("x-switchyard-event"),
+        body: serde_json::from_str(&body).unwrap(),
+        signed: h("x-switchyard-signature") == format!("sha256={want}"),
+        answered: status.as_u16(),
+    });
+    status
+}
+
+/// A receiver on 127.0.0.1 (`POST /hook`) that checks signatures with its secret.
+pub(crate) async fn receiver() -> (Receiver, SocketAddr) {
+    let r = Receiver {
+        got: Arc::default(),
+        fail_first: Arc::default(),
+        secret: Arc::default(),
+    };
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(receive))
+        .with_state(r.clone());
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    (r, addr)
+}
+
+async fn hook(
+    h: &Harness,
+    t: &str,
+    url: &str,
+    events: &[&str],
+    allow_private: bool,
+) -> (i64, String) {
+    let made = h
+        .post("/api/v1/webhooks")
+        .bearer(t)
+        .json(&json!({"url": url, "events": events, "allow_private": allow_private}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    (
+        made["id"].as_i64().unwrap(),
+        made["secret"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[tokio::test]
+async fn events_are_signed_retried_until_received_and_survive_a_restart() {
+    let h = Harness::new().await;
+    let t = h.token().await;
+    let (rx, addr) = receiver().await;
+    let url = format!("http://{addr}/hook");
+    let (id, secret) = hook(
+        &h,
+        &t,
+        &url,
+        &["user.created", "user.changed", "user.deleted"],
+        true,
+    )
+    .await;
+    *rx.secret.lock().unwrap() = secret.clone();
+    // Its secret is shown once: the hook as listed has none.
+    let listed = h
+        .get("/api/v1/webhooks")
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert!(!listed.to_string().contains(&secret));
+    let sender = Sender::new().unwrap();
+    let store: &dyn Store = h.state.store().as_ref();
+
+    // The receiver fails twice: retried 10 s, then 30 s later, then received.
+    *rx.fail_first.lock().unwrap() = 2;
+    let alice = h
+        .post("/api/v1/users")
+        .bearer(&t)
+        .json(&json!({"username": "alice"}))
+        .send()
+        .await
+        .ok(StatusCode::CREATED);
+    let now = switchyard_panel::clock::now_ms();
+    assert_eq!(deliver_due(store, &sender, now).await.unwrap(), 1);
+    assert_eq!(deliver_due(store, &sender, now + 9_999).await.unwrap(), 0);
+    assert_eq!(deliver_due(store, &sender, now + 10_000).await.unwrap(), 1);
+    assert_eq!(deliver_due(store, &sender, now + 39_999).await.unwrap(), 0);
+    assert_eq!(deliver_due(store, &sender, now + 40_000).await.unwrap(), 1);
+    assert_eq!(
+        deliver_due(store, &sender, now + 1_000_000).await.unwrap(),
+        0
+    );
+    let got = rx.got.lock().unwrap().clone();
+    assert_eq!(got.len(), 3);
+    assert!(got.iter().all(|g| g.signed && g.event == "user.created"));
+    assert!(got.iter().all(|g| g.delivery == got[0].delivery));
+    assert_eq!(
+        got.iter().map(|g| g.answered).collect::<Vec<_>>(),
+        [500, 500, 200]
+    );
+    assert_eq!(got[2].body["by"], "admin");
+    assert_eq!(got[2].body["data"]["username"], "alice");
+    assert_eq!(got[2].body["data"]["id"], alice["id"]);
+    let deliveries = h
+        .get(&format!("/api/v1/webhooks/{id}/deliveries"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(
+        (
+            deliveries[0]["state"].as_str(),
+            deliveries[0]["attempts"].as_u64(),
+            deliveries[0]["last_status"].as_u64()
+        ),
+        (Some("delivered"), Some(3), Some(200))
+    );
+    // A hook to a private address without allow_private is refused at delivery.
+    let (guarded, _) = hook(&h, &t, &url, &["user.created"], false).await;
+    h.post(&format!("/api/v1/webhooks/{guarded}/test"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::ACCEPTED);
+    let before = rx.got.lock().unwrap().len();
+    assert_eq!(
+        deliver_due(store, &sender, now + 1_100_000).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        rx.got.lock().unwrap().len(),
+        before,
+        "nothing reached the receiver"
+    );
+    let refused = h
+        .get(&format!("/api/v1/webhooks/{guarded}/deliveries"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(refused[0]["state"], "pending");
+    assert!(
+        refused[0]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("not a global address"),
+        "{refused}"
+    );
+    h.delete(&format!("/api/v1/webhooks/{guarded}"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::NO_CONTENT);
+
+    // A change queued while the panel is down is sent after a restart; one a
+    // stopped worker had taken waits for its lease to end.
+    h.put(&format!("/api/v1/users/{}", alice["id"]))
+        .bearer(&t)
+        .json(&json!({"username": "alice", "note": "paid"}))
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    let t0 = now + 2_000_000;
+    let taken = store.take_due(t0, 16, LEASE_MS).await.unwrap();
+    assert_eq!(
+        taken.len(),
+        1,
+        "the stopped worker took it and never finished"
+    );
+    let restarted = SqlStore::open_sqlite(&h.db, Changes::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        deliver_due(&restarted, &sender, t0 + 1_000).await.unwrap(),
+        0
+    );
+    assert_eq!(
+        deliver_due(&restarted, &sender, t0 + LEASE_MS)
+            .await
+            .unwrap(),
+        1
+    );
+    let last = rx.got.lock().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (last.event.as_str(), last.body["data"]["note"].as_str()),
+        ("user.changed", Some("paid"))
+    );
+
+    // Deleted: the id; replayed: the same delivery again; a test event to this hook.
+    h.delete(&format!("/api/v1/users/{}", alice["id"]))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::NO_CONTENT);
+    deliver_due(store, &sender, t0 + 100_000).await.unwrap();
+    let last = rx.got.lock().unwrap().last().unwrap().clone();
+    assert_eq!(
+        (last.event.as_str(), &last.body["data"]),
+        ("user.deleted", &json!({"id": alice["id"]}))
+    );
+    h.post(&format!(
+        "/api/v1/webhooks/{id}/deliveries/{}/replay",
+        last.delivery
+    ))
+    .bearer(&t)
+    .send()
+    .await
+    .ok(StatusCode::NO_CONTENT);
+    h.post(&format!("/api/v1/webhooks/{id}/test"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::ACCEPTED);
+    assert_eq!(deliver_due(store, &sender, t0 + 200_000).await.unwrap(), 2);
+    let events: Vec<String> = rx
+        .got
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .take(2)
+        .map(|g| g.event.clone())
+        .collect();
+    assert_eq!(events, ["webhook.test", "user.deleted"]);
+
+    // A receiver that never recovers: given up after the twelfth attempt.
+    *rx.fail_first.lock().unwrap() = u32::MAX;
+    h.post(&format!("/api/v1/webhooks/{id}/test"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::ACCEPTED);
+    let mut at = t0 + 300_000;
+    for _ in 0..12 {
+        assert_eq!(deliver_due(store, &sender, at).await.unwrap(), 1);
+        at += 3_600_000;
+    }
+    assert_eq!(deliver_due(store, &sender, at).await.unwrap(), 0);
+    let d = h
+        .get(&format!("/api/v1/webhooks/{id}/deliveries"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(
+        (d[0]["state"].as_str(), d[0]["attempts"].as_u64()),
+        (Some("failed"), Some(12))
+    );
+    assert_eq!(d[0]["last_error"], "the receiver answered 500");
+}
+
+#[tokio::test]
+async fn two_instances_on_postgres_deliver_each_event_once() {
+    let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
+    let url = pg.fresh_database("webhooks").unwrap();
+    let one = SqlStore::open(&url, Changes::default()).await.unwrap();
+    let two = SqlStore::open(&url, Changes::default()).await.unwrap();
+    let (rx, addr) = receiver().await;
+    let input = switchyard_panel::model::WebhookInput {
+        url: format!("http://{addr}/hook"),
+        events: vec!["user.created".into()],
+        enabled: true,
+        allow_private: true,
+    };
+    one.create_webhook(&input, "a secret of sixteen", 0)
+        .await
+        .unwrap();
+    *rx.secret.lock().unwrap() = "a secret of sixteen".into();
+    let now = switchyard_panel::clock::now_ms();
+    for i in 0..40 {
+        one.enqueue("user.created", &json!({"n": i}).to_string(), None, now)
+            .await
+            .unwrap();
+    }
+    let sender = Sender::new().unwrap();
+    let (a, b) = tokio::join!(
+        async {
+            let mut n = 0;
+            for _ in 0..10 {
+                n += deliver_due(&one, &sender, now).await.unwrap();
+            }
+            n
+        },
+        async {
+            let mut n = 0;
+            for _ in 0..10 {
+                n += deliver_due(&two, &sender, now).await.unwrap();
+            }
+            n
+        }
+    );
+    assert_eq!(a + b, 40, "each delivery sent by one instance: {a} + {b}");
+    let got = rx.got.lock().unwrap().clone();
+    let mut per: HashMap<i64, usize> = HashMap::new();
+    for g in &got {
+        assert!(g.signed);
+        *per.entry(g.delivery).or_default() += 1;
+    }
+    assert_eq!(per.len(), 40);
+    assert!(per.values().all(|n| *n == 1), "{per:?}");
+    drop(pg);
+}
