@@ -59,6 +59,7 @@ const ASSETS: &[Asset] = assets![
     "js/audit.js" => JS,
     "js/plans.js" => JS,
     "js/webhooks.js" => JS,
+    "js/dashboard.js" => JS,
     "js/templates.js" => JS,
 ];
 

@@ -13,6 +13,7 @@ pub mod admins;
 pub mod audit;
 pub mod auth;
 pub mod client;
+pub mod dashboard;
 pub mod imports;
 pub mod install;
 pub mod login_limit;
@@ -262,7 +263,7 @@ impl AppState {
         auth::delete_token,
         account::change_password, account::sessions, account::revoke_session,
         admins::admins, admins::create_admin, admins::admin, admins::update_admin,
-        admins::set_password, admins::delete_admin, audit::audit,
+        admins::set_password, admins::delete_admin, audit::audit, dashboard::dashboard,
         resources::clusters, resources::create_cluster, resources::cluster, resources::update_cluster,
         resources::delete_cluster, resources::routes,
         routes::create_route, routes::route, routes::update_route, routes::delete_route,
@@ -420,6 +421,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/admins/{id}/password", put(admins::set_password))
         .route("/audit", get(audit::audit))
+        .route("/dashboard", get(dashboard::dashboard))
         .route("/sessions", get(account::sessions))
         .route(
             "/sessions/{id}",

@@ -15,6 +15,7 @@ mod admins;
 mod audit;
 mod bulk;
 mod changes;
+mod dashboard;
 mod imports;
 mod inbounds;
 mod plans;
@@ -28,6 +29,7 @@ mod sql_account;
 mod sql_admins;
 mod sql_audit;
 mod sql_bulk;
+mod sql_dashboard;
 mod sql_imports;
 mod sql_inbounds;
 mod sql_join;
@@ -59,6 +61,7 @@ pub use admins::{AdminFields, AdminStore, AdminView, Owner};
 pub use audit::{AuditEntry, AuditQuery, AuditStore};
 pub use bulk::{BulkAction, BulkStore, MAX_BYTES, MAX_DAYS};
 pub use changes::Changes;
+pub use dashboard::{ByStatus, DashboardStore, Day, Numbers, Some10};
 pub use imports::{
     Carries, ImportMode, ImportStore, ImportWritten, ImportedDevice, ImportedLink, ImportedUser,
 };
@@ -131,6 +134,7 @@ pub trait Store:
     + BulkStore
     + PlanStore
     + WebhookStore
+    + DashboardStore
     + ImportStore
     + Send
     + Sync

@@ -1208,7 +1208,7 @@ async fn subscriptions_come_as_links_or_sing_box_json() {
 }
 
 /// Every route the router serves, as the OpenAPI document must list it.
-const ROUTES: [(&str, &[&str]); 58] = [
+const ROUTES: [(&str, &[&str]); 59] = [
     ("/api/v1/session", &["delete", "get", "post"]),
     ("/api/v1/setup", &["get"]),
     ("/api/v1/tokens", &["get", "post"]),
@@ -1225,6 +1225,7 @@ const ROUTES: [(&str, &[&str]); 58] = [
     ("/api/v1/clusters/{id}/routes", &["get", "post"]),
     ("/api/v1/clusters/{id}/routes/order", &["put"]),
     ("/api/v1/clusters/{id}/routing", &["get", "put"]),
+    ("/api/v1/dashboard", &["get"]),
     ("/api/v1/users/{id}/routing", &["get", "put"]),
     ("/api/v1/templates/{format}", &["get", "put"]),
     ("/api/v1/routes/{id}", &["delete", "get", "put"]),

@@ -3,21 +3,12 @@
 //! first, then applied; a plan made on its page fills the new user form.
 
 use crate::live;
-use crate::ui_common::{click, log_in, pick, type_into, unlabelled};
+use crate::ui_common::{click, log_in, pick, text, type_into, unlabelled};
 
 use serde_json::Value;
 use switchyard_panel::store::{UserInput, UserQuery};
 use switchyard_testkit::Browser;
 use switchyard_testkit::browser::DEFAULT_WAIT;
-
-async fn text(b: &Browser, css: &str) -> String {
-    b.wait_for(css, DEFAULT_WAIT)
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-}
 
 /// Waits until `css`'s text is `want`.
 async fn wait_text(b: &Browser, css: &str, want: &str) {

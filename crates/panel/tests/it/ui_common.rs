@@ -30,6 +30,16 @@ pub(crate) async fn click(b: &Browser, css: &str) {
         .unwrap_or_else(|e| panic!("{css}: {e:#}"));
 }
 
+/// The text of the element `css` names, once it is on screen.
+pub(crate) async fn text(b: &Browser, css: &str) -> String {
+    b.wait_for(css, DEFAULT_WAIT)
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// Types `text` into the element `css` names, once it is on screen.
 pub(crate) async fn type_into(b: &Browser, css: &str, text: &str) {
     b.wait_for(css, DEFAULT_WAIT)
@@ -83,12 +93,14 @@ pub(crate) fn password(dir: &Path) -> String {
 }
 
 /// Logs in as the admin with the first-run password of the panel whose data is under
-/// `dir`, and waits for the topology the panel opens on.
+/// `dir`, waits for the dashboard the panel opens on, and opens its first cluster's
+/// topology from there.
 pub(crate) async fn log_in(b: &Browser, http: SocketAddr, dir: &Path) {
     b.goto(&format!("http://{http}/")).await.unwrap();
     type_into(b, "form.login input[name=username]", "admin").await;
     type_into(b, "form.login input[name=password]", &password(dir)).await;
     b.press("Enter").await.unwrap();
+    click(b, "[data-dashboard] a[data-cluster]").await;
     b.wait_for(".topology", DEFAULT_WAIT).await.unwrap();
 }
 

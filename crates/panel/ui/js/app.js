@@ -13,6 +13,7 @@ import { adminsPage } from "./admins.js";
 import { auditPage } from "./audit.js";
 import { plansPage } from "./plans.js";
 import { webhooksPage } from "./webhooks.js";
+import { dashboardPage } from "./dashboard.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -76,14 +77,18 @@ async function show() {
       return;
     }
   }
-  // Home: the first cluster, or the list that offers to make one.
-  const clusters = await get("/clusters");
-  location.replace(clusters.length ? `#/clusters/${clusters[0].id}` : "#/clusters");
+  // Home: the dashboard.
+  try {
+    await dashboardPage(main, context());
+  } catch (e) {
+    fill(main, h("p", { class: "notice bad", role: "alert" }, e.message));
+  }
 }
 
 function markNav(hash) {
   for (const a of nav.querySelectorAll("a:not(.brand)")) {
-    const here = hash.startsWith(a.getAttribute("href"));
+    const href = a.getAttribute("href");
+    const here = href === "#/" ? hash === "#/" : hash.startsWith(href);
     if (here) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
   }
 }
@@ -96,7 +101,8 @@ function drawNav() {
   document.body.dataset.role = role;
   const reseller = role === "reseller";
   fill(nav,
-    h("a", { href: reseller ? "#/users" : "#/clusters", class: "brand" }, "Switchyard"),
+    h("a", { href: reseller ? "#/users" : "#/", class: "brand" }, "Switchyard"),
+    reseller ? null : h("a", { href: "#/", "data-home": "" }, "Dashboard"),
     reseller ? null : h("a", { href: "#/clusters" }, "Clusters"),
     h("a", { href: "#/users" }, "Users"),
     reseller ? null : h("a", { href: "#/tunnels" }, "Tunnels"),
