@@ -1,5 +1,7 @@
-//! Webhook deliveries: events are queued in the database ([`enqueue`]) and a worker
-//! ([`run`]) sends what is due, signed ([`crate::model::webhook::sign`]), retried with
+//! Webhook deliveries: events are queued in the database ([`enqueue`] for changes
+//! made through the API; every 30 s the worker looks at the users for changes the
+//! panel sees happen, `WebhookStore::watch_users`) and a worker ([`run`]) sends what
+//! is due, signed ([`crate::model::webhook::sign`]), retried with
 //! back-off until delivered or given up. The outbox is the database, so a restart
 //! loses nothing; a lease lets one of several panel instances send each delivery.
 //!
@@ -28,6 +30,9 @@ pub const LEASE_MS: i64 = 60_000;
 pub const AT_ONCE: u32 = 16;
 /// How often the worker looks for due deliveries.
 pub const EVERY: Duration = Duration::from_secs(1);
+/// How often it looks at the users for changes the panel sees happen (limited,
+/// expired, past 80 %, expiring, a hold's clock started).
+pub const WATCH_EVERY: u32 = 30;
 
 type Https = hyper_rustls::HttpsConnector<HttpConnector>;
 
@@ -195,10 +200,17 @@ pub async fn run(store: Arc<dyn Store>, stop: CancellationToken) {
     };
     let mut every = tokio::time::interval(EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ticks: u32 = 0;
     loop {
         tokio::select! {
             _ = every.tick() => {}
             () = stop.cancelled() => return,
+        }
+        ticks = ticks.wrapping_add(1);
+        if ticks.is_multiple_of(WATCH_EVERY)
+            && let Err(e) = store.watch_users(crate::clock::now_ms()).await
+        {
+            tracing::warn!("webhooks, looking at users: {e}");
         }
         if let Err(e) = deliver_due(store.as_ref(), &sender, crate::clock::now_ms()).await {
             tracing::warn!("webhook deliveries: {e}");

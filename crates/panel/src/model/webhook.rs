@@ -7,16 +7,82 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 use utoipa::ToSchema;
 
-use super::{FieldError, Id};
+use super::{FieldError, Id, UserStatus};
 
 /// The events a hook may pick.
-pub const EVENTS: [&str; 5] = [
+pub const EVENTS: [&str; 10] = [
     "user.created",
     "user.changed",
     "user.deleted",
     "users.bulk",
+    "user.limited",
+    "user.expired",
+    "user.usage_80",
+    "user.expiring",
+    "user.hold_started",
     "webhook.test",
 ];
+
+/// A notice already sent for the user's current state: usage past 80 %.
+pub const SENT_USAGE: u32 = 1;
+/// A notice already sent: the expiry is within three days.
+pub const SENT_EXPIRING: u32 = 2;
+const EXPIRING_MS: i64 = 3 * 86_400_000;
+
+/// What the observer last recorded of a user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seen {
+    /// The status then.
+    pub status: UserStatus,
+    /// The notices sent ([`SENT_USAGE`], [`SENT_EXPIRING`]).
+    pub flags: u32,
+}
+
+/// A user as the observer finds them now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// The status now.
+    pub status: UserStatus,
+    /// Bytes used this period.
+    pub used: u64,
+    /// The limit, if any.
+    pub limit: Option<u64>,
+    /// The expiry in force (Unix ms), if any.
+    pub expiry: Option<i64>,
+}
+
+/// The events a user's change since `seen` makes, and the flags to record. A user
+/// seen for the first time makes none (a panel's first look, or a new user, sends
+/// no flood): only what changes afterwards is told.
+pub fn observe(seen: Option<Seen>, found: Found, now_ms: i64) -> (Vec<&'static str>, u32) {
+    let past_80 = found.limit.is_some_and(|l| {
+        l > 0 && u128::from(found.used) * 100 >= u128::from(l) * 80 && found.used < l
+    });
+    let expiring = found.status != UserStatus::Disabled
+        && found
+            .expiry
+            .is_some_and(|e| e > now_ms && e.saturating_sub(now_ms) <= EXPIRING_MS);
+    let flags = (if past_80 { SENT_USAGE } else { 0 }) | (if expiring { SENT_EXPIRING } else { 0 });
+    let Some(seen) = seen else {
+        return (Vec::new(), flags);
+    };
+    let mut events = Vec::new();
+    if seen.status != found.status {
+        match (seen.status, found.status) {
+            (_, UserStatus::Limited) => events.push("user.limited"),
+            (_, UserStatus::Expired) => events.push("user.expired"),
+            (UserStatus::OnHold, UserStatus::Active) => events.push("user.hold_started"),
+            _ => {}
+        }
+    }
+    if past_80 && seen.flags & SENT_USAGE == 0 {
+        events.push("user.usage_80");
+    }
+    if expiring && seen.flags & SENT_EXPIRING == 0 {
+        events.push("user.expiring");
+    }
+    (events, flags)
+}
 
 /// Attempts before a delivery is given up.
 pub const MAX_ATTEMPTS: u32 = 12;
@@ -148,6 +214,113 @@ mod tests {
                 None,
                 None
             ]
+        );
+    }
+
+    const NOW: i64 = 1_796_083_200_000;
+
+    fn found(status: UserStatus, used: u64, limit: Option<u64>, expiry: Option<i64>) -> Found {
+        Found {
+            status,
+            used,
+            limit,
+            expiry,
+        }
+    }
+
+    #[test]
+    fn a_first_look_tells_nothing_and_records_the_notices() {
+        let f = found(UserStatus::Active, 85, Some(100), Some(NOW + 86_400_000));
+        assert_eq!(observe(None, f, NOW), (vec![], SENT_USAGE | SENT_EXPIRING));
+    }
+
+    #[test]
+    fn each_change_is_told_once() {
+        let active = Seen {
+            status: UserStatus::Active,
+            flags: 0,
+        };
+        // 79 % is not 80 %; 80 % is, once.
+        assert_eq!(
+            observe(
+                Some(active),
+                found(UserStatus::Active, 79, Some(100), None),
+                NOW
+            ),
+            (vec![], 0)
+        );
+        assert_eq!(
+            observe(
+                Some(active),
+                found(UserStatus::Active, 80, Some(100), None),
+                NOW
+            ),
+            (vec!["user.usage_80"], SENT_USAGE)
+        );
+        let told = Seen {
+            status: UserStatus::Active,
+            flags: SENT_USAGE,
+        };
+        assert_eq!(
+            observe(
+                Some(told),
+                found(UserStatus::Active, 90, Some(100), None),
+                NOW
+            ),
+            (vec![], SENT_USAGE)
+        );
+        // All of it: limited (and no more "past 80 %").
+        assert_eq!(
+            observe(
+                Some(told),
+                found(UserStatus::Limited, 100, Some(100), None),
+                NOW
+            ),
+            (vec!["user.limited"], 0)
+        );
+        // Expiry: within three days, to the millisecond; then expired.
+        let three_days = NOW + 3 * 86_400_000;
+        assert_eq!(
+            observe(
+                Some(active),
+                found(UserStatus::Active, 0, None, Some(three_days + 1)),
+                NOW
+            ),
+            (vec![], 0)
+        );
+        assert_eq!(
+            observe(
+                Some(active),
+                found(UserStatus::Active, 0, None, Some(three_days)),
+                NOW
+            ),
+            (vec!["user.expiring"], SENT_EXPIRING)
+        );
+        assert_eq!(
+            observe(
+                Some(active),
+                found(UserStatus::Expired, 0, None, Some(NOW)),
+                NOW
+            ),
+            (vec!["user.expired"], 0)
+        );
+        // The hold's clock starts at the first connection.
+        let held = Seen {
+            status: UserStatus::OnHold,
+            flags: 0,
+        };
+        assert_eq!(
+            observe(Some(held), found(UserStatus::Active, 1, None, None), NOW),
+            (vec!["user.hold_started"], 0)
+        );
+        // A disabled user is told nothing about expiry.
+        assert_eq!(
+            observe(
+                Some(active),
+                found(UserStatus::Disabled, 0, None, Some(three_days)),
+                NOW
+            ),
+            (vec![], 0)
         );
     }
 

@@ -102,6 +102,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0025_audit.sql"),
             include_str!("../../migrations/sqlite/0026_plans.sql"),
             include_str!("../../migrations/sqlite/0027_webhooks.sql"),
+            include_str!("../../migrations/sqlite/0028_user_watch.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -131,6 +132,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0025_audit.sql"),
             include_str!("../../migrations/postgres/0026_plans.sql"),
             include_str!("../../migrations/postgres/0027_webhooks.sql"),
+            include_str!("../../migrations/postgres/0028_user_watch.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -163,6 +165,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (25, "audit"),
         (26, "plans"),
         (27, "webhooks"),
+        (28, "user_watch"),
     ];
     let migrations = files
         .iter()

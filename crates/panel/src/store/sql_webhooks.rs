@@ -4,11 +4,26 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use super::rows;
+use super::rows::{self, USER};
 use super::sql::Backend;
 use super::webhooks::{Attempt, Delivery, Due, WebhookStore};
 use super::{SqlStore, StoreError};
-use crate::model::{Id, Webhook, WebhookInput};
+use crate::model::webhook::{Found, Seen, observe};
+use crate::model::{Id, UserStatus, Webhook, WebhookInput};
+
+/// Users looked at per read.
+const PAGE: i64 = 1000;
+
+fn status_named(name: &str) -> Option<UserStatus> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
+}
+
+fn status_name(s: UserStatus) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
 
 fn webhook(r: &AnyRow) -> Result<Webhook, sqlx::Error> {
     let events: String = r.try_get("events")?;
@@ -243,6 +258,82 @@ impl WebhookStore for SqlStore {
                 })
             })
             .collect::<Result<_, _>>()?)
+    }
+
+    async fn watch_users(&self, now_ms: i64) -> Result<u64, StoreError> {
+        let hooks = self.webhooks().await?;
+        let mut told = 0;
+        let mut after = 0;
+        loop {
+            let rows = sqlx::query(&format!(
+                "SELECT {USER}, watch_status, watch_flags FROM users WHERE id > $1 \
+                 ORDER BY id LIMIT $2"
+            ))
+            .bind(after)
+            .bind(PAGE)
+            .fetch_all(&self.read)
+            .await?;
+            let Some(last) = rows.last() else { break };
+            after = last.try_get("id")?;
+            for r in &rows {
+                let (user, _) = rows::user(r, now_ms)?;
+                let stored: Option<String> = r.try_get("watch_status")?;
+                let stored_flags: i64 = r.try_get("watch_flags")?;
+                let seen = stored.as_deref().and_then(status_named).map(|status| Seen {
+                    status,
+                    flags: u32::try_from(stored_flags).unwrap_or(0),
+                });
+                let standing = user.standing();
+                let found = Found {
+                    status: user.status,
+                    used: standing.used,
+                    limit: user.traffic_limit,
+                    expiry: standing.effective_expiry(),
+                };
+                let (events, flags) = observe(seen, found, now_ms);
+                let status = status_name(user.status);
+                if stored.as_deref() == Some(status.as_str()) && i64::from(flags) == stored_flags {
+                    continue;
+                }
+                let mut tx = self.write.begin().await?;
+                let done = sqlx::query(
+                    "UPDATE users SET watch_status = $1, watch_flags = $2 WHERE id = $3 \
+                     AND COALESCE(watch_status, '') = $4 AND watch_flags = $5",
+                )
+                .bind(&status)
+                .bind(i64::from(flags))
+                .bind(user.id)
+                .bind(stored.clone().unwrap_or_default())
+                .bind(stored_flags)
+                .execute(&mut *tx)
+                .await?;
+                if done.rows_affected() == 1 {
+                    for event in &events {
+                        let body = serde_json::json!({"event": event, "at_ms": now_ms,
+                            "by": "panel", "data": &user})
+                        .to_string();
+                        for h in hooks
+                            .iter()
+                            .filter(|h| h.enabled && h.events.iter().any(|e| e == event))
+                        {
+                            sqlx::query(
+                                "INSERT INTO webhook_deliveries (hook_id, event, body, \
+                                 created_ms, next_ms) VALUES ($1, $2, $3, $4, $4)",
+                            )
+                            .bind(h.id)
+                            .bind(*event)
+                            .bind(&body)
+                            .bind(now_ms)
+                            .execute(&mut *tx)
+                            .await?;
+                        }
+                        told += 1;
+                    }
+                }
+                tx.commit().await?;
+            }
+        }
+        Ok(told)
     }
 
     async fn replay(&self, hook: Id, delivery: Id, now_ms: i64) -> Result<(), StoreError> {

@@ -125,4 +125,10 @@ pub trait WebhookStore: Send + Sync {
     async fn deliveries(&self, hook: Id, limit: u32) -> Result<Vec<Delivery>, StoreError>;
     /// Sends a delivery again from now (pending, attempts from zero).
     async fn replay(&self, hook: Id, delivery: Id, now_ms: i64) -> Result<(), StoreError>;
+
+    /// Looks at every user once ([`crate::model::webhook::observe`]) and queues the
+    /// events their changes make, each with the user's record; a user is updated
+    /// only if what was recorded of them is still what this look read (so of several
+    /// instances looking at once, one tells each change). How many events.
+    async fn watch_users(&self, now_ms: i64) -> Result<u64, StoreError>;
 }

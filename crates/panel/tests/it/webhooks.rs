@@ -317,6 +317,20 @@ async fn events_are_signed_retried_until_received_and_survive_a_restart() {
     assert_eq!(d[0]["last_error"], "the receiver answered 500");
 }
 
+/// A hook to `url` for `event`, private addresses allowed, made in `store`.
+async fn stored_hook(store: &SqlStore, url: &str, event: &str) {
+    let input = switchyard_panel::model::WebhookInput {
+        url: url.into(),
+        events: vec![event.into()],
+        enabled: true,
+        allow_private: true,
+    };
+    store
+        .create_webhook(&input, "a secret of sixteen", 0)
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn two_instances_on_postgres_deliver_each_event_once() {
     let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
@@ -324,15 +338,7 @@ async fn two_instances_on_postgres_deliver_each_event_once() {
     let one = SqlStore::open(&url, Changes::default()).await.unwrap();
     let two = SqlStore::open(&url, Changes::default()).await.unwrap();
     let (rx, addr) = receiver().await;
-    let input = switchyard_panel::model::WebhookInput {
-        url: format!("http://{addr}/hook"),
-        events: vec!["user.created".into()],
-        enabled: true,
-        allow_private: true,
-    };
-    one.create_webhook(&input, "a secret of sixteen", 0)
-        .await
-        .unwrap();
+    stored_hook(&one, &format!("http://{addr}/hook"), "user.created").await;
     *rx.secret.lock().unwrap() = "a secret of sixteen".into();
     let now = switchyard_panel::clock::now_ms();
     for i in 0..40 {
@@ -366,5 +372,149 @@ async fn two_instances_on_postgres_deliver_each_event_once() {
     }
     assert_eq!(per.len(), 40);
     assert!(per.values().all(|n| *n == 1), "{per:?}");
+    drop(pg);
+}
+
+/// Sets `column` of user `name` through the database, as the traffic and
+/// connections the nodes report would.
+async fn set(url: &str, name: &str, column: &str, value: i64) {
+    let raw = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .unwrap();
+    sqlx::query(&format!(
+        "UPDATE users SET {column} = $1 WHERE username = $2"
+    ))
+    .bind(value)
+    .bind(name)
+    .execute(&raw)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn changes_the_panel_sees_happen_are_told_once() {
+    let h = Harness::new().await;
+    let t = h.token().await;
+    let (rx, addr) = receiver().await;
+    let url = format!("http://{addr}/hook");
+    let events = [
+        "user.limited",
+        "user.expired",
+        "user.usage_80",
+        "user.expiring",
+        "user.hold_started",
+    ];
+    let (_, secret) = hook(&h, &t, &url, &events, true).await;
+    *rx.secret.lock().unwrap() = secret;
+    let now = switchyard_panel::clock::now_ms();
+    const DAY: i64 = 86_400_000;
+    for body in [
+        json!({"username": "u1", "traffic_limit": 100}),
+        json!({"username": "u2", "expires_ms": now + 5 * DAY}),
+        json!({"username": "u3", "on_hold_days": 10}),
+    ] {
+        h.post("/api/v1/users")
+            .bearer(&t)
+            .json(&body)
+            .send()
+            .await
+            .ok(StatusCode::CREATED);
+    }
+    let store: &dyn Store = h.state.store().as_ref();
+    let db = format!("sqlite://{}", h.db.display());
+    // The first look tells nothing.
+    assert_eq!(store.watch_users(now).await.unwrap(), 0);
+    set(&db, "u1", "used_down", 85).await;
+    assert_eq!(store.watch_users(now).await.unwrap(), 1, "past 80 %");
+    assert_eq!(store.watch_users(now).await.unwrap(), 0, "told once");
+    set(&db, "u1", "used_down", 100).await;
+    assert_eq!(store.watch_users(now).await.unwrap(), 1, "limited");
+    // Two and a half days on, u2 expires within three; five days on, it has.
+    assert_eq!(store.watch_users(now + 5 * DAY / 2).await.unwrap(), 1);
+    assert_eq!(store.watch_users(now + 5 * DAY + 1).await.unwrap(), 1);
+    // u3 connects for the first time: its ten days start.
+    set(&db, "u3", "first_connected_ms", now + 5 * DAY).await;
+    assert_eq!(
+        store.watch_users(now + 5 * DAY + 2).await.unwrap(),
+        1,
+        "the hold's clock started"
+    );
+    let sender = Sender::new().unwrap();
+    deliver_due(store, &sender, now + 6 * DAY).await.unwrap();
+    let got: Vec<(String, String)> = rx
+        .got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g.event.clone(),
+                g.body["data"]["username"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("user.usage_80", "u1"),
+        ("user.limited", "u1"),
+        ("user.expiring", "u2"),
+        ("user.expired", "u2"),
+        ("user.hold_started", "u3"),
+    ]
+    .iter()
+    .map(|(e, u)| ((*e).to_owned(), (*u).to_owned()))
+    .collect();
+    assert_eq!(got, want);
+    assert!(
+        rx.got
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|g| g.signed && g.body["by"] == "panel")
+    );
+}
+
+#[tokio::test]
+async fn two_instances_on_postgres_tell_a_users_change_once() {
+    let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
+    let url = pg.fresh_database("watch").unwrap();
+    let one = SqlStore::open(&url, Changes::default()).await.unwrap();
+    let two = SqlStore::open(&url, Changes::default()).await.unwrap();
+    stored_hook(&one, "http://127.0.0.1:9/hook", "user.limited").await;
+    let now = switchyard_panel::clock::now_ms();
+    for i in 0..20 {
+        let user = switchyard_panel::store::UserInput {
+            traffic_limit: Some(100),
+            ..switchyard_panel::store::UserInput::new(format!("u{i}"))
+        };
+        switchyard_panel::store::UserStore::create_user(
+            &one,
+            &user,
+            &switchyard_panel::service::new_credentials(),
+            &format!("token-{i}-0123456789abcdefghijkl"),
+            now,
+        )
+        .await
+        .unwrap();
+    }
+    assert_eq!(one.watch_users(now).await.unwrap(), 0);
+    let raw = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&url)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE users SET used_down = 100")
+        .execute(&raw)
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(one.watch_users(now), two.watch_users(now));
+    assert_eq!(
+        a.unwrap() + b.unwrap(),
+        20,
+        "each user's change told by one instance"
+    );
+    let hooks = one.webhooks().await.unwrap();
+    assert_eq!(one.deliveries(hooks[0].id, 1000).await.unwrap().len(), 20);
     drop(pg);
 }
