@@ -30,8 +30,9 @@ pub const LEASE_MS: i64 = 60_000;
 pub const AT_ONCE: u32 = 16;
 /// How often the worker looks for due deliveries.
 pub const EVERY: Duration = Duration::from_secs(1);
-/// How often it looks at the users for changes the panel sees happen (limited,
-/// expired, past 80 %, expiring, a hold's clock started).
+/// How often it looks at the users and servers for changes the panel sees happen
+/// (limited, expired, past 80 %, expiring, a hold's clock started; a server online
+/// or unavailable).
 pub const WATCH_EVERY: u32 = 30;
 
 type Https = hyper_rustls::HttpsConnector<HttpConnector>;
@@ -207,10 +208,14 @@ pub async fn run(store: Arc<dyn Store>, stop: CancellationToken) {
             () = stop.cancelled() => return,
         }
         ticks = ticks.wrapping_add(1);
-        if ticks.is_multiple_of(WATCH_EVERY)
-            && let Err(e) = store.watch_users(crate::clock::now_ms()).await
-        {
-            tracing::warn!("webhooks, looking at users: {e}");
+        if ticks.is_multiple_of(WATCH_EVERY) {
+            let now = crate::clock::now_ms();
+            if let Err(e) = store.watch_users(now).await {
+                tracing::warn!("webhooks, looking at users: {e}");
+            }
+            if let Err(e) = store.watch_servers(now).await {
+                tracing::warn!("webhooks, looking at servers: {e}");
+            }
         }
         if let Err(e) = deliver_due(store.as_ref(), &sender, crate::clock::now_ms()).await {
             tracing::warn!("webhook deliveries: {e}");

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::{FieldError, Id, UserStatus};
 
 /// The events a hook may pick.
-pub const EVENTS: [&str; 10] = [
+pub const EVENTS: [&str; 12] = [
     "user.created",
     "user.changed",
     "user.deleted",
@@ -20,8 +20,21 @@ pub const EVENTS: [&str; 10] = [
     "user.usage_80",
     "user.expiring",
     "user.hold_started",
+    "server.online",
+    "server.unavailable",
     "webhook.test",
 ];
+
+/// The event a server's state change from `seen` to `now` makes (`None` on a first
+/// look, no change, or a change to pending).
+pub fn server_event(seen: Option<&str>, now: &str) -> Option<&'static str> {
+    match (seen?, now) {
+        (a, b) if a == b => None,
+        (_, "online") => Some("server.online"),
+        (_, "unavailable") => Some("server.unavailable"),
+        _ => None,
+    }
+}
 
 /// A notice already sent for the user's current state: usage past 80 %.
 pub const SENT_USAGE: u32 = 1;
@@ -322,6 +335,25 @@ mod tests {
             ),
             (vec![], 0)
         );
+    }
+
+    #[test]
+    fn a_server_is_told_when_it_comes_and_goes() {
+        assert_eq!(server_event(None, "online"), None);
+        assert_eq!(
+            server_event(Some("pending"), "online"),
+            Some("server.online")
+        );
+        assert_eq!(
+            server_event(Some("online"), "unavailable"),
+            Some("server.unavailable")
+        );
+        assert_eq!(
+            server_event(Some("unavailable"), "online"),
+            Some("server.online")
+        );
+        assert_eq!(server_event(Some("online"), "online"), None);
+        assert_eq!(server_event(Some("online"), "pending"), None);
     }
 
     #[test]

@@ -103,6 +103,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0026_plans.sql"),
             include_str!("../../migrations/sqlite/0027_webhooks.sql"),
             include_str!("../../migrations/sqlite/0028_user_watch.sql"),
+            include_str!("../../migrations/sqlite/0029_server_watch.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -133,6 +134,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0026_plans.sql"),
             include_str!("../../migrations/postgres/0027_webhooks.sql"),
             include_str!("../../migrations/postgres/0028_user_watch.sql"),
+            include_str!("../../migrations/postgres/0029_server_watch.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -166,6 +168,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (26, "plans"),
         (27, "webhooks"),
         (28, "user_watch"),
+        (29, "server_watch"),
     ];
     let migrations = files
         .iter()

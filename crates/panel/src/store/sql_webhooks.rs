@@ -8,7 +8,7 @@ use super::rows::{self, USER};
 use super::sql::Backend;
 use super::webhooks::{Attempt, Delivery, Due, WebhookStore};
 use super::{SqlStore, StoreError};
-use crate::model::webhook::{Found, Seen, observe};
+use crate::model::webhook::{Found, Seen, observe, server_event};
 use crate::model::{Id, UserStatus, Webhook, WebhookInput};
 
 /// Users looked at per read.
@@ -41,6 +41,32 @@ const HOOK: &str = "id, url, events, enabled, allow_private, created_ms";
 
 fn small(v: i64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
+}
+
+/// Queues `body` in `tx` for each enabled hook of `hooks` that picked `event`.
+async fn queue(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    hooks: &[Webhook],
+    event: &str,
+    body: &str,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    for h in hooks
+        .iter()
+        .filter(|h| h.enabled && h.events.iter().any(|e| e == event))
+    {
+        sqlx::query(
+            "INSERT INTO webhook_deliveries (hook_id, event, body, created_ms, next_ms) \
+             VALUES ($1, $2, $3, $4, $4)",
+        )
+        .bind(h.id)
+        .bind(event)
+        .bind(body)
+        .bind(now_ms)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }
 
 #[async_trait]
@@ -312,26 +338,53 @@ impl WebhookStore for SqlStore {
                         let body = serde_json::json!({"event": event, "at_ms": now_ms,
                             "by": "panel", "data": &user})
                         .to_string();
-                        for h in hooks
-                            .iter()
-                            .filter(|h| h.enabled && h.events.iter().any(|e| e == event))
-                        {
-                            sqlx::query(
-                                "INSERT INTO webhook_deliveries (hook_id, event, body, \
-                                 created_ms, next_ms) VALUES ($1, $2, $3, $4, $4)",
-                            )
-                            .bind(h.id)
-                            .bind(*event)
-                            .bind(&body)
-                            .bind(now_ms)
-                            .execute(&mut *tx)
-                            .await?;
-                        }
+                        queue(&mut tx, &hooks, event, &body, now_ms).await?;
                         told += 1;
                     }
                 }
                 tx.commit().await?;
             }
+        }
+        Ok(told)
+    }
+
+    async fn watch_servers(&self, now_ms: i64) -> Result<u64, StoreError> {
+        let hooks = self.webhooks().await?;
+        let rows = sqlx::query(&format!(
+            "SELECT {}, watch_state FROM servers ORDER BY id",
+            rows::SERVER
+        ))
+        .fetch_all(&self.read)
+        .await?;
+        let mut told = 0;
+        for r in &rows {
+            let server = rows::server(r)?;
+            let seen: Option<String> = r.try_get("watch_state")?;
+            let state = server.state.as_str();
+            if seen.as_deref() == Some(state) {
+                continue;
+            }
+            let mut tx = self.write.begin().await?;
+            let done = sqlx::query(
+                "UPDATE servers SET watch_state = $1 WHERE id = $2 \
+                 AND COALESCE(watch_state, '') = $3",
+            )
+            .bind(state)
+            .bind(server.id)
+            .bind(seen.clone().unwrap_or_default())
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 1
+                && let Some(event) = server_event(seen.as_deref(), state)
+            {
+                let body = serde_json::json!({"event": event, "at_ms": now_ms, "by": "panel",
+                    "data": {"id": server.id, "name": server.name, "address": server.address,
+                        "state": state, "reason": server.state_reason}})
+                .to_string();
+                queue(&mut tx, &hooks, event, &body, now_ms).await?;
+                told += 1;
+            }
+            tx.commit().await?;
         }
         Ok(told)
     }

@@ -131,4 +131,7 @@ pub trait WebhookStore: Send + Sync {
     /// only if what was recorded of them is still what this look read (so of several
     /// instances looking at once, one tells each change). How many events.
     async fn watch_users(&self, now_ms: i64) -> Result<u64, StoreError>;
+
+    /// The same for servers' states ([`crate::model::webhook::server_event`]).
+    async fn watch_servers(&self, now_ms: i64) -> Result<u64, StoreError>;
 }

@@ -518,3 +518,59 @@ async fn two_instances_on_postgres_tell_a_users_change_once() {
     assert_eq!(one.deliveries(hooks[0].id, 1000).await.unwrap().len(), 20);
     drop(pg);
 }
+
+#[tokio::test]
+async fn a_server_coming_and_going_is_told_once_each_time() {
+    let h = Harness::new().await;
+    let t = h.token().await;
+    let (rx, addr) = receiver().await;
+    let url = format!("http://{addr}/hook");
+    let (_, secret) = hook(&h, &t, &url, &["server.online", "server.unavailable"], true).await;
+    *rx.secret.lock().unwrap() = secret;
+    let server = crate::common::server(&h, &t).await;
+    let store: &dyn Store = h.state.store().as_ref();
+    let now = switchyard_panel::clock::now_ms();
+    assert_eq!(store.watch_servers(now).await.unwrap(), 0, "a first look");
+    let raw = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&format!("sqlite://{}", h.db.display()))
+        .await
+        .unwrap();
+    for (state, told) in [
+        ("online", 1),
+        ("online", 0),
+        ("unavailable", 1),
+        ("online", 1),
+    ] {
+        sqlx::query("UPDATE servers SET state = $1 WHERE id = $2")
+            .bind(state)
+            .bind(server)
+            .execute(&raw)
+            .await
+            .unwrap();
+        assert_eq!(store.watch_servers(now).await.unwrap(), told, "{state}");
+    }
+    deliver_due(store, &Sender::new().unwrap(), now + 1000)
+        .await
+        .unwrap();
+    let got: Vec<(String, String)> = rx
+        .got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g.event.clone(),
+                g.body["data"]["state"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("server.online".to_owned(), "online".to_owned()),
+            ("server.unavailable".to_owned(), "unavailable".to_owned()),
+            ("server.online".to_owned(), "online".to_owned()),
+        ]
+    );
+}
