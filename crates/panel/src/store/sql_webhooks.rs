@@ -11,6 +11,9 @@ use super::{SqlStore, StoreError};
 use crate::model::webhook::{Found, Seen, observe, server_event};
 use crate::model::{Id, UserStatus, Webhook, WebhookInput};
 
+/// How long a delivered or given-up delivery is kept, for its list and a replay.
+const KEEP_DONE_MS: i64 = 30 * 86_400_000;
+
 /// Users looked at per read.
 const PAGE: i64 = 1000;
 
@@ -189,6 +192,11 @@ impl WebhookStore for SqlStore {
         lease_ms: i64,
     ) -> Result<Vec<Due>, StoreError> {
         let mut tx = self.write.begin().await?;
+        // Done deliveries are kept 30 days, then forgotten: the table stays bounded.
+        sqlx::query("DELETE FROM webhook_deliveries WHERE state <> 'pending' AND done_ms < $1")
+            .bind(now_ms.saturating_sub(KEEP_DONE_MS))
+            .execute(&mut *tx)
+            .await?;
         // PostgreSQL: rows another instance is taking are skipped, not waited for.
         let skip = match self.backend() {
             Backend::Postgres => " FOR UPDATE OF d SKIP LOCKED",

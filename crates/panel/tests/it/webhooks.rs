@@ -314,6 +314,29 @@ async fn events_are_signed_retried_until_received_and_survive_a_restart() {
         (d[0]["state"].as_str(), d[0]["attempts"].as_u64()),
         (Some("failed"), Some(12))
     );
+    // Thirty days after they are done, deliveries are forgotten (the list stays
+    // bounded); the pending are kept.
+    let done_at = switchyard_panel::clock::now_ms();
+    deliver_due(store, &sender, done_at + 30 * 86_400_000 - 60_000)
+        .await
+        .unwrap();
+    let kept = h
+        .get(&format!("/api/v1/webhooks/{id}/deliveries"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert!(!kept.as_array().unwrap().is_empty());
+    deliver_due(store, &sender, done_at + 30 * 86_400_000 + 60_000)
+        .await
+        .unwrap();
+    let forgotten = h
+        .get(&format!("/api/v1/webhooks/{id}/deliveries"))
+        .bearer(&t)
+        .send()
+        .await
+        .ok(StatusCode::OK);
+    assert_eq!(forgotten, json!([]));
     assert_eq!(d[0]["last_error"], "the receiver answered 500");
 }
 
