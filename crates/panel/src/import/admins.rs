@@ -57,8 +57,8 @@ pub(super) async fn carry(
             _ => {
                 report.not_carried(
                     format!("admin {}", a.name),
-                    "its password is not a bcrypt hash: it logs in once the owner sets a \
-                     password (PUT /api/v1/admins/{id}/password)"
+                    "its password is not a bcrypt hash of cost 4 to 14: it logs in once the \
+                     owner sets a password (PUT /api/v1/admins/{id}/password)"
                         .into(),
                 );
                 NO_PASSWORD

@@ -15,11 +15,24 @@ use utoipa::ToSchema;
 
 use super::{FieldError, Id};
 
+/// The highest bcrypt cost taken (Marzban's passlib writes 12): an imported file is
+/// hostile, and a hash of cost 31 would hold a login's thread for days.
+pub const MAX_BCRYPT_COST: u32 = 14;
+
 /// Whether a stored hash is another panel's bcrypt (`$2a$`, `$2b$`, `$2y$`: Marzban
-/// and its forks), kept by an import so its admins log in with their passwords; the
-/// first login replaces it with argon2id.
+/// and its forks) of a cost up to [`MAX_BCRYPT_COST`], kept by an import so its
+/// admins log in with their passwords; the first login replaces it with argon2id.
 pub fn is_bcrypt(hash: &str) -> bool {
-    ["$2a$", "$2b$", "$2y$"].iter().any(|p| hash.starts_with(p))
+    let Some(rest) = ["$2a$", "$2b$", "$2y$"]
+        .iter()
+        .find_map(|p| hash.strip_prefix(p))
+    else {
+        return false;
+    };
+    rest.get(..2)
+        .filter(|_| rest.as_bytes().get(2) == Some(&b'$'))
+        .and_then(|c| c.parse::<u32>().ok())
+        .is_some_and(|c| (4..=MAX_BCRYPT_COST).contains(&c))
 }
 
 /// What an admin may do.
@@ -356,6 +369,21 @@ mod tests {
                 .field,
             "clusters"
         );
+    }
+
+    #[test]
+    fn only_bcrypt_of_a_bounded_cost_is_taken() {
+        let h = |cost: &str| {
+            format!("$2b${cost}$Apg36plNeAv2IINRnqOR1ubu7DY3Ds5SNrGrzK2.rbUdFq1FKpgUG")
+        };
+        assert!(is_bcrypt(&h("04")));
+        assert!(is_bcrypt(&h("12")));
+        assert!(is_bcrypt(&h("14")));
+        assert!(!is_bcrypt(&h("15")));
+        assert!(!is_bcrypt(&h("31")));
+        assert!(!is_bcrypt(&h("x1")));
+        assert!(!is_bcrypt("$2b$"));
+        assert!(!is_bcrypt("$argon2id$v=19$m=19456,t=2,p=1$salt$hash"));
     }
 
     #[test]
