@@ -85,6 +85,8 @@ pub struct PanelConfig {
     /// server (Let's Encrypt by default), answering its TLS-ALPN-01 challenge on
     /// `listen`. Not with `tls`.
     pub acme: Option<AcmeSettings>,
+    /// When webhooks tell of a user's usage and expiry (`docs/panel.md`).
+    pub webhooks: crate::model::webhook::Thresholds,
 }
 
 /// A certificate from an ACME server: the settings nodes' inbounds use too.
@@ -310,6 +312,7 @@ impl Default for PanelConfig {
             install: InstallSettings::default(),
             tls: None,
             acme: None,
+            webhooks: crate::model::webhook::Thresholds::default(),
         }
     }
 }
@@ -505,6 +508,9 @@ impl PanelConfig {
                 "must name the site (host:port): its host is the server name sent",
             ));
         }
+        self.webhooks
+            .check()
+            .map_err(|e| invalid(&e.field, e.message))?;
         self.subscription.validate()
     }
 

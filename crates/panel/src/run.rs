@@ -356,6 +356,8 @@ impl Panel {
         }
         tasks.push(tokio::spawn(crate::webhooks::run(
             shared.clone(),
+            Some(nodes.clone()),
+            state.config().webhooks,
             stop.clone(),
         )));
         let s = stop.clone();

@@ -40,6 +40,10 @@ const ASSETS: &[Asset] = assets![
     "js/api.js" => JS,
     "js/dom.js" => JS,
     "js/format.js" => JS,
+    "js/i18n.js" => JS,
+    "js/i18n/en.js" => JS,
+    "js/i18n/ru.js" => JS,
+    "js/i18n/fa.js" => JS,
     "js/chart.js" => JS,
     "js/login.js" => JS,
     "js/cluster.js" => JS,
@@ -176,3 +180,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "ui_catalogs.rs"]
+mod catalogs;

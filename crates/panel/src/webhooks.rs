@@ -19,8 +19,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tokio_util::sync::CancellationToken;
 
-use crate::model::webhook::{backoff_ms, sign};
-use crate::store::{Attempt, Due, Store, StoreError};
+use crate::model::webhook::{Thresholds, backoff_ms, sign, tunnel_state};
+use crate::store::{Attempt, Due, FoundTunnel, Store, StoreError};
 
 /// The longest one attempt may take.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(10);
@@ -190,8 +190,15 @@ pub async fn deliver_due(
     Ok(sent)
 }
 
-/// The worker: every second, sends what is due, until `stop`.
-pub async fn run(store: Arc<dyn Store>, stop: CancellationToken) {
+/// The worker: every second, sends what is due, until `stop`; every
+/// [`WATCH_EVERY`] seconds, looks at users (by the operator's `thresholds`), servers
+/// and tunnels (asking their relays through `nodes`) for changes to tell.
+pub async fn run(
+    store: Arc<dyn Store>,
+    nodes: Option<crate::nodes::Nodes>,
+    thresholds: Thresholds,
+    stop: CancellationToken,
+) {
     let sender = match Sender::new() {
         Ok(s) => s,
         Err(e) => {
@@ -210,15 +217,46 @@ pub async fn run(store: Arc<dyn Store>, stop: CancellationToken) {
         ticks = ticks.wrapping_add(1);
         if ticks.is_multiple_of(WATCH_EVERY) {
             let now = crate::clock::now_ms();
-            if let Err(e) = store.watch_users(now).await {
+            if let Err(e) = store.watch_users(now, &thresholds).await {
                 tracing::warn!("webhooks, looking at users: {e}");
             }
             if let Err(e) = store.watch_servers(now).await {
                 tracing::warn!("webhooks, looking at servers: {e}");
+            }
+            if let Err(e) = watch_tunnels(store.as_ref(), nodes.as_ref(), now).await {
+                tracing::warn!("webhooks, looking at tunnels: {e}");
             }
         }
         if let Err(e) = deliver_due(store.as_ref(), &sender, crate::clock::now_ms()).await {
             tracing::warn!("webhook deliveries: {e}");
         }
     }
+}
+
+/// Asks every tunnel's relay how it is (as the dashboard does) and tells the
+/// changes ([`crate::store::WebhookStore::watch_tunnels`]). How many events.
+pub async fn watch_tunnels(
+    store: &dyn Store,
+    nodes: Option<&crate::nodes::Nodes>,
+    now_ms: i64,
+) -> Result<u64, StoreError> {
+    let tunnels = store.tunnels().await?;
+    if tunnels.is_empty() {
+        return Ok(0);
+    }
+    let states = crate::nodes::tunnel_status::tunnel_states(nodes, &tunnels).await;
+    let found: Vec<FoundTunnel> = tunnels
+        .iter()
+        .zip(states)
+        .map(|(t, s)| {
+            let state = tunnel_state(s.links, s.error.is_some());
+            FoundTunnel {
+                id: t.id,
+                state,
+                data: serde_json::json!({"id": t.id, "name": t.name, "state": state,
+                    "links": s.links, "error": s.error}),
+            }
+        })
+        .collect();
+    store.watch_tunnels(&found, now_ms).await
 }

@@ -141,8 +141,16 @@ pub struct Browser {
 }
 
 impl Browser {
-    /// Starts chromedriver and a headless Chromium session in a fresh profile.
+    /// Starts chromedriver and a headless Chromium session in a fresh profile, in
+    /// US English (whatever the machine's locale), so pages that follow the
+    /// browser's language are the same everywhere.
     pub async fn start() -> Result<Self> {
+        Self::start_in("en-US").await
+    }
+
+    /// [`Browser::start`] with the browser's language `lang` (a BCP 47 tag such as
+    /// `fa-IR`): `navigator.languages` and the `Accept-Language` it sends.
+    pub async fn start_in(lang: &str) -> Result<Self> {
         let driver_path = chromedriver()?;
         let chromium_path = chromium()?;
         let dir = tempfile::Builder::new()
@@ -160,11 +168,14 @@ impl Browser {
 
         let mut args: Vec<String> = CHROMIUM_ARGS.iter().map(|a| a.to_string()).collect();
         args.push(format!("--user-data-dir={}", profile.display()));
+        args.push(format!("--lang={lang}"));
+        args.push(format!("--accept-lang={lang}"));
         let mut capabilities = Capabilities::new();
         capabilities.insert("browserName".into(), json!("chrome"));
         capabilities.insert(
             "goog:chromeOptions".into(),
-            json!({ "binary": chromium_path, "args": args }),
+            json!({ "binary": chromium_path, "args": args,
+                "prefs": { "intl": { "accept_languages": lang } } }),
         );
         capabilities.insert("goog:loggingPrefs".into(), json!({ "browser": "ALL" }));
         let mut builder = ClientBuilder::new(HttpConnector::new());

@@ -33,13 +33,7 @@ pub async fn dashboard(State(s): State<AppState>, _a: Authed) -> Result<Json<Das
     let tunnels = s.store().tunnels().await?;
     let mut by_state = BTreeMap::new();
     for t in tunnel_states(s.nodes(), &tunnels).await {
-        let state = if t.links > 0 {
-            "connected"
-        } else if t.error.is_some() {
-            "unreachable"
-        } else {
-            "no_connections"
-        };
+        let state = crate::model::webhook::tunnel_state(t.links, t.error.is_some());
         *by_state.entry(state.to_owned()).or_insert(0) += 1;
     }
     Ok(Json(Dashboard {

@@ -52,7 +52,7 @@ use crate::subscription::body::app_body;
 use crate::subscription::entries::{Sources, entries};
 use crate::subscription::headers::SubscriptionHeaders;
 use crate::subscription::limit;
-use crate::subscription::page::{Page, PageLink, render};
+use crate::subscription::page::{Lang, Page, PageLink, render};
 use crate::subscription::refusal::{Refusal, refusal};
 use crate::subscription::support::{Lacks, LeftOut};
 
@@ -65,6 +65,9 @@ pub struct SubscriptionQuery {
     /// `sing-box`, `clash`, `xray` or `links` (aliases in `docs/subscriptions.md`);
     /// by default the page for browsers, else chosen by the User-Agent.
     pub format: Option<String>,
+    /// The page's language: `en`, `ru` or `fa`; by default the browser's
+    /// `Accept-Language`, else English. Apps' formats do not change with it.
+    pub lang: Option<String>,
 }
 
 /// What the request gets.
@@ -166,7 +169,13 @@ pub async fn subscription(
     Query(q): Query<SubscriptionQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    answer(&state, &token, q.format.as_deref(), headers).await
+    answer(
+        &state,
+        &token,
+        (q.format.as_deref(), q.lang.as_deref()),
+        headers,
+    )
+    .await
 }
 
 /// An imported panel's subscription link with the app's kind in the path
@@ -194,10 +203,10 @@ pub async fn subscription_as(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     match client_format(&client) {
-        Some(format) => answer(&state, &token, Some(format), headers).await,
+        Some(format) => answer(&state, &token, (Some(format), None), headers).await,
         // Marzneshin's `/sub/NAME/KEY`: the format by the User-Agent.
         None if import::is_marzneshin_key(&client) => {
-            answer(&state, &format!("{token}/{client}"), None, headers).await
+            answer(&state, &format!("{token}/{client}"), (None, None), headers).await
         }
         None => Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription")),
     }
@@ -232,7 +241,13 @@ pub async fn subscription_by_key(
     };
     match format {
         Some(format) if import::is_marzneshin_key(&key) => {
-            answer(&state, &format!("{name}/{key}"), Some(format), headers).await
+            answer(
+                &state,
+                &format!("{name}/{key}"),
+                (Some(format), None),
+                headers,
+            )
+            .await
         }
         _ => Err(ApiError::new(StatusCode::NOT_FOUND, "no such subscription")),
     }
@@ -255,10 +270,16 @@ fn client_format(client: &str) -> Option<&'static str> {
 async fn answer(
     state: &AppState,
     token: &str,
-    format: Option<&str>,
+    (format, lang): (Option<&str>, Option<&str>),
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let settings = &state.config().subscription;
+    let lang = Lang::negotiate(
+        lang,
+        headers
+            .get(header::ACCEPT_LANGUAGE)
+            .and_then(|v| v.to_str().ok()),
+    );
     let wanted = negotiate(format, &headers, &settings.agents)?;
     state.metrics().subscription(match wanted {
         Wanted::Format(f) => Some(f),
@@ -319,9 +340,10 @@ async fn answer(
         }
         Some(_) => (Vec::new(), LeftOut::default()),
     };
-    let title = match &refused {
-        None => settings.title.clone(),
-        Some(r) => format!("{} — {}", settings.title, r.title()),
+    let title = match (&refused, wanted) {
+        (None, _) => settings.title.clone(),
+        (Some(r), Wanted::Page) => format!("{} — {}", settings.title, lang.reason(r)),
+        (Some(r), Wanted::Format(_)) => format!("{} — {}", settings.title, r.title()),
     };
     let announce = left_out.announce(
         refused
@@ -343,8 +365,8 @@ async fn answer(
             let page = Page {
                 title: &title,
                 username: &user.username,
-                status: user.status.label(),
-                status_reason: refused.as_ref().map(Refusal::title),
+                status: user.status,
+                status_reason: refused.as_ref(),
                 subscription_url: &url,
                 links: &links,
                 used_bytes: user.used_up.saturating_add(user.used_down),
@@ -353,6 +375,7 @@ async fn answer(
                 now_ms: now,
                 support_url: settings.support_url.as_deref(),
                 announce: announce.as_deref(),
+                lang,
             };
             (
                 render(&page),
@@ -441,6 +464,11 @@ async fn answer(
             HeaderValue::from_static("nosniff"),
         );
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        // The page's language follows the browser's.
+        h.insert(
+            header::VARY,
+            HeaderValue::from_static("accept, accept-language"),
+        );
         h.insert(
             header::REFERRER_POLICY,
             HeaderValue::from_static("no-referrer"),

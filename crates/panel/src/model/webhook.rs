@@ -10,20 +10,85 @@ use utoipa::ToSchema;
 use super::{FieldError, Id, UserStatus};
 
 /// The events a hook may pick.
-pub const EVENTS: [&str; 12] = [
+pub const EVENTS: [&str; 14] = [
     "user.created",
     "user.changed",
     "user.deleted",
     "users.bulk",
     "user.limited",
     "user.expired",
-    "user.usage_80",
+    "user.usage_high",
     "user.expiring",
     "user.hold_started",
     "server.online",
     "server.unavailable",
+    "tunnel.changed",
+    "node.upgraded",
     "webhook.test",
 ];
+
+/// When the observer tells of usage and expiry: the panel's `[webhooks]` settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Thresholds {
+    /// `user.usage_high` once a user has used this share of their limit, in percent
+    /// (1 to 99; default 80).
+    pub usage_percent: u8,
+    /// `user.expiring` once a user's expiry is this many days away or fewer (1 to
+    /// 365; default 3).
+    pub expiring_days: u16,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            usage_percent: 80,
+            expiring_days: 3,
+        }
+    }
+}
+
+impl Thresholds {
+    /// Checks the bounds, naming the setting.
+    pub fn check(&self) -> Result<(), FieldError> {
+        if !(1..=99).contains(&self.usage_percent) {
+            return Err(FieldError::new("webhooks.usage_percent", "must be 1 to 99"));
+        }
+        if !(1..=365).contains(&self.expiring_days) {
+            return Err(FieldError::new(
+                "webhooks.expiring_days",
+                "must be 1 to 365",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A tunnel's state as the observer names it: `connected` (the relay has links
+/// up), `no_connections` (the relay answers, no origin is connected) or
+/// `unreachable` (the panel cannot reach the relay).
+pub fn tunnel_state(links: u64, unreachable: bool) -> &'static str {
+    if links > 0 {
+        "connected"
+    } else if unreachable {
+        "unreachable"
+    } else {
+        "no_connections"
+    }
+}
+
+/// Whether a tunnel's state from `seen` to `now` is told (`tunnel.changed`): any
+/// change after the first look.
+pub fn tunnel_changed(seen: Option<&str>, now: &str) -> bool {
+    seen.is_some_and(|s| s != now)
+}
+
+/// Whether a server's node version from `seen` to `now` is an upgrade to tell
+/// (`node.upgraded`): a different version reported after the first look. A node
+/// that reports none (disconnected) changes nothing.
+pub fn node_upgraded(seen: Option<&str>, now: Option<&str>) -> bool {
+    matches!((seen, now), (Some(a), Some(b)) if a != b)
+}
 
 /// The event a server's state change from `seen` to `now` makes (`None` on a first
 /// look, no change, or a change to pending).
@@ -36,11 +101,11 @@ pub fn server_event(seen: Option<&str>, now: &str) -> Option<&'static str> {
     }
 }
 
-/// A notice already sent for the user's current state: usage past 80 %.
+/// A notice already sent for the user's current state: usage past the threshold.
 pub const SENT_USAGE: u32 = 1;
-/// A notice already sent: the expiry is within three days.
+/// A notice already sent: the expiry is within the threshold's days.
 pub const SENT_EXPIRING: u32 = 2;
-const EXPIRING_MS: i64 = 3 * 86_400_000;
+const DAY_MS: i64 = 86_400_000;
 
 /// What the observer last recorded of a user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,15 +132,24 @@ pub struct Found {
 /// The events a user's change since `seen` makes, and the flags to record. A user
 /// seen for the first time makes none (a panel's first look, or a new user, sends
 /// no flood): only what changes afterwards is told.
-pub fn observe(seen: Option<Seen>, found: Found, now_ms: i64) -> (Vec<&'static str>, u32) {
-    let past_80 = found.limit.is_some_and(|l| {
-        l > 0 && u128::from(found.used) * 100 >= u128::from(l) * 80 && found.used < l
+pub fn observe(
+    seen: Option<Seen>,
+    found: Found,
+    now_ms: i64,
+    at: &Thresholds,
+) -> (Vec<&'static str>, u32) {
+    let past_usage = found.limit.is_some_and(|l| {
+        l > 0
+            && u128::from(found.used) * 100 >= u128::from(l) * u128::from(at.usage_percent)
+            && found.used < l
     });
+    let expiring_ms = i64::from(at.expiring_days) * DAY_MS;
     let expiring = found.status != UserStatus::Disabled
         && found
             .expiry
-            .is_some_and(|e| e > now_ms && e.saturating_sub(now_ms) <= EXPIRING_MS);
-    let flags = (if past_80 { SENT_USAGE } else { 0 }) | (if expiring { SENT_EXPIRING } else { 0 });
+            .is_some_and(|e| e > now_ms && e.saturating_sub(now_ms) <= expiring_ms);
+    let flags =
+        (if past_usage { SENT_USAGE } else { 0 }) | (if expiring { SENT_EXPIRING } else { 0 });
     let Some(seen) = seen else {
         return (Vec::new(), flags);
     };
@@ -88,8 +162,8 @@ pub fn observe(seen: Option<Seen>, found: Found, now_ms: i64) -> (Vec<&'static s
             _ => {}
         }
     }
-    if past_80 && seen.flags & SENT_USAGE == 0 {
-        events.push("user.usage_80");
+    if past_usage && seen.flags & SENT_USAGE == 0 {
+        events.push("user.usage_high");
     }
     if expiring && seen.flags & SENT_EXPIRING == 0 {
         events.push("user.expiring");
@@ -231,6 +305,10 @@ mod tests {
     }
 
     const NOW: i64 = 1_796_083_200_000;
+    const AT: Thresholds = Thresholds {
+        usage_percent: 80,
+        expiring_days: 3,
+    };
 
     fn found(status: UserStatus, used: u64, limit: Option<u64>, expiry: Option<i64>) -> Found {
         Found {
@@ -244,7 +322,10 @@ mod tests {
     #[test]
     fn a_first_look_tells_nothing_and_records_the_notices() {
         let f = found(UserStatus::Active, 85, Some(100), Some(NOW + 86_400_000));
-        assert_eq!(observe(None, f, NOW), (vec![], SENT_USAGE | SENT_EXPIRING));
+        assert_eq!(
+            observe(None, f, NOW, &AT),
+            (vec![], SENT_USAGE | SENT_EXPIRING)
+        );
     }
 
     #[test]
@@ -258,7 +339,8 @@ mod tests {
             observe(
                 Some(active),
                 found(UserStatus::Active, 79, Some(100), None),
-                NOW
+                NOW,
+                &AT
             ),
             (vec![], 0)
         );
@@ -266,9 +348,10 @@ mod tests {
             observe(
                 Some(active),
                 found(UserStatus::Active, 80, Some(100), None),
-                NOW
+                NOW,
+                &AT
             ),
-            (vec!["user.usage_80"], SENT_USAGE)
+            (vec!["user.usage_high"], SENT_USAGE)
         );
         let told = Seen {
             status: UserStatus::Active,
@@ -278,7 +361,8 @@ mod tests {
             observe(
                 Some(told),
                 found(UserStatus::Active, 90, Some(100), None),
-                NOW
+                NOW,
+                &AT
             ),
             (vec![], SENT_USAGE)
         );
@@ -287,7 +371,8 @@ mod tests {
             observe(
                 Some(told),
                 found(UserStatus::Limited, 100, Some(100), None),
-                NOW
+                NOW,
+                &AT
             ),
             (vec!["user.limited"], 0)
         );
@@ -297,7 +382,8 @@ mod tests {
             observe(
                 Some(active),
                 found(UserStatus::Active, 0, None, Some(three_days + 1)),
-                NOW
+                NOW,
+                &AT
             ),
             (vec![], 0)
         );
@@ -305,7 +391,8 @@ mod tests {
             observe(
                 Some(active),
                 found(UserStatus::Active, 0, None, Some(three_days)),
-                NOW
+                NOW,
+                &AT
             ),
             (vec!["user.expiring"], SENT_EXPIRING)
         );
@@ -313,7 +400,8 @@ mod tests {
             observe(
                 Some(active),
                 found(UserStatus::Expired, 0, None, Some(NOW)),
-                NOW
+                NOW,
+                &AT
             ),
             (vec!["user.expired"], 0)
         );
@@ -323,7 +411,12 @@ mod tests {
             flags: 0,
         };
         assert_eq!(
-            observe(Some(held), found(UserStatus::Active, 1, None, None), NOW),
+            observe(
+                Some(held),
+                found(UserStatus::Active, 1, None, None),
+                NOW,
+                &AT
+            ),
             (vec!["user.hold_started"], 0)
         );
         // A disabled user is told nothing about expiry.
@@ -331,10 +424,67 @@ mod tests {
             observe(
                 Some(active),
                 found(UserStatus::Disabled, 0, None, Some(three_days)),
-                NOW
+                NOW,
+                &AT
             ),
             (vec![], 0)
         );
+    }
+
+    #[test]
+    fn the_thresholds_are_the_operators() {
+        let active = Seen {
+            status: UserStatus::Active,
+            flags: 0,
+        };
+        let at = Thresholds {
+            usage_percent: 95,
+            expiring_days: 7,
+        };
+        assert_eq!(Thresholds::default(), AT);
+        let f = |used, expiry| found(UserStatus::Active, used, Some(1000), expiry);
+        assert_eq!(observe(Some(active), f(949, None), NOW, &at), (vec![], 0));
+        assert_eq!(
+            observe(Some(active), f(950, None), NOW, &at),
+            (vec!["user.usage_high"], SENT_USAGE)
+        );
+        let week = NOW + 7 * 86_400_000;
+        assert_eq!(
+            observe(Some(active), f(0, Some(week + 1)), NOW, &at),
+            (vec![], 0)
+        );
+        assert_eq!(
+            observe(Some(active), f(0, Some(week)), NOW, &at),
+            (vec!["user.expiring"], SENT_EXPIRING)
+        );
+        for (usage_percent, expiring_days, field) in [
+            (0, 3, Some("webhooks.usage_percent")),
+            (100, 3, Some("webhooks.usage_percent")),
+            (99, 0, Some("webhooks.expiring_days")),
+            (1, 366, Some("webhooks.expiring_days")),
+            (1, 365, None),
+        ] {
+            let t = Thresholds {
+                usage_percent,
+                expiring_days,
+            };
+            assert_eq!(t.check().err().map(|e| e.field), field.map(str::to_owned));
+        }
+    }
+
+    #[test]
+    fn tunnels_and_upgrades_are_told_after_the_first_look() {
+        assert_eq!(tunnel_state(2, false), "connected");
+        assert_eq!(tunnel_state(2, true), "connected");
+        assert_eq!(tunnel_state(0, false), "no_connections");
+        assert_eq!(tunnel_state(0, true), "unreachable");
+        assert!(!tunnel_changed(None, "connected"));
+        assert!(!tunnel_changed(Some("connected"), "connected"));
+        assert!(tunnel_changed(Some("connected"), "unreachable"));
+        assert!(!node_upgraded(None, Some("0.9.0")));
+        assert!(!node_upgraded(Some("0.9.0"), None));
+        assert!(!node_upgraded(Some("0.9.0"), Some("0.9.0")));
+        assert!(node_upgraded(Some("0.9.0"), Some("0.10.0")));
     }
 
     #[test]

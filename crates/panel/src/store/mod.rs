@@ -77,7 +77,7 @@ pub use traffic::{BATCH_USERS, StatsBatch, StatsState, TrafficBatch, TrafficStor
 pub use tunnels::TunnelStore;
 pub use user_filter::{UserFilter, UserSort};
 pub use users::{UserInput, UserQuery, UserStore};
-pub use webhooks::{Attempt, Delivery, Due, WebhookStore};
+pub use webhooks::{Attempt, Delivery, Due, FoundTunnel, WebhookStore};
 
 use crate::model::FieldError;
 

@@ -104,6 +104,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/sqlite/0027_webhooks.sql"),
             include_str!("../../migrations/sqlite/0028_user_watch.sql"),
             include_str!("../../migrations/sqlite/0029_server_watch.sql"),
+            include_str!("../../migrations/sqlite/0030_watch_more.sql"),
         ],
         Backend::Postgres => [
             include_str!("../../migrations/postgres/0001_init.sql"),
@@ -135,6 +136,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
             include_str!("../../migrations/postgres/0027_webhooks.sql"),
             include_str!("../../migrations/postgres/0028_user_watch.sql"),
             include_str!("../../migrations/postgres/0029_server_watch.sql"),
+            include_str!("../../migrations/postgres/0030_watch_more.sql"),
         ],
     };
     // Versions are the files' numbers (one entry per file above, in the same order),
@@ -169,6 +171,7 @@ pub(super) fn migrator(backend: Backend) -> sqlx::migrate::Migrator {
         (27, "webhooks"),
         (28, "user_watch"),
         (29, "server_watch"),
+        (30, "watch_more"),
     ];
     let migrations = files
         .iter()

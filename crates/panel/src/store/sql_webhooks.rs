@@ -6,9 +6,11 @@ use sqlx::any::AnyRow;
 
 use super::rows::{self, USER};
 use super::sql::Backend;
-use super::webhooks::{Attempt, Delivery, Due, WebhookStore};
+use super::webhooks::{Attempt, Delivery, Due, FoundTunnel, WebhookStore};
 use super::{SqlStore, StoreError};
-use crate::model::webhook::{Found, Seen, observe, server_event};
+use crate::model::webhook::{
+    Found, Seen, Thresholds, node_upgraded, observe, server_event, tunnel_changed,
+};
 use crate::model::{Id, UserStatus, Webhook, WebhookInput};
 
 /// How long a delivered or given-up delivery is kept, for its list and a replay.
@@ -294,7 +296,7 @@ impl WebhookStore for SqlStore {
             .collect::<Result<_, _>>()?)
     }
 
-    async fn watch_users(&self, now_ms: i64) -> Result<u64, StoreError> {
+    async fn watch_users(&self, now_ms: i64, at: &Thresholds) -> Result<u64, StoreError> {
         let hooks = self.webhooks().await?;
         let mut told = 0;
         let mut after = 0;
@@ -324,7 +326,7 @@ impl WebhookStore for SqlStore {
                     limit: user.traffic_limit,
                     expiry: standing.effective_expiry(),
                 };
-                let (events, flags) = observe(seen, found, now_ms);
+                let (events, flags) = observe(seen, found, now_ms, at);
                 let status = status_name(user.status);
                 if stored.as_deref() == Some(status.as_str()) && i64::from(flags) == stored_flags {
                     continue;
@@ -359,7 +361,7 @@ impl WebhookStore for SqlStore {
     async fn watch_servers(&self, now_ms: i64) -> Result<u64, StoreError> {
         let hooks = self.webhooks().await?;
         let rows = sqlx::query(&format!(
-            "SELECT {}, watch_state FROM servers ORDER BY id",
+            "SELECT {}, watch_state, watch_version FROM servers ORDER BY id",
             rows::SERVER
         ))
         .fetch_all(&self.read)
@@ -368,26 +370,81 @@ impl WebhookStore for SqlStore {
         for r in &rows {
             let server = rows::server(r)?;
             let seen: Option<String> = r.try_get("watch_state")?;
+            let seen_version: Option<String> = r.try_get("watch_version")?;
             let state = server.state.as_str();
-            if seen.as_deref() == Some(state) {
+            // A node that reports no version (not connected) leaves the record.
+            let version = server.node_version.as_deref().or(seen_version.as_deref());
+            if seen.as_deref() == Some(state) && seen_version.as_deref() == version {
                 continue;
             }
             let mut tx = self.write.begin().await?;
             let done = sqlx::query(
-                "UPDATE servers SET watch_state = $1 WHERE id = $2 \
-                 AND COALESCE(watch_state, '') = $3",
+                "UPDATE servers SET watch_state = $1, watch_version = $2 WHERE id = $3 \
+                 AND COALESCE(watch_state, '') = $4 AND COALESCE(watch_version, '') = $5",
             )
             .bind(state)
+            .bind(version)
             .bind(server.id)
+            .bind(seen.clone().unwrap_or_default())
+            .bind(seen_version.clone().unwrap_or_default())
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 1 {
+                if let Some(event) = server_event(seen.as_deref(), state) {
+                    let body = serde_json::json!({"event": event, "at_ms": now_ms, "by": "panel",
+                        "data": {"id": server.id, "name": server.name, "address": server.address,
+                            "state": state, "reason": server.state_reason}})
+                    .to_string();
+                    queue(&mut tx, &hooks, event, &body, now_ms).await?;
+                    told += 1;
+                }
+                if node_upgraded(seen_version.as_deref(), server.node_version.as_deref()) {
+                    let event = "node.upgraded";
+                    let body = serde_json::json!({"event": event, "at_ms": now_ms, "by": "panel",
+                        "data": {"id": server.id, "name": server.name, "address": server.address,
+                            "from": seen_version, "to": server.node_version}})
+                    .to_string();
+                    queue(&mut tx, &hooks, event, &body, now_ms).await?;
+                    told += 1;
+                }
+            }
+            tx.commit().await?;
+        }
+        Ok(told)
+    }
+
+    async fn watch_tunnels(&self, found: &[FoundTunnel], now_ms: i64) -> Result<u64, StoreError> {
+        let hooks = self.webhooks().await?;
+        let mut told = 0;
+        for f in found {
+            let seen: Option<Option<String>> =
+                sqlx::query_scalar("SELECT watch_state FROM tunnels WHERE id = $1")
+                    .bind(f.id)
+                    .fetch_optional(&self.read)
+                    .await?;
+            // Gone since it was asked about, or already recorded.
+            let Some(seen) = seen else { continue };
+            if seen.as_deref() == Some(f.state) {
+                continue;
+            }
+            let mut tx = self.write.begin().await?;
+            let done = sqlx::query(
+                "UPDATE tunnels SET watch_state = $1 WHERE id = $2 \
+                 AND COALESCE(watch_state, '') = $3",
+            )
+            .bind(f.state)
+            .bind(f.id)
             .bind(seen.clone().unwrap_or_default())
             .execute(&mut *tx)
             .await?;
-            if done.rows_affected() == 1
-                && let Some(event) = server_event(seen.as_deref(), state)
-            {
+            if done.rows_affected() == 1 && tunnel_changed(seen.as_deref(), f.state) {
+                let event = "tunnel.changed";
+                let mut data = f.data.clone();
+                if let Some(o) = data.as_object_mut() {
+                    o.insert("from".into(), serde_json::json!(seen));
+                }
                 let body = serde_json::json!({"event": event, "at_ms": now_ms, "by": "panel",
-                    "data": {"id": server.id, "name": server.name, "address": server.address,
-                        "state": state, "reason": server.state_reason}})
+                    "data": data})
                 .to_string();
                 queue(&mut tx, &hooks, event, &body, now_ms).await?;
                 told += 1;

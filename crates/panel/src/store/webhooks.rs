@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::StoreError;
+use crate::model::webhook::Thresholds;
 use crate::model::{Id, Webhook, WebhookInput};
 
 /// A delivery as listed.
@@ -130,8 +131,25 @@ pub trait WebhookStore: Send + Sync {
     /// events their changes make, each with the user's record; a user is updated
     /// only if what was recorded of them is still what this look read (so of several
     /// instances looking at once, one tells each change). How many events.
-    async fn watch_users(&self, now_ms: i64) -> Result<u64, StoreError>;
+    async fn watch_users(&self, now_ms: i64, at: &Thresholds) -> Result<u64, StoreError>;
 
-    /// The same for servers' states ([`crate::model::webhook::server_event`]).
+    /// The same for servers' states ([`crate::model::webhook::server_event`]) and
+    /// their nodes' versions ([`crate::model::webhook::node_upgraded`]).
     async fn watch_servers(&self, now_ms: i64) -> Result<u64, StoreError>;
+
+    /// The same for tunnels, whose states the caller found by asking their relays
+    /// ([`crate::model::webhook::tunnel_state`]): `found` is each tunnel's id, state
+    /// and what the event says of it. Tunnels not in `found` are left as they were.
+    async fn watch_tunnels(&self, found: &[FoundTunnel], now_ms: i64) -> Result<u64, StoreError>;
+}
+
+/// A tunnel's state as the observer found it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FoundTunnel {
+    /// The tunnel.
+    pub id: Id,
+    /// `connected`, `no_connections` or `unreachable`.
+    pub state: &'static str,
+    /// The event's `data` (the tunnel's id, name, state, links and error).
+    pub data: serde_json::Value,
 }

@@ -31,6 +31,12 @@ use std::sync::LazyLock;
 use base64::Engine as _;
 use sha2::{Digest as _, Sha256};
 
+use crate::model::UserStatus;
+use crate::subscription::refusal::Refusal;
+
+mod text;
+pub use text::{Lang, solar_hijri};
+
 /// A share link shown on the page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageLink<'a> {
@@ -47,10 +53,10 @@ pub struct Page<'a> {
     pub title: &'a str,
     /// The user's name.
     pub username: &'a str,
-    /// The status as a person reads it: "Active", "Expired", "Limited"…
-    pub status: &'a str,
-    /// Why, when the status needs it ("traffic limit reached").
-    pub status_reason: Option<&'a str>,
+    /// The user's status.
+    pub status: UserStatus,
+    /// Why the subscription has no servers, when it has none for a reason.
+    pub status_reason: Option<&'a Refusal>,
     /// The absolute URL of this subscription.
     pub subscription_url: &'a str,
     /// Share links, in the order shown.
@@ -67,6 +73,8 @@ pub struct Page<'a> {
     pub support_url: Option<&'a str>,
     /// A notice from the operator, shown at the top; line breaks kept.
     pub announce: Option<&'a str>,
+    /// The language the page is written in.
+    pub lang: Lang,
 }
 
 /// Modules of light margin around a QR code, as the QR standard asks.
@@ -90,6 +98,8 @@ code{display:block;font:.85rem/1.4 ui-monospace,Menlo,Consolas,monospace;overflo
 button{margin-top:.5rem;width:100%;padding:.6rem;font:inherit;font-weight:600;color:#fff;background:var(--accent);border:0;border-radius:.5rem;cursor:pointer}
 @media (min-width:40rem){button{width:auto;padding:.5rem 1.25rem}}
 a{color:var(--accent)}
+.langs{display:flex;gap:.75rem;justify-content:flex-end;font-size:.9rem}
+code,.qr{direction:ltr}
 ";
 
 /// Copies the text of the element a button names in `data-copy`; the Clipboard
@@ -98,7 +108,7 @@ const SCRIPT: &str = "\
 document.addEventListener('click',function(e){\
 var b=e.target.closest('button[data-copy]');if(!b)return;\
 var t=document.getElementById(b.getAttribute('data-copy')).textContent;\
-function done(){b.textContent='Copied';setTimeout(function(){b.textContent='Copy'},1500)}\
+function done(){b.textContent=b.getAttribute('data-done');setTimeout(function(){b.textContent=b.getAttribute('data-label')},1500)}\
 function fallback(){var a=document.createElement('textarea');a.value=t;a.setAttribute('readonly','');\
 a.style.position='fixed';a.style.opacity='0';document.body.appendChild(a);a.select();\
 try{document.execCommand('copy');done()}catch(_){}document.body.removeChild(a)}\
@@ -131,76 +141,116 @@ pub fn render(page: &Page<'_>) -> String {
 }
 
 fn write_page(out: &mut String, page: &Page<'_>) -> fmt::Result {
+    let lang = page.lang;
+    let words = lang.words();
     let title = Esc(page.title);
     write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+        "<!DOCTYPE html>\n<html lang=\"{code}\" dir=\"{dir}\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta name=\"robots\" content=\"noindex, nofollow\">\n\
          <meta name=\"referrer\" content=\"no-referrer\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n\
          <title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<main>\n",
+        code = lang.code(),
+        dir = lang.dir(),
         csp = Esc(&CSP),
     )?;
 
     write!(
         out,
+        "<nav class=\"langs\" aria-label=\"{}\">",
+        words.language
+    )?;
+    for other in Lang::ALL {
+        if other == lang {
+            write!(
+                out,
+                "<span lang=\"{}\" aria-current=\"true\">{}</span>",
+                other.code(),
+                other.name()
+            )?;
+        } else {
+            write!(
+                out,
+                "<a href=\"?lang={code}\" lang=\"{code}\" hreflang=\"{code}\">{}</a>",
+                other.name(),
+                code = other.code()
+            )?;
+        }
+    }
+    out.push_str("</nav>\n");
+
+    write!(
+        out,
         "<header>\n<h1>{title}</h1>\n<p>{user} · <span class=\"status status-{class}\">{status}</span>",
         user = Esc(page.username),
-        class = status_class(page.status),
-        status = Esc(page.status),
+        class = status_class(page.status.label()),
+        status = lang.status(page.status),
     )?;
     if let Some(reason) = page.status_reason {
-        write!(out, " <span class=\"muted\">({})</span>", Esc(reason))?;
+        write!(
+            out,
+            " <span class=\"muted\">({})</span>",
+            lang.reason(reason)
+        )?;
     }
     out.push_str("</p>\n</header>\n");
 
     if let Some(announce) = page.announce {
         writeln!(
             out,
-            "<section class=\"card announce\">{}</section>",
+            "<section class=\"card announce\" dir=\"auto\">{}</section>",
             Esc(announce)
         )?;
     }
 
-    out.push_str("<section class=\"card\">\n<h2>Traffic</h2>\n");
-    let used = format_bytes(page.used_bytes);
+    write!(
+        out,
+        "<section class=\"card\">\n<h2>{}</h2>\n",
+        words.traffic
+    )?;
     match page.limit_bytes {
         Some(limit) => {
             let percent = used_percent(page.used_bytes, limit);
             write!(
                 out,
-                "<p>{used} of {limit} ({percent}%)</p>\n<div class=\"bar\" role=\"progressbar\" \
+                "<p>{}</p>\n<div class=\"bar\" role=\"progressbar\" \
                  aria-valuemin=\"0\" aria-valuemax=\"100\" aria-valuenow=\"{percent}\">\
                  <div style=\"width:{percent}%\"></div></div>\n",
-                limit = format_bytes(limit),
+                lang.used_of(page.used_bytes, limit, percent),
             )?;
         }
-        None => writeln!(out, "<p>{used} of unlimited</p>")?,
+        None => writeln!(out, "<p>{}</p>", lang.used_unlimited(page.used_bytes))?,
     }
     write!(
         out,
-        "<h2>Expires</h2>\n<p>{}</p>\n</section>\n",
-        expiry_text(page.expires_ms, page.now_ms)
+        "<h2>{}</h2>\n<p>{}</p>\n</section>\n",
+        words.expires,
+        expiry_text(lang, page.expires_ms, page.now_ms)
     )?;
 
-    out.push_str("<section class=\"card\">\n<h2>Subscription</h2>\n<p class=\"muted\">Add this URL to your app, or scan the code.</p>\n");
-    write_qr(out, page.subscription_url, "the subscription URL")?;
-    write_copyable(out, "sub", page.subscription_url)?;
+    write!(
+        out,
+        "<section class=\"card\">\n<h2>{}</h2>\n<p class=\"muted\">{}</p>\n",
+        words.subscription, words.add_hint
+    )?;
+    write_qr(out, page.subscription_url, words.the_url, lang)?;
+    write_copyable(out, "sub", page.subscription_url, lang)?;
     out.push_str("</section>\n");
 
-    out.push_str("<section>\n<h2>Links</h2>\n");
+    write!(out, "<section>\n<h2>{}</h2>\n", words.links)?;
     if page.links.is_empty() {
-        out.push_str("<p class=\"muted\">No links yet.</p>\n");
+        writeln!(out, "<p class=\"muted\">{}</p>", words.no_links)?;
     }
     for (i, link) in page.links.iter().enumerate() {
         write!(
             out,
-            "<article class=\"card\">\n<h3>{}</h3>\n",
+            "<article class=\"card\">\n<h3 dir=\"auto\">{}</h3>\n",
             Esc(link.name)
         )?;
-        write_qr(out, link.link, link.name)?;
-        write_copyable(out, &format!("link-{i}"), link.link)?;
+        write_qr(out, link.link, link.name, lang)?;
+        write_copyable(out, &format!("link-{i}"), link.link, lang)?;
         out.push_str("</article>\n");
     }
     out.push_str("</section>\n");
@@ -209,11 +259,12 @@ fn write_page(out: &mut String, page: &Page<'_>) -> fmt::Result {
         if is_http(support) {
             writeln!(
                 out,
-                "<p><a href=\"{url}\" rel=\"noopener noreferrer\">Support: {url}</a></p>",
-                url = Esc(support)
+                "<p><a href=\"{url}\" rel=\"noopener noreferrer\">{label}: {url}</a></p>",
+                url = Esc(support),
+                label = words.support,
             )?;
         } else {
-            writeln!(out, "<p>Support: {}</p>", Esc(support))?;
+            writeln!(out, "<p>{}: {}</p>", words.support, Esc(support))?;
         }
     }
 
@@ -224,25 +275,30 @@ fn write_page(out: &mut String, page: &Page<'_>) -> fmt::Result {
 }
 
 /// The text in a `<code>` with this id, and a button that copies it.
-fn write_copyable(out: &mut String, id: &str, text: &str) -> fmt::Result {
+fn write_copyable(out: &mut String, id: &str, text: &str, lang: Lang) -> fmt::Result {
+    let words = lang.words();
     write!(
         out,
-        "<code id=\"{id}\">{text}</code>\n<button type=\"button\" data-copy=\"{id}\">Copy</button>\n",
+        "<code id=\"{id}\">{text}</code>\n<button type=\"button\" data-copy=\"{id}\" \
+         data-label=\"{copy}\" data-done=\"{copied}\">{copy}</button>\n",
         text = Esc(text),
+        copy = words.copy,
+        copied = words.copied,
     )
 }
 
 /// An inline SVG QR code of `text`, or a note when it is too long for one.
-fn write_qr(out: &mut String, text: &str, label: &str) -> fmt::Result {
+fn write_qr(out: &mut String, text: &str, label: &str, lang: Lang) -> fmt::Result {
+    let words = lang.words();
     let Some(matrix) = qr_matrix(text) else {
-        out.push_str("<p class=\"muted\">Too long for a QR code: copy it instead.</p>\n");
-        return Ok(());
+        return writeln!(out, "<p class=\"muted\">{}</p>", words.too_long);
     };
     let size = matrix.width + 2 * QUIET_ZONE;
     write!(
         out,
-        "<svg class=\"qr\" viewBox=\"0 0 {size} {size}\" role=\"img\" aria-label=\"QR code: {label}\" \
+        "<svg class=\"qr\" viewBox=\"0 0 {size} {size}\" role=\"img\" aria-label=\"{qr}: {label}\" \
          shape-rendering=\"crispEdges\"><rect width=\"{size}\" height=\"{size}\" fill=\"#fff\"/><path fill=\"#000\" d=\"",
+        qr = words.qr,
         label = Esc(label),
     )?;
     // One sub-path per horizontal run of dark modules.
@@ -273,7 +329,7 @@ fn write_qr(out: &mut String, text: &str, label: &str) -> fmt::Result {
 pub(crate) fn qr_svg(text: &str, label: &str) -> Option<String> {
     qr_matrix(text)?;
     let mut out = String::new();
-    write_qr(&mut out, text, label).ok()?;
+    write_qr(&mut out, text, label, Lang::En).ok()?;
     Some(out.replacen("<svg ", "<svg xmlns=\"http://www.w3.org/2000/svg\" ", 1))
 }
 
@@ -334,33 +390,15 @@ pub fn days_left(expires_ms: i64, now_ms: i64) -> Option<u64> {
     u64::try_from((left + DAY_MS - 1) / DAY_MS).ok()
 }
 
-/// "2026-12-31 23:59 UTC (in 30 days)", "Expired on …", or "Never".
-fn expiry_text(expires_ms: Option<i64>, now_ms: i64) -> String {
+/// "2026-12-31 23:59 UTC (in 30 days)", "Expired on …", or "Never", in `lang`.
+fn expiry_text(lang: Lang, expires_ms: Option<i64>, now_ms: i64) -> String {
     let Some(expires_ms) = expires_ms else {
-        return "Never".to_owned();
+        return lang.words().never.to_owned();
     };
-    let date = utc_date(expires_ms);
-    match days_left(expires_ms, now_ms) {
-        None => format!("Expired on {date}"),
-        Some(1) => format!("{date} (in 1 day)"),
-        Some(n) => format!("{date} (in {n} days)"),
-    }
-}
-
-/// `2026-12-31 23:59 UTC`; Unix ms outside the calendar the `time` crate
-/// knows (years −9999 to 9999) read as an unknown date.
-fn utc_date(ms: i64) -> String {
-    match time::OffsetDateTime::from_unix_timestamp(ms.div_euclid(1000)) {
-        Ok(t) => format!(
-            "{:04}-{:02}-{:02} {:02}:{:02} UTC",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute()
-        ),
-        Err(_) => "an unknown date".to_owned(),
-    }
+    let date = lang
+        .date(expires_ms)
+        .unwrap_or_else(|| lang.words().unknown_date.to_owned());
+    lang.expiry(&date, days_left(expires_ms, now_ms))
 }
 
 /// Used as a whole percentage of `limit`, capped at 100; a zero limit is full.

@@ -81,6 +81,7 @@ mod ui_hysteria2;
 mod ui_import;
 mod ui_inbound_rules;
 mod ui_inbound_transport;
+mod ui_languages;
 mod ui_node_and_limits;
 mod ui_roles;
 mod ui_routing;

@@ -100,6 +100,31 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
     let service = panel.state.service().clone();
     let store = panel.state.store().clone();
     let cluster = store.create_cluster("c", live::now()).await.unwrap().id;
+    // A hook for the tunnel's changes of state, which the webhook observer finds by
+    // asking the relay as the dashboard does.
+    let hook = store
+        .create_webhook(
+            &switchyard_panel::model::WebhookInput {
+                url: "http://127.0.0.1:9/hook".into(),
+                events: vec!["tunnel.changed".into()],
+                enabled: true,
+                allow_private: true,
+            },
+            "a secret of sixteen",
+            0,
+        )
+        .await
+        .unwrap()
+        .id;
+    let watch = || {
+        let store = store.clone();
+        let state = panel.state.clone();
+        async move {
+            switchyard_panel::webhooks::watch_tunnels(store.as_ref(), state.nodes(), live::now())
+                .await
+                .unwrap()
+        }
+    };
     let mut servers = Vec::new();
     for name in ["relay", "origin-a", "origin-b"] {
         servers.push(live::server(&panel, cluster, name).await);
@@ -273,6 +298,8 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
         assert_eq!(o["half"]["links"], 2, "{o}");
         assert_eq!(o["error"], Value::Null);
     }
+    // The panel's own observer looks every 30 s too: whoever looks first tells.
+    watch().await;
     let (_, list) = live::http(http, "GET", "/api/v1/tunnels/status", &auth, None).await;
     assert_eq!(
         list,
@@ -561,12 +588,56 @@ async fn a_tunnel_made_in_the_api_carries_a_real_client_s_traffic() {
         state().await == "No connections"
     })
     .await;
+    watch().await;
+    assert_eq!(watch().await, 0, "told once");
     let relay_node = nodes.pop().unwrap();
     relay_node.shutdown().await;
     live::wait_until("Relay unreachable", 30, || async {
         state().await == "Relay unreachable"
     })
     .await;
+    watch().await;
+    assert_eq!(watch().await, 0, "told once");
+    let told: Vec<(String, String, String)> = store
+        .deliveries(hook, 10)
+        .await
+        .unwrap()
+        .iter()
+        .rev()
+        .map(|d| {
+            let body: Value = serde_json::from_str(&d.body).unwrap();
+            let data = &body["data"];
+            (
+                d.event.clone(),
+                format!(
+                    "{} → {}",
+                    data["from"].as_str().unwrap(),
+                    data["state"].as_str().unwrap()
+                ),
+                data["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    // Each change once, in order (the links may have come up after a first look).
+    assert!(
+        told.ends_with(&[
+            (
+                "tunnel.changed".into(),
+                "connected → no_connections".into(),
+                "exit".into()
+            ),
+            (
+                "tunnel.changed".into(),
+                "no_connections → unreachable".into(),
+                "exit".into()
+            ),
+        ]),
+        "{told:?}"
+    );
+    for pair in told.windows(2) {
+        let to = pair[0].1.split(" → ").nth(1).unwrap();
+        assert!(pair[1].1.starts_with(&format!("{to} → ")), "{told:?}");
+    }
     let (_, v) = live::http(http, "GET", &status_path, &auth, None).await;
     assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
     assert_eq!(v["relay"], Value::Null);

@@ -14,6 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use hmac::{Hmac, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
+use switchyard_panel::model::webhook::Thresholds;
 use switchyard_panel::store::{Changes, SqlStore, Store, WebhookStore};
 use switchyard_panel::webhooks::{LEASE_MS, Sender, deliver_due};
 
@@ -416,6 +417,12 @@ async fn set(url: &str, name: &str, column: &str, value: i64) {
     .unwrap();
 }
 
+/// The default thresholds: 80 % of the limit, three days to the expiry.
+const AT: Thresholds = Thresholds {
+    usage_percent: 80,
+    expiring_days: 3,
+};
+
 #[tokio::test]
 async fn changes_the_panel_sees_happen_are_told_once() {
     let h = Harness::new().await;
@@ -425,7 +432,7 @@ async fn changes_the_panel_sees_happen_are_told_once() {
     let events = [
         "user.limited",
         "user.expired",
-        "user.usage_80",
+        "user.usage_high",
         "user.expiring",
         "user.hold_started",
     ];
@@ -448,19 +455,19 @@ async fn changes_the_panel_sees_happen_are_told_once() {
     let store: &dyn Store = h.state.store().as_ref();
     let db = format!("sqlite://{}", h.db.display());
     // The first look tells nothing.
-    assert_eq!(store.watch_users(now).await.unwrap(), 0);
+    assert_eq!(store.watch_users(now, &AT).await.unwrap(), 0);
     set(&db, "u1", "used_down", 85).await;
-    assert_eq!(store.watch_users(now).await.unwrap(), 1, "past 80 %");
-    assert_eq!(store.watch_users(now).await.unwrap(), 0, "told once");
+    assert_eq!(store.watch_users(now, &AT).await.unwrap(), 1, "past 80 %");
+    assert_eq!(store.watch_users(now, &AT).await.unwrap(), 0, "told once");
     set(&db, "u1", "used_down", 100).await;
-    assert_eq!(store.watch_users(now).await.unwrap(), 1, "limited");
+    assert_eq!(store.watch_users(now, &AT).await.unwrap(), 1, "limited");
     // Two and a half days on, u2 expires within three; five days on, it has.
-    assert_eq!(store.watch_users(now + 5 * DAY / 2).await.unwrap(), 1);
-    assert_eq!(store.watch_users(now + 5 * DAY + 1).await.unwrap(), 1);
+    assert_eq!(store.watch_users(now + 5 * DAY / 2, &AT).await.unwrap(), 1);
+    assert_eq!(store.watch_users(now + 5 * DAY + 1, &AT).await.unwrap(), 1);
     // u3 connects for the first time: its ten days start.
     set(&db, "u3", "first_connected_ms", now + 5 * DAY).await;
     assert_eq!(
-        store.watch_users(now + 5 * DAY + 2).await.unwrap(),
+        store.watch_users(now + 5 * DAY + 2, &AT).await.unwrap(),
         1,
         "the hold's clock started"
     );
@@ -479,7 +486,7 @@ async fn changes_the_panel_sees_happen_are_told_once() {
         })
         .collect();
     let want: Vec<(String, String)> = [
-        ("user.usage_80", "u1"),
+        ("user.usage_high", "u1"),
         ("user.limited", "u1"),
         ("user.expiring", "u2"),
         ("user.expired", "u2"),
@@ -521,7 +528,7 @@ async fn two_instances_on_postgres_tell_a_users_change_once() {
         .await
         .unwrap();
     }
-    assert_eq!(one.watch_users(now).await.unwrap(), 0);
+    assert_eq!(one.watch_users(now, &AT).await.unwrap(), 0);
     let raw = sqlx::any::AnyPoolOptions::new()
         .max_connections(1)
         .connect(&url)
@@ -531,7 +538,7 @@ async fn two_instances_on_postgres_tell_a_users_change_once() {
         .execute(&raw)
         .await
         .unwrap();
-    let (a, b) = tokio::join!(one.watch_users(now), two.watch_users(now));
+    let (a, b) = tokio::join!(one.watch_users(now, &AT), two.watch_users(now, &AT));
     assert_eq!(
         a.unwrap() + b.unwrap(),
         20,
@@ -596,4 +603,112 @@ async fn a_server_coming_and_going_is_told_once_each_time() {
             ("server.online".to_owned(), "online".to_owned()),
         ]
     );
+}
+
+#[tokio::test]
+async fn a_node_upgraded_is_told_once_with_both_versions() {
+    let h = Harness::new().await;
+    let t = h.token().await;
+    let (rx, addr) = receiver().await;
+    let url = format!("http://{addr}/hook");
+    let (_, secret) = hook(&h, &t, &url, &["node.upgraded"], true).await;
+    *rx.secret.lock().unwrap() = secret;
+    let server = crate::common::server(&h, &t).await;
+    let store: &dyn Store = h.state.store().as_ref();
+    let now = switchyard_panel::clock::now_ms();
+    let raw = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&format!("sqlite://{}", h.db.display()))
+        .await
+        .unwrap();
+    // The version each node reports when it connects, and none when it is gone.
+    for (version, told) in [
+        (Some("0.9.0"), 0),
+        (Some("0.9.0"), 0),
+        (None, 0),
+        (Some("0.10.0"), 1),
+        (Some("0.10.0"), 0),
+        (Some("0.10.1"), 1),
+    ] {
+        sqlx::query("UPDATE servers SET node_version = $1 WHERE id = $2")
+            .bind(version)
+            .bind(server)
+            .execute(&raw)
+            .await
+            .unwrap();
+        assert_eq!(store.watch_servers(now).await.unwrap(), told, "{version:?}");
+    }
+    deliver_due(store, &Sender::new().unwrap(), now + 1000)
+        .await
+        .unwrap();
+    let got: Vec<(String, Value, Value)> = rx
+        .got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g.event.clone(),
+                g.body["data"]["from"].clone(),
+                g.body["data"]["to"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("node.upgraded".to_owned(), json!("0.9.0"), json!("0.10.0")),
+            ("node.upgraded".to_owned(), json!("0.10.0"), json!("0.10.1")),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_thresholds_are_the_operators() {
+    let h = Harness::new().await;
+    let t = h.token().await;
+    let (_rx, addr) = receiver().await;
+    let url = format!("http://{addr}/hook");
+    hook(&h, &t, &url, &["user.usage_high", "user.expiring"], true).await;
+    let now = switchyard_panel::clock::now_ms();
+    const DAY: i64 = 86_400_000;
+    for body in [
+        json!({"username": "u1", "traffic_limit": 1000}),
+        json!({"username": "u2", "expires_ms": now + 10 * DAY}),
+    ] {
+        h.post("/api/v1/users")
+            .bearer(&t)
+            .json(&body)
+            .send()
+            .await
+            .ok(StatusCode::CREATED);
+    }
+    let store: &dyn Store = h.state.store().as_ref();
+    let db = format!("sqlite://{}", h.db.display());
+    let at = Thresholds {
+        usage_percent: 95,
+        expiring_days: 7,
+    };
+    assert_eq!(store.watch_users(now, &at).await.unwrap(), 0);
+    set(&db, "u1", "used_down", 949).await;
+    assert_eq!(
+        store.watch_users(now, &at).await.unwrap(),
+        0,
+        "94.9 % of 95"
+    );
+    set(&db, "u1", "used_down", 950).await;
+    assert_eq!(store.watch_users(now, &at).await.unwrap(), 1, "95 %");
+    // Ten days away: not yet; three days later, seven days away: told.
+    assert_eq!(store.watch_users(now + 3 * DAY - 1, &at).await.unwrap(), 0);
+    assert_eq!(store.watch_users(now + 3 * DAY, &at).await.unwrap(), 1);
+    let hooks = store.webhooks().await.unwrap();
+    let events: Vec<String> = store
+        .deliveries(hooks[0].id, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .rev()
+        .map(|d| d.event)
+        .collect();
+    assert_eq!(events, ["user.usage_high", "user.expiring"]);
 }

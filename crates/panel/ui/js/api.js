@@ -1,6 +1,8 @@
 // The panel's REST API, as the UI calls it: the session cookie plus the session's
 // CSRF token on every write. Errors are thrown as ApiError with the field they name.
 
+import { t } from "./i18n.js";
+
 let csrf = null;
 
 /** An API error: `status`, `message` and, when the API named one, `field`. */
@@ -33,7 +35,7 @@ export async function call(method, path, body) {
       credentials: "same-origin",
     });
   } catch (e) {
-    throw new ApiError(0, `The panel did not answer: ${e.message}`);
+    throw new ApiError(0, t("The panel did not answer: {error}", { error: e.message }));
   }
   return answer(res, path);
 }
@@ -67,7 +69,7 @@ export async function upload(path, file) {
   try {
     res = await fetch(`/api/v1${path}`, { method: "POST", headers, body: file, credentials: "same-origin" });
   } catch (e) {
-    throw new ApiError(0, `The panel did not answer: ${e.message}`);
+    throw new ApiError(0, t("The panel did not answer: {error}", { error: e.message }));
   }
   return answer(res, path);
 }

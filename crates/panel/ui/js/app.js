@@ -14,6 +14,7 @@ import { auditPage } from "./audit.js";
 import { plansPage } from "./plans.js";
 import { webhooksPage } from "./webhooks.js";
 import { dashboardPage } from "./dashboard.js";
+import { LANGS, chooseLanguage, lang, msg, pick, setLanguage, t } from "./i18n.js";
 
 const main = document.getElementById("main");
 const nav = document.getElementById("nav");
@@ -93,7 +94,7 @@ function markNav(hash) {
   }
 }
 
-const ROLES = { owner: "owner", admin: "admin", reseller: "reseller", read_only: "read-only" };
+const ROLES = { owner: msg("owner"), admin: msg("admin"), reseller: msg("reseller"), read_only: msg("read-only") };
 
 /** The sections the admin's role may open (the API enforces it; this only hides). */
 function drawNav() {
@@ -102,18 +103,27 @@ function drawNav() {
   const reseller = role === "reseller";
   fill(nav,
     h("a", { href: reseller ? "#/users" : "#/", class: "brand" }, "Switchyard"),
-    reseller ? null : h("a", { href: "#/", "data-home": "" }, "Dashboard"),
-    reseller ? null : h("a", { href: "#/clusters" }, "Clusters"),
-    h("a", { href: "#/users" }, "Users"),
-    reseller ? null : h("a", { href: "#/tunnels" }, "Tunnels"),
-    reseller ? null : h("a", { href: "#/plans" }, "Plans"),
-    reseller ? null : h("a", { href: "#/templates" }, "Templates"),
-    role === "owner" ? h("a", { href: "#/admins" }, "Admins") : null,
-    role === "owner" ? h("a", { href: "#/webhooks" }, "Webhooks") : null,
-    reseller ? null : h("a", { href: "#/audit" }, "Audit"),
-    h("a", { href: "#/account" }, "Account"),
-    me ? h("span", { class: "who", "data-who": role }, `${me.username} · ${ROLES[role] || role}`) : null,
-    h("button", { type: "button", class: "link", onclick: logout }, "Log out"));
+    reseller ? null : h("a", { href: "#/", "data-home": "" }, t("Dashboard")),
+    reseller ? null : h("a", { href: "#/clusters" }, t("Clusters")),
+    h("a", { href: "#/users" }, t("Users")),
+    reseller ? null : h("a", { href: "#/tunnels" }, t("Tunnels")),
+    reseller ? null : h("a", { href: "#/plans" }, t("Plans")),
+    reseller ? null : h("a", { href: "#/templates" }, t("Templates")),
+    role === "owner" ? h("a", { href: "#/admins" }, t("Admins")) : null,
+    role === "owner" ? h("a", { href: "#/webhooks" }, t("Webhooks")) : null,
+    reseller ? null : h("a", { href: "#/audit" }, t("Audit")),
+    h("a", { href: "#/account" }, t("Account")),
+    me ? h("span", { class: "who", "data-who": role }, `${me.username} · ${ROLES[role] ? t(ROLES[role]) : role}`) : null,
+    languageSwitch(),
+    h("button", { type: "button", class: "link", onclick: logout }, t("Log out")));
+}
+
+/** The language switch: each language in its own name; the choice stays in this browser. */
+export function languageSwitch() {
+  const select = h("select", { name: "lang", class: "lang", "aria-label": t("Language"), "data-lang": "",
+    onchange: (e) => chooseLanguage(e.target.value) },
+  Object.entries(LANGS).map(([code, l]) => h("option", { value: code, lang: code, selected: code === lang() }, l.name)));
+  return select;
 }
 
 async function logout() {
@@ -128,7 +138,7 @@ function signOut() {
   history.replaceState(null, "", "#/");
   stopTimers();
   setCsrf(null);
-  fill(nav);
+  fill(nav, h("span", { class: "brand" }, "Switchyard"), languageSwitch());
   loginPage(main, signIn);
 }
 
@@ -141,7 +151,7 @@ function signIn(admin) {
 
 setOnUnauthorized(() => {
   if (signedIn) {
-    toast("Your session ended: log in again.", "bad");
+    toast(t("Your session ended: log in again."), "bad");
     signOut();
   }
 });
@@ -149,6 +159,9 @@ setOnUnauthorized(() => {
 window.addEventListener("hashchange", show);
 
 (async () => {
+  await setLanguage(pick());
+  document.title = t("Switchyard panel");
+  nav.setAttribute("aria-label", t("Sections"));
   try {
     const setup = await get("/setup");
     if (!setup.logged_in) throw new Error("not logged in");

@@ -2,6 +2,8 @@
 // time span written out (so the chart is read, not guessed).
 
 import { h } from "./dom.js";
+import { when } from "./format.js";
+import { t } from "./i18n.js";
 
 /**
  * `points`: [{at_ms, value}] oldest first; `stepMs`: the width of one bar in time;
@@ -19,17 +21,19 @@ export function barChart(points, { stepMs, fromMs, toMs, format, label, sum = tr
     if (i < 0 || i >= steps) return null;
     const bh = Math.max(1, (p.value / max) * (H - P * 2));
     return h("rect", { x: P + i * bw, y: H - P - bh, width: Math.max(1, bw - 1), height: bh, class: "bar" },
-      h("title", {}, `${new Date(p.at_ms).toLocaleString()}: ${format(p.value)}`));
+      h("title", {}, t("{time}: {value}", { time: when(p.at_ms), value: String(format(p.value)) })));
   });
   const total = points.reduce((s, p) => s + p.value, 0);
-  if (total === 0) return h("p", { class: "muted" }, `${label}: nothing yet.`);
-  const summary = sum ? `${format(total)} in all` : `at most ${format(max)}`;
+  if (total === 0) return h("p", { class: "muted" }, t("{label}: nothing yet.", { label }));
+  const summary = sum
+    ? t("{label}: {total} in all", { label, total: String(format(total)) })
+    : t("{label}: at most {max}", { label, max: String(format(max)) });
   return h("figure", { class: "chart" },
-    h("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${label}: ${summary}` },
+    h("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": summary },
       h("line", { x1: P, y1: H - P, x2: W - P, y2: H - P, class: "axis" }),
-      h("text", { x: P, y: P - 8, class: "axis-label" }, `max ${format(max)}`),
-      h("text", { x: P, y: H - 8, class: "axis-label" }, new Date(fromMs).toLocaleString()),
-      h("text", { x: W - P, y: H - 8, class: "axis-label end" }, "now"),
+      h("text", { x: P, y: P - 8, class: "axis-label" }, t("max {max}", { max: String(format(max)) })),
+      h("text", { x: P, y: H - 8, class: "axis-label" }, when(fromMs)),
+      h("text", { x: W - P, y: H - 8, class: "axis-label end" }, t("now")),
       bars),
-    h("figcaption", {}, `${label}: ${summary}`));
+    h("figcaption", {}, summary));
 }

@@ -6,43 +6,47 @@ import { h, fill } from "./dom.js";
 import { get } from "./api.js";
 import { bytes } from "./format.js";
 import { barChart } from "./chart.js";
+import { t, msg } from "./i18n.js";
 
 const DAY = 86400000;
-const STATUSES = [["active", "Active"], ["on_hold", "On hold"], ["limited", "Limited"], ["expired", "Expired"], ["disabled", "Disabled"]];
-const TUNNELS = [["connected", "Connected"], ["no_connections", "No connections"], ["unreachable", "Relay unreachable"]];
-const SERVERS = [["online", "Online"], ["unavailable", "Unavailable"], ["pending", "Pending"]];
+const STATUSES = [["active", msg("Active")], ["on_hold", msg("On hold")], ["limited", msg("Limited")], ["expired", msg("Expired")],
+  ["disabled", msg("Disabled")]];
+const TUNNELS = [["connected", msg("Tunnels, connected: {n}")], ["no_connections", msg("Tunnels, no connections: {n}")],
+  ["unreachable", msg("Tunnels, relay unreachable: {n}")]];
+const SERVERS = [["online", msg("Servers online: {n}")], ["unavailable", msg("Servers unavailable: {n}")],
+  ["pending", msg("Servers pending: {n}")]];
 
 export async function dashboardPage(main, ctx) {
   const body = h("div", { class: "dashboard", "data-dashboard": "" });
-  fill(main, h("div", { class: "page-head" }, h("h1", {}, "Dashboard")), body);
+  fill(main, h("div", { class: "page-head" }, h("h1", {}, t("Dashboard"))), body);
   async function load() {
     const [d, clusters] = await Promise.all([get("/dashboard"), get("/clusters")]);
     const total = STATUSES.reduce((s, [k]) => s + d.users[k], 0);
     fill(body,
       h("section", { class: "card", "aria-labelledby": "d-users" },
-        h("h2", { id: "d-users" }, `Users: ${total}`),
+        h("h2", { id: "d-users" }, t("Users: {n}", { n: total })),
         statusBar(d.users, total),
-        h("ul", { class: "legend" }, STATUSES.map(([k, t]) => h("li", { "data-status": k },
-          h("span", { class: `swatch status-${k}` }), `${t}: ${d.users[k]}`))),
-        h("p", { "data-online": "" }, `Online now: ${d.online}`)),
+        h("ul", { class: "legend" }, STATUSES.map(([k, label]) => h("li", { "data-status": k },
+          h("span", { class: `swatch status-${k}` }), t("{label}: {n}", { label: t(label), n: d.users[k] })))),
+        h("p", { "data-online": "" }, t("Online now: {n}", { n: d.online }))),
       h("section", { class: "card", "aria-labelledby": "d-traffic" },
-        h("h2", { id: "d-traffic" }, "Traffic"),
-        barChart(d.traffic.map((t) => ({ at_ms: t.day_ms, value: t.bytes })),
-          { stepMs: DAY, fromMs: d.traffic[0].day_ms, toMs: d.traffic[d.traffic.length - 1].day_ms + DAY, format: bytes, label: "Last 30 days" }),
-        h("p", { "data-today": "" }, `Today so far: ${bytes(d.traffic[d.traffic.length - 1].bytes)}`)),
+        h("h2", { id: "d-traffic" }, t("Traffic")),
+        barChart(d.traffic.map((p) => ({ at_ms: p.day_ms, value: p.bytes })),
+          { stepMs: DAY, fromMs: d.traffic[0].day_ms, toMs: d.traffic[d.traffic.length - 1].day_ms + DAY, format: bytes, label: t("Last 30 days") }),
+        h("p", { "data-today": "" }, t("Today so far: {size}", { size: bytes(d.traffic[d.traffic.length - 1].bytes) }))),
       h("section", { class: "card", "aria-labelledby": "d-servers" },
-        h("h2", { id: "d-servers" }, "Servers and tunnels"),
-        h("ul", { class: "legend" }, SERVERS.map(([k, t]) => h("li", { "data-servers": k }, `Servers ${t.toLowerCase()}: ${d.servers[k] || 0}`))),
-        h("ul", { class: "legend" }, TUNNELS.map(([k, t]) => h("li", { "data-tunnels": k }, `Tunnels, ${t.toLowerCase()}: ${d.tunnels[k] || 0}`)))),
+        h("h2", { id: "d-servers" }, t("Servers and tunnels")),
+        h("ul", { class: "legend" }, SERVERS.map(([k, text]) => h("li", { "data-servers": k }, t(text, { n: d.servers[k] || 0 })))),
+        h("ul", { class: "legend" }, TUNNELS.map(([k, text]) => h("li", { "data-tunnels": k }, t(text, { n: d.tunnels[k] || 0 }))))),
       h("section", { class: "card", "aria-labelledby": "d-soon" },
-        h("h2", { id: "d-soon" }, "Needs attention"),
-        some("Expiring within 3 days", d.expiring, "expiring"),
-        some("Nearly out of traffic (90 % or more)", d.nearly_out, "nearly-out")),
+        h("h2", { id: "d-soon" }, t("Needs attention")),
+        some(t("Expiring within 3 days"), d.expiring, "expiring"),
+        some(t("Nearly out of traffic (90 % or more)"), d.nearly_out, "nearly-out")),
       h("section", { class: "card", "aria-labelledby": "d-clusters" },
-        h("h2", { id: "d-clusters" }, "Clusters"),
+        h("h2", { id: "d-clusters" }, t("Clusters")),
         clusters.length
           ? h("ul", {}, clusters.map((c) => h("li", {}, h("a", { href: `#/clusters/${c.id}`, "data-cluster": c.id }, c.name))))
-          : h("p", {}, h("a", { href: "#/clusters" }, "Make the first cluster"))));
+          : h("p", {}, h("a", { href: "#/clusters" }, t("Make the first cluster")))));
   }
   await load();
   ctx.every(10000, () => load().catch(() => {}));
@@ -52,19 +56,19 @@ export async function dashboardPage(main, ctx) {
 function statusBar(users, total) {
   const W = 640;
   let x = 0;
-  const parts = STATUSES.filter(([k]) => users[k] > 0).map(([k, t]) => {
+  const parts = STATUSES.filter(([k]) => users[k] > 0).map(([k, label]) => {
     const w = (users[k] / total) * W;
-    const r = h("rect", { x, y: 0, width: w, height: 24, class: `status-${k}` }, h("title", {}, `${t}: ${users[k]}`));
+    const r = h("rect", { x, y: 0, width: w, height: 24, class: `status-${k}` }, h("title", {}, t("{label}: {n}", { label: t(label), n: users[k] })));
     x += w;
     return r;
   });
-  const said = STATUSES.map(([k, t]) => `${t} ${users[k]}`).join(", ");
-  return total ? h("svg", { class: "status-bar", viewBox: `0 0 ${W} 24`, role: "img", "aria-label": `Users by status: ${said}` }, parts)
-    : h("p", { class: "muted" }, "No user yet.");
+  const said = STATUSES.map(([k, label]) => t("{label} {n}", { label: t(label), n: users[k] })).join(t(", "));
+  return total ? h("svg", { class: "status-bar", viewBox: `0 0 ${W} 24`, role: "img", "aria-label": t("Users by status: {list}", { list: said }) }, parts)
+    : h("p", { class: "muted" }, t("No user yet."));
 }
 
 function some(title, s, key) {
   return h("div", { [`data-${key}`]: "" },
-    h("h3", {}, `${title}: ${s.count}`),
-    s.names.length ? h("p", {}, s.names.join(", ") + (s.count > s.names.length ? ", …" : "")) : null);
+    h("h3", {}, t("{label}: {n}", { label: title, n: s.count })),
+    s.names.length ? h("p", {}, s.names.join(t(", ")) + (s.count > s.names.length ? t(", …") : "")) : null);
 }

@@ -2,6 +2,8 @@
 // with setAttribute), never as HTML: a user named `<img src=x onerror=alert(1)>`
 // shows as those characters.
 
+import { t } from "./i18n.js";
+
 /** An element: `h("button", {class: "primary", onclick: f}, "Save")`. */
 export function h(tag, attrs = {}, ...children) {
   const ns = SVG_TAGS.has(tag) ? "http://www.w3.org/2000/svg" : null;
@@ -86,11 +88,11 @@ export function dialog(title, build) {
 }
 
 /** Asks before something destructive; `what` says what will happen. */
-export function confirmAction(title, what, verb = "Confirm") {
+export function confirmAction(title, what, verb = t("Confirm")) {
   return dialog(title, (close) => h("div", {},
     h("p", {}, what),
     h("div", { class: "actions" },
-      h("button", { type: "button", onclick: () => close(false) }, "Cancel"),
+      h("button", { type: "button", onclick: () => close(false) }, t("Cancel")),
       h("button", { type: "button", class: "danger", "data-confirm": "", onclick: () => close(true) }, verb))));
 }
 
@@ -103,11 +105,11 @@ export function toast(message, kind = "ok") {
 }
 
 /** Copies `text` and says so. */
-export async function copy(text, what = "Copied") {
+export async function copy(text, what = t("Copied")) {
   try {
     await navigator.clipboard.writeText(text);
     toast(what);
   } catch {
-    toast("Copy failed: select the text and copy it by hand", "bad");
+    toast(t("Copy failed: select the text and copy it by hand"), "bad");
   }
 }

@@ -13,6 +13,7 @@
 import { h, field, dialog, showError, copy } from "./dom.js";
 import { post, put } from "./api.js";
 import { rulesSection } from "./inbound_rules.js";
+import { t } from "./i18n.js";
 
 /** Resolves to the saved inbound, or nothing when cancelled. */
 export function inboundForm(servers, inbound, tunnels) {
@@ -22,105 +23,105 @@ export function inboundForm(servers, inbound, tunnels) {
     transport: { type: "tcp" }, security: { type: "tls", certificate: { source: "self_signed" } },
     host: null, sni: null, coefficient: 1, method: null, flow: null,
   };
-  return dialog(editing ? `Edit inbound ${i.name}` : "New inbound", (close) => {
+  return dialog(editing ? t("Edit inbound {name}", { name: i.name }) : t("New inbound"), (close) => {
     const server = h("select", { name: "server_id", disabled: editing },
       servers.map((s) => h("option", { value: s.id, selected: s.id === i.server_id }, s.name)));
-    const name = h("input", { name: "name", required: true, maxlength: 64, value: i.name, placeholder: "🇺🇸 New York", autofocus: true });
+    const name = h("input", { name: "name", required: true, maxlength: 64, value: i.name, placeholder: t("🇺🇸 New York"), autofocus: true });
     const protocol = h("select", { name: "protocol" },
       [["vless", "VLESS"], ["trojan", "Trojan"], ["shadowsocks", "Shadowsocks 2022"], ["hysteria2", "Hysteria 2"]]
-        .map(([v, t]) => h("option", { value: v, selected: i.protocol === v }, t)));
+        .map(([v, label]) => h("option", { value: v, selected: i.protocol === v }, label)));
     const method = h("select", { name: "method" },
       ["2022-blake3-aes-128-gcm", "2022-blake3-aes-256-gcm", "2022-blake3-chacha20-poly1305"]
         .map((m) => h("option", { value: m, selected: i.method === m }, m)));
     const port = h("input", { name: "port", type: "number", min: 1, max: 65535, required: true, value: i.port });
     const transport = h("select", { name: "transport" },
-      [["tcp", "TCP"], ["ws", "WebSocket"], ["httpupgrade", "HTTPUpgrade"], ["grpc", "gRPC"], ["xhttp", "XHTTP"]].map(([v, t]) => h("option", { value: v, selected: i.transport.type === v }, t)));
+      [["tcp", "TCP"], ["ws", "WebSocket"], ["httpupgrade", "HTTPUpgrade"], ["grpc", "gRPC"], ["xhttp", "XHTTP"]].map(([v, label]) => h("option", { value: v, selected: i.transport.type === v }, label)));
     const path = h("input", { name: "transport.path", value: i.transport.path || "/", placeholder: "/ws" });
     const wsHost = h("input", { name: "transport.host", value: i.transport.host || "" });
     const serviceName = h("input", { name: "transport.service_name", maxlength: 128,
       value: i.transport.service_name || "", placeholder: "tun" });
     const multiMode = h("input", { type: "checkbox", name: "transport.multi_mode", checked: Boolean(i.transport.multi_mode) });
     const xhttpMode = h("select", { name: "transport.mode" },
-      [["auto", "auto (the client picks)"], ["packet-up", "packet-up (any CDN)"], ["stream-up", "stream-up (HTTP/2, REALITY)"],
-        ["stream-one", "stream-one (one request)"]]
-        .map(([v, t]) => h("option", { value: v, selected: (i.transport.mode || "auto") === v }, t)));
+      [["auto", t("auto (the client picks)")], ["packet-up", t("packet-up (any CDN)")], ["stream-up", t("stream-up (HTTP/2, REALITY)")],
+        ["stream-one", t("stream-one (one request)")]]
+        .map(([v, label]) => h("option", { value: v, selected: (i.transport.mode || "auto") === v }, label)));
     const tls = i.security.type === "reality" ? "reality"
       : i.security.type === "tls" ? (["files", "acme"].includes(i.security.certificate.source) ? i.security.certificate.source : "self_signed") : "none";
     const security = h("select", { name: "security" },
-      [["self_signed", "TLS, self-signed certificate (first looks, tests)"], ["files", "TLS, certificate files on the node"],
-        ["acme", "TLS, certificate by ACME (Let's Encrypt), kept by the node"],
-        ["reality", "REALITY (VLESS over TCP: borrows a real site's TLS)"], ["none", "None"]]
-        .map(([v, t]) => h("option", { value: v, selected: tls === v }, t)));
+      [["self_signed", t("TLS, self-signed certificate (first looks, tests)")], ["files", t("TLS, certificate files on the node")],
+        ["acme", t("TLS, certificate by ACME (Let's Encrypt), kept by the node")],
+        ["reality", t("REALITY (VLESS over TCP: borrows a real site's TLS)")], ["none", t("None")]]
+        .map(([v, label]) => h("option", { value: v, selected: tls === v }, label)));
     const r = i.security.type === "reality" ? i.security : {};
     const dest = h("input", { name: "security.dest", value: r.dest || "", placeholder: "www.example.com:443" });
     const serverNames = h("input", { name: "security.server_names", value: (r.server_names || []).join(", "), placeholder: "www.example.com" });
-    const shortIds = h("input", { name: "security.short_ids", value: (r.short_ids || []).join(", "), placeholder: "made by the panel when empty" });
+    const shortIds = h("input", { name: "security.short_ids", value: (r.short_ids || []).join(", "), placeholder: t("made by the panel when empty") });
     const fingerprint = h("select", { name: "security.fingerprint" },
       ["chrome", "firefox", "safari", "ios", "android", "edge", "360", "qq", "random"]
         .map((f) => h("option", { value: f, selected: (r.fingerprint || "chrome") === f }, f)));
     const maxTimeDiff = h("input", { name: "security.max_time_diff_ms", type: "number", min: 0, max: 3600000, step: 1000,
       value: r.max_time_diff_ms === undefined ? 60000 : r.max_time_diff_ms });
     const flow = h("select", { name: "flow" },
-      [["", "None"], ["xtls-rprx-vision", "xtls-rprx-vision (Vision)"]]
-        .map(([v, t]) => h("option", { value: v, selected: (i.flow || "") === v }, t)));
+      [["", t("None")], ["xtls-rprx-vision", "xtls-rprx-vision (Vision)"]]
+        .map(([v, label]) => h("option", { value: v, selected: (i.flow || "") === v }, label)));
     const list = (input) => input.value.split(/[\s,]+/).filter(Boolean);
     const certFile = h("input", { name: "security.certificate.cert", value: (i.security.certificate && i.security.certificate.cert) || "", placeholder: "/etc/ssl/fullchain.pem" });
     const keyFile = h("input", { name: "security.certificate.key", value: (i.security.certificate && i.security.certificate.key) || "", placeholder: "/etc/ssl/privkey.pem" });
-    const host = h("input", { name: "host", value: i.host || "", placeholder: "the server's address" });
+    const host = h("input", { name: "host", value: i.host || "", placeholder: t("the server's address") });
     const sni = h("input", { name: "sni", value: i.sni || "" });
     const coefficient = h("input", { name: "coefficient", type: "number", step: "0.1", min: "0.1", value: i.coefficient });
-    const ws = h("div", { class: "group" }, field("Path", path), field("Host header", wsHost, "Any when empty"));
+    const ws = h("div", { class: "group" }, field(t("Path"), path), field(t("Host header"), wsHost, t("Any when empty")));
     const grpc = h("div", { class: "group" },
-      field("Service name", serviceName, "Letters, digits, _ . and -; clients ask for /NAME/Tun"),
-      field("Multi mode", multiMode, "For Xray-based apps (v2rayN, v2rayNG, Streisand...); the others use plain gun, which the node serves too"));
+      field(t("Service name"), serviceName, t("Letters, digits, _ . and -; clients ask for /NAME/Tun")),
+      field(t("Multi mode"), multiMode, t("For Xray-based apps (v2rayN, v2rayNG, Streisand...); the others use plain gun, which the node serves too")));
     const xhttp = h("div", { class: "group" },
-      field("Mode", xhttpMode, "How clients send the upload; only Xray-based apps run XHTTP (sing-box and Clash subscriptions leave it out)"));
+      field(t("Mode"), xhttpMode, t("How clients send the upload; only Xray-based apps run XHTTP (sing-box and Clash subscriptions leave it out)")));
     const trustedProxies = h("textarea", { name: "trusted_proxies", rows: 3, spellcheck: "false",
       placeholder: "173.245.48.0/20\n2400:cb00::/32" }, (i.trusted_proxies || []).join("\n"));
     const behindCdn = h("div", { class: "group" },
-      field("Trusted proxies", trustedProxies, "The CDN's or reverse proxy's networks, one per line or comma-separated: their X-Forwarded-For names the user's address (address limit, logs). Empty: the header is ignored"));
-    const files = h("div", { class: "group" }, field("Certificate file", certFile), field("Key file", keyFile));
+      field(t("Trusted proxies"), trustedProxies, t("The CDN's or reverse proxy's networks, one per line or comma-separated: their X-Forwarded-For names the user's address (address limit, logs). Empty: the header is ignored")));
+    const files = h("div", { class: "group" }, field(t("Certificate file"), certFile), field(t("Key file"), keyFile));
     const a = (i.security.certificate && i.security.certificate.source === "acme") ? i.security.certificate : {};
     const acmeEmail = h("input", { name: "security.certificate.email", type: "email", value: a.email || "", placeholder: "ops@example.com" });
     const acmeDirectory = h("input", { name: "security.certificate.directory", value: a.directory || "", placeholder: "Let's Encrypt" });
     const acmeRoot = h("textarea", { name: "security.certificate.directory_root_pem", rows: 3, placeholder: "-----BEGIN CERTIFICATE-----" }, a.directory_root_pem || "");
     const acme = h("div", { class: "group" },
-      h("p", { class: "hint" }, "The node asks for a certificate for the TLS server name (or the client address, or the server's), validated on port 443 of that name: listen on 443."),
-      field("Email for expiry notices", acmeEmail), field("ACME directory", acmeDirectory, "Another ACME server's https:// directory; Let's Encrypt when empty"),
-      field("ACME server's root (PEM)", acmeRoot, "Only for a private ACME server"));
-    const ss = h("div", { class: "group" }, field("Method", method));
+      h("p", { class: "hint" }, t("The node asks for a certificate for the TLS server name (or the client address, or the server's), validated on port 443 of that name: listen on 443.")),
+      field(t("Email for expiry notices"), acmeEmail), field(t("ACME directory"), acmeDirectory, t("Another ACME server's https:// directory; Let's Encrypt when empty")),
+      field(t("ACME server's root (PEM)"), acmeRoot, t("Only for a private ACME server")));
+    const ss = h("div", { class: "group" }, field(t("Method"), method));
     const hy = i.hysteria2 || { obfs: false, udp: true };
     const obfs = h("input", { type: "checkbox", name: "hysteria2.obfs", checked: Boolean(hy.obfs) });
     const obfsPassword = h("input", { name: "hysteria2.obfs_password", type: "password", autocomplete: "off", maxlength: 128,
-      placeholder: editing ? "kept when empty" : "made by the panel when empty" });
-    const mbps = (name, value) => h("input", { name, type: "number", min: 1, max: 100000, value: value || "", placeholder: "no limit" });
+      placeholder: editing ? t("kept when empty") : t("made by the panel when empty") });
+    const mbps = (name, value) => h("input", { name, type: "number", min: 1, max: 100000, value: value || "", placeholder: t("no limit") });
     const upMbps = mbps("hysteria2.up_mbps", hy.up_mbps);
     const downMbps = mbps("hysteria2.down_mbps", hy.down_mbps);
     const hyUdp = h("input", { type: "checkbox", name: "hysteria2.udp", checked: hy.udp !== false });
     const hopPorts = h("input", { name: "hysteria2.ports", value: hy.ports || "", placeholder: "20000-20099" });
     const hopInterval = h("input", { name: "hysteria2.hop_interval_secs", type: "number", min: 5, max: 3600,
-      value: hy.hop_interval_secs || "", placeholder: "30 (the clients' default)" });
+      value: hy.hop_interval_secs || "", placeholder: t("30 (the clients' default)") });
     const masquerade = h("input", { name: "hysteria2.masquerade", type: "url", value: hy.masquerade || "",
       placeholder: "https://www.example.com", maxlength: 2048 });
     const hysteria2 = h("div", { class: "group" },
-      field("Salamander obfuscation", obfs, "Scrambles every packet so the wire shows no QUIC; clients get the password"),
-      field("Obfs password", obfsPassword, "Never shown again"),
-      field("Up (Mbit/s)", upMbps, "The most the node sends one client"),
-      field("Down (Mbit/s)", downMbps, "The most the node takes from one client"),
-      field("UDP", hyUdp, "Carry users' UDP"),
-      field("Hop ports", hopPorts, "More UDP ports besides the port, first-last, at most 100"),
-      field("Hop interval (s)", hopInterval, "How often clients move to another of the ports, 5 to 3600; with hop ports only"),
-      field("Masquerade site", masquerade, "Who does not authenticate gets this site's answers over HTTP/3; a plain 404 when empty"));
+      field(t("Salamander obfuscation"), obfs, t("Scrambles every packet so the wire shows no QUIC; clients get the password")),
+      field(t("Obfs password"), obfsPassword, t("Never shown again")),
+      field(t("Up (Mbit/s)"), upMbps, t("The most the node sends one client")),
+      field(t("Down (Mbit/s)"), downMbps, t("The most the node takes from one client")),
+      field("UDP", hyUdp, t("Carry users' UDP")),
+      field(t("Hop ports"), hopPorts, t("More UDP ports besides the port, first-last, at most 100")),
+      field(t("Hop interval (s)"), hopInterval, t("How often clients move to another of the ports, 5 to 3600; with hop ports only")),
+      field(t("Masquerade site"), masquerade, t("Who does not authenticate gets this site's answers over HTTP/3; a plain 404 when empty")));
     const reality = h("div", { class: "group" },
-      field("Target site (dest)", dest, "host:port of a real HTTPS site (TLS 1.3) near the server; probers see it"),
-      field("Server names", serverNames, "The target's names, comma-separated; clients send the first as SNI"),
-      field("Short ids", shortIds, "Hex, up to 16 digits each, comma-separated; one is made when empty"),
-      field("Client fingerprint", fingerprint, "The browser whose TLS hello clients imitate"),
-      field("Allowed clock difference (ms)", maxTimeDiff, "0 leaves clients' clocks unchecked"),
+      field(t("Target site (dest)"), dest, t("host:port of a real HTTPS site (TLS 1.3) near the server; probers see it")),
+      field(t("Server names"), serverNames, t("The target's names, comma-separated; clients send the first as SNI")),
+      field(t("Short ids"), shortIds, t("Hex, up to 16 digits each, comma-separated; one is made when empty")),
+      field(t("Client fingerprint"), fingerprint, t("The browser whose TLS hello clients imitate")),
+      field(t("Allowed clock difference (ms)"), maxTimeDiff, t("0 leaves clients' clocks unchecked")),
       i.reality_public_key ? publicKey(i.reality_public_key) : null);
-    const flowBox = h("div", { class: "group" }, field("Flow", flow, "VLESS over TCP with TLS or REALITY"));
-    const sniBox = h("div", { class: "group" }, field("TLS server name (SNI)", sni));
-    const transportBox = field("Transport", transport);
+    const flowBox = h("div", { class: "group" }, field(t("Flow"), flow, t("VLESS over TCP with TLS or REALITY")));
+    const sniBox = h("div", { class: "group" }, field(t("TLS server name (SNI)"), sni));
+    const transportBox = field(t("Transport"), transport);
     const rules = rulesSection(i.rules, tunnels, server);
     const realityOption = security.querySelector('option[value="reality"]');
     const noneOption = security.querySelector('option[value="none"]');
@@ -153,17 +154,17 @@ export function inboundForm(servers, inbound, tunnels) {
     for (const c of [transport, security, protocol, obfs]) c.addEventListener("change", sync);
     sync();
     const form = h("form", {},
-      field("Server", server), field("Display name", name, "Shown in the panel; users see the name of the route it is in"),
-      field("Protocol", protocol), ss, hysteria2, field("Port", port),
-      transportBox, ws, grpc, xhttp, behindCdn, field("Security", security), files, acme, reality, flowBox,
-      field("Client address", host, "The address clients dial; the server's when empty"),
+      field(t("Server"), server), field(t("Display name"), name, t("Shown in the panel; users see the name of the route it is in")),
+      field(t("Protocol"), protocol), ss, hysteria2, field(t("Port"), port),
+      transportBox, ws, grpc, xhttp, behindCdn, field(t("Security"), security), files, acme, reality, flowBox,
+      field(t("Client address"), host, t("The address clients dial; the server's when empty")),
       sniBox,
-      field("Coefficient", coefficient, "Weight in round-robin: 2 takes about twice the users of 1"),
+      field(t("Coefficient"), coefficient, t("Weight in round-robin: 2 takes about twice the users of 1")),
       rules.box,
       h("p", { class: "form-error", role: "alert" }),
       h("div", { class: "actions" },
-        h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
-        h("button", { type: "submit", class: "primary" }, editing ? "Save" : "Create inbound")));
+        h("button", { type: "button", onclick: () => close(undefined) }, t("Cancel")),
+        h("button", { type: "submit", class: "primary" }, editing ? t("Save") : t("Create inbound"))));
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       showError(form, null);
@@ -207,10 +208,10 @@ export function inboundForm(servers, inbound, tunnels) {
       // A REALITY key the operator has not seen yet: show it before closing.
       if (saved.reality_public_key && saved.reality_public_key !== i.reality_public_key) {
         form.replaceChildren(
-          h("p", {}, "Saved. Clients get this public key with their subscription; the private key stays with the panel and the node."),
+          h("p", {}, t("Saved. Clients get this public key with their subscription; the private key stays with the panel and the node.")),
           publicKey(saved.reality_public_key),
           h("div", { class: "actions" },
-            h("button", { type: "button", class: "primary", autofocus: true, onclick: () => close(saved) }, "Done")));
+            h("button", { type: "button", class: "primary", autofocus: true, onclick: () => close(saved) }, t("Done"))));
         form.querySelector("button.primary").focus();
         return;
       }
@@ -223,6 +224,6 @@ export function inboundForm(servers, inbound, tunnels) {
 /** A REALITY inbound's public key, read-only, with a copy button. */
 function publicKey(key) {
   const out = h("input", { name: "reality_public_key", readonly: true, value: key, class: "mono" });
-  return h("div", { class: "copy-row" }, field("REALITY public key", out, "Clients' publicKey (pbk)"),
-    h("button", { type: "button", onclick: () => copy(key, "Public key copied") }, "Copy"));
+  return h("div", { class: "copy-row" }, field(t("REALITY public key"), out, t("Clients' publicKey (pbk)")),
+    h("button", { type: "button", onclick: () => copy(key, t("Public key copied")) }, t("Copy")));
 }

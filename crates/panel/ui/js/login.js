@@ -2,27 +2,30 @@
 
 import { h, fill, field, showError } from "./dom.js";
 import { call, get, setCsrf } from "./api.js";
+import { t } from "./i18n.js";
 
 export async function loginPage(main, done) {
   let hint = null;
   try {
     const setup = await get("/setup");
     if (setup && setup.password_file) {
+      // One message; the file's name, in <code>, goes where {file} is.
+      const [before, after = ""] = t("First start: the panel wrote the admin's user name and password to the file {file} in its data directory, on its machine (and printed them when it started). Log in with them.").split("{file}");
       hint = h("p", { class: "notice", "data-first-run": "" },
-        "First start: the panel wrote the admin's user name and password to the file ",
+        before,
         h("code", {}, setup.password_file),
-        " in its data directory, on its machine (and printed them when it started). Log in with them.");
+        after);
     }
   } catch { /* the hint is optional */ }
   const user = h("input", { name: "username", autocomplete: "username", required: true, autofocus: true });
   const pass = h("input", { name: "password", type: "password", autocomplete: "current-password", required: true });
-  const form = h("form", { class: "card login", "aria-label": "Log in" },
+  const form = h("form", { class: "card login", "aria-label": t("Log in") },
     h("h1", {}, "Switchyard"),
     hint,
-    field("User name", user),
-    field("Password", pass),
+    field(t("User name"), user),
+    field(t("Password"), pass),
     h("p", { class: "form-error", role: "alert" }),
-    h("div", { class: "actions" }, h("button", { class: "primary", type: "submit" }, "Log in")));
+    h("div", { class: "actions" }, h("button", { class: "primary", type: "submit" }, t("Log in"))));
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
     showError(form, null);
@@ -31,7 +34,7 @@ export async function loginPage(main, done) {
       setCsrf(s.csrf_token);
       done(s.admin);
     } catch (err) {
-      showError(form, { message: err.status === 401 ? "Wrong user name or password." : err.message });
+      showError(form, { message: err.status === 401 ? t("Wrong user name or password.") : err.message });
     }
   });
   fill(main, form);

@@ -4,23 +4,25 @@
 
 import { h, fill, field, showError, toast } from "./dom.js";
 import { get, put } from "./api.js";
+import { t, msg } from "./i18n.js";
 
 const FORMATS = [
-  ["sing-box", "sing-box (JSON)", "The panel keeps outbounds (its group, its servers, direct); the rest is yours. Rules name the group Switchyard and direct."],
-  ["clash", "Clash / mihomo (YAML)", "The panel keeps proxies and proxy-groups; the rest is yours. Without rules: MATCH to the group."],
-  ["xray", "Xray (JSON, one config)", "The panel keeps remarks and the outbound tagged proxy (each server's); the rest is yours."],
+  ["sing-box", msg("sing-box (JSON)"), msg("The panel keeps outbounds (its group, its servers, direct); the rest is yours. Rules name the group Switchyard and direct.")],
+  ["clash", msg("Clash / mihomo (YAML)"), msg("The panel keeps proxies and proxy-groups; the rest is yours. Without rules: MATCH to the group.")],
+  ["xray", msg("Xray (JSON, one config)"), msg("The panel keeps remarks and the outbound tagged proxy (each server's); the rest is yours.")],
 ];
 
 export async function templatesPage(main) {
   const cards = [];
-  for (const [format, title, hint] of FORMATS) {
+  for (const [format, titleMsg, hintMsg] of FORMATS) {
+    const title = t(titleMsg);
     const current = (await get(`/templates/${format}`)).template;
     const text = h("textarea", { name: "template", rows: 12, spellcheck: "false", class: "mono",
-      placeholder: "Empty: the panel's own config" }, current || "");
+      placeholder: t("Empty: the panel's own config") }, current || "");
     const form = h("form", { "data-template": format },
-      field(title, text, hint),
+      field(title, text, t(hintMsg)),
       h("p", { class: "form-error", role: "alert" }),
-      h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, "Save")));
+      h("div", { class: "actions" }, h("button", { type: "submit", class: "primary" }, t("Save"))));
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       showError(form, null);
@@ -30,12 +32,14 @@ export async function templatesPage(main) {
         showError(form, err);
         return;
       }
-      toast(text.value.trim() ? `${title}: template saved` : `${title}: the panel's own config`);
+      toast(text.value.trim()
+        ? t("{title}: template saved", { title })
+        : t("{title}: the panel's own config", { title }));
     });
     cards.push(h("section", { class: "card" }, form));
   }
   fill(main,
-    h("div", { class: "page-head" }, h("h1", {}, "Templates")),
-    h("p", { class: "muted" }, "Your own base config per app family. Apps get it with the panel's servers and groups in it at their next update. What the panel would add itself (VPN, DNS, split tunnelling) is then the template's to carry."),
+    h("div", { class: "page-head" }, h("h1", {}, t("Templates"))),
+    h("p", { class: "muted" }, t("Your own base config per app family. Apps get it with the panel's servers and groups in it at their next update. What the panel would add itself (VPN, DNS, split tunnelling) is then the template's to carry.")),
     ...cards);
 }

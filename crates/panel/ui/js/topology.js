@@ -10,6 +10,7 @@
 
 import { h, fill } from "./dom.js";
 import { rate } from "./format.js";
+import { t, msg } from "./i18n.js";
 
 const DRAG_START_PX = 5;
 
@@ -21,17 +22,17 @@ export function drawTopology(root, data, on) {
   const byServer = new Map(servers.map((s) => [s.id, []]));
   for (const i of inbounds) (byServer.get(i.server_id) || []).push(i);
 
-  const left = h("div", { class: "topo-servers", "aria-label": "Servers and their inbounds" },
+  const left = h("div", { class: "topo-servers", "aria-label": t("Servers and their inbounds") },
     servers.length ? servers.map((s) => serverCard(s, byServer.get(s.id) || [], routeOf, routes, on))
-      : h("p", { class: "muted" }, "No server yet: add one above."));
-  const middle = h("ol", { class: "topo-routes", "aria-label": "Routes, in the order users' apps list them" },
+      : h("p", { class: "muted" }, t("No server yet: add one above.")));
+  const middle = h("ol", { class: "topo-routes", "aria-label": t("Routes, in the order users' apps list them") },
     routes.map((r, n) => routeBox(r, n, routes, inbounds, on)),
-    h("li", { class: "route-box unattached", "data-drop-route": "none", "aria-label": "Not attached" },
-      h("div", { class: "route-head" }, h("strong", {}, "Not attached")),
-      h("small", { class: "muted" }, "Drop an inbound here to take it out of every route.")));
+    h("li", { class: "route-box unattached", "data-drop-route": "none", "aria-label": t("Not attached") },
+      h("div", { class: "route-head" }, h("strong", {}, t("Not attached"))),
+      h("small", { class: "muted" }, t("Drop an inbound here to take it out of every route."))));
   const hub = h("div", { class: "topo-hub" },
-    h("div", { class: "hub", id: "hub" }, h("strong", {}, "Users' apps"),
-      h("small", {}, `${routes.filter((r) => r.inbound_ids.length).length} entries`)));
+    h("div", { class: "hub", id: "hub" }, h("strong", {}, t("Users' apps")),
+      h("small", {}, t("{n} entries", { n: routes.filter((r) => r.inbound_ids.length).length }))));
   const svg = h("svg", { class: "topo-lines", "aria-hidden": "true" });
   const stage = h("div", { class: "topology" }, svg, left, middle, hub);
   fill(root,
@@ -46,31 +47,34 @@ export function drawTopology(root, data, on) {
 }
 
 function serverCard(s, inbounds, routeOf, routes, on) {
-  return h("section", { class: "server-card", "data-server": s.id, "aria-label": `Server ${s.name}` },
+  return h("section", { class: "server-card", "data-server": s.id, "aria-label": t("Server {name}", { name: s.name }) },
     h("div", { class: "server-head" },
       h("strong", {}, s.name),
       stateBadge(s.state),
-      h("small", { class: "muted" }, `${s.users_online} online · ↑ ${rate(s.up_bytes_per_s)} ↓ ${rate(s.down_bytes_per_s)}`)),
+      h("small", { class: "muted" }, t("{n} online · ↑ {up} ↓ {down}", { n: s.users_online, up: rate(s.up_bytes_per_s), down: rate(s.down_bytes_per_s) }))),
     h("ul", { class: "inbounds" },
       inbounds.length ? inbounds.map((i) => h("li", {}, inboundChip(i, routeOf.get(i.id), routes, on)))
-        : h("li", { class: "muted" }, "No inbound")));
+        : h("li", { class: "muted" }, t("No inbound"))));
 }
 
 /** A server's state in words, with a colour that only repeats them. */
+const STATES = { pending: msg("Pending"), online: msg("Online"), unavailable: msg("Unavailable") };
+
 export function stateBadge(state) {
-  const words = { pending: "Pending", online: "Online", unavailable: "Unavailable" };
-  return h("span", { class: `badge state-${state}` }, words[state] || state);
+  return h("span", { class: `badge state-${state}` }, STATES[state] ? t(STATES[state]) : state);
 }
 
 function inboundChip(i, route, routes, on) {
-  const label = `${i.name} (${i.protocol} :${i.port}), ${route ? `in route ${route.name}` : "not attached"}`;
+  const label = route
+    ? t("{inbound} ({protocol} :{port}), in route {route}", { inbound: i.name, protocol: i.protocol, port: String(i.port), route: route.name })
+    : t("{inbound} ({protocol} :{port}), not attached", { inbound: i.name, protocol: i.protocol, port: String(i.port) });
   const chip = h("button", {
     type: "button", class: `inbound-chip${route ? "" : " loose"}`, "data-inbound": i.id,
     "aria-haspopup": "menu", "aria-label": label, title: label,
   },
   h("span", { class: "chip-name" }, i.name),
   h("small", {}, `${i.protocol} :${i.port}${i.coefficient !== 1 ? ` ×${i.coefficient}` : ""}`),
-  h("small", { class: "chip-route" }, route ? `→ ${route.name}` : "not attached"));
+  h("small", { class: "chip-route" }, route ? `→ ${route.name}` : t("not attached")));
   let drag = null;
   chip.addEventListener("pointerdown", (e) => {
     if (e.button !== 0) return;
@@ -131,14 +135,14 @@ function inboundMenu(anchor, i, route, routes, on) {
     type: "button", role: "menuitem", ...attrs,
     onclick: () => { menu.remove(); f(); },
   }, text);
-  const menu = h("div", { class: "menu", role: "menu", "aria-label": `Inbound ${i.name}` },
-    h("div", { class: "menu-title" }, `Move ${i.name} to`),
+  const menu = h("div", { class: "menu", role: "menu", "aria-label": t("Inbound {name}", { name: i.name }) },
+    h("div", { class: "menu-title" }, t("Move {name} to", { name: i.name })),
     routes.filter((r) => !route || r.id !== route.id)
       .map((r) => item(`${r.flag ? `${r.flag} ` : ""}${r.name}`, () => on.attach(i, r.id), { "data-move-to": r.id })),
-    route ? item("Not attached", () => on.attach(i, null), { "data-move-to": "none" }) : null,
+    route ? item(t("Not attached"), () => on.attach(i, null), { "data-move-to": "none" }) : null,
     h("hr"),
-    item("Edit inbound…", () => on.editInbound(i)),
-    item("Delete inbound…", () => on.deleteInbound(i)));
+    item(t("Edit inbound…"), () => on.editInbound(i)),
+    item(t("Delete inbound…"), () => on.deleteInbound(i)));
   menu.addEventListener("keydown", (e) => {
     const items = [...menu.querySelectorAll("[role=menuitem]")];
     const at = items.indexOf(document.activeElement);
@@ -150,6 +154,11 @@ function inboundMenu(anchor, i, route, routes, on) {
   menu.style.left = `${Math.min(r.left + window.scrollX, window.scrollX + document.documentElement.clientWidth - 260)}px`;
   menu.style.top = `${r.bottom + window.scrollY + 4}px`;
   document.body.append(menu);
+  // Right to left, the menu hangs from the chip's right edge instead (page coordinates
+  // are physical: left is left in either direction).
+  if (getComputedStyle(anchor).direction === "rtl") {
+    menu.style.left = `${Math.max(window.scrollX, r.right + window.scrollX - menu.offsetWidth)}px`;
+  }
   menu.querySelector("[role=menuitem]")?.focus();
   setTimeout(() => document.addEventListener("pointerdown", function away(e) {
     if (!menu.contains(e.target)) { menu.remove(); document.removeEventListener("pointerdown", away); }
@@ -159,25 +168,26 @@ function inboundMenu(anchor, i, route, routes, on) {
 function routeBox(r, n, routes, inbounds, on) {
   const empty = r.inbound_ids.length === 0;
   const names = r.inbound_ids.map((id) => inbounds.find((i) => i.id === id)?.name).filter(Boolean);
-  const algorithm = r.algorithm === "round_robin" ? "Round-robin" : "Least loaded by traffic";
+  const algorithm = r.algorithm === "round_robin" ? t("Round-robin") : t("Least loaded by traffic");
   const handle = h("button", {
-    type: "button", class: "handle", "aria-label": `Reorder ${r.name}: drag, or use the arrows`,
-    title: "Drag to reorder",
+    type: "button", class: "handle", "aria-label": t("Reorder {name}: drag, or use the arrows", { name: r.name }),
+    title: t("Drag to reorder"),
   }, "⠿");
   const box = h("li", {
     class: `route-box${empty ? " empty" : ""}`, "data-route": r.id, "data-drop-route": r.id,
-    "aria-label": `Route ${r.name}${empty ? ", empty: users don't see it" : ""}`,
+    "aria-label": empty ? t("Route {name}, empty: users don't see it", { name: r.name }) : t("Route {name}", { name: r.name }),
   },
   h("div", { class: "route-head" },
     handle,
     h("strong", { class: "route-name" }, r.flag ? `${r.flag} ` : "", r.name),
-    r.is_default ? h("small", { class: "tag" }, "default") : null),
-  h("small", { class: "muted" }, `${algorithm} · ${empty ? "empty: users don't see it" : `${names.length} inbound(s): ${names.join(", ")}`}`),
+    r.is_default ? h("small", { class: "tag" }, t("default")) : null),
+  h("small", { class: "muted" }, empty ? t("{algorithm} · empty: users don't see it", { algorithm })
+    : t("{algorithm} · {n} inbound(s): {names}", { algorithm, n: names.length, names: names.join(", ") })),
   h("div", { class: "route-actions" },
-    h("button", { type: "button", "aria-label": `Move ${r.name} up`, disabled: n === 0, onclick: () => on.move(r, "up") }, "↑"),
-    h("button", { type: "button", "aria-label": `Move ${r.name} down`, disabled: n === routes.length - 1, onclick: () => on.move(r, "down") }, "↓"),
-    h("button", { type: "button", onclick: () => on.editRoute(r) }, "Edit"),
-    h("button", { type: "button", class: "danger-text", onclick: () => on.deleteRoute(r) }, "Delete")));
+    h("button", { type: "button", "aria-label": t("Move {name} up", { name: r.name }), disabled: n === 0, onclick: () => on.move(r, "up") }, "↑"),
+    h("button", { type: "button", "aria-label": t("Move {name} down", { name: r.name }), disabled: n === routes.length - 1, onclick: () => on.move(r, "down") }, "↓"),
+    h("button", { type: "button", onclick: () => on.editRoute(r) }, t("Edit")),
+    h("button", { type: "button", class: "danger-text", onclick: () => on.deleteRoute(r) }, t("Delete"))));
   // Reordering by the handle: drop on another box to take its place.
   let drag = null;
   handle.addEventListener("pointerdown", (e) => {
@@ -223,6 +233,11 @@ function routeUnder(x, y) {
 
 function drawLines(stage, svg, routes, routeOf) {
   const base = stage.getBoundingClientRect();
+  // Right to left, the columns are mirrored: a line leaves a box at its left edge and
+  // enters the next column at its right edge.
+  const rtl = getComputedStyle(stage).direction === "rtl";
+  const from = (b) => (rtl ? b.left : b.right) - base.left;
+  const to = (b) => (rtl ? b.right : b.left) - base.left;
   svg.setAttribute("width", base.width);
   svg.setAttribute("height", base.height);
   const lines = [];
@@ -235,22 +250,24 @@ function drawLines(stage, svg, routes, routeOf) {
     if (!box) continue;
     const a = chip.getBoundingClientRect();
     const b = box.getBoundingClientRect();
-    lines.push(curve(a.right - base.left, a.top + a.height / 2 - base.top,
-      b.left - base.left, b.top + b.height / 2 - base.top, "member", { "data-member": `${chip.dataset.inbound}-${route.id}` }));
+    lines.push(curve(from(a), a.top + a.height / 2 - base.top,
+      to(b), b.top + b.height / 2 - base.top, "member", { "data-member": `${chip.dataset.inbound}-${route.id}` }, rtl));
   }
   for (const r of routes) {
     if (!r.inbound_ids.length || !hubBox) continue;
     const box = stage.querySelector(`.route-box[data-route="${r.id}"]`);
     if (!box) continue;
     const b = box.getBoundingClientRect();
-    lines.push(curve(b.right - base.left, b.top + b.height / 2 - base.top,
-      hubBox.left - base.left, hubBox.top + hubBox.height / 2 - base.top, "pipe", { "data-pipe": r.id }));
+    lines.push(curve(from(b), b.top + b.height / 2 - base.top,
+      to(hubBox), hubBox.top + hubBox.height / 2 - base.top, "pipe", { "data-pipe": r.id }, rtl));
   }
   fill(svg, lines);
 }
 
-function curve(x1, y1, x2, y2, kind, attrs) {
-  const dx = Math.max(24, (x2 - x1) / 2);
+function curve(x1, y1, x2, y2, kind, attrs, rtl) {
+  // The bend follows the way the line runs: rightwards, or leftwards right to left.
+  const sign = rtl ? -1 : 1;
+  const dx = sign * Math.max(24, (sign * (x2 - x1)) / 2);
   return h("path", {
     class: kind, ...attrs,
     d: `M${x1} ${y1} C${x1 + dx} ${y1} ${x2 - dx} ${y2} ${x2} ${y2}`,

@@ -5,43 +5,57 @@
 
 import { h, fill, field, dialog, showError, confirmAction, toast } from "./dom.js";
 import { get, post, put, del } from "./api.js";
-import { bytes, duration } from "./format.js";
+import { bytes, duration, num } from "./format.js";
 import { barChart } from "./chart.js";
+import { t, msg } from "./i18n.js";
+
+/** The API's states (crates/panel/src/nodes/tunnel_status.rs) in the language on screen. */
+function stateText(state) {
+  if (!state) return "…";
+  const links = /^Connections: (\d+)$/.exec(state);
+  if (links) return t("Connections: {n}", { n: Number(links[1]) });
+  if (state === "No connections") return t("No connections");
+  if (state === "Relay unreachable") return t("Relay unreachable");
+  return state;
+}
 
 /** The state in words, coloured by what it means. */
 export function tunnelBadge(state) {
   const kind = !state ? "unknown" : state.startsWith("Connections") ? "good" : state === "No connections" ? "warn" : "bad";
-  return h("span", { class: `badge tunnel-${kind}`, "data-tunnel-state": "" }, state || "…");
+  return h("span", { class: `badge tunnel-${kind}`, "data-tunnel-state": "" }, stateText(state));
 }
+
+const MODES = { reverse: msg("reverse"), direct: msg("direct") };
+const BALANCING = { distribute: msg("distribute"), priority: msg("priority") };
 
 async function serverNames() {
   const servers = await get("/servers");
-  return { servers, name: (id) => servers.find((s) => s.id === id)?.name || `server ${id}` };
+  return { servers, name: (id) => servers.find((s) => s.id === id)?.name || t("server {id}", { id: String(id) }) };
 }
 
 export async function tunnelsPage(main, ctx) {
   const { servers, name } = await serverNames();
   const list = h("div", {});
   fill(main,
-    h("div", { class: "page-head" }, h("h1", {}, "Tunnels"),
-      h("div", { class: "actions" }, h("button", { type: "button", class: "primary", "data-new-tunnel": "", onclick: create }, "New tunnel"))),
-    h("p", { class: "muted" }, "A tunnel carries a relay's users out through its origins: users connect to the relay and leave from an origin, each user pinned to one origin."),
+    h("div", { class: "page-head" }, h("h1", {}, t("Tunnels")),
+      h("div", { class: "actions" }, h("button", { type: "button", class: "primary", "data-new-tunnel": "", onclick: create }, t("New tunnel")))),
+    h("p", { class: "muted" }, t("A tunnel carries a relay's users out through its origins: users connect to the relay and leave from an origin, each user pinned to one origin.")),
     list);
   let tunnels = [];
   async function create() {
-    const t = await tunnelForm(servers, null);
-    if (t) location.hash = `#/tunnels/${t.id}`;
+    const made = await tunnelForm(servers, null);
+    if (made) location.hash = `#/tunnels/${made.id}`;
   }
   async function load() {
     tunnels = await get("/tunnels");
     fill(list, tunnels.length ? h("div", { class: "table-wrap" }, h("table", {},
-      h("thead", {}, h("tr", {}, ["Tunnel", "State", "Relay", "Origins", "Mode"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, tunnels.map((t) => h("tr", { "data-tunnel": t.id },
-        h("th", { scope: "row" }, h("a", { href: `#/tunnels/${t.id}` }, t.name), t.enabled ? null : h("small", { class: "muted block" }, "disabled")),
-        h("td", { "data-state-of": t.id }, tunnelBadge(null)),
-        h("td", {}, name(t.relay_server_id)),
-        h("td", {}, t.origins.map((o) => name(o.server_id)).join(", ")),
-        h("td", {}, t.mode)))))) : h("p", { class: "muted" }, "No tunnel yet."));
+      h("thead", {}, h("tr", {}, [t("Tunnel"), t("State"), t("Relay"), t("Origins"), t("Mode")].map((x) => h("th", { scope: "col" }, x)))),
+      h("tbody", {}, tunnels.map((x) => h("tr", { "data-tunnel": x.id },
+        h("th", { scope: "row" }, h("a", { href: `#/tunnels/${x.id}` }, x.name), x.enabled ? null : h("small", { class: "muted block" }, t("disabled"))),
+        h("td", { "data-state-of": x.id }, tunnelBadge(null)),
+        h("td", {}, name(x.relay_server_id)),
+        h("td", {}, x.origins.map((o) => name(o.server_id)).join(", ")),
+        h("td", {}, MODES[x.mode] ? t(MODES[x.mode]) : x.mode)))))) : h("p", { class: "muted" }, t("No tunnel yet.")));
     await states();
   }
   async function states() {
@@ -55,38 +69,54 @@ export async function tunnelsPage(main, ctx) {
   ctx.every(3000, () => states().catch(() => {}));
 }
 
+/** `message` with `{name}` in it, the element `node` in its place. */
+function around(message, node) {
+  const [before, after = ""] = message.split("{name}");
+  return [before, node, after];
+}
+
+/** A tunnel's origin in words: its server, its name in the tunnel, where it is dialed. */
+function originText(tun, o, name) {
+  return tun.mode === "direct" && o.addresses && o.addresses.length
+    ? t("{server} ({origin}, dialed at {addresses})", { server: name(o.server_id), origin: o.name, addresses: o.addresses.join(", ") })
+    : t("{server} ({origin})", { server: name(o.server_id), origin: o.name });
+}
+
 export async function tunnelPage(main, id, ctx) {
   const { servers, name } = await serverNames();
-  let t = await get(`/tunnels/${id}`);
+  let tun = await get(`/tunnels/${id}`);
   const badge = h("span", {});
   const live = h("div", {});
   const chart = h("div", {});
   const head = h("div", {});
   const drawHead = () => fill(head,
     h("div", { class: "page-head" },
-      h("h1", {}, "Tunnel ", h("span", { class: "tunnel-name" }, t.name)), badge,
+      h("h1", {}, around(t("Tunnel {name}"), h("span", { class: "tunnel-name" }, tun.name))), badge,
       h("div", { class: "actions" },
-        h("button", { type: "button", onclick: edit }, "Edit"),
-        h("button", { type: "button", "data-duplicate": "", onclick: duplicate }, "Duplicate…"),
-        h("button", { type: "button", onclick: reissue }, "Re-issue certificate…"),
-        h("button", { type: "button", "data-rotate": "", onclick: rotate }, "Rotate credentials…"),
-        h("button", { type: "button", class: "danger", "data-reset": "", onclick: reset }, "Reset…"),
-        h("button", { type: "button", class: "danger-text", onclick: remove }, "Delete"))),
+        h("button", { type: "button", onclick: edit }, t("Edit")),
+        h("button", { type: "button", "data-duplicate": "", onclick: duplicate }, t("Duplicate…")),
+        h("button", { type: "button", onclick: reissue }, t("Re-issue certificate…")),
+        h("button", { type: "button", "data-rotate": "", onclick: rotate }, t("Rotate credentials…")),
+        h("button", { type: "button", class: "danger", "data-reset": "", onclick: reset }, t("Reset…")),
+        h("button", { type: "button", class: "danger-text", onclick: remove }, t("Delete")))),
     h("dl", { class: "facts" },
-      fact("Relay", name(t.relay_server_id)),
-      fact("Origins", t.origins.map((o) => `${name(o.server_id)} (${o.name}${t.mode === "direct" && o.addresses && o.addresses.length ? `, dialed at ${o.addresses.join(", ")}` : ""})`).join(", ")),
-      fact("Mode", t.mode === "direct" ? "Direct: the relay dials the origins" : "Reverse: the origins dial the relay"),
-      fact("Balancing", t.balancing),
-      fact("Window", `${t.window_mib} MiB`),
-      fact("Profiles", t.profiles.map(profileText).join(" · ")),
-      fact("REALITY public key", h("code", { "data-reality-public-key": "" }, t.reality_public_key || "none yet: made with the tunnel's first REALITY profile")),
-      fact("Enabled", t.enabled ? "yes" : "no: no node runs it"),
-      fact("Certificate pin", t.certificate_pin + (t.previous_pin ? " (the previous pin is still accepted while the new one rolls out)" : "")),
-      fact("Credentials", t.credential_epoch === 0 ? "as first derived (never rotated)" : `rotated ${t.credential_epoch} time(s)`,
-        t.previous_credential_epoch !== null && t.previous_credential_epoch !== undefined ? h("span", { "data-rotating": "" }, " (the previous ones are still accepted while the new ones roll out)") : null)));
+      fact(t("Relay"), name(tun.relay_server_id)),
+      fact(t("Origins"), tun.origins.map((o) => originText(tun, o, name)).join(", ")),
+      fact(t("Mode"), tun.mode === "direct" ? t("Direct: the relay dials the origins") : t("Reverse: the origins dial the relay")),
+      fact(t("Balancing"), BALANCING[tun.balancing] ? t(BALANCING[tun.balancing]) : tun.balancing),
+      fact(t("Window"), t("{n} MiB", { n: tun.window_mib })),
+      fact(t("Profiles"), tun.profiles.map(profileText).join(" · ")),
+      fact(t("REALITY public key"), h("code", { "data-reality-public-key": "" }, tun.reality_public_key || t("none yet: made with the tunnel's first REALITY profile"))),
+      fact(t("Enabled"), tun.enabled ? t("yes") : t("no: no node runs it")),
+      fact(t("Certificate pin"), tun.previous_pin
+        ? t("{pin} (the previous pin is still accepted while the new one rolls out)", { pin: tun.certificate_pin })
+        : tun.certificate_pin),
+      fact(t("Credentials"), tun.credential_epoch === 0 ? t("as first derived (never rotated)") : t("rotated {n} time(s)", { n: tun.credential_epoch }),
+        tun.previous_credential_epoch !== null && tun.previous_credential_epoch !== undefined
+          ? h("span", { "data-rotating": "" }, " ", t("(the previous ones are still accepted while the new ones roll out)")) : null)));
   fill(main, head,
-    h("section", { class: "card", "aria-labelledby": "live-h" }, h("h2", { id: "live-h" }, "Live status"), live),
-    h("section", { class: "card", "aria-labelledby": "usage-h" }, h("h2", { id: "usage-h" }, "Usage"), chart));
+    h("section", { class: "card", "aria-labelledby": "live-h" }, h("h2", { id: "live-h" }, t("Live status")), live),
+    h("section", { class: "card", "aria-labelledby": "usage-h" }, h("h2", { id: "usage-h" }, t("Usage")), chart));
   drawHead();
 
   async function status() {
@@ -98,42 +128,44 @@ export async function tunnelPage(main, id, ctx) {
     const u = await get(`/tunnels/${id}/usage?step=minute&since_ms=${Date.now() - 6 * 3600_000}`);
     const now = Date.now();
     fill(chart, barChart(u.points.map((p) => ({ at_ms: p.at_ms, value: p.bytes })),
-      { stepMs: u.step_ms, fromMs: now - 6 * 3600_000, toMs: now, format: bytes, label: "Payload per minute, last 6 hours" }));
+      { stepMs: u.step_ms, fromMs: now - 6 * 3600_000, toMs: now, format: bytes, label: t("Payload per minute, last 6 hours") }));
   }
   async function edit() {
-    const changed = await tunnelForm(servers, t);
-    if (changed) { t = changed; drawHead(); await status(); }
+    const changed = await tunnelForm(servers, tun);
+    if (changed) { tun = changed; drawHead(); await status(); }
   }
   async function duplicate() {
-    const copy = await duplicateForm(t, servers);
+    const copy = await duplicateForm(tun, servers);
     if (copy) location.hash = `#/tunnels/${copy.id}`;
   }
   async function reissue() {
-    const ok = await confirmAction("Re-issue the certificate?",
-      "The panel makes a new key and certificate and gives every node of the tunnel the new pin. Links stay up: the previous pin is accepted until every node runs the new one.", "Re-issue");
+    const ok = await confirmAction(t("Re-issue the certificate?"),
+      t("The panel makes a new key and certificate and gives every node of the tunnel the new pin. Links stay up: the previous pin is accepted until every node runs the new one."), t("Re-issue"));
     if (!ok) return;
-    try { t = await post(`/tunnels/${id}/certificate`); drawHead(); toast("New certificate issued"); } catch (err) { toast(err.message, "bad"); }
+    try { tun = await post(`/tunnels/${id}/certificate`); drawHead(); toast(t("New certificate issued")); } catch (err) { toast(err.message, "bad"); }
   }
   async function rotate() {
-    const ok = await confirmAction(`Rotate the credentials of ${t.name}?`,
-      "The panel derives a new credential for every origin and pushes it to every node of the tunnel. Links stay up: the listening side accepts the previous and the new credential until every node runs the new one, then the previous ones open nothing.", "Rotate credentials");
+    const ok = await confirmAction(t("Rotate the credentials of {name}?", { name: tun.name }),
+      t("The panel derives a new credential for every origin and pushes it to every node of the tunnel. Links stay up: the listening side accepts the previous and the new credential until every node runs the new one, then the previous ones open nothing."), t("Rotate credentials"));
     if (!ok) return;
-    try { t = await post(`/tunnels/${id}/rotate-credentials`); drawHead(); toast("New credentials derived"); } catch (err) { toast(err.message, "bad"); }
+    try { tun = await post(`/tunnels/${id}/rotate-credentials`); drawHead(); toast(t("New credentials derived")); } catch (err) { toast(err.message, "bad"); }
   }
   async function reset() {
-    const ok = await confirmAction(`Reset tunnel ${t.name}?`,
-      "Every node rebuilds its half from the panel's settings: all links drop and the dialing side starts over at once. Traffic through this tunnel stops until it reconnects.", "Reset tunnel");
+    const ok = await confirmAction(t("Reset tunnel {name}?", { name: tun.name }),
+      t("Every node rebuilds its half from the panel's settings: all links drop and the dialing side starts over at once. Traffic through this tunnel stops until it reconnects."), t("Reset tunnel"));
     if (!ok) return;
     try {
       const out = await post(`/tunnels/${id}/reset`);
       const failed = out.filter((r) => !r.reset);
-      toast(failed.length ? `Reset, but not on ${failed.map((r) => name(r.server_id)).join(", ")}` : "Every node rebuilt its half", failed.length ? "bad" : "ok");
+      toast(failed.length
+        ? t("Reset, but not on {servers}", { servers: failed.map((r) => name(r.server_id)).join(", ") })
+        : t("Every node rebuilt its half"), failed.length ? "bad" : "ok");
     } catch (err) { toast(err.message, "bad"); }
     await status();
   }
   async function remove() {
-    const ok = await confirmAction(`Delete tunnel ${t.name}?`,
-      "Every node drops its half: the relay's users leave through the relay itself again (or through its other tunnels). This cannot be undone.", "Delete tunnel");
+    const ok = await confirmAction(t("Delete tunnel {name}?", { name: tun.name }),
+      t("Every node drops its half: the relay's users leave through the relay itself again (or through its other tunnels). This cannot be undone."), t("Delete tunnel"));
     if (!ok) return;
     try { await del(`/tunnels/${id}`); location.hash = "#/tunnels"; } catch (err) { toast(err.message, "bad"); }
   }
@@ -144,13 +176,22 @@ export async function tunnelPage(main, id, ctx) {
 
 /** A profile in words: its port, security, transport and links. */
 function profileText(p) {
-  const links = `, ${p.links} link(s) per origin`;
-  if (p.security === "reality") return `${p.port} REALITY (target ${p.reality_dest}, server name ${p.reality_server_name})${links}`;
+  const port = String(p.port);
+  const n = p.links;
+  if (p.security === "reality") {
+    return t("{port} REALITY (target {target}, server name {server_name}), {n} link(s) per origin",
+      { port, target: p.reality_dest, server_name: p.reality_server_name, n });
+  }
   const tr = p.transport;
+  // Protocol names and the operator's paths: the same in every language.
   const over = { ws: `WebSocket ${tr.path}`, httpupgrade: `HTTPUpgrade ${tr.path}`, xhttp: `XHTTP ${tr.path} (${tr.mode})`,
     grpc: `gRPC ${tr.service_name}` }[tr.type];
-  const cdn = tr.outer_tls ? ` behind ${tr.outer_tls.server_name}` : "";
-  return `${p.port} ${over ? `TLS in ${over}${cdn}` : "TLS"}${links}`;
+  if (!over) return t("{port} TLS, {n} link(s) per origin", { port, n });
+  if (tr.outer_tls) {
+    return t("{port} TLS in {transport} behind {cdn}, {n} link(s) per origin",
+      { port, transport: over, cdn: tr.outer_tls.server_name, n });
+  }
+  return t("{port} TLS in {transport}, {n} link(s) per origin", { port, transport: over, n });
 }
 
 /** The host of `host:port` (`[v6]:port` unbracketed). */
@@ -168,23 +209,26 @@ function statusView(s, name) {
     const key = `server-${o.server_id}`;
     const seen = relay && relay.origins ? relay.origins[key] : null;
     const streams = (seen && seen.streams_per_profile) || {};
-    const perProfile = seen ? Object.entries(seen.links_per_profile || {}).map(([p, n]) => `profile ${p}: ${n} link(s), ${streams[p] || 0} stream(s)`).join(", ") : "—";
+    const perProfile = seen ? Object.entries(seen.links_per_profile || {}).map(([p, n]) =>
+      t("profile {profile}: {links} link(s), {streams} stream(s)", { profile: p, links: Number(n), streams: Number(streams[p] || 0) })).join(", ") : "—";
     const dialing = (o.half && o.half.addresses) || (relay && relay.dialing && relay.dialing[key]) || [];
     rows.push(h("tr", {},
       h("th", { scope: "row" }, name(o.server_id), h("small", { class: "muted block" }, key)),
       h("td", {}, perProfile),
-      h("td", { class: "num" }, seen ? String(seen.open_streams) : "—"),
+      h("td", { class: "num" }, seen ? num(seen.open_streams) : "—"),
       h("td", {}, dialing.length ? h("ul", { class: "plain" }, dialing.map((a) => h("li", {},
-        `${a.target}: ${a.connected}/${a.wanted} links`,
-        a.next_attempt_in_ms !== null && a.next_attempt_in_ms !== undefined ? `, next attempt in ${duration(a.next_attempt_in_ms)}` : "",
-        a.last_error ? h("small", { class: "bad block" }, `last error: ${a.last_error}`) : null))) : "—"),
-      h("td", {}, o.error ? h("small", { class: "bad" }, o.error) : "ok")));
+        a.next_attempt_in_ms !== null && a.next_attempt_in_ms !== undefined
+          ? t("{target}: {connected}/{wanted} links, next attempt in {wait}",
+            { target: a.target, connected: a.connected, wanted: a.wanted, wait: duration(a.next_attempt_in_ms) })
+          : t("{target}: {connected}/{wanted} links", { target: a.target, connected: a.connected, wanted: a.wanted }),
+        a.last_error ? h("small", { class: "bad block" }, t("last error: {error}", { error: a.last_error })) : null))) : "—"),
+      h("td", {}, o.error ? h("small", { class: "bad" }, o.error) : t("ok"))));
   }
   return h("div", {},
     s.error ? h("p", { class: "notice bad" }, s.error) : null,
-    relay ? h("p", {}, `The relay has ${s.links} link(s) up and carried ${bytes(relay.payload_bytes)} since its half started.`) : null,
+    relay ? h("p", {}, t("The relay has {n} link(s) up and carried {bytes} since its half started.", { n: s.links, bytes: bytes(relay.payload_bytes) })) : null,
     h("div", { class: "table-wrap" }, h("table", { class: "tunnel-status" },
-      h("thead", {}, h("tr", {}, ["Origin", "Links on the relay", "Streams", "Dialing side (wanted, next attempt, last error)", "Node"].map((x) => h("th", { scope: "col" }, x)))),
+      h("thead", {}, h("tr", {}, [t("Origin"), t("Links on the relay"), t("Streams"), t("Dialing side (wanted, next attempt, last error)"), t("Node")].map((x) => h("th", { scope: "col" }, x)))),
       h("tbody", {}, rows))));
 }
 
@@ -196,36 +240,36 @@ function serverSelect(name, servers, selected) {
 }
 
 /** The create/edit form; resolves to the saved tunnel. */
-function tunnelForm(servers, t) {
-  const editing = Boolean(t);
-  return dialog(editing ? `Edit tunnel ${t.name}` : "New tunnel", (close) => {
-    const nameIn = h("input", { name: "name", required: true, maxlength: 64, pattern: "[A-Za-z0-9_.\\-]+", value: t ? t.name : "", readonly: editing, autofocus: !editing });
-    const relay = serverSelect("relay_server_id", servers, t ? t.relay_server_id : servers[0] && servers[0].id);
+function tunnelForm(servers, tun) {
+  const editing = Boolean(tun);
+  return dialog(editing ? t("Edit tunnel {name}", { name: tun.name }) : t("New tunnel"), (close) => {
+    const nameIn = h("input", { name: "name", required: true, maxlength: 64, pattern: "[A-Za-z0-9_.\\-]+", value: tun ? tun.name : "", readonly: editing, autofocus: !editing });
+    const relay = serverSelect("relay_server_id", servers, tun ? tun.relay_server_id : servers[0] && servers[0].id);
     const split = (el) => el.value.split(",").map((x) => x.trim()).filter(Boolean);
     // Direct mode: each origin may be dialed at several addresses (blank: its server's).
     const dialedAt = new Map(servers.map((s) => {
-      const o = t && t.origins.find((x) => x.server_id === s.id);
-      return [s.id, h("input", { name: `origin_addresses.${s.id}`, "aria-label": `${s.name}: addresses the relay dials (direct mode)`,
-        value: o && o.addresses ? o.addresses.join(", ") : "", placeholder: `blank: ${s.address}` })];
+      const o = tun && tun.origins.find((x) => x.server_id === s.id);
+      return [s.id, h("input", { name: `origin_addresses.${s.id}`, "aria-label": t("{server}: addresses the relay dials (direct mode)", { server: s.name }),
+        value: o && o.addresses ? o.addresses.join(", ") : "", placeholder: t("blank: {address}", { address: s.address }) })];
     }));
     const origins = h("fieldset", { class: "field", "data-field": "origin_server_ids" },
-      h("legend", {}, "Origins (where the traffic leaves)"),
+      h("legend", {}, t("Origins (where the traffic leaves)")),
       servers.map((s) => h("label", { class: "check" },
-        h("input", { type: "checkbox", name: "origin", value: s.id, checked: Boolean(t && t.origins.some((o) => o.server_id === s.id)) }), ` ${s.name}`)),
+        h("input", { type: "checkbox", name: "origin", value: s.id, checked: Boolean(tun && tun.origins.some((o) => o.server_id === s.id)) }), ` ${s.name}`)),
       h("small", { class: "error", role: "alert" }));
     const originAddresses = h("div", { class: "field", "data-field": "origin_addresses" },
-      h("label", {}, "Direct mode: the addresses the relay dials each origin at (host names or IPs, comma-separated; all at once, hot standby)"),
+      h("label", {}, t("Direct mode: the addresses the relay dials each origin at (host names or IPs, comma-separated; all at once, hot standby)")),
       servers.map((s) => h("label", { class: "block" }, `${s.name} `, dialedAt.get(s.id))),
       h("small", { class: "error", role: "alert" }));
-    const mode = h("select", { name: "mode" }, [["reverse", "Reverse: the origins dial the relay (no open port on origins)"], ["direct", "Direct: the relay dials the origins"]]
-      .map(([v, x]) => h("option", { value: v, selected: (t ? t.mode : "reverse") === v }, x)));
-    const balancing = h("select", { name: "balancing" }, [["distribute", "Distribute over every profile"], ["priority", "Priority: the first profile that is up"]]
-      .map(([v, x]) => h("option", { value: v, selected: (t ? t.balancing : "distribute") === v }, x)));
+    const mode = h("select", { name: "mode" }, [["reverse", t("Reverse: the origins dial the relay (no open port on origins)")], ["direct", t("Direct: the relay dials the origins")]]
+      .map(([v, x]) => h("option", { value: v, selected: (tun ? tun.mode : "reverse") === v }, x)));
+    const balancing = h("select", { name: "balancing" }, [["distribute", t("Distribute over every profile")], ["priority", t("Priority: the first profile that is up")]]
+      .map(([v, x]) => h("option", { value: v, selected: (tun ? tun.balancing : "distribute") === v }, x)));
     const showDialed = () => { originAddresses.hidden = mode.value !== "direct"; };
     mode.addEventListener("change", showDialed);
-    const windowMib = h("input", { name: "window_mib", type: "number", min: 1, max: 64, value: t ? t.window_mib : 16 });
+    const windowMib = h("input", { name: "window_mib", type: "number", min: 1, max: 64, value: tun ? tun.window_mib : 16 });
     const profiles = h("div", { class: "profiles" });
-    const addButton = h("button", { type: "button", "data-add-profile": "", onclick: () => addProfile({ port: 8443, security: "tls", transport: { type: "tcp" }, addresses: [], links: 4 }) }, "Add profile");
+    const addButton = h("button", { type: "button", "data-add-profile": "", onclick: () => addProfile({ port: 8443, security: "tls", transport: { type: "tcp" }, addresses: [], links: 4 }) }, t("Add profile"));
     // Rows are numbered by position: the API names a profile's errors `profiles[i]…`,
     // so after a removal every later row takes its new index (names, the fields the
     // errors land in, the legend), and a row added later never repeats a name.
@@ -233,19 +277,19 @@ function tunnelForm(servers, t) {
       [...profiles.children].forEach((row, i) => row.number(i));
       const full = profiles.children.length >= MAX_PROFILES;
       addButton.disabled = full;
-      addButton.title = full ? `A tunnel has at most ${MAX_PROFILES} profiles` : "";
+      addButton.title = full ? t("A tunnel has at most {n} profiles", { n: MAX_PROFILES }) : "";
     };
     const addProfile = (p) => {
       if (profiles.children.length >= MAX_PROFILES) return;
       const port = h("input", { type: "number", min: 1, max: 65535, value: p.port });
       const security = h("select", {},
-        [["reality", "REALITY"], ["tls", "TLS (pinned certificate)"]].map(([v, x]) => h("option", { value: v, selected: (p.security || "tls") === v }, x)));
+        [["reality", "REALITY"], ["tls", t("TLS (pinned certificate)")]].map(([v, x]) => h("option", { value: v, selected: (p.security || "tls") === v }, x)));
       const kind = h("select", {},
-        [["tcp", "TCP"], ["ws", "WebSocket (TLS only)"], ["httpupgrade", "HTTPUpgrade (TLS only)"], ["xhttp", "XHTTP (TLS only)"],
-          ["grpc", "gRPC (TLS only)"]].map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, x)));
+        [["tcp", "TCP"], ["ws", "WebSocket"], ["httpupgrade", "HTTPUpgrade"], ["xhttp", "XHTTP"], ["grpc", "gRPC"]]
+          .map(([v, x]) => h("option", { value: v, selected: p.transport.type === v }, v === "tcp" ? x : t("{transport} (TLS only)", { transport: x }))));
       // Blank: the panel fills in its default target, and the server name from it.
-      const dest = h("input", { value: p.reality_dest || "", placeholder: "blank: the panel's default target" });
-      const serverName = h("input", { value: p.reality_server_name || "", placeholder: "blank: the target's host" });
+      const dest = h("input", { value: p.reality_dest || "", placeholder: t("blank: the panel's default target") });
+      const serverName = h("input", { value: p.reality_server_name || "", placeholder: t("blank: the target's host") });
       let lastDest = dest.value;
       dest.addEventListener("input", () => {
         // A server name that was the old target's host follows the target.
@@ -256,44 +300,44 @@ function tunnelForm(servers, t) {
       const host = h("input", { value: p.transport.host || "" });
       const serviceName = h("input", { maxlength: 128, value: p.transport.service_name || "tunnel" });
       const xhttpMode = h("select", {},
-        [["auto", "auto (stream-up on HTTP/2, else packet-up)"], ["packet-up", "packet-up (any CDN)"], ["stream-up", "stream-up (HTTP/2)"],
-          ["stream-one", "stream-one (one request)"]]
+        [["auto", t("auto (stream-up on HTTP/2, else packet-up)")], ["packet-up", t("packet-up (any CDN)")], ["stream-up", t("stream-up (HTTP/2)")],
+          ["stream-one", t("stream-one (one request)")]]
           .map(([v, x]) => h("option", { value: v, selected: (p.transport.mode || "auto") === v }, x)));
       // A CDN in front of the listening side: the dialing side speaks TLS to it first.
       const outer = p.transport.outer_tls || {};
-      const cdnName = h("input", { value: outer.server_name || "", placeholder: "blank: no CDN in front" });
-      const cdnCa = h("textarea", { rows: 3, placeholder: "blank: the web's roots" }, outer.ca_pem || "");
-      const addresses = h("input", { value: (p.addresses || []).join(", "), placeholder: "the relay's address at this port" });
+      const cdnName = h("input", { value: outer.server_name || "", placeholder: t("blank: no CDN in front") });
+      const cdnCa = h("textarea", { rows: 3, placeholder: t("blank: the web's roots") }, outer.ca_pem || "");
+      const addresses = h("input", { value: (p.addresses || []).join(", "), placeholder: t("the relay's address at this port") });
       // A profile's links are its weight: six take three times the streams of two.
       const links = h("input", { type: "number", min: 1, max: 16, value: p.links || 4 });
-      const controls = [[port, "port", "port"], [security, "security", "security"], [kind, "transport", "transport"], [links, "links", "links"],
-        [dest, "reality_dest", "REALITY target"], [serverName, "reality_server_name", "REALITY server name"],
-        [path, "transport.path", "path"], [serviceName, "transport.service_name", "gRPC service name"],
-        [xhttpMode, "transport.mode", "XHTTP mode"], [host, "transport.host", "host"],
-        [cdnName, "transport.outer_tls.server_name", "CDN name"], [cdnCa, "transport.outer_tls.ca_pem", "CDN root certificate"],
-        [addresses, "addresses", "link addresses"]];
+      const controls = [[port, "port", msg("port")], [security, "security", msg("security")], [kind, "transport", msg("transport")], [links, "links", msg("links")],
+        [dest, "reality_dest", msg("REALITY target")], [serverName, "reality_server_name", msg("REALITY server name")],
+        [path, "transport.path", msg("path")], [serviceName, "transport.service_name", msg("gRPC service name")],
+        [xhttpMode, "transport.mode", msg("XHTTP mode")], [host, "transport.host", msg("host")],
+        [cdnName, "transport.outer_tls.server_name", msg("CDN name")], [cdnCa, "transport.outer_tls.ca_pem", msg("CDN root certificate")],
+        [addresses, "addresses", msg("link addresses")]];
       for (const [c, key] of controls) c.setAttribute("name", `profiles[0].${key}`);
       const legend = h("legend", {});
       const row = h("fieldset", { class: "profile" },
         legend,
-        field("Port", port), field("Security", security), field("Transport", kind),
-        field("Links per origin", links, "This profile's weight: a profile with six links takes three times the streams of one with two"),
-        field("REALITY target (host:port)", dest, "The site a prober sees at this port: everyone but the tunnel is passed to it"),
-        field("REALITY server name", serverName),
-        field("Path", path), field("gRPC service name", serviceName, "Letters, digits, _ . and -; the links ask for /NAME/Tun"),
-        field("XHTTP mode", xhttpMode, "How the upload travels; a CDN that buffers request bodies needs packet-up"),
-        field("Host (sent to the CDN)", host),
-        field("CDN name (TLS to the CDN in front)", cdnName, "The dialing side speaks TLS to this name first; the CDN passes the requests on, the pinned link runs inside"),
-        field("CDN root certificate (PEM, optional)", cdnCa),
-        field("Link addresses (host:port, comma-separated)", addresses),
-        h("button", { type: "button", class: "danger-text", onclick: () => { row.remove(); renumber(); } }, "Remove profile"),
+        field(t("Port"), port), field(t("Security"), security), field(t("Transport"), kind),
+        field(t("Links per origin"), links, t("This profile's weight: a profile with six links takes three times the streams of one with two")),
+        field(t("REALITY target (host:port)"), dest, t("The site a prober sees at this port: everyone but the tunnel is passed to it")),
+        field(t("REALITY server name"), serverName),
+        field(t("Path"), path), field(t("gRPC service name"), serviceName, t("Letters, digits, _ . and -; the links ask for /NAME/Tun")),
+        field(t("XHTTP mode"), xhttpMode, t("How the upload travels; a CDN that buffers request bodies needs packet-up")),
+        field(t("Host (sent to the CDN)"), host),
+        field(t("CDN name (TLS to the CDN in front)"), cdnName, t("The dialing side speaks TLS to this name first; the CDN passes the requests on, the pinned link runs inside")),
+        field(t("CDN root certificate (PEM, optional)"), cdnCa),
+        field(t("Link addresses (host:port, comma-separated)"), addresses),
+        h("button", { type: "button", class: "danger-text", onclick: () => { row.remove(); renumber(); } }, t("Remove profile")),
         h("small", { class: "error", role: "alert" }));
       row.number = (i) => {
         row.dataset.field = `profiles[${i}]`;
-        legend.textContent = `Profile ${i + 1}`;
+        legend.textContent = t("Profile {n}", { n: i + 1 });
         for (const [c, key, what] of controls) {
           c.setAttribute("name", `profiles[${i}].${key}`);
-          c.setAttribute("aria-label", `Profile ${i + 1} ${what}`);
+          c.setAttribute("aria-label", t("Profile {n} {what}", { n: i + 1, what: t(what) }));
           c.closest(".field").dataset.field = `profiles[${i}].${key}`;
         }
       };
@@ -334,28 +378,28 @@ function tunnelForm(servers, t) {
       showUpgrade();
     };
     // A new tunnel's first profile starts on REALITY, as the API's default.
-    for (const p of t ? t.profiles : [{ port: 7443, security: "reality", transport: { type: "tcp" }, addresses: [], links: 4 }]) addProfile(p);
-    const rules = t ? t.rules : { domains: [], suffixes: [], cidrs: [], ports: [] };
+    for (const p of tun ? tun.profiles : [{ port: 7443, security: "reality", transport: { type: "tcp" }, addresses: [], links: 4 }]) addProfile(p);
+    const rules = tun ? tun.rules : { domains: [], suffixes: [], cidrs: [], ports: [] };
     const list = (n, v) => h("input", { name: `rules.${n}`, value: (v || []).join(", ") });
     const rDomains = list("domains", rules.domains);
     const rSuffixes = list("suffixes", rules.suffixes);
     const rCidrs = list("cidrs", rules.cidrs);
     const rPorts = list("ports", rules.ports);
-    const enabled = h("input", { type: "checkbox", name: "enabled", checked: t ? t.enabled : true });
+    const enabled = h("input", { type: "checkbox", name: "enabled", checked: tun ? tun.enabled : true });
     const form = h("form", {},
-      field("Name", nameIn, editing ? "Fixed after saving (its keys derive from it): duplicate the tunnel for another name" : "Letters, digits, _ . - ; it cannot change later"),
-      field("Relay (where users connect)", relay), origins,
-      field("Mode", mode), originAddresses, field("Balancing between profiles", balancing),
-      field("Stream window (MiB)", windowMib),
-      h("h3", {}, "Profiles"), profiles,
+      field(t("Name"), nameIn, editing ? t("Fixed after saving (its keys derive from it): duplicate the tunnel for another name") : t("Letters, digits, _ . - ; it cannot change later")),
+      field(t("Relay (where users connect)"), relay), origins,
+      field(t("Mode"), mode), originAddresses, field(t("Balancing between profiles"), balancing),
+      field(t("Stream window (MiB)"), windowMib),
+      h("h3", {}, t("Profiles")), profiles,
       addButton,
-      h("details", {}, h("summary", {}, "Routing rules (when the relay carries several tunnels)"),
-        field("Domains", rDomains), field("Domain suffixes", rSuffixes), field("CIDRs", rCidrs), field("Ports", rPorts)),
-      h("label", { class: "check" }, enabled, " Enabled"),
+      h("details", {}, h("summary", {}, t("Routing rules (when the relay carries several tunnels)")),
+        field(t("Domains"), rDomains), field(t("Domain suffixes"), rSuffixes), field(t("CIDRs"), rCidrs), field(t("Ports"), rPorts)),
+      h("label", { class: "check" }, enabled, " ", t("Enabled")),
       h("p", { class: "form-error", role: "alert" }),
       h("div", { class: "actions" },
-        h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
-        h("button", { type: "submit", class: "primary" }, editing ? "Save" : "Create tunnel")));
+        h("button", { type: "button", onclick: () => close(undefined) }, t("Cancel")),
+        h("button", { type: "submit", class: "primary" }, editing ? t("Save") : t("Create tunnel"))));
     showDialed();
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
@@ -371,7 +415,7 @@ function tunnelForm(servers, t) {
         enabled: enabled.checked,
       };
       try {
-        close(editing ? await put(`/tunnels/${t.id}`, body) : await post("/tunnels", body));
+        close(editing ? await put(`/tunnels/${tun.id}`, body) : await post("/tunnels", body));
       } catch (err) {
         showError(form, err);
       }
@@ -380,22 +424,22 @@ function tunnelForm(servers, t) {
   });
 }
 
-function duplicateForm(t, servers) {
-  return dialog(`Duplicate ${t.name}`, (close) => {
-    const nameIn = h("input", { name: "name", required: true, maxlength: 64, value: `${t.name}-2`, autofocus: true });
-    const relay = serverSelect("relay_server_id", servers.filter((s) => !t.origins.some((o) => o.server_id === s.id)), null);
+function duplicateForm(tun, servers) {
+  return dialog(t("Duplicate {name}", { name: tun.name }), (close) => {
+    const nameIn = h("input", { name: "name", required: true, maxlength: 64, value: `${tun.name}-2`, autofocus: true });
+    const relay = serverSelect("relay_server_id", servers.filter((s) => !tun.origins.some((o) => o.server_id === s.id)), null);
     const form = h("form", {},
-      h("p", {}, "A copy for another relay, with the same origins and settings but its own name, certificate and credentials: nothing of this tunnel opens the copy, or the other way round."),
-      field("Name", nameIn), field("Relay", relay),
+      h("p", {}, t("A copy for another relay, with the same origins and settings but its own name, certificate and credentials: nothing of this tunnel opens the copy, or the other way round.")),
+      field(t("Name"), nameIn), field(t("Relay"), relay),
       h("p", { class: "form-error", role: "alert" }),
       h("div", { class: "actions" },
-        h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
-        h("button", { type: "submit", class: "primary" }, "Duplicate")));
+        h("button", { type: "button", onclick: () => close(undefined) }, t("Cancel")),
+        h("button", { type: "submit", class: "primary" }, t("Duplicate"))));
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       showError(form, null);
       try {
-        close(await post(`/tunnels/${t.id}/duplicate`, { name: nameIn.value.trim(), relay_server_id: Number(relay.value) }));
+        close(await post(`/tunnels/${tun.id}/duplicate`, { name: nameIn.value.trim(), relay_server_id: Number(relay.value) }));
       } catch (err) { showError(form, err); }
     });
     return form;

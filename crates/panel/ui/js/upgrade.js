@@ -4,16 +4,17 @@
 
 import { h, fill, dialog, showError, confirmAction } from "./dom.js";
 import { get, post } from "./api.js";
+import { t, msg } from "./i18n.js";
 
-const STEP_NAMES = { uploading: "Uploading the binary", switching: "Switching to it", online: "Back online" };
-const STATE_NAMES = { pending: "pending", running: "running…", done: "done", failed: "failed" };
+const STEP_NAMES = { uploading: msg("Uploading the binary"), switching: msg("Switching to it"), online: msg("Back online") };
+const STATE_NAMES = { pending: msg("pending"), running: msg("running…"), done: msg("done"), failed: msg("failed") };
 
 /** A job's steps, each with its state and output. */
 export function upgradeSteps(job) {
   return h("ol", { class: "ssh-steps", "data-upgrade-steps": job.server_id }, job.steps.map((s) =>
     h("li", { class: `ssh-step ${s.state}`, "data-step": s.name, "data-state": s.state },
-      h("strong", {}, STEP_NAMES[s.name] || s.name), " ",
-      h("span", { class: "muted" }, STATE_NAMES[s.state] || s.state),
+      h("strong", {}, STEP_NAMES[s.name] ? t(STEP_NAMES[s.name]) : s.name), " ",
+      h("span", { class: "muted" }, STATE_NAMES[s.state] ? t(STATE_NAMES[s.state]) : s.state),
       s.output ? h("pre", { class: "ssh-output" }, s.output) : null)));
 }
 
@@ -29,18 +30,16 @@ async function follow(serverId, out) {
   }
 }
 
-const WHAT = "The node gets this panel's binary over its channel and hands its connections to it: " +
-  "nobody is dropped (the old process serves its open connections for up to 10 minutes). " +
-  "The node keeps running it after restarts, until `switchyard node upgrade --binary` or `node install` on the server.";
+const WHAT = msg("The node gets this panel's binary over its channel and hands its connections to it: nobody is dropped (the old process serves its open connections for up to 10 minutes). The node keeps running it after restarts, until `switchyard node upgrade --binary` or `node install` on the server.");
 
 /** Upgrades one server, after a confirmation, showing its steps live. */
 export async function upgradeServer(server, reload) {
-  const ok = await confirmAction(`Upgrade ${server.name}?`, WHAT, "Upgrade");
+  const ok = await confirmAction(t("Upgrade {name}?", { name: server.name }), t(WHAT), t("Upgrade"));
   if (!ok) return;
-  return dialog(`Upgrading ${server.name}`, (close) => {
+  return dialog(t("Upgrading {name}", { name: server.name }), (close) => {
     const out = h("div", { class: "ssh-job", "aria-live": "polite" });
     const box = h("div", { "data-upgrade-job": server.id }, h("p", { class: "form-error", role: "alert" }), out,
-      h("div", { class: "actions" }, h("button", { type: "button", class: "primary", onclick: () => { reload(true); close(true); } }, "Close")));
+      h("div", { class: "actions" }, h("button", { type: "button", class: "primary", onclick: () => { reload(true); close(true); } }, t("Close"))));
     (async () => {
       try {
         await post(`/servers/${server.id}/upgrade`);
@@ -53,22 +52,23 @@ export async function upgradeServer(server, reload) {
 
 /** Upgrades every server that runs another binary, one at a time, showing each. */
 export async function upgradeAll(reload) {
-  const ok = await confirmAction("Upgrade every server?",
-    `${WHAT} Servers are upgraded one at a time, each back online before the next; the first failure stops it.`, "Upgrade all");
+  const ok = await confirmAction(t("Upgrade every server?"),
+    t("The node gets this panel's binary over its channel and hands its connections to it: nobody is dropped (the old process serves its open connections for up to 10 minutes). The node keeps running it after restarts, until `switchyard node upgrade --binary` or `node install` on the server. Servers are upgraded one at a time, each back online before the next; the first failure stops it."),
+    t("Upgrade all"));
   if (!ok) return;
-  return dialog("Upgrading every server", (close) => {
-    const head = h("p", { "data-upgrade-all": "" }, "Starting…");
+  return dialog(t("Upgrading every server"), (close) => {
+    const head = h("p", { "data-upgrade-all": "" }, t("Starting…"));
     const out = h("div", { class: "ssh-job", "aria-live": "polite" });
     const box = h("div", {}, h("p", { class: "form-error", role: "alert" }), head, out,
-      h("div", { class: "actions" }, h("button", { type: "button", class: "primary", onclick: () => { reload(true); close(true); } }, "Close")));
+      h("div", { class: "actions" }, h("button", { type: "button", class: "primary", onclick: () => { reload(true); close(true); } }, t("Close"))));
     (async () => {
       try {
         await post("/servers/upgrade");
         for (;;) {
           const all = await get("/servers/upgrade");
           const said = all.servers.length
-            ? `${all.upgraded.length} of ${all.servers.length} servers upgraded`
-            : (all.state === "running" ? "Looking for servers to upgrade…" : "Every online server already runs this panel's binary.");
+            ? t("{done} of {n} servers upgraded", { done: all.upgraded.length, n: all.servers.length })
+            : (all.state === "running" ? t("Looking for servers to upgrade…") : t("Every online server already runs this panel's binary."));
           fill(head, said);
           head.dataset.state = all.state;
           if (all.current != null) {

@@ -3,62 +3,65 @@
 
 import { h, fill, field, dialog, showError, confirmAction, copy, toast } from "./dom.js";
 import { get, post, put, del } from "./api.js";
-import { when } from "./format.js";
+import { num, when } from "./format.js";
+import { t, msg } from "./i18n.js";
 
 const EVENTS = ["user.created", "user.changed", "user.deleted", "users.bulk", "webhook.test"];
+/** A delivery's state (the API's name) as it is shown. */
+const STATES = { pending: msg("pending"), delivered: msg("delivered"), failed: msg("failed") };
 
 export async function webhooksPage(main) {
   const list = h("div", {});
   const shown = h("div", { "data-deliveries": "" });
   fill(main,
-    h("div", { class: "page-head" }, h("h1", {}, "Webhooks"),
+    h("div", { class: "page-head" }, h("h1", {}, t("Webhooks")),
       h("div", { class: "actions" },
-        h("button", { type: "button", class: "primary", "data-new-webhook": "", onclick: () => edit(null) }, "New webhook"))),
-    h("p", { class: "muted" }, "Events POSTed to your URLs, signed with each hook's secret, retried until they get through (docs: panel.md, Webhooks)."),
+        h("button", { type: "button", class: "primary", "data-new-webhook": "", onclick: () => edit(null) }, t("New webhook")))),
+    h("p", { class: "muted" }, t("Events POSTed to your URLs, signed with each hook's secret, retried until they get through (docs: panel.md, Webhooks).")),
     list, shown);
   async function load() {
     const hooks = await get("/webhooks");
     fill(list, hooks.length ? h("div", { class: "table-wrap" }, h("table", { class: "webhooks" },
-      h("thead", {}, h("tr", {}, ["URL", "Events", "On", ""].map((t) => h("th", { scope: "col" }, t)))),
+      h("thead", {}, h("tr", {}, [t("URL"), t("Events"), t("On"), ""].map((label) => h("th", { scope: "col" }, label)))),
       h("tbody", {}, hooks.map((w) => h("tr", { "data-webhook": w.id },
         h("th", { scope: "row" }, h("code", {}, w.url)),
         h("td", {}, w.events.join(", ")),
-        h("td", {}, w.enabled ? "yes" : "no"),
+        h("td", {}, w.enabled ? t("yes") : t("no")),
         h("td", { class: "row-actions" },
-          h("button", { type: "button", onclick: () => deliveries(w) }, "Deliveries"),
-          h("button", { type: "button", "data-test-webhook": w.id, onclick: () => test(w) }, "Send test"),
-          h("button", { type: "button", onclick: () => edit(w) }, "Edit"),
-          h("button", { type: "button", class: "danger-text", onclick: () => remove(w) }, "Delete")))))))
-      : h("p", { class: "muted" }, "No webhook yet."));
+          h("button", { type: "button", onclick: () => deliveries(w) }, t("Deliveries")),
+          h("button", { type: "button", "data-test-webhook": w.id, onclick: () => test(w) }, t("Send test")),
+          h("button", { type: "button", onclick: () => edit(w) }, t("Edit")),
+          h("button", { type: "button", class: "danger-text", onclick: () => remove(w) }, t("Delete"))))))))
+      : h("p", { class: "muted" }, t("No webhook yet.")));
   }
   async function deliveries(w) {
     const ds = await get(`/webhooks/${w.id}/deliveries`);
-    fill(shown, h("section", { class: "card", "aria-label": "Deliveries" },
-      h("h2", {}, `Deliveries to ${w.url}`),
+    fill(shown, h("section", { class: "card", "aria-label": t("Deliveries") },
+      h("h2", {}, t("Deliveries to {url}", { url: w.url })),
       ds.length ? h("div", { class: "table-wrap" }, h("table", {},
-        h("thead", {}, h("tr", {}, ["When", "Event", "State", "Attempts", "Last", ""].map((t) => h("th", { scope: "col" }, t)))),
+        h("thead", {}, h("tr", {}, [t("When"), t("Event"), t("State"), t("Attempts"), t("Last"), ""].map((label) => h("th", { scope: "col" }, label)))),
         h("tbody", {}, ds.map((d) => h("tr", { "data-delivery": d.id },
           h("td", {}, when(d.created_ms)),
           h("td", {}, d.event),
-          h("td", { "data-state": d.state }, d.state),
-          h("td", {}, String(d.attempts)),
+          h("td", { "data-state": d.state }, STATES[d.state] ? t(STATES[d.state]) : d.state),
+          h("td", {}, num(d.attempts)),
           h("td", {}, d.last_error || (d.last_status ? String(d.last_status) : "—")),
           h("td", { class: "row-actions" }, h("button", { type: "button", onclick: async () => {
-            try { await post(`/webhooks/${w.id}/deliveries/${d.id}/replay`); toast("Sent again"); } catch (err) { toast(err.message, "bad"); }
+            try { await post(`/webhooks/${w.id}/deliveries/${d.id}/replay`); toast(t("Sent again")); } catch (err) { toast(err.message, "bad"); }
             await deliveries(w);
-          } }, "Replay")))))))
-        : h("p", { class: "muted" }, "Nothing sent yet.")));
+          } }, t("Replay"))))))))
+        : h("p", { class: "muted" }, t("Nothing sent yet."))));
   }
   async function test(w) {
-    try { await post(`/webhooks/${w.id}/test`); toast("A test event is on its way"); } catch (err) { toast(err.message, "bad"); }
+    try { await post(`/webhooks/${w.id}/test`); toast(t("A test event is on its way")); } catch (err) { toast(err.message, "bad"); }
   }
   async function edit(w) {
     if (await webhookForm(w)) await load();
   }
   async function remove(w) {
-    const ok = await confirmAction(`Delete the webhook to ${w.url}?`, "Its deliveries, sent or not, go with it.", "Delete webhook");
+    const ok = await confirmAction(t("Delete the webhook to {url}?", { url: w.url }), t("Its deliveries, sent or not, go with it."), t("Delete webhook"));
     if (!ok) return;
-    try { await del(`/webhooks/${w.id}`); toast("Webhook deleted"); } catch (err) { toast(err.message, "bad"); }
+    try { await del(`/webhooks/${w.id}`); toast(t("Webhook deleted")); } catch (err) { toast(err.message, "bad"); }
     fill(shown);
     await load();
   }
@@ -67,22 +70,22 @@ export async function webhooksPage(main) {
 
 function webhookForm(w) {
   const editing = Boolean(w);
-  return dialog(editing ? "Edit webhook" : "New webhook", (close) => {
+  return dialog(editing ? t("Edit webhook") : t("New webhook"), (close) => {
     const url = h("input", { name: "url", type: "url", required: true, maxlength: 2000, value: w ? w.url : "", autofocus: true, placeholder: "https://billing.example/switchyard" });
     const boxes = EVENTS.map((e) => h("input", { type: "checkbox", name: "events", value: e, checked: w ? w.events.includes(e) : e !== "webhook.test" }));
     const enabled = h("input", { type: "checkbox", name: "enabled", checked: w ? w.enabled : true });
     const priv = h("input", { type: "checkbox", name: "allow_private", checked: Boolean(w && w.allow_private) });
     const body = h("div", {});
     const form = h("form", {},
-      field("URL", url),
-      h("div", { class: "field", "data-field": "events" }, h("span", {}, "Events"),
+      field(t("URL"), url),
+      h("div", { class: "field", "data-field": "events" }, h("span", {}, t("Events")),
         ...boxes.map((b) => h("label", { class: "check" }, b, ` ${b.value}`)), h("small", { class: "error", role: "alert" })),
-      h("label", { class: "check" }, enabled, " Delivering"),
-      h("label", { class: "check" }, priv, " May deliver to a private or loopback address"),
+      h("label", { class: "check" }, enabled, " ", t("Delivering")),
+      h("label", { class: "check" }, priv, " ", t("May deliver to a private or loopback address")),
       h("p", { class: "form-error", role: "alert" }),
       h("div", { class: "actions" },
-        h("button", { type: "button", onclick: () => close(undefined) }, "Cancel"),
-        h("button", { type: "submit", class: "primary" }, editing ? "Save" : "Create webhook")));
+        h("button", { type: "button", onclick: () => close(undefined) }, t("Cancel")),
+        h("button", { type: "submit", class: "primary" }, editing ? t("Save") : t("Create webhook"))));
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       showError(form, null);
@@ -91,10 +94,10 @@ function webhookForm(w) {
         if (editing) { close(await put(`/webhooks/${w.id}`, input)); return; }
         const made = await post("/webhooks", input);
         fill(body, h("div", {},
-          h("p", {}, "The hook's secret, shown this once: keep it where your receiver checks signatures."),
+          h("p", {}, t("The hook's secret, shown this once: keep it where your receiver checks signatures.")),
           h("div", { class: "copy-row" }, h("code", { "data-webhook-secret": "" }, made.secret),
-            h("button", { type: "button", onclick: () => copy(made.secret, "Secret copied") }, "Copy")),
-          h("div", { class: "actions" }, h("button", { type: "button", class: "primary", onclick: () => close(made) }, "Done"))));
+            h("button", { type: "button", onclick: () => copy(made.secret, t("Secret copied")) }, t("Copy"))),
+          h("div", { class: "actions" }, h("button", { type: "button", class: "primary", onclick: () => close(made) }, t("Done")))));
       } catch (err) { showError(form, err); }
     });
     body.append(form);

@@ -1,4 +1,6 @@
 use super::*;
+use crate::model::UserStatus;
+use crate::subscription::refusal::Refusal;
 
 const GIB: u64 = 1 << 30;
 const DAY: i64 = 86_400_000;
@@ -35,7 +37,7 @@ fn page<'a>(links: &'a [PageLink<'a>]) -> Page<'a> {
     Page {
         title: "Corp <VPN> \"main\"",
         username: "alice<script>",
-        status: "Active",
+        status: UserStatus::Active,
         status_reason: None,
         subscription_url: SUB,
         links,
@@ -45,6 +47,7 @@ fn page<'a>(links: &'a [PageLink<'a>]) -> Page<'a> {
         now_ms: NOW,
         support_url: None,
         announce: None,
+        lang: Lang::En,
     }
 }
 
@@ -58,7 +61,7 @@ fn a_complete_document() {
     let links = links();
     let html = render(&page(&links));
     assert!(
-        html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"),
+        html.starts_with("<!DOCTYPE html>\n<html lang=\"en\" dir=\"ltr\">"),
         "{html}"
     );
     assert!(html.ends_with("</body>\n</html>\n"));
@@ -74,18 +77,16 @@ fn a_complete_document() {
 fn supplied_strings_are_escaped_in_text_and_attributes() {
     let links = links();
     let mut p = page(&links);
-    p.status_reason = Some("<i>limit</i>");
     p.announce = Some("Maintenance <tonight>\nsecond line & more");
     let html = render(&p);
     // Our own script is the only one; no tag from a name survives.
     assert_eq!(html.matches("<script").count(), 1);
     assert!(!html.contains("<b>") && !html.contains("<i>") && !html.contains("<tonight>"));
-    assert!(
-        html.contains("<h3>&lt;script&gt;alert(1)&lt;/script&gt; 🇩🇪 &quot;Frankfurt&quot;</h3>")
-    );
-    assert!(html.contains("<h3>it&#39;s &lt;b&gt;fast&lt;/b&gt; &amp; cheap</h3>"));
+    assert!(html.contains(
+        "<h3 dir=\"auto\">&lt;script&gt;alert(1)&lt;/script&gt; 🇩🇪 &quot;Frankfurt&quot;</h3>"
+    ));
+    assert!(html.contains("<h3 dir=\"auto\">it&#39;s &lt;b&gt;fast&lt;/b&gt; &amp; cheap</h3>"));
     assert!(html.contains("alice&lt;script&gt; · "));
-    assert!(html.contains("(&lt;i&gt;limit&lt;/i&gt;)"));
     assert!(html.contains("Maintenance &lt;tonight&gt;\nsecond line &amp; more"));
     // Attribute context: the quote in the name cannot close aria-label.
     assert!(html.contains(
@@ -112,7 +113,7 @@ fn every_link_appears_once_as_text_with_a_copy_button() {
             link.link
         );
         assert!(html.contains(&format!(
-            "<code id=\"link-{i}\">{}</code>\n<button type=\"button\" data-copy=\"link-{i}\">Copy</button>",
+            "<code id=\"link-{i}\">{}</code>\n<button type=\"button\" data-copy=\"link-{i}\" data-label=\"Copy\" data-done=\"Copied\">Copy</button>",
             escaped(link.link)
         )));
     }
@@ -207,10 +208,14 @@ fn nothing_is_loaded_from_anywhere() {
     let links = links();
     let html = render(&page(&links));
     for banned in [
-        "src=", "url(", "@import", "<link", "<img", "<iframe", "href=", "xmlns",
+        "src=", "url(", "@import", "<link", "<img", "<iframe", "xmlns",
     ] {
         assert!(!html.contains(banned), "{banned}");
     }
+    // The only links are to this page in the other languages.
+    let hrefs: Vec<&str> = html.split("href=\"").skip(1).collect();
+    assert_eq!(hrefs.len(), 2);
+    assert!(hrefs.iter().all(|h| h.starts_with("?lang=")), "{hrefs:?}");
     // The policy allows exactly the script on the page.
     let script = html
         .split_once("<script>")
@@ -230,12 +235,12 @@ fn support_url_is_a_link_only_when_http() {
     let mut p = page(&links);
     p.support_url = Some(" https://t.me/corp_support?a=1&b=\"2\" ");
     let html = render(&p);
-    assert_eq!(html.matches("href=").count(), 1);
+    assert_eq!(html.matches("href=\"http").count(), 1);
     assert!(html.contains(
         "<a href=\"https://t.me/corp_support?a=1&amp;b=&quot;2&quot;\" rel=\"noopener noreferrer\">"
     ));
     p.support_url = Some("HTTP://help.example.org");
-    assert_eq!(render(&p).matches("href=").count(), 1);
+    assert_eq!(render(&p).matches("href=\"HTTP").count(), 1);
     for not_http in [
         "javascript:alert(1)",
         "tg://resolve?domain=corp",
@@ -244,7 +249,7 @@ fn support_url_is_a_link_only_when_http() {
     ] {
         p.support_url = Some(not_http);
         let html = render(&p);
-        assert!(!html.contains("href="), "{not_http}");
+        assert!(!html.contains("href=\"http"), "{not_http}");
         assert!(html.contains(&format!("<p>Support: {}</p>", escaped(not_http))));
     }
 }
@@ -280,9 +285,11 @@ fn expiry_as_a_utc_date_and_days() {
     assert!(render(&p).contains("<p>Expired on 2026-12-31 23:59 UTC</p>"));
     p.expires_ms = None;
     assert!(render(&p).contains("<h2>Expires</h2>\n<p>Never</p>"));
-    assert_eq!(utc_date(0), "1970-01-01 00:00 UTC");
-    assert_eq!(utc_date(-1), "1969-12-31 23:59 UTC");
-    assert_eq!(utc_date(i64::MAX), "an unknown date");
+    assert_eq!(Lang::En.date(0).unwrap(), "1970-01-01 00:00 UTC");
+    assert_eq!(Lang::En.date(-1).unwrap(), "1969-12-31 23:59 UTC");
+    assert_eq!(Lang::En.date(i64::MAX), None);
+    p.expires_ms = Some(i64::MAX);
+    assert!(render(&p).contains("<p>an unknown date (in "));
 }
 
 #[test]
@@ -327,4 +334,39 @@ fn status_class_and_no_links() {
     assert!(html.contains("<span class=\"status status-active\">Active</span>"));
     assert!(html.contains("No links yet."));
     assert_eq!(svgs(&html).len(), 1);
+}
+
+#[test]
+fn russian_and_persian_pages() {
+    let links = links();
+    let mut p = page(&links);
+    p.lang = Lang::Ru;
+    p.status = UserStatus::Limited;
+    p.status_reason = Some(&Refusal::Status(UserStatus::Limited));
+    p.support_url = Some("https://t.me/help");
+    let html = render(&p);
+    assert!(html.contains("<html lang=\"ru\" dir=\"ltr\">"));
+    assert!(html.contains("<span class=\"status status-limited\">Трафик исчерпан</span> <span class=\"muted\">(лимит трафика исчерпан)</span>"));
+    assert!(html.contains("<p>1,2\u{a0}ГиБ из 50\u{a0}ГиБ (2\u{a0}%)</p>"));
+    assert!(html.contains("<p>31.12.2026 23:59 UTC (через 31 день)</p>"));
+    assert!(
+        html.contains("data-label=\"Копировать\" data-done=\"Скопировано\">Копировать</button>")
+    );
+    assert!(html.contains(">Поддержка: https://t.me/help</a>"));
+    // The switch links to the other languages, and marks this one.
+    assert!(html.contains("<a href=\"?lang=fa\" lang=\"fa\" hreflang=\"fa\">فارسی</a>"));
+    assert!(html.contains("<span lang=\"ru\" aria-current=\"true\">Русский</span>"));
+    assert!(!html.contains(">Traffic<") && !html.contains(">Copy<"));
+
+    p.lang = Lang::Fa;
+    p.status = UserStatus::Active;
+    p.status_reason = None;
+    let html = render(&p);
+    assert!(html.contains("<html lang=\"fa\" dir=\"rtl\">"));
+    assert!(html.contains("<span class=\"status status-active\">فعال</span>"));
+    assert!(html.contains("<p>۱٫۲\u{a0}گیگابایت از ۵۰\u{a0}گیگابایت (۲٪)</p>"));
+    assert!(html.contains("<p>۱۴۰۵/۱۰/۱۰ ۲۳:۵۹ UTC (۳۱ روز دیگر)</p>"));
+    // Links and the URL are as they are: no Persian digit in them.
+    assert!(html.contains(&format!("<code id=\"sub\">{}</code>", escaped(SUB))));
+    assert!(html.contains(&format!("<code id=\"link-0\">{}</code>", escaped(REALITY))));
 }
