@@ -5,7 +5,8 @@
 //! - `cargo xtask bench [NAME]`: the criterion benchmarks and the node's end-to-end
 //!   benchmark against sing-box and Xray (`cargo xtask bench node` for that one alone) and the
 //!   tunnel's against rathole (`cargo xtask bench tunnel`), or the panel under HTTP
-//!   load (`cargo xtask bench panel`, with the time a user change takes to reach a node), then
+//!   load (`cargo xtask bench panel`, with the time a user change takes to reach a node), the
+//!   users page with 10,000 and 100,000 users (`cargo xtask bench users`), then
 //!   their medians and ratios against the references into `docs/benchmarks.md`
 //!   ([`bench`]).
 //! - `cargo xtask docs`: regenerates the command-made sections of the docs ([`docs`]).

@@ -44,6 +44,7 @@ mod client;
 mod panel;
 mod push;
 mod running;
+mod users;
 
 use crate::cmd::Cmd;
 use crate::peers;
@@ -98,7 +99,7 @@ struct Measured {
     median_ns: f64,
 }
 
-/// `node`, `tunnel`, `panel` and `client` run those benchmarks; `criterion` runs every
+/// `node`, `tunnel`, `panel`, `users` and `client` run those benchmarks; `criterion` runs every
 /// criterion benchmark and writes their table; any other `name` runs the criterion benchmarks
 /// matching it (and only prints); no `name` runs all of them but `client` (minutes of
 /// wall time for one timeline).
@@ -107,6 +108,7 @@ pub(crate) fn run(root: &Path, name: Option<&str>) -> Result<()> {
         Some(NODE) => node(root),
         Some(TUNNEL) => tunnel(root),
         Some(panel::PANEL) => panel::bench_panel(root),
+        Some(users::USERS_BENCH) => users::bench_users(root),
         Some(client::CLIENT) => client::bench_client(root),
         Some(CRITERION) => criterion(root, None),
         Some(filter) => criterion(root, Some(filter)),

@@ -408,7 +408,7 @@ pub(crate) fn run_loadgen(loadgen: &Path, args: &[String]) -> Result<LoadReport>
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
-fn median(values: impl IntoIterator<Item = f64>) -> f64 {
+pub(crate) fn median(values: impl IntoIterator<Item = f64>) -> f64 {
     let mut v: Vec<f64> = values.into_iter().collect();
     if v.is_empty() {
         return f64::NAN;

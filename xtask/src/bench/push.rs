@@ -52,14 +52,15 @@ impl PushTimes {
 }
 
 /// An admin session on the panel: the cookie and its CSRF token.
-struct Session {
+pub(crate) struct Session {
     addr: SocketAddr,
-    cookie: String,
+    /// `name=value` of the session cookie.
+    pub(crate) cookie: String,
     csrf: String,
 }
 
 impl Session {
-    fn login(addr: SocketAddr, data: &Path) -> Result<Self> {
+    pub(crate) fn login(addr: SocketAddr, data: &Path) -> Result<Self> {
         let file = data.join(PASSWORD_FILE);
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading {}", file.display()))?;

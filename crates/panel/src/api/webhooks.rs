@@ -66,6 +66,9 @@ pub async fn webhooks(
     Ok(Json(s.store().webhooks().await?))
 }
 
+/// The most hooks a panel keeps.
+pub const MAX_WEBHOOKS: usize = 64;
+
 /// A new hook; its secret is in the answer, once.
 #[utoipa::path(post, path = "/api/v1/webhooks", tag = "webhooks", request_body = NewWebhook,
     responses((status = 201, body = CreatedWebhook), (status = 400, body = Problem), (status = 401, body = Problem),
@@ -82,6 +85,13 @@ pub async fn create_webhook(
         allow_private: new.allow_private,
     };
     input.check().map_err(ApiError::field)?;
+    // Every write reads the hooks to queue its event: their number is bounded.
+    if s.store().webhooks().await?.len() >= MAX_WEBHOOKS {
+        return Err(ApiError::field(FieldError::new(
+            "url",
+            format!("a panel has at most {MAX_WEBHOOKS} hooks: delete one first"),
+        )));
+    }
     let secret = match new.secret {
         Some(given) => {
             let n = given.chars().count();

@@ -227,6 +227,10 @@ impl WebhookInput {
         if self.events.is_empty() {
             return Err(FieldError::new("events", "pick at least one event"));
         }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(e) = self.events.iter().find(|e| !seen.insert(e.as_str())) {
+            return Err(FieldError::new("events", format!("{e:?} is named twice")));
+        }
         if let Some(e) = self.events.iter().find(|e| !EVENTS.contains(&e.as_str())) {
             return Err(FieldError::new(
                 "events",
@@ -536,6 +540,14 @@ mod tests {
                 ..ok.clone()
             }),
             "events"
+        );
+        let twice = WebhookInput {
+            events: vec!["user.created".into(), "user.created".into()],
+            ..ok.clone()
+        };
+        assert_eq!(
+            twice.check().unwrap_err().message,
+            "\"user.created\" is named twice"
         );
         assert_eq!(
             bad(WebhookInput {

@@ -3,10 +3,9 @@
 use async_trait::async_trait;
 use sqlx::Row;
 
-use super::bulk::BulkStore;
 use super::dashboard::{ByStatus, DashboardStore, Day, Numbers, Some10};
 use super::rows::to_u64;
-use super::user_filter::UserFilter;
+use super::user_filter::status_sql;
 use super::{SqlStore, StoreError};
 use crate::model::UserStatus;
 
@@ -15,21 +14,54 @@ const HOUR_MS: i64 = 3_600_000;
 /// How recently a user must have been seen to count as online.
 const ONLINE_MS: i64 = 120_000;
 
+/// Users expiring soon, over `$1` (now) and `$2` (three days on). Fixed expiries
+/// only: an on-hold user's clock has not started, or has its own.
+const EXPIRING: &str =
+    "enabled <> 0 AND expires_ms IS NOT NULL AND expires_ms > $1 AND expires_ms <= $2";
+/// Used, in floating point (two counters could overflow).
+const USED: &str = "(CAST(used_up AS DOUBLE PRECISION) + CAST(used_down AS DOUBLE PRECISION))";
+
+/// Users at 90 % of their limit or more, not all of it.
+fn nearly_out() -> String {
+    format!(
+        "enabled <> 0 AND traffic_limit IS NOT NULL AND traffic_limit > 0 \
+         AND used_up < traffic_limit - used_down \
+         AND {USED} * 10 >= CAST(traffic_limit AS DOUBLE PRECISION) * 9"
+    )
+}
+
+/// One pass over the users: how many of each status (at `$1`), online since `$3`,
+/// expiring by `$2`, and nearly out of traffic.
+fn counts_sql() -> String {
+    let sum =
+        |condition: &str| format!("COALESCE(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END), 0)");
+    let statuses = [
+        UserStatus::Active,
+        UserStatus::Limited,
+        UserStatus::Expired,
+        UserStatus::Disabled,
+        UserStatus::OnHold,
+    ]
+    .map(|s| sum(&status_sql(s, "$1")));
+    format!(
+        "SELECT {}, {}, {}, {} FROM users",
+        statuses.join(", "),
+        sum("online_ms >= $3"),
+        sum(EXPIRING),
+        sum(&nearly_out())
+    )
+}
+
 impl SqlStore {
-    /// How many users `condition` (over `$1` and `$2`) names, and the first ten by
-    /// `order`.
+    /// The first ten users `condition` (over `$1` and `$2`) names by `order`, with
+    /// `count` (counted in the one pass of [`counts_sql`]).
     async fn some(
         &self,
-        condition: &str,
+        (condition, count): (&str, u64),
         order: &str,
         a: i64,
         b: i64,
     ) -> Result<Some10, StoreError> {
-        let count = sqlx::query(&format!("SELECT COUNT(*) FROM users WHERE {condition}"))
-            .bind(a)
-            .bind(b)
-            .fetch_one(&self.read)
-            .await?;
         let rows = sqlx::query(&format!(
             "SELECT username FROM users WHERE {condition} ORDER BY {order}, id LIMIT 10"
         ))
@@ -38,7 +70,7 @@ impl SqlStore {
         .fetch_all(&self.read)
         .await?;
         Ok(Some10 {
-            count: to_u64(count.try_get(0)?),
+            count,
             names: rows
                 .iter()
                 .map(|r| r.try_get::<String, _>(0))
@@ -50,44 +82,32 @@ impl SqlStore {
 #[async_trait]
 impl DashboardStore for SqlStore {
     async fn numbers(&self, now_ms: i64) -> Result<Numbers, StoreError> {
-        let count = |status| async move {
-            let f = UserFilter {
-                status: Some(status),
-                ..UserFilter::default()
-            };
-            self.bulk_count(&f, now_ms).await
-        };
-        let users = ByStatus {
-            active: count(UserStatus::Active).await?,
-            limited: count(UserStatus::Limited).await?,
-            expired: count(UserStatus::Expired).await?,
-            disabled: count(UserStatus::Disabled).await?,
-            on_hold: count(UserStatus::OnHold).await?,
-        };
-        let online = sqlx::query("SELECT COUNT(*) FROM users WHERE online_ms >= $1")
+        let counts = sqlx::query(&counts_sql())
+            .bind(now_ms)
+            .bind(now_ms.saturating_add(3 * DAY_MS))
             .bind(now_ms.saturating_sub(ONLINE_MS))
             .fetch_one(&self.read)
             .await?;
-        // Fixed expiries only: an on-hold user's clock has not started, or has its own.
+        let n = |i: usize| -> Result<u64, StoreError> { Ok(to_u64(counts.try_get(i)?)) };
+        let users = ByStatus {
+            active: n(0)?,
+            limited: n(1)?,
+            expired: n(2)?,
+            disabled: n(3)?,
+            on_hold: n(4)?,
+        };
         let expiring = self
             .some(
-                "enabled <> 0 AND expires_ms IS NOT NULL AND expires_ms > $1 AND expires_ms <= $2",
+                (EXPIRING, n(6)?),
                 "expires_ms",
                 now_ms,
                 now_ms.saturating_add(3 * DAY_MS),
             )
             .await?;
-        // 90 % or more, not all: in floating point (two counters could overflow).
-        let used = "(CAST(used_up AS DOUBLE PRECISION) + CAST(used_down AS DOUBLE PRECISION))";
         let nearly_out = self
             .some(
-                &format!(
-                    "enabled <> 0 AND traffic_limit IS NOT NULL AND traffic_limit > 0 \
-                     AND used_up < traffic_limit - used_down \
-                     AND {used} * 10 >= CAST(traffic_limit AS DOUBLE PRECISION) * 9 \
-                     AND $1 = $1 AND $2 = $2"
-                ),
-                &format!("{used} / CAST(traffic_limit AS DOUBLE PRECISION) DESC"),
+                (&format!("{} AND $1 = $1 AND $2 = $2", nearly_out()), n(7)?),
+                &format!("{USED} / CAST(traffic_limit AS DOUBLE PRECISION) DESC"),
                 0,
                 0,
             )
@@ -126,7 +146,7 @@ impl DashboardStore for SqlStore {
         }
         Ok(Numbers {
             users,
-            online: to_u64(online.try_get(0)?),
+            online: n(5)?,
             expiring,
             nearly_out,
             servers,

@@ -80,7 +80,7 @@ pub struct UserFilter<'a> {
 }
 
 /// The predicate of a status at the time bound as `now`.
-fn status_sql(status: UserStatus, now: &str) -> String {
+pub(super) fn status_sql(status: UserStatus, now: &str) -> String {
     let held = "(on_hold_days IS NOT NULL AND first_connected_ms IS NULL)";
     // No sum that could overflow: used_up >= limit - used_down.
     let limited = "(traffic_limit IS NOT NULL AND used_up >= traffic_limit - used_down)";

@@ -98,3 +98,85 @@ async fn the_dashboard_counts_users_servers_and_traffic() {
         .await;
     assert_eq!(r.status, StatusCode::FORBIDDEN);
 }
+
+/// The same users on PostgreSQL as on SQLite: the same numbers (one pass over the
+/// users counts every status, online, expiring and nearly out on both).
+#[tokio::test]
+async fn the_numbers_are_the_same_on_postgres() {
+    use switchyard_panel::store::{Changes, DashboardStore, SqlStore, UserInput, UserStore};
+    let pg = switchyard_testkit::Postgres::start().expect("a private PostgreSQL cluster");
+    let dir = tempfile::tempdir().unwrap();
+    let now = switchyard_panel::clock::now_ms();
+    let mut numbers = Vec::new();
+    for url in [
+        pg.fresh_database("dashboard").unwrap(),
+        format!("sqlite://{}?mode=rwc", dir.path().join("d.db").display()),
+    ] {
+        let store = SqlStore::open(&url, Changes::default()).await.unwrap();
+        for (i, input) in [
+            UserInput::new("alice"),
+            UserInput {
+                enabled: false,
+                ..UserInput::new("bob")
+            },
+            UserInput {
+                expires_ms: Some(now - DAY),
+                ..UserInput::new("carol")
+            },
+            UserInput {
+                expires_ms: Some(now + 2 * DAY),
+                ..UserInput::new("dave")
+            },
+            UserInput {
+                traffic_limit: Some(100),
+                ..UserInput::new("erin")
+            },
+            UserInput {
+                on_hold_days: Some(3),
+                ..UserInput::new("frank")
+            },
+        ]
+        .iter()
+        .enumerate()
+        {
+            store
+                .create_user(
+                    input,
+                    &switchyard_panel::service::new_credentials(),
+                    &format!("token-{i}-0123456789abcdefghijkl"),
+                    now,
+                )
+                .await
+                .unwrap();
+        }
+        let raw = AnyPoolOptions::new()
+            .max_connections(1)
+            .connect(&url)
+            .await
+            .unwrap();
+        sqlx::query("UPDATE users SET used_down = 95 WHERE username = 'erin'")
+            .execute(&raw)
+            .await
+            .unwrap();
+        let n = store.numbers(now).await.unwrap();
+        let v = serde_json::to_value(&n).unwrap();
+        assert_eq!(
+            v["users"],
+            json!({"active": 3, "limited": 0, "expired": 1, "disabled": 1, "on_hold": 1}),
+            "{url}"
+        );
+        assert_eq!(
+            v["expiring"],
+            json!({"count": 1, "names": ["dave"]}),
+            "{url}"
+        );
+        assert_eq!(
+            v["nearly_out"],
+            json!({"count": 1, "names": ["erin"]}),
+            "{url}"
+        );
+        numbers.push(v);
+    }
+    assert_eq!(numbers[0], numbers[1]);
+    drop(pg);
+}

@@ -168,8 +168,13 @@ async fn the_ui_in_persian_and_russian() {
                 !wider_than_the_screen(&b).await,
                 "{code} {page}: wider than a phone"
             );
-            if page == "#/" || page == "#/users" {
-                let name = if page == "#/" { "dashboard" } else { "users" };
+            let shot = match page.as_str() {
+                "#/" => Some("dashboard"),
+                "#/users" => Some("users"),
+                p if p.starts_with("#/clusters/") => Some("cluster"),
+                _ => None,
+            };
+            if let Some(name) = shot {
                 b.screenshot(shots().join(format!("{name}-{code}-phone.png")))
                     .await
                     .unwrap();

@@ -712,3 +712,25 @@ async fn the_thresholds_are_the_operators() {
         .collect();
     assert_eq!(events, ["user.usage_high", "user.expiring"]);
 }
+
+#[tokio::test]
+async fn a_panel_keeps_at_most_64_hooks() {
+    let h = Harness::new().await;
+    let t = h.token().await;
+    for i in 0..switchyard_panel::api::webhooks::MAX_WEBHOOKS {
+        hook(
+            &h,
+            &t,
+            &format!("https://hooks.example/{i}"),
+            &["user.created"],
+            false,
+        )
+        .await;
+    }
+    h.post("/api/v1/webhooks")
+        .bearer(&t)
+        .json(&json!({"url": "https://hooks.example/one-more", "events": ["user.created"]}))
+        .send()
+        .await
+        .field_error(StatusCode::UNPROCESSABLE_ENTITY, "url");
+}

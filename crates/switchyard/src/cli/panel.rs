@@ -68,6 +68,11 @@ enum PanelCommand {
         /// Inbounds per seeded route.
         #[arg(long, default_value_t = 5)]
         pool: usize,
+        /// Users of every kind rather than all alike: every 10th disabled, every 7th
+        /// expired a day ago, every 5th with a 50 GiB limit and 30 days left, every
+        /// 11th on hold for 30 days (the first rule that fits wins).
+        #[arg(long)]
+        mixed: bool,
     },
     /// Write a consistent copy of the SQLite database while the panel runs.
     Backup {
@@ -127,7 +132,14 @@ impl PanelArgs {
                 with_inbound,
                 routes,
                 pool,
-            }) => runtime.block_on(seed(config, users, tokens, with_inbound, (routes, pool))),
+                mixed,
+            }) => runtime.block_on(seed(
+                config,
+                (users, mixed),
+                tokens,
+                with_inbound,
+                (routes, pool),
+            )),
             Some(PanelCommand::Backup { to }) => runtime.block_on(backup(config, to)),
             Some(PanelCommand::Import(args)) => runtime.block_on(args.run(config)),
             // Install and uninstall returned above.
@@ -151,7 +163,7 @@ const SEED_CLUSTER: &str = "seed";
 
 async fn seed(
     config: PanelConfig,
-    users: usize,
+    (users, mixed): (usize, bool),
     tokens: PathBuf,
     with_inbound: Option<u16>,
     (routes, pool): (usize, usize),
@@ -212,7 +224,11 @@ async fn seed(
     }
     let mut out = String::new();
     for i in 1..=users {
-        let input = UserInput::new(format!("seed-{i}"));
+        let input = if mixed {
+            seed_kind(i, now)
+        } else {
+            UserInput::new(format!("seed-{i}"))
+        };
         let user = service.create_user(&input, now).await?;
         out.push_str(user.subscription_path.trim_start_matches("/sub/"));
         out.push('\n');
@@ -220,6 +236,36 @@ async fn seed(
     std::fs::write(&tokens, out).with_context(|| format!("writing {}", tokens.display()))?;
     println!("added {users} users; tokens in {}", tokens.display());
     Ok(())
+}
+
+/// The `i`th user of `seed --mixed`.
+fn seed_kind(i: usize, now: i64) -> UserInput {
+    const DAY: i64 = 86_400_000;
+    let base = UserInput::new(format!("seed-{i}"));
+    if i.is_multiple_of(10) {
+        UserInput {
+            enabled: false,
+            ..base
+        }
+    } else if i.is_multiple_of(7) {
+        UserInput {
+            expires_ms: Some(now - DAY),
+            ..base
+        }
+    } else if i.is_multiple_of(5) {
+        UserInput {
+            traffic_limit: Some(50 << 30),
+            expires_ms: Some(now + 30 * DAY),
+            ..base
+        }
+    } else if i.is_multiple_of(11) {
+        UserInput {
+            on_hold_days: Some(30),
+            ..base
+        }
+    } else {
+        base
+    }
 }
 
 /// `routes` routes of `pool` inbounds each in the cluster `seed` (made if missing),
