@@ -43,6 +43,7 @@ use axum::routing::{get, post, put};
 use utoipa::OpenApi;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 
+use self::policy::Roles;
 use crate::config::PanelConfig;
 use crate::metrics::Metrics;
 use crate::model::HealthSettings;
@@ -291,7 +292,7 @@ impl AppState {
         subscription::subscription_as,
         subscription::subscription_by_key,
     ),
-    modifiers(&Security, &ProblemJson),
+    modifiers(&Security, &ProblemJson, &Roles),
     security(("token" = []), ("session" = [])),
 )]
 pub struct ApiDoc;

@@ -99,11 +99,88 @@ pub fn access(role: Role, method: &Method, pattern: Option<&str>) -> Access {
     }
 }
 
+/// The OpenAPI document says who may call each operation, from this table: each
+/// authenticated operation gets `x-roles` (`owner`, `admin`, `read_only`, and
+/// `reseller` or `reseller (own users)`) and a line in its description.
+pub struct Roles;
+
+impl utoipa::Modify for Roles {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::extensions::ExtensionsBuilder;
+        for (path, item) in &mut openapi.paths.paths {
+            if !path.starts_with("/api/v1/") {
+                continue;
+            }
+            let operations = [
+                (Method::GET, &mut item.get),
+                (Method::PUT, &mut item.put),
+                (Method::POST, &mut item.post),
+                (Method::DELETE, &mut item.delete),
+            ];
+            for (method, op) in operations {
+                let Some(op) = op else { continue };
+                // Public operations (`security(())`) have no role to check.
+                if op.security.as_ref().is_some_and(|s| {
+                    s.iter()
+                        .all(|r| *r == utoipa::openapi::security::SecurityRequirement::default())
+                }) {
+                    continue;
+                }
+                let roles = roles_of(&method, path);
+                let line = format!("Roles: {}.", roles.join(", "));
+                op.description = Some(match op.description.take() {
+                    Some(d) if !d.is_empty() => format!("{d}\n\n{line}"),
+                    _ => line,
+                });
+                let ext = ExtensionsBuilder::new().add("x-roles", roles).build();
+                match &mut op.extensions {
+                    Some(e) => e.merge(ext),
+                    None => op.extensions = Some(ext),
+                }
+            }
+        }
+    }
+}
+
+/// Who may call `method` on `pattern`, as the document names them.
+pub fn roles_of(method: &Method, pattern: &str) -> Vec<&'static str> {
+    [
+        (Role::Owner, "owner"),
+        (Role::Admin, "admin"),
+        (Role::ReadOnly, "read_only"),
+        (Role::Reseller, "reseller"),
+    ]
+    .into_iter()
+    .filter_map(|(role, name)| match access(role, method, Some(pattern)) {
+        Access::Allowed => Some(name),
+        Access::OwnUsers => Some("reseller (own users)"),
+        Access::Denied(_) => None,
+    })
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const ALL: [Role; 4] = [Role::Owner, Role::Admin, Role::Reseller, Role::ReadOnly];
+
+    #[test]
+    fn the_document_names_the_roles_from_the_table() {
+        assert_eq!(
+            roles_of(&Method::GET, "/api/v1/users/{id}"),
+            ["owner", "admin", "read_only", "reseller (own users)"]
+        );
+        assert_eq!(
+            roles_of(&Method::PUT, "/api/v1/servers/{id}"),
+            ["owner", "admin"]
+        );
+        assert_eq!(
+            roles_of(&Method::GET, "/api/v1/clusters"),
+            ["owner", "admin", "read_only", "reseller"]
+        );
+        assert_eq!(roles_of(&Method::POST, "/api/v1/webhooks"), ["owner"]);
+    }
 
     #[test]
     fn everyone_manages_their_own_login() {

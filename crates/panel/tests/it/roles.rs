@@ -51,8 +51,9 @@ async fn admin_with(
     )
 }
 
-/// Every authenticated operation of the document: method and path pattern.
-async fn operations(h: &Harness) -> Vec<(Method, String)> {
+/// Every authenticated operation of the document: method, path pattern and the
+/// roles the document says may call it (`x-roles`).
+async fn operations(h: &Harness) -> Vec<(Method, String, Vec<String>)> {
     let doc = h.get("/api/openapi.json").send().await.ok(StatusCode::OK);
     let mut out = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
@@ -68,7 +69,9 @@ async fn operations(h: &Harness) -> Vec<(Method, String)> {
             if public {
                 continue;
             }
-            out.push((m.to_uppercase().parse().unwrap(), path.clone()));
+            let roles = serde_json::from_value(op["x-roles"].clone())
+                .unwrap_or_else(|e| panic!("{m} {path}: x-roles: {e}"));
+            out.push((m.to_uppercase().parse().unwrap(), path.clone(), roles));
         }
     }
     assert!(
@@ -124,7 +127,8 @@ async fn story(h: &Harness) {
 
     // A reseller: another reseller's user (and the owner's) is not found by any
     // users' route; every other route but the cluster list is forbidden.
-    for (m, p) in ops.iter().filter(|(_, p)| !own(p)) {
+    for (m, p, roles) in ops.iter().filter(|(_, p, _)| !own(p)) {
+        let documented = roles.iter().any(|r| r.starts_with("reseller"));
         for id in [bob_id, alice_id] {
             let status = call(h, &reseller_a, m, &fill(p, id)).await;
             let want = if users(p) && p != "/api/v1/users" {
@@ -144,6 +148,12 @@ async fn story(h: &Harness) {
                 StatusCode::FORBIDDEN
             };
             assert_eq!(status, want, "reseller: {m} {p} with user {id}");
+            // The document says what the calls found.
+            assert_eq!(
+                documented,
+                want != StatusCode::FORBIDDEN,
+                "x-roles of {m} {p}"
+            );
         }
     }
     let listed = h
@@ -160,8 +170,13 @@ async fn story(h: &Harness) {
     );
 
     // Read-only: every write is forbidden, every read but the owner's is not.
-    for (m, p) in ops.iter().filter(|(_, p)| !own(p)) {
+    for (m, p, roles) in ops.iter().filter(|(_, p, _)| !own(p)) {
         let status = call(h, &reader, m, &fill(p, alice_id)).await;
+        assert_eq!(
+            roles.iter().any(|r| r == "read_only"),
+            status != StatusCode::FORBIDDEN,
+            "x-roles of {m} {p}"
+        );
         let reads = *m == Method::GET;
         if owners(p) || !reads {
             assert_eq!(status, StatusCode::FORBIDDEN, "read-only: {m} {p}");
@@ -172,8 +187,13 @@ async fn story(h: &Harness) {
 
     // An admin: everything but admins and imports (run last: its writes change
     // things).
-    for (m, p) in ops.iter().filter(|(_, p)| !own(p)) {
+    for (m, p, roles) in ops.iter().filter(|(_, p, _)| !own(p)) {
         let status = call(h, &admin, m, &fill(p, alice_id)).await;
+        assert_eq!(
+            roles.iter().any(|r| r == "admin"),
+            status != StatusCode::FORBIDDEN,
+            "x-roles of {m} {p}"
+        );
         if owners(p) {
             assert_eq!(status, StatusCode::FORBIDDEN, "admin: {m} {p}");
         } else {
