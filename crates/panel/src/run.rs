@@ -354,28 +354,34 @@ impl Panel {
                 crate::serve::serve(l, router, &http, stats, tls, s.cancelled_owned()).await;
             }));
         }
-        tasks.push(tokio::spawn(crate::webhooks::run(
+        // The panel's own loops: a loop that panics is logged and started again
+        // (the queue and the records are in the database, so nothing is lost).
+        let (hooks, hook_nodes, thresholds, s) = (
             shared.clone(),
-            Some(nodes.clone()),
+            nodes.clone(),
             state.config().webhooks,
             stop.clone(),
-        )));
-        let s = stop.clone();
-        let resets = shared.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut every = tokio::time::interval(RESET_EVERY);
-            loop {
-                tokio::select! {
-                    _ = every.tick() => {}
-                    () = s.cancelled() => return,
-                }
-                match resets.reset_due(crate::clock::now_ms()).await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!("{n} user(s) started a new traffic period"),
-                    Err(e) => tracing::warn!("resetting traffic periods: {e}"),
-                }
-            }
-        }));
+        );
+        switchyard_tunnel::supervise::supervise(
+            "panel: the webhook worker".into(),
+            stop.clone(),
+            Arc::default(),
+            move || {
+                crate::webhooks::run(
+                    hooks.clone(),
+                    Some(hook_nodes.clone()),
+                    thresholds,
+                    s.clone(),
+                )
+            },
+        );
+        let (resets, s) = (shared.clone(), stop.clone());
+        switchyard_tunnel::supervise::supervise(
+            "panel: traffic periods".into(),
+            stop.clone(),
+            Arc::default(),
+            move || reset_periods(resets.clone(), s.clone()),
+        );
         tracing::info!(api = %api_addr, channel = %channel_addr, "panel started");
         Ok(Self {
             api: api_addr,
@@ -455,6 +461,23 @@ impl Panel {
         self.stop.cancel();
         for t in self.tasks {
             let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+    }
+}
+
+/// Every [`RESET_EVERY`], starts the new traffic period of the users whose period
+/// ended, until `stop`.
+async fn reset_periods(store: Arc<dyn Store>, stop: CancellationToken) {
+    let mut every = tokio::time::interval(RESET_EVERY);
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            () = stop.cancelled() => return,
+        }
+        match store.reset_due(crate::clock::now_ms()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!("{n} user(s) started a new traffic period"),
+            Err(e) => tracing::warn!("resetting traffic periods: {e}"),
         }
     }
 }
