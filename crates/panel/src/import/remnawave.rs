@@ -17,6 +17,7 @@ use sqlx::{ConnectOptions, Connection, Row};
 
 use super::remnawave_schema::{self, Layout, Refusal};
 use super::report::{InboundSeen, inbound_seen};
+use super::source_db::{CONNECT_DEADLINE, READ_DEADLINE, timed_out};
 use super::{Field, ImportError};
 
 /// The most users read from one database.
@@ -144,20 +145,34 @@ pub async fn read(url: &str) -> Result<Source, ImportError> {
         .map_err(open)?
         .application_name("switchyard-import")
         .disable_statement_logging();
-    let mut c = PgConnection::connect_with(&options).await.map_err(open)?;
+    let mut c = tokio::time::timeout(CONNECT_DEADLINE, PgConnection::connect_with(&options))
+        .await
+        .map_err(|_| open(timed_out("connecting", CONNECT_DEADLINE)))?
+        .map_err(open)?;
+    tokio::time::timeout(READ_DEADLINE, read_from(&mut c, &database))
+        .await
+        .map_err(|_| open(timed_out("reading it", READ_DEADLINE)))?
+}
+
+/// [`read`] on the connection `c` to `database` (as errors name it).
+async fn read_from(c: &mut PgConnection, database: &str) -> Result<Source, ImportError> {
+    let open = |source| ImportError::Database {
+        database: database.to_owned(),
+        source,
+    };
     // One consistent snapshot, and no write can slip through.
     sqlx::query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        .execute(&mut c)
+        .execute(&mut *c)
         .await
         .map_err(open)?;
     let has_table: bool =
         sqlx::query_scalar("SELECT to_regclass('public._prisma_migrations') IS NOT NULL")
-            .fetch_one(&mut c)
+            .fetch_one(&mut *c)
             .await
             .map_err(open)?;
     if !has_table {
         return Err(ImportError::NotTheSource {
-            path: database.clone().into(),
+            path: database.into(),
             source_panel: "Remnawave",
             why: "no _prisma_migrations table",
         });
@@ -166,7 +181,7 @@ pub async fn read(url: &str) -> Result<Source, ImportError> {
         "SELECT migration_name FROM _prisma_migrations \
          WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL LIMIT 1000",
     )
-    .fetch_all(&mut c)
+    .fetch_all(&mut *c)
     .await
     .map_err(open)?;
     let newest = remnawave_schema::latest(&applied).unwrap_or("").to_owned();
@@ -182,22 +197,22 @@ pub async fn read(url: &str) -> Result<Source, ImportError> {
             known: "2.3.0 to 3.3.2".into(),
         },
         Refusal::Empty => ImportError::NotTheSource {
-            path: database.clone().into(),
+            path: database.into(),
             source_panel: "Remnawave",
             why: "no migration recorded",
         },
     })?;
-    let users = users(&mut c, layout).await.map_err(&open)??;
-    let devices = devices(&mut c, layout).await.map_err(&open)??;
-    let device_settings = device_settings(&mut c).await.map_err(&open)?;
-    let inbounds = inbounds(&mut c).await.map_err(&open)??;
+    let users = users(&mut *c, layout).await.map_err(&open)??;
+    let devices = devices(&mut *c, layout).await.map_err(&open)??;
+    let device_settings = device_settings(&mut *c).await.map_err(&open)?;
+    let inbounds = inbounds(&mut *c).await.map_err(&open)??;
     let squads = sqlx::query(
         "SELECT s.name, (SELECT COUNT(*) FROM internal_squad_members m \
          WHERE m.internal_squad_uuid = s.uuid) FROM internal_squads s \
          ORDER BY s.view_position, s.name LIMIT $1",
     )
     .bind(MAX_LISTED)
-    .fetch_all(&mut c)
+    .fetch_all(&mut *c)
     .await
     .map_err(open)?
     .iter()
@@ -208,7 +223,7 @@ pub async fn read(url: &str) -> Result<Source, ImportError> {
         "SELECT name, address, COALESCE(port, 0)::bigint FROM nodes ORDER BY name LIMIT $1",
     )
     .bind(MAX_LISTED)
-    .fetch_all(&mut c)
+    .fetch_all(&mut *c)
     .await
     .map_err(open)?
     .iter()
@@ -216,12 +231,12 @@ pub async fn read(url: &str) -> Result<Source, ImportError> {
     .collect::<Result<_, sqlx::Error>>()
     .map_err(open)?;
     let admins = pairs(
-        &mut c,
+        &mut *c,
         "SELECT username, role FROM admin ORDER BY username LIMIT $1",
     )
     .await
     .map_err(open)?;
-    sqlx::query("COMMIT").execute(&mut c).await.map_err(open)?;
+    sqlx::query("COMMIT").execute(&mut *c).await.map_err(open)?;
     Ok(Source {
         schema: newest,
         releases: layout.releases(),
@@ -456,4 +471,29 @@ async fn pairs(c: &mut PgConnection, sql: &str) -> Result<Vec<(String, String)>,
             Ok((a.unwrap_or_default(), b.unwrap_or_default()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server on 127.0.0.1 that takes the connection and never answers: the
+    /// import ends at the deadline, naming the database without its password.
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_does_not_answer_is_an_error_not_a_hung_import() {
+        let (port, held) = super::super::source_db::silent_server().await;
+        let started = tokio::time::Instant::now();
+        let Err(e) = read(&format!("postgres://u:s3cret@127.0.0.1:{port}/remnawave")).await else {
+            panic!("connected to nothing")
+        };
+        assert_eq!(started.elapsed(), CONNECT_DEADLINE);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "postgres://127.0.0.1:{port}/remnawave: error communicating with database: \
+                 connecting took longer than 30 s"
+            )
+        );
+        held.abort();
+    }
 }

@@ -317,6 +317,21 @@ impl Server {
     }
 }
 
+/// A server on 127.0.0.1 that takes connections and never answers: its port, and
+/// the task holding them (abort it to let them go).
+#[cfg(test)]
+pub(super) async fn silent_server() -> (u16, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            kept.push(socket);
+        }
+    });
+    (port, held)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,14 +361,7 @@ mod tests {
     /// ends at the deadline, naming the database without its password.
     #[tokio::test(start_paused = true)]
     async fn a_server_that_does_not_answer_is_an_error_not_a_hung_import() {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let held = tokio::spawn(async move {
-            let mut kept = Vec::new();
-            while let Ok((socket, _)) = listener.accept().await {
-                kept.push(socket);
-            }
-        });
+        let (port, held) = silent_server().await;
         for (url, mysql) in [
             (format!("mysql://u:s3cret@127.0.0.1:{port}/db"), true),
             (format!("postgres://u:s3cret@127.0.0.1:{port}/db"), false),
