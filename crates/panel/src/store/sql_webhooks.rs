@@ -311,6 +311,9 @@ impl WebhookStore for SqlStore {
             .await?;
             let Some(last) = rows.last() else { break };
             after = last.try_get("id")?;
+            // One transaction per page (a first look records every user: one write
+            // each would hold the database's writer 100,000 times).
+            let mut tx = None;
             for r in &rows {
                 let (user, _) = rows::user(r, now_ms)?;
                 let stored: Option<String> = r.try_get("watch_status")?;
@@ -331,7 +334,10 @@ impl WebhookStore for SqlStore {
                 if stored.as_deref() == Some(status.as_str()) && i64::from(flags) == stored_flags {
                     continue;
                 }
-                let mut tx = self.write.begin().await?;
+                let tx = match &mut tx {
+                    Some(tx) => tx,
+                    None => tx.insert(self.write.begin().await?),
+                };
                 let done = sqlx::query(
                     "UPDATE users SET watch_status = $1, watch_flags = $2 WHERE id = $3 \
                      AND COALESCE(watch_status, '') = $4 AND watch_flags = $5",
@@ -341,17 +347,19 @@ impl WebhookStore for SqlStore {
                 .bind(user.id)
                 .bind(stored.clone().unwrap_or_default())
                 .bind(stored_flags)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
                 if done.rows_affected() == 1 {
                     for event in &events {
                         let body = serde_json::json!({"event": event, "at_ms": now_ms,
                             "by": "panel", "data": &user})
                         .to_string();
-                        queue(&mut tx, &hooks, event, &body, now_ms).await?;
+                        queue(tx, &hooks, event, &body, now_ms).await?;
                         told += 1;
                     }
                 }
+            }
+            if let Some(tx) = tx {
                 tx.commit().await?;
             }
         }
