@@ -180,6 +180,43 @@ async fn the_ui_in_persian_and_russian() {
                     .unwrap();
             }
         }
+        // Every form the pages open, as it first shows.
+        let cluster = format!("#/clusters/{eu}");
+        for (page, button) in [
+            ("#/users", "[data-new-user]"),
+            ("#/users", "[data-import]"),
+            ("#/users", "[data-bulk]"),
+            (cluster.as_str(), "[data-new-inbound]"),
+            (cluster.as_str(), "[data-new-route]"),
+            (cluster.as_str(), "[data-routing]"),
+            ("#/tunnels", "[data-new-tunnel]"),
+            ("#/plans", "[data-new-plan]"),
+            ("#/admins", "[data-new-admin]"),
+            ("#/webhooks", "[data-new-webhook]"),
+        ] {
+            open(&b, page).await;
+            crate::ui_common::click(&b, button).await;
+            b.wait_for("dialog[open]", DEFAULT_WAIT).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let left = english_on_page(&b, &english, &data).await;
+            assert_eq!(
+                left,
+                Vec::<String>::new(),
+                "{code} {page} {button}: English left"
+            );
+            if button == "[data-new-inbound]" {
+                b.screenshot(shots().join(format!("inbound-form-{code}-phone.png")))
+                    .await
+                    .unwrap();
+            }
+            b.execute(
+                "document.querySelector('dialog[open]').dispatchEvent(new Event('cancel'));",
+                vec![],
+            )
+            .await
+            .unwrap();
+        }
+
         // Numbers in the language's digits: two users, in Persian "۲".
         open(&b, "#/").await;
         let count = text(&b, "#d-users").await;
