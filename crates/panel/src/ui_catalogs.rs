@@ -154,3 +154,15 @@ fn persian_is_persian() {
         );
     }
 }
+
+#[test]
+fn the_webhooks_page_offers_every_event() {
+    let text = asset("js/webhooks.js");
+    let list = text.split_once("const EVENTS = [").unwrap().1;
+    let list = list.split_once("];").unwrap().0;
+    let offered: Vec<&str> = list
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("[\"")?.split('"').next())
+        .collect();
+    assert_eq!(offered, crate::model::webhook::EVENTS);
+}

@@ -6,7 +6,23 @@ import { get, post, put, del } from "./api.js";
 import { num, when } from "./format.js";
 import { t, msg } from "./i18n.js";
 
-const EVENTS = ["user.created", "user.changed", "user.deleted", "users.bulk", "webhook.test"];
+/** Every event a hook may pick (the panel's list: `model::webhook::EVENTS`), with what it tells. */
+const EVENTS = [
+  ["user.created", msg("a user is made")],
+  ["user.changed", msg("a user is changed")],
+  ["user.deleted", msg("a user is deleted")],
+  ["users.bulk", msg("a bulk change is applied")],
+  ["user.limited", msg("a user has used all of their traffic")],
+  ["user.expired", msg("a user's expiry has passed")],
+  ["user.usage_high", msg("a user passed the usage threshold")],
+  ["user.expiring", msg("a user expires soon")],
+  ["user.hold_started", msg("an on-hold user connected for the first time")],
+  ["server.online", msg("a server is online")],
+  ["server.unavailable", msg("a server is unavailable")],
+  ["tunnel.changed", msg("a tunnel's state changed")],
+  ["node.upgraded", msg("a node was upgraded")],
+  ["webhook.test", msg("a test, sent on demand")],
+];
 /** A delivery's state (the API's name) as it is shown. */
 const STATES = { pending: msg("pending"), delivered: msg("delivered"), failed: msg("failed") };
 
@@ -72,14 +88,15 @@ function webhookForm(w) {
   const editing = Boolean(w);
   return dialog(editing ? t("Edit webhook") : t("New webhook"), (close) => {
     const url = h("input", { name: "url", type: "url", required: true, maxlength: 2000, value: w ? w.url : "", autofocus: true, placeholder: "https://billing.example/switchyard" });
-    const boxes = EVENTS.map((e) => h("input", { type: "checkbox", name: "events", value: e, checked: w ? w.events.includes(e) : e !== "webhook.test" }));
+    const boxes = EVENTS.map(([e]) => h("input", { type: "checkbox", name: "events", value: e, checked: w ? w.events.includes(e) : e !== "webhook.test" }));
     const enabled = h("input", { type: "checkbox", name: "enabled", checked: w ? w.enabled : true });
     const priv = h("input", { type: "checkbox", name: "allow_private", checked: Boolean(w && w.allow_private) });
     const body = h("div", {});
     const form = h("form", {},
       field(t("URL"), url),
       h("div", { class: "field", "data-field": "events" }, h("span", {}, t("Events")),
-        ...boxes.map((b) => h("label", { class: "check" }, b, ` ${b.value}`)), h("small", { class: "error", role: "alert" })),
+        ...boxes.map((b, i) => h("label", { class: "check" }, b, " ", h("code", {}, b.value), " ", h("span", { class: "muted" }, t(EVENTS[i][1])))),
+        h("small", { class: "error", role: "alert" })),
       h("label", { class: "check" }, enabled, " ", t("Delivering")),
       h("label", { class: "check" }, priv, " ", t("May deliver to a private or loopback address")),
       h("p", { class: "form-error", role: "alert" }),
