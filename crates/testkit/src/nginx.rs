@@ -150,6 +150,8 @@ fn config(
     } else {
         ""
     };
+    // One process, no master: killing it on drop ends all of nginx (a master killed
+    // outright leaves its worker running, orphaned, after the test).
     let (ssl, tls) = match cert {
         Some(cert) => (
             " ssl",
@@ -164,8 +166,7 @@ fn config(
     let locations: String = passes.iter().map(Pass::location).collect();
     format!(
         "{user}daemon off;\n\
-         master_process on;\n\
-         worker_processes 1;\n\
+         master_process off;\n\
          pid {dir}/nginx.pid;\n\
          error_log {dir}/error.log info;\n\
          events {{ worker_connections 512; }}\n\
