@@ -489,11 +489,13 @@ async fn tunnel_changes_move_only_the_users_they_must() {
     )
     .await;
     assert_eq!(thief.links(), 0);
-    assert_eq!(
-        links(&nodes[3], "exit-c").await,
-        2,
-        "only a's and b's own links"
+    // Only a's and b's own links: never a third, and both there (one of them may be
+    // reconnecting at this instant on a loaded machine: a CI run once saw 1 here).
+    assert!(
+        links(&nodes[3], "exit-c").await <= 2,
+        "the thief's link counted"
     );
+    wait_links(&nodes[3], "exit-c", 2, "only a's and b's own links").await;
     thief.stop().await;
 
     drop(client);
