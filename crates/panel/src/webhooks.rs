@@ -166,8 +166,8 @@ pub async fn enqueue(
     data: serde_json::Value,
     now_ms: i64,
 ) {
-    let body = serde_json::json!({"event": event, "at_ms": now_ms, "by": by, "data": data});
-    if let Err(e) = store.enqueue(event, &body.to_string(), None, now_ms).await {
+    let body = crate::model::webhook::body(event, by, &data, now_ms);
+    if let Err(e) = store.enqueue(event, &body, None, now_ms).await {
         tracing::warn!(event, error = %e, "a webhook event could not be queued");
     }
 }

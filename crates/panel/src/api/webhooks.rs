@@ -162,10 +162,15 @@ pub async fn test_webhook(
 ) -> Result<(StatusCode, Json<Queued>), ApiError> {
     s.store().webhook(id).await?;
     let now = s.now();
-    let body = serde_json::json!({"event": "webhook.test", "at_ms": now, "by": a.admin.username, "data": {"hook": id}});
+    let body = crate::model::webhook::body(
+        "webhook.test",
+        &a.admin.username,
+        &serde_json::json!({"hook": id}),
+        now,
+    );
     let queued = s
         .store()
-        .enqueue("webhook.test", &body.to_string(), Some(id), now)
+        .enqueue("webhook.test", &body, Some(id), now)
         .await?;
     Ok((StatusCode::ACCEPTED, Json(Queued { queued })))
 }

@@ -171,6 +171,12 @@ pub fn observe(
     (events, flags)
 }
 
+/// A delivery's body: the event, when (Unix ms), who made it (an admin's name, or
+/// `panel` for what the panel saw) and what it is about.
+pub fn body(event: &str, by: &str, data: &impl Serialize, now_ms: i64) -> String {
+    serde_json::json!({"event": event, "at_ms": now_ms, "by": by, "data": data}).to_string()
+}
+
 /// Attempts before a delivery is given up.
 pub const MAX_ATTEMPTS: u32 = 12;
 

@@ -9,7 +9,7 @@ use super::sql::Backend;
 use super::webhooks::{Attempt, Delivery, Due, FoundTunnel, WebhookStore};
 use super::{SqlStore, StoreError};
 use crate::model::webhook::{
-    Found, Seen, Thresholds, node_upgraded, observe, server_event, tunnel_changed,
+    Found, Seen, Thresholds, body, node_upgraded, observe, server_event, tunnel_changed,
 };
 use crate::model::{Id, UserStatus, Webhook, WebhookInput};
 
@@ -351,9 +351,7 @@ impl WebhookStore for SqlStore {
                 .await?;
                 if done.rows_affected() == 1 {
                     for event in &events {
-                        let body = serde_json::json!({"event": event, "at_ms": now_ms,
-                            "by": "panel", "data": &user})
-                        .to_string();
+                        let body = body(event, "panel", &user, now_ms);
                         queue(tx, &hooks, event, &body, now_ms).await?;
                         told += 1;
                     }
@@ -399,19 +397,17 @@ impl WebhookStore for SqlStore {
             .await?;
             if done.rows_affected() == 1 {
                 if let Some(event) = server_event(seen.as_deref(), state) {
-                    let body = serde_json::json!({"event": event, "at_ms": now_ms, "by": "panel",
-                        "data": {"id": server.id, "name": server.name, "address": server.address,
-                            "state": state, "reason": server.state_reason}})
-                    .to_string();
+                    let data = serde_json::json!({"id": server.id, "name": server.name,
+                        "address": server.address, "state": state, "reason": server.state_reason});
+                    let body = body(event, "panel", &data, now_ms);
                     queue(&mut tx, &hooks, event, &body, now_ms).await?;
                     told += 1;
                 }
                 if node_upgraded(seen_version.as_deref(), server.node_version.as_deref()) {
                     let event = "node.upgraded";
-                    let body = serde_json::json!({"event": event, "at_ms": now_ms, "by": "panel",
-                        "data": {"id": server.id, "name": server.name, "address": server.address,
-                            "from": seen_version, "to": server.node_version}})
-                    .to_string();
+                    let data = serde_json::json!({"id": server.id, "name": server.name,
+                        "address": server.address, "from": seen_version, "to": server.node_version});
+                    let body = body(event, "panel", &data, now_ms);
                     queue(&mut tx, &hooks, event, &body, now_ms).await?;
                     told += 1;
                 }
@@ -451,9 +447,7 @@ impl WebhookStore for SqlStore {
                 if let Some(o) = data.as_object_mut() {
                     o.insert("from".into(), serde_json::json!(seen));
                 }
-                let body = serde_json::json!({"event": event, "at_ms": now_ms, "by": "panel",
-                    "data": data})
-                .to_string();
+                let body = body(event, "panel", &data, now_ms);
                 queue(&mut tx, &hooks, event, &body, now_ms).await?;
                 told += 1;
             }

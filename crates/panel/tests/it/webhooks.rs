@@ -31,6 +31,22 @@ pub(crate) struct Got {
     pub(crate) answered: u16,
 }
 
+impl Receiver {
+    /// What each delivery received so far says, in order.
+    fn seen<T>(&self, f: impl Fn(&Got) -> T) -> Vec<T> {
+        self.got.lock().unwrap().iter().map(f).collect()
+    }
+}
+
+/// A pool on `url` for writing what nodes would report, straight to the database.
+async fn raw(url: &str) -> sqlx::AnyPool {
+    sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(url)
+        .await
+        .unwrap()
+}
+
 #[derive(Clone)]
 pub(crate) struct Receiver {
     pub(crate) got: Arc<Mutex<Vec<Got>>>,
@@ -402,11 +418,7 @@ async fn two_instances_on_postgres_deliver_each_event_once() {
 /// Sets `column` of user `name` through the database, as the traffic and
 /// connections the nodes report would.
 async fn set(url: &str, name: &str, column: &str, value: i64) {
-    let raw = sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(url)
-        .await
-        .unwrap();
+    let raw = raw(url).await;
     sqlx::query(&format!(
         "UPDATE users SET {column} = $1 WHERE username = $2"
     ))
@@ -473,18 +485,12 @@ async fn changes_the_panel_sees_happen_are_told_once() {
     );
     let sender = Sender::new().unwrap();
     deliver_due(store, &sender, now + 6 * DAY).await.unwrap();
-    let got: Vec<(String, String)> = rx
-        .got
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|g| {
-            (
-                g.event.clone(),
-                g.body["data"]["username"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let got: Vec<(String, String)> = rx.seen(|g| {
+        (
+            g.event.clone(),
+            g.body["data"]["username"].as_str().unwrap().to_owned(),
+        )
+    });
     let want: Vec<(String, String)> = [
         ("user.usage_high", "u1"),
         ("user.limited", "u1"),
@@ -529,11 +535,7 @@ async fn two_instances_on_postgres_tell_a_users_change_once() {
         .unwrap();
     }
     assert_eq!(one.watch_users(now, &AT).await.unwrap(), 0);
-    let raw = sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&url)
-        .await
-        .unwrap();
+    let raw = raw(&url).await;
     sqlx::query("UPDATE users SET used_down = 100")
         .execute(&raw)
         .await
@@ -561,11 +563,7 @@ async fn a_server_coming_and_going_is_told_once_each_time() {
     let store: &dyn Store = h.state.store().as_ref();
     let now = switchyard_panel::clock::now_ms();
     assert_eq!(store.watch_servers(now).await.unwrap(), 0, "a first look");
-    let raw = sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&format!("sqlite://{}", h.db.display()))
-        .await
-        .unwrap();
+    let raw = raw(&format!("sqlite://{}", h.db.display())).await;
     for (state, told) in [
         ("online", 1),
         ("online", 0),
@@ -583,18 +581,12 @@ async fn a_server_coming_and_going_is_told_once_each_time() {
     deliver_due(store, &Sender::new().unwrap(), now + 1000)
         .await
         .unwrap();
-    let got: Vec<(String, String)> = rx
-        .got
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|g| {
-            (
-                g.event.clone(),
-                g.body["data"]["state"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let got: Vec<(String, String)> = rx.seen(|g| {
+        (
+            g.event.clone(),
+            g.body["data"]["state"].as_str().unwrap().to_owned(),
+        )
+    });
     assert_eq!(
         got,
         [
@@ -616,11 +608,7 @@ async fn a_node_upgraded_is_told_once_with_both_versions() {
     let server = crate::common::server(&h, &t).await;
     let store: &dyn Store = h.state.store().as_ref();
     let now = switchyard_panel::clock::now_ms();
-    let raw = sqlx::any::AnyPoolOptions::new()
-        .max_connections(1)
-        .connect(&format!("sqlite://{}", h.db.display()))
-        .await
-        .unwrap();
+    let raw = raw(&format!("sqlite://{}", h.db.display())).await;
     // The version each node reports when it connects, and none when it is gone.
     for (version, told) in [
         (Some("0.9.0"), 0),
@@ -641,19 +629,13 @@ async fn a_node_upgraded_is_told_once_with_both_versions() {
     deliver_due(store, &Sender::new().unwrap(), now + 1000)
         .await
         .unwrap();
-    let got: Vec<(String, Value, Value)> = rx
-        .got
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|g| {
-            (
-                g.event.clone(),
-                g.body["data"]["from"].clone(),
-                g.body["data"]["to"].clone(),
-            )
-        })
-        .collect();
+    let got: Vec<(String, Value, Value)> = rx.seen(|g| {
+        (
+            g.event.clone(),
+            g.body["data"]["from"].clone(),
+            g.body["data"]["to"].clone(),
+        )
+    });
     assert_eq!(
         got,
         [
