@@ -348,6 +348,10 @@ fn russian_days(n: u64) -> &'static str {
 /// software uses; exact for the years 1 to 3177 of the calendar, that is Gregorian
 /// 622 to 3798). `None` outside them.
 pub fn solar_hijri(gy: i32, gm: u8, gd: u8) -> Option<(i32, u8, u8)> {
+    // Outside these the arithmetic below would overflow (a fuzz target found it).
+    if !(622..=3797).contains(&gy) || !(1..=12).contains(&gm) || !(1..=31).contains(&gd) {
+        return None;
+    }
     let day = gregorian_day(gy, i32::from(gm), i32::from(gd));
     let mut jy = gy - 621;
     let (leap, march) = year_start(jy)?;
@@ -430,6 +434,9 @@ mod tests {
         assert_eq!(solar_hijri(2026, 9, 23), Some((1405, 7, 1)));
         assert_eq!(solar_hijri(1979, 2, 11), Some((1357, 11, 22)));
         assert_eq!(solar_hijri(-5, 1, 1), None);
+        assert_eq!(solar_hijri(i32::MAX, 1, 1), None);
+        assert_eq!(solar_hijri(2026, 13, 1), None);
+        assert_eq!(solar_hijri(2026, 1, 0), None);
     }
 
     #[test]
