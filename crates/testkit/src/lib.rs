@@ -83,6 +83,7 @@ pub mod pattern;
 pub mod pebble;
 mod peer;
 pub mod phone;
+pub mod pin;
 pub mod ports;
 pub mod postgres;
 mod python_panel;

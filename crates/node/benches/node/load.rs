@@ -25,10 +25,11 @@ const OPEN_TIMEOUT: Duration = Duration::from_secs(60);
 /// connection (buffers, Go's background work) have settled.
 const SETTLE: Duration = Duration::from_secs(1);
 
-/// Downloads `total` bytes from `target` through the SOCKS5 proxy at `proxy`, split
-/// over `conns` connections at once, checking every byte; returns MB/s (10^6 bytes).
+/// Downloads `total` bytes from `target` through the SOCKS5 proxy at `proxy` (straight
+/// from the target with `None`), split over `conns` connections at once, checking
+/// every byte; returns MB/s (10^6 bytes).
 pub(crate) async fn bulk(
-    proxy: SocketAddr,
+    proxy: Option<SocketAddr>,
     target: &Target,
     total: u64,
     conns: u64,
@@ -39,7 +40,10 @@ pub(crate) async fn bulk(
     for _ in 0..conns {
         let target = target.clone();
         tasks.spawn(async move {
-            let got = target.get(proxy, each).await?;
+            let got = match proxy {
+                Some(proxy) => target.get(proxy, each).await?,
+                None => target.get_direct(each).await?,
+            };
             ensure!(got == each, "received {got} of {each} bytes");
             anyhow::Ok(())
         });

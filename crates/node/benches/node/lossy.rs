@@ -268,7 +268,7 @@ pub(crate) async fn run(fx: &Fixture, plan: &Plan) -> Result<String> {
             for rep in 0..reps {
                 let target = target.clone();
                 let rate = load
-                    .run(async move { load::bulk(proxy, &target, bytes, 1).await })
+                    .run(async move { load::bulk(Some(proxy), &target, bytes, 1).await })
                     .await
                     .with_context(|| {
                         format!(

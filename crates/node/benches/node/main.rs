@@ -12,9 +12,16 @@
 //! engages), or a TCP server that accepts and holds for the idle connections. Which
 //! server is measured first alternates between repetitions.
 //!
-//! Measured per case: bulk download over 1 and over 32 connections, the server's CPU
-//! time per GB, new connections per second, and the server's resident memory per
-//! idle proxied connection. The medians and the ratio ours / peer are printed and,
+//! Measured per case: bulk download over 1 and over 32 connections (and the same
+//! straight from the target, no proxy: the physical reference), how busy the
+//! server's core was over them, the server's CPU time per GB, new connections per
+//! second, and the server's resident memory per idle proxied connection.
+//!
+//! On a machine of two or more cores the server under test (ours and the peer
+//! alike) runs pinned to core 0 and everything else (this process, its targets, the
+//! client programs) to the last core ([`switchyard_testkit::pin`]): each server
+//! sees one core (our runtime starts one worker, Go's `GOMAXPROCS` is 1) and is
+//! measured against the same one core. `SWITCHYARD_BENCH_PIN=0` turns it off. The medians and the ratio ours / peer are printed and,
 //! when `SWITCHYARD_NODE_BENCH_REPORT` names a file, written there as Markdown
 //! (`cargo xtask bench node` puts that into `docs/benchmarks.md`). [`plan`] reads the
 //! knobs for a smoke run and for a subset of the cases.
@@ -43,6 +50,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use switchyard_node::reality::{self, Keys};
+use switchyard_testkit::pin::Cores;
 use switchyard_testkit::{HttpTarget, TestCert};
 
 use crate::case::Side;
@@ -72,10 +80,12 @@ pub(crate) struct Fixture {
     pub(crate) http: HttpTarget,
     /// The REALITY `dest` of both servers, and the TLS 1.3 target.
     pub(crate) site: TlsSite,
+    /// Where the servers run and the rest; `None`: unpinned.
+    pub(crate) cores: Option<Cores>,
 }
 
 impl Fixture {
-    async fn start() -> Result<Self> {
+    async fn start(cores: Option<Cores>) -> Result<Self> {
         let http = HttpTarget::start().await?;
         let site = TlsSite::start(http.addr()).await?;
         Ok(Self {
@@ -84,6 +94,7 @@ impl Fixture {
                 .map_err(|e| anyhow::anyhow!("generating REALITY keys: {e}"))?,
             http,
             site,
+            cores,
         })
     }
 
@@ -124,7 +135,7 @@ impl Pair {
     /// proof that the pair carries the case at all.
     async fn warm_up(&mut self, target: &Target) -> Result<()> {
         let proxy = self.proxy()?;
-        let done = load::bulk(proxy, target, WARM_UP_BYTES, 4).await;
+        let done = load::bulk(Some(proxy), target, WARM_UP_BYTES, 4).await;
         if let Err(e) = done {
             let server = self.server.log_tail(5);
             self.server.ensure_running()?;
@@ -143,6 +154,11 @@ struct Measured {
     one: f64,
     many: f64,
     cpu_ms: f64,
+    /// MB per second of server CPU time, over one connection and over many.
+    core_one: f64,
+    core_many: f64,
+    /// The server's CPU time over both downloads per second of them, in percent.
+    busy: f64,
     rate: f64,
 }
 
@@ -150,16 +166,25 @@ struct Measured {
 async fn measure(pair: &Pair, target: &Target, plan: &Plan) -> Result<Measured> {
     let proxy = pair.proxy()?;
     let cpu_before = pair.server.cpu_seconds()?;
-    let one = load::bulk(proxy, target, plan.bulk_bytes, 1).await?;
-    let many = load::bulk(proxy, target, plan.bulk_bytes, BULK_WIDE).await?;
+    let started = std::time::Instant::now();
+    let one = load::bulk(Some(proxy), target, plan.bulk_bytes, 1).await?;
+    let cpu_between = pair.server.cpu_seconds()?;
+    let many = load::bulk(Some(proxy), target, plan.bulk_bytes, BULK_WIDE).await?;
+    let wall = started.elapsed().as_secs_f64();
+    let cpu_after = pair.server.cpu_seconds()?;
     // The server's CPU time per GB carried, over both downloads.
-    let cpu_ms =
-        (pair.server.cpu_seconds()? - cpu_before) * 1e3 / (2.0 * plan.bulk_bytes as f64 / 1e9);
+    let cpu = cpu_after - cpu_before;
+    let cpu_ms = cpu * 1e3 / (2.0 * plan.bulk_bytes as f64 / 1e9);
+    // The clock ticks at 10 ms: a download shorter than a few ticks has no figure.
+    let carries = |seconds: f64| plan.bulk_bytes as f64 / seconds.max(0.01) / 1e6;
     let rate = load::connections_per_second(proxy, target, plan.cps_requests, CPS_BODY).await?;
     Ok(Measured {
         one,
         many,
         cpu_ms,
+        core_one: carries(cpu_between - cpu_before),
+        core_many: carries(cpu_after - cpu_between),
+        busy: cpu / wall * 100.0,
         rate,
     })
 }
@@ -169,8 +194,20 @@ fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
+    // Pinned before the runtime starts, so that its threads (and every client and
+    // server started from them) begin on the rest's core.
+    let cores = Cores::from_env()?;
+    if let Some(cores) = cores {
+        cores.pin_self()?;
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run(cores))
+}
+
+async fn run(cores: Option<Cores>) -> Result<()> {
     let plan = Plan::from_env()?;
     let binary = server::ours_binary()?;
     println!(
@@ -182,9 +219,16 @@ async fn main() -> Result<()> {
     if plan.partial() {
         println!("a partial run: {plan:?}");
     }
-    let fx = Fixture::start().await?;
+    let fx = Fixture::start(cores).await?;
     let mut rows = Vec::new();
-    let mut notes = Notes::default();
+    let mut notes = Notes {
+        pinning: cores.map_or_else(
+            || "none, every process on every core".to_owned(),
+            Cores::describe,
+        ),
+        ..Notes::default()
+    };
+    println!("pinning: {}", notes.pinning);
     for case in plan.cases() {
         println!("\n== {}", case.name());
         let started = std::time::Instant::now();
@@ -219,9 +263,11 @@ async fn bench_case(case: Case, fx: &Fixture, plan: &Plan, notes: &mut Notes) ->
             .position(|r| r.metric() == metric)
             .expect("a row per metric")
     };
-    let (bulk1, wide, cpu, cps) = (
+    let (core1, core_wide) = (row(Metric::Core1), row(Metric::CoreWide));
+    let (bulk1, wide, busy, cpu, cps) = (
         row(Metric::Bulk1),
         row(Metric::BulkWide),
+        row(Metric::Busy),
         row(Metric::CpuPerGb),
         row(Metric::Cps),
     );
@@ -260,6 +306,15 @@ async fn bench_case(case: Case, fx: &Fixture, plan: &Plan, notes: &mut Notes) ->
             }
         }
         for rep in 0..plan.reps {
+            // The physical reference, interleaved with the sides: the same downloads
+            // straight from the target.
+            let one = load::bulk(None, &target, plan.bulk_bytes, 1).await?;
+            let many = load::bulk(None, &target, plan.bulk_bytes, BULK_WIDE).await?;
+            println!(
+                "  rep {rep}   direct: bulk×1 {one:7.1} MB/s, bulk×{BULK_WIDE} {many:7.1} MB/s"
+            );
+            rows[bulk1].push_direct(one);
+            rows[wide].push_direct(many);
             for side in in_order(&sides, rep) {
                 let pair = &pairs.iter().find(|(s, _)| *s == side).expect("started").1;
                 let mut attempt = 1;
@@ -284,13 +339,20 @@ async fn bench_case(case: Case, fx: &Fixture, plan: &Plan, notes: &mut Notes) ->
                 };
                 println!(
                     "  rep {rep} {:>8}: bulk×1 {:7.1} MB/s, bulk×{BULK_WIDE} {:7.1} MB/s, \
-                     {:6.0} conn/s, server CPU {:4.0} ms/GB",
+                     {:6.0} conn/s, server CPU {:4.0} ms/GB, server core busy {:3.0} %, \
+                     one core carries {:5.0} / {:5.0} MB/s",
                     side.name(),
                     m.one,
                     m.many,
                     m.rate,
-                    m.cpu_ms
+                    m.cpu_ms,
+                    m.busy,
+                    m.core_one,
+                    m.core_many
                 );
+                rows[core1].push(side, m.core_one);
+                rows[core_wide].push(side, m.core_many);
+                rows[busy].push(side, m.busy);
                 rows[bulk1].push(side, m.one);
                 rows[wide].push(side, m.many);
                 rows[cpu].push(side, m.cpu_ms);

@@ -79,6 +79,9 @@ impl Server {
             let xray = Xray::start(case.xray_server(port, fx))
                 .await
                 .context("starting the Xray server")?;
+            if let Some(cores) = fx.cores {
+                cores.pin_server(xray.id())?;
+            }
             return Ok(Self {
                 side,
                 port,
@@ -119,6 +122,9 @@ impl Server {
             .stderr(out)
             .spawn()
             .with_context(|| format!("starting {}", side.name()))?;
+        if let Some(cores) = fx.cores {
+            cores.pin_server(child.id())?;
+        }
         let mut server = Self {
             side,
             port,

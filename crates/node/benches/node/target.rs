@@ -154,7 +154,17 @@ impl Target {
     /// Fetches `n` bytes through the SOCKS5 proxy at `proxy`, every byte checked;
     /// the body's length.
     pub(crate) async fn get(&self, proxy: SocketAddr, n: u64) -> Result<u64> {
-        let tcp = socks5::connect(proxy, self.addr).await?;
+        self.fetch(socks5::connect(proxy, self.addr).await?, n)
+            .await
+    }
+
+    /// Fetches `n` bytes over TCP straight from the target, no proxy between: the
+    /// physical reference.
+    pub(crate) async fn get_direct(&self, n: u64) -> Result<u64> {
+        self.fetch(TcpStream::connect(self.addr).await?, n).await
+    }
+
+    async fn fetch(&self, tcp: TcpStream, n: u64) -> Result<u64> {
         match &self.tls {
             None => read(tcp, n, self.end).await,
             Some(connector) => {

@@ -1,0 +1,139 @@
+//! Pinning for the benchmarks: the server under test on one core, everything else
+//! (the bench itself, its targets, the client programs) on another, so that a
+//! server's figures are what one core carries and not what the client left it.
+//!
+//! Pinning goes through `taskset -a -p` (util-linux, on every Debian), which sets
+//! the affinity of every thread of a process; threads started later inherit it.
+
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+
+/// Set to `0` to run a benchmark without pinning (every process on every core).
+pub const PIN_ENV: &str = "SWITCHYARD_BENCH_PIN";
+
+/// Where a benchmark's processes run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cores {
+    /// The one core of the server under test (ours and the peer alike).
+    pub server: usize,
+    /// The core of everything else: the bench, its targets, the clients.
+    pub rest: usize,
+}
+
+impl Cores {
+    /// The pinning this machine and [`PIN_ENV`] allow: core 0 for the server and the
+    /// last core for the rest when there are two or more and pinning is not turned
+    /// off; `None` otherwise.
+    pub fn from_env() -> Result<Option<Self>> {
+        match std::env::var(PIN_ENV).as_deref().map(str::trim) {
+            Ok("0") => return Ok(None),
+            Err(_) | Ok("" | "1") => {}
+            Ok(other) => bail!("{PIN_ENV}={other:?}: set it to 0 (no pinning) or unset it"),
+        }
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        Ok((cores >= 2).then_some(Self {
+            server: 0,
+            rest: cores - 1,
+        }))
+    }
+
+    /// Pins this process (every thread it has; later ones inherit) to the rest's
+    /// core. Child processes started afterwards start there too.
+    pub fn pin_self(self) -> Result<()> {
+        pin(std::process::id(), self.rest)
+    }
+
+    /// Pins process `pid`, every thread, to the server's core.
+    pub fn pin_server(self, pid: u32) -> Result<()> {
+        pin(pid, self.server)
+    }
+
+    /// "server on core 0, the rest on core 1", for reports.
+    pub fn describe(self) -> String {
+        format!(
+            "the server under test pinned to core {}, the bench, its targets and the \
+             client programs to core {}",
+            self.server, self.rest
+        )
+    }
+}
+
+/// How many times [`pin`] walks a process's threads before it gives up: a thread
+/// started while taskset walks them may keep the old affinity.
+const PIN_ATTEMPTS: usize = 5;
+
+/// Sets the CPU affinity of every thread of `pid` to `core` alone, and checks that
+/// every thread it has now runs there.
+pub fn pin(pid: u32, core: usize) -> Result<()> {
+    let want = core.to_string();
+    for _ in 0..PIN_ATTEMPTS {
+        let out = Command::new("taskset")
+            .args(["-a", "-p", "-c", &want, &pid.to_string()])
+            .output()
+            .context("running taskset (util-linux) to pin a process to a core")?;
+        if !out.status.success() {
+            bail!(
+                "taskset could not pin process {pid} to core {core}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        if threads(pid)?.into_iter().all(|tid| {
+            allowed_of(&format!("/proc/{pid}/task/{tid}/status")).ok() == Some(want.clone())
+        }) {
+            return Ok(());
+        }
+    }
+    bail!("process {pid} kept starting threads off core {core} after {PIN_ATTEMPTS} attempts")
+}
+
+/// The thread ids of process `pid`.
+fn threads(pid: u32) -> Result<Vec<u32>> {
+    let dir = format!("/proc/{pid}/task");
+    let mut tids = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("reading {dir}"))? {
+        if let Some(tid) = entry?.file_name().to_str().and_then(|n| n.parse().ok()) {
+            tids.push(tid);
+        }
+    }
+    Ok(tids)
+}
+
+/// The cores process `pid`'s main thread may run on, as the kernel lists them
+/// (`Cpus_allowed_list` in `/proc/PID/status`: `0`, `0-1`).
+pub fn allowed(pid: u32) -> Result<String> {
+    allowed_of(&format!("/proc/{pid}/status"))
+}
+
+fn allowed_of(path: &str) -> Result<String> {
+    let status = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|v| v.trim().to_owned())
+        .with_context(|| format!("{path} has no Cpus_allowed_list"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_child_runs_on_that_core_alone() {
+        let mut child = Command::new("sleep").arg("30").spawn().expect("sleep");
+        let pid = child.id();
+        let before = allowed(pid).expect("read");
+        pin(pid, 0).expect("pin");
+        let after = allowed(pid).expect("read");
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(after, "0", "was {before}");
+    }
+
+    #[test]
+    fn a_missing_process_is_an_error_naming_it() {
+        // Process ids are at most 2^22 on Linux.
+        let err = pin(1 << 23, 0).expect_err("no such process").to_string();
+        assert!(err.contains(&(1u32 << 23).to_string()), "{err}");
+    }
+}
