@@ -1,13 +1,30 @@
 //! Byte streams as every layer sees them.
 
+use std::any::Any;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
 
 /// A bidirectional byte stream: TCP, or any layer over it.
-pub trait Io: AsyncRead + AsyncWrite + Send + Unpin {}
-impl<T: AsyncRead + AsyncWrite + Send + Unpin> Io for T {}
+pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + Any {
+    /// The TCP socket itself when this stream is one, with no layer of ours between
+    /// (nothing buffered, nothing encrypted): two such can be relayed inside the
+    /// kernel (`switchyard_tunnel::splice`).
+    fn as_tcp(&self) -> Option<&TcpStream>;
+}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + Any> Io for T {
+    fn as_tcp(&self) -> Option<&TcpStream> {
+        let any = self as &dyn Any;
+        // A boxed stream boxed again (a generic layer over a `BoxIo`) is looked into.
+        any.downcast_ref::<TcpStream>().or_else(|| {
+            any.downcast_ref::<BoxIo>()
+                .and_then(|inner| (**inner).as_tcp())
+        })
+    }
+}
 
 /// A boxed [`Io`]: what a stack of layers ends in.
 pub type BoxIo = Box<dyn Io>;
@@ -85,6 +102,26 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn only_a_bare_tcp_socket_is_one() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let tcp = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let bare: BoxIo = Box::new(tcp);
+        assert!(bare.as_tcp().is_some());
+        let tcp = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let layered: BoxIo = Box::new(Prefixed::new(Vec::new(), tcp));
+        assert!(layered.as_tcp().is_none());
+        let (a, _b) = tokio::io::duplex(64);
+        let other: BoxIo = Box::new(a);
+        assert!(other.as_tcp().is_none());
+        let twice: BoxIo = Box::new(bare);
+        assert!(twice.as_tcp().is_some(), "a box in a box is looked into");
+    }
 
     #[tokio::test]
     async fn the_prefix_is_read_first_then_the_stream() {

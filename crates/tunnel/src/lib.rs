@@ -34,5 +34,6 @@ pub mod mux;
 pub mod placement;
 pub mod pool;
 pub mod pump;
+pub mod splice;
 pub mod supervise;
 pub mod user_limits;

@@ -4,7 +4,6 @@
 //! the same copying. Transport-agnostic: any two `AsyncRead + AsyncWrite` streams.
 
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -85,29 +84,63 @@ where
     U: AsyncRead + AsyncWrite + Send,
     R: AsyncRead + AsyncWrite + Send,
 {
-    let start = Instant::now();
-    let last = Arc::new(AtomicU64::new(0));
+    let activity = Activity::new();
     let (ur, uw) = tokio::io::split(user);
     let (rr, rw) = tokio::io::split(remote);
     let count = &count;
-    let up = pump(ur, rw, buffers.up, &last, start, move |n| count(n, 0));
-    let down = pump(rr, uw, buffers.down, &last, start, move |n| count(0, n));
-    // An error either way ends both directions at once (a reset stream, a broken
-    // link); a clean end of one direction (half-close) lets the other finish.
-    let both = async { tokio::try_join!(up, down).map(|_| ()) };
-    let idle_watch = async {
+    let up = pump(ur, rw, buffers.up, &activity, move |n| count(n, 0));
+    let down = pump(rr, uw, buffers.down, &activity, move |n| count(0, n));
+    both_ways(up, down, &activity, idle, cancel).await
+}
+
+/// When a relay last carried anything, for its idle timeout.
+pub(crate) struct Activity {
+    start: Instant,
+    /// Milliseconds after `start`.
+    last: AtomicU64,
+}
+
+impl Activity {
+    pub(crate) fn new() -> Self {
+        Self {
+            start: Instant::now(),
+            last: AtomicU64::new(0),
+        }
+    }
+
+    /// Something moved just now.
+    pub(crate) fn moved(&self) {
+        let elapsed = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last.fetch_max(elapsed, Ordering::Relaxed);
+    }
+
+    /// Returns once nothing has moved for `idle`.
+    async fn idle_for(&self, idle: Duration) {
         loop {
-            let since = Duration::from_millis(last.load(Ordering::Relaxed));
-            let deadline = start + since + idle;
+            let since = Duration::from_millis(self.last.load(Ordering::Relaxed));
+            let deadline = self.start + since + idle;
             if Instant::now() >= deadline {
                 return;
             }
             tokio::time::sleep_until(deadline).await;
         }
-    };
+    }
+}
+
+/// Runs a relay's two directions to their end, its idle timeout or `cancel`.
+pub(crate) async fn both_ways(
+    up: impl Future<Output = io::Result<()>>,
+    down: impl Future<Output = io::Result<()>>,
+    activity: &Activity,
+    idle: Duration,
+    cancel: &CancellationToken,
+) -> io::Result<Ended> {
+    // An error either way ends both directions at once (a reset stream, a broken
+    // link); a clean end of one direction (half-close) lets the other finish.
+    let both = async { tokio::try_join!(up, down).map(|_| ()) };
     tokio::select! {
         r = both => r.map(|()| Ended::Closed),
-        () = idle_watch => Ok(Ended::Idle),
+        () = activity.idle_for(idle) => Ok(Ended::Idle),
         () = cancel.cancelled() => Ok(Ended::Cancelled),
     }
 }
@@ -116,8 +149,7 @@ async fn pump<Rd, Wr>(
     mut r: Rd,
     mut w: Wr,
     size: usize,
-    last: &AtomicU64,
-    start: Instant,
+    activity: &Activity,
     count: impl Fn(u64),
 ) -> io::Result<()>
 where
@@ -153,15 +185,14 @@ where
         if n == SMALL_BUFFER && big.is_none() {
             big = Some(vec![0u8; size.max(SMALL_BUFFER)].into_boxed_slice());
         }
-        let elapsed = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        last.fetch_max(elapsed, Ordering::Relaxed);
+        activity.moved();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
+    use std::sync::{Arc, Mutex};
 
     #[tokio::test]
     async fn carries_both_ways_with_half_close_and_counts() {

@@ -16,7 +16,6 @@
 
 use std::time::Duration;
 
-use switchyard_tunnel::pump::relay;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, ToSocketAddrs};
 use tokio::time::{Instant, sleep_until, timeout};
@@ -99,7 +98,8 @@ async fn splice_to(
     }
     // The fallback's traffic is nobody's: counted nowhere, ended when idle like a
     // user's connection, or when the inbound stops.
-    let _ = relay(
+    let _ = super::tcp::relay(
+        ctx,
         stream,
         Box::new(site),
         rt.idle_timeout,

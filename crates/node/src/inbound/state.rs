@@ -86,7 +86,7 @@ impl InboundStates {
             &'static str,
             fn(&InboundState) -> u64,
         );
-        let metrics: [Metric; 7] = [
+        let metrics: [Metric; 8] = [
             (
                 "switchyard_inbound_unauthenticated",
                 "gauge",
@@ -129,6 +129,12 @@ impl InboundStates {
                 "Vision connections on which the node switched to direct copy, per inbound.",
                 |s| s.vision_direct_down.load(Ordering::Relaxed),
             ),
+            (
+                "switchyard_inbound_spliced_total",
+                "counter",
+                "Connections relayed inside the kernel (splice), raw TCP on both sides: plain inbounds dialing straight out, fallbacks, REALITY's borrowed site, per inbound.",
+                |s| s.spliced.load(Ordering::Relaxed),
+            ),
         ];
         let _ = writeln!(
             out,
@@ -168,6 +174,8 @@ pub(crate) struct InboundState {
     pub(crate) vision_direct_up: AtomicU64,
     /// Vision connections whose downlink (the node's writes) went to direct copy.
     pub(crate) vision_direct_down: AtomicU64,
+    /// Connections relayed inside the kernel (`splice(2)`), raw TCP both sides.
+    pub(crate) spliced: AtomicU64,
     ss: OnceLock<SsState>,
     reality: OnceLock<Arc<Mutex<ReplayFilter>>>,
 }

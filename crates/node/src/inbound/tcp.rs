@@ -2,7 +2,9 @@
 
 use std::net::SocketAddr;
 
-use switchyard_tunnel::pump::relay_with;
+use std::sync::atomic::Ordering;
+
+use switchyard_tunnel::pump::{Ended, relay_with};
 use tokio::io::AsyncWriteExt;
 
 use super::{BoxIo, Ctx};
@@ -81,17 +83,36 @@ pub(crate) async fn proxy(
         }
         admission.add(first.len() as u64, 0);
     }
-    let buffers = super::buffers::of(&ctx.config);
-    let ended = relay_with(
+    let ended = relay(
+        ctx,
         stream,
         remote,
-        buffers,
         rt.idle_timeout,
         &session.cancel,
         |u, d| admission.add(u, d),
     )
     .await;
     tracing::trace!(user = %user.name, %dest, ?ended, "connection closed");
+}
+
+/// Relays `user` and `remote` for the inbound: inside the kernel when both are bare
+/// TCP sockets (nothing of ours to encrypt or frame either way: a plain inbound
+/// dialing straight out, a fallback, a REALITY inbound's borrowed site), through the
+/// pump with the inbound's buffers otherwise.
+pub(crate) async fn relay(
+    ctx: &Ctx,
+    user: BoxIo,
+    remote: BoxIo,
+    idle: std::time::Duration,
+    cancel: &tokio_util::sync::CancellationToken,
+    count: impl Fn(u64, u64) + Send + Sync,
+) -> std::io::Result<Ended> {
+    if let (Some(u), Some(r)) = (user.as_tcp(), remote.as_tcp()) {
+        ctx.state.spliced.fetch_add(1, Ordering::Relaxed);
+        return switchyard_tunnel::splice::relay(u, r, idle, cancel, count).await;
+    }
+    let buffers = super::buffers::of(&ctx.config);
+    relay_with(user, remote, buffers, idle, cancel, count).await
 }
 
 /// Why a user's TCP connection could not be opened to its destination.

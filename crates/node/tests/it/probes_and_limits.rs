@@ -371,3 +371,39 @@ async fn a_user_never_reaches_the_control_api() {
     let got = read_for(&mut s, Duration::from_secs(5)).await.unwrap();
     assert!(got.ends_with(&switchyard_testkit::pattern::bytes(10)));
 }
+
+#[tokio::test]
+async fn fallbacks_and_plain_relays_run_inside_the_kernel_byte_for_byte() {
+    let site = website().await;
+    let f = start(&format!("protocol = \"vless\"\nfallback = \"{site}\"")).await;
+    assert_eq!(control::spliced(&f).await, 0);
+    // A prober: the fallback site through splice(2).
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let got = read_for(&mut s, Duration::from_secs(5)).await.unwrap();
+    assert!(got.ends_with(b"hello"), "{}", String::from_utf8_lossy(&got));
+    assert_eq!(control::spliced(&f).await, 1);
+    // A user on the plain inbound, dialing straight out: 8 MiB through splice(2),
+    // every byte checked and counted on the user.
+    let n: u64 = 8 << 20;
+    let mut s = TcpStream::connect(f.addr()).await.unwrap();
+    s.write_all(&vless_get(ALICE_UUID, f.http.addr(), n))
+        .await
+        .unwrap();
+    let mut two = [0u8; 2];
+    s.read_exact(&mut two).await.unwrap();
+    assert_eq!(two, [0, 0], "the VLESS response header");
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(s.read_u8().await.unwrap());
+    }
+    let mut body = Vec::new();
+    s.read_to_end(&mut body).await.unwrap();
+    assert_eq!(body.len() as u64, n);
+    assert_eq!(switchyard_testkit::pattern::first_mismatch(0, &body), None);
+    assert_eq!(control::spliced(&f).await, 2);
+    let (up, down) = f.alice();
+    assert!(down >= n && up > 0, "alice counted up {up}, down {down}");
+}

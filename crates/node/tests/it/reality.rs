@@ -113,6 +113,8 @@ async fn a_tls_client_and_an_https_get_see_the_target_site() {
     let mut got = Vec::new();
     let _ = timeout(WAIT, raw.read_to_end(&mut got)).await.unwrap();
     assert_eq!(got.first(), Some(&21), "a TLS alert from the site: {got:?}");
+    // Both went to the site inside the kernel.
+    assert_eq!(control::spliced(&f).await, 2);
 }
 
 #[tokio::test]

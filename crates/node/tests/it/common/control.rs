@@ -80,3 +80,11 @@ pub fn alice_connection(f: &Fixture) -> Admission {
         .admit("alice", "main", "127.0.0.1".parse().unwrap(), None)
         .unwrap()
 }
+
+/// The main inbound's count of connections relayed inside the kernel (`splice`).
+pub async fn spliced(f: &Fixture) -> u64 {
+    let (_, text) = call(f, "GET", "/metrics", None).await;
+    text.lines()
+        .find_map(|l| l.strip_prefix("switchyard_inbound_spliced_total{inbound=\"main\"} "))
+        .map_or(0, |v| v.parse().unwrap())
+}
