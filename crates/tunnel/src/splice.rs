@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::pump::{Activity, Ended, both_ways};
 
-/// Bytes moved per `splice` call at most: a pipe's default capacity (16 pages).
-pub const CHUNK: usize = 64 * 1024;
+/// Bytes moved per `splice` call at most, and the pipe's capacity.
+pub const CHUNK: usize = 256 * 1024;
 
 /// Relays between two TCP sockets until both directions end, nothing moves for
 /// `idle`, or `cancel` fires; `count(up, down)` is called for every chunk carried
@@ -49,6 +49,7 @@ async fn one_way(
     count: impl Fn(u64),
 ) -> io::Result<()> {
     let (pipe_out, pipe_in) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+    let _ = rustix::pipe::fcntl_setpipe_size(&pipe_in, CHUNK);
     loop {
         let n = into_pipe(from, &pipe_in).await?;
         if n == 0 {

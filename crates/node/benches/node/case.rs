@@ -32,6 +32,9 @@ pub(crate) const SITE_NAME: &str = "target.test";
 /// A protocol as both servers serve it and the client speaks it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Protocol {
+    /// VLESS on plain TCP, no TLS: nothing of the server's to encrypt either way, so
+    /// after the header each server may relay inside the kernel.
+    VlessTcp,
     VlessTls,
     TrojanTls,
     Shadowsocks,
@@ -53,6 +56,7 @@ pub(crate) enum Protocol {
 impl Protocol {
     pub(crate) fn name(self) -> &'static str {
         match self {
+            Self::VlessTcp => "VLESS (plain TCP)",
             Self::VlessTls => "VLESS+TLS",
             Self::TrojanTls => "Trojan+TLS",
             Self::Shadowsocks => "SS-2022 aes-128-gcm",
@@ -77,7 +81,7 @@ impl Protocol {
 
     /// Whether the client and the server speak TLS (whose suite is worth reporting).
     pub(crate) fn tls(self) -> bool {
-        self != Self::Shadowsocks
+        !matches!(self, Self::Shadowsocks | Self::VlessTcp)
     }
 
     /// Whether the servers listen on UDP (QUIC) rather than TCP.
@@ -126,7 +130,9 @@ pub(crate) struct Case {
 }
 
 /// Every case, in the order run and reported.
-pub(crate) const CASES: [Case; 12] = [
+pub(crate) const CASES: [Case; 14] = [
+    Case::new(Protocol::VlessTcp, Peer::SingBox, Inner::Http),
+    Case::new(Protocol::VlessTcp, Peer::Xray, Inner::Http),
     Case::new(Protocol::VlessTls, Peer::SingBox, Inner::Http),
     Case::new(Protocol::TrojanTls, Peer::SingBox, Inner::Http),
     Case::new(Protocol::Shadowsocks, Peer::SingBox, Inner::Http),
@@ -185,6 +191,7 @@ impl Case {
             cert.key_path().display()
         );
         match self.protocol {
+            Protocol::VlessTcp => "protocol = \"vless\"".to_owned(),
             Protocol::VlessTls => format!("protocol = \"vless\"\n{tls}"),
             Protocol::VlessGrpcTls => format!(
                 "protocol = \"vless\"\n{tls}\n\
@@ -224,6 +231,7 @@ impl Case {
     /// user), as our node's is, so the client's config is the same for both.
     pub(crate) fn sing_box_inbound(self, port: u16, cert: &TestCert) -> Value {
         match self.protocol {
+            Protocol::VlessTcp => vless_inbound(port, UUID),
             Protocol::VlessTls => {
                 let mut inbound = vless_inbound(port, UUID);
                 inbound["tls"] = tls_server(cert);
@@ -257,6 +265,7 @@ impl Case {
     pub(crate) fn sing_box_outbound(self, port: u16, cert: &TestCert) -> Value {
         let server = local(port);
         match self.protocol {
+            Protocol::VlessTcp => vless_outbound(server, UUID),
             Protocol::VlessTls => {
                 let mut out = vless_outbound(server, UUID);
                 out["tls"] = tls_client(cert);
@@ -296,6 +305,7 @@ impl Case {
     /// Xray's server config: the one VLESS inbound on `port` and `freedom` out.
     pub(crate) fn xray_server(self, port: u16, fx: &Fixture) -> Value {
         let stream = match self.protocol {
+            Protocol::VlessTcp => json!({ "network": "tcp", "security": "none" }),
             Protocol::VlessGrpcTls => json!({
                 "network": "grpc", "security": "tls",
                 "grpcSettings": { "serviceName": GRPC_SERVICE },
@@ -343,6 +353,7 @@ impl Case {
     /// `server_port`. TLS trusts exactly the bench's certificate, as sing-box's does.
     pub(crate) fn xray_client(self, socks_port: u16, server_port: u16, fx: &Fixture) -> Value {
         let stream = match self.protocol {
+            Protocol::VlessTcp => json!({ "network": "tcp", "security": "none" }),
             Protocol::VlessGrpcTls => json!({
                 "network": "grpc", "security": "tls",
                 "grpcSettings": { "serviceName": GRPC_SERVICE },
