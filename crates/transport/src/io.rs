@@ -46,6 +46,16 @@ impl<S> Prefixed<S> {
             inner,
         }
     }
+
+    /// Bytes of the prefix not yet read.
+    pub fn buffered(&self) -> usize {
+        self.prefix.len() - self.at
+    }
+
+    /// The stream behind the prefix.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {

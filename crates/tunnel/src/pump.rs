@@ -88,20 +88,43 @@ where
     let (ur, uw) = tokio::io::split(user);
     let (rr, rw) = tokio::io::split(remote);
     let count = &count;
-    let up = pump(ur, rw, buffers.up, &activity, move |n| count(n, 0));
-    let down = pump(rr, uw, buffers.down, &activity, move |n| count(0, n));
+    let up = async {
+        pump(ur, rw, buffers.up, &activity, move |n| count(n, 0), None).await?;
+        Ok(())
+    };
+    let down = async {
+        pump(rr, uw, buffers.down, &activity, move |n| count(0, n), None).await?;
+        Ok(())
+    };
     both_ways(up, down, &activity, idle, cancel).await
 }
 
+/// How a direction's [`pump`] stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pumped {
+    /// The reader ended, and the writer was shut down after it.
+    Ended,
+    /// Its `switch` was set after a chunk: nothing read is left unwritten, and the
+    /// caller carries the rest another way (in the kernel: [`crate::splice`]).
+    Switched,
+}
+
 /// When a relay last carried anything, for its idle timeout.
-pub(crate) struct Activity {
+pub struct Activity {
     start: Instant,
     /// Milliseconds after `start`.
     last: AtomicU64,
 }
 
+impl Default for Activity {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Activity {
-    pub(crate) fn new() -> Self {
+    /// Nothing has moved yet: the idle timeout counts from now.
+    pub fn new() -> Self {
         Self {
             start: Instant::now(),
             last: AtomicU64::new(0),
@@ -109,7 +132,7 @@ impl Activity {
     }
 
     /// Something moved just now.
-    pub(crate) fn moved(&self) {
+    pub fn moved(&self) {
         let elapsed = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
         self.last.fetch_max(elapsed, Ordering::Relaxed);
     }
@@ -128,7 +151,7 @@ impl Activity {
 }
 
 /// Runs a relay's two directions to their end, its idle timeout or `cancel`.
-pub(crate) async fn both_ways(
+pub async fn both_ways(
     up: impl Future<Output = io::Result<()>>,
     down: impl Future<Output = io::Result<()>>,
     activity: &Activity,
@@ -145,13 +168,16 @@ pub(crate) async fn both_ways(
     }
 }
 
-async fn pump<Rd, Wr>(
+/// Copies `r` to `w`, reading `size` bytes per call while busy, until `r` ends (then
+/// shuts `w` down) or, checked after every chunk, `switch` is set.
+pub async fn pump<Rd, Wr>(
     mut r: Rd,
     mut w: Wr,
     size: usize,
     activity: &Activity,
     count: impl Fn(u64),
-) -> io::Result<()>
+    switch: Option<&std::sync::atomic::AtomicBool>,
+) -> io::Result<Pumped>
 where
     Rd: AsyncRead + Unpin,
     Wr: AsyncWrite + Unpin,
@@ -176,7 +202,7 @@ where
         if n == 0 {
             // Half-close: the other direction may still carry the answer.
             let _ = w.shutdown().await;
-            return Ok(());
+            return Ok(Pumped::Ended);
         }
         w.write_all(&buf[..n]).await?;
         // Message transports (WebSocket) buffer until flushed.
@@ -186,6 +212,9 @@ where
             big = Some(vec![0u8; size.max(SMALL_BUFFER)].into_boxed_slice());
         }
         activity.moved();
+        if switch.is_some_and(|s| s.load(Ordering::Acquire)) {
+            return Ok(Pumped::Switched);
+        }
     }
 }
 

@@ -41,8 +41,8 @@ pub async fn relay(
     both_ways(up, down, &activity, idle, cancel).await
 }
 
-/// Moves everything `from` sends to `to`, then half-closes `to`.
-async fn one_way(
+/// Moves everything `from` sends to `to` inside the kernel, then half-closes `to`.
+pub async fn one_way(
     from: &TcpStream,
     to: &TcpStream,
     activity: &Activity,
@@ -65,6 +65,16 @@ async fn one_way(
         count(n as u64);
         activity.moved();
     }
+}
+
+/// A second handle of `tcp`'s socket (a duplicate descriptor), registered with the
+/// reactor on its own: one side of a stream can move a direction inside the kernel
+/// while a layer above keeps the other direction on the first handle.
+pub fn second_handle(tcp: &TcpStream) -> io::Result<TcpStream> {
+    let fd = rustix::io::fcntl_dupfd_cloexec(tcp, 0)?;
+    let std = std::net::TcpStream::from(fd);
+    std.set_nonblocking(true)?;
+    TcpStream::from_std(std)
 }
 
 fn flags() -> SpliceFlags {

@@ -46,6 +46,11 @@ impl<S> Records<S> {
         }
     }
 
+    /// The stream read.
+    pub(crate) fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
     /// From now on reads go straight through.
     pub(crate) fn unbound(&mut self) {
         self.bounded = false;

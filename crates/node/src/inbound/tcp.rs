@@ -2,11 +2,16 @@
 
 use std::net::SocketAddr;
 
+use std::any::Any;
 use std::sync::atomic::Ordering;
+
+use switchyard_transport::io::Io;
+use tokio::net::TcpStream;
 
 use switchyard_tunnel::pump::{Ended, relay_with};
 use tokio::io::AsyncWriteExt;
 
+use super::vision::Vision;
 use super::{BoxIo, Ctx};
 use crate::accounting::now_ms;
 use crate::outbound::{Destination, Dialer, Plan};
@@ -112,7 +117,42 @@ pub(crate) async fn relay(
         return switchyard_tunnel::splice::relay(u, r, idle, cancel, count).await;
     }
     let buffers = super::buffers::of(&ctx.config);
+    // Vision to a bare socket: each direction into the kernel once it goes raw.
+    let user = match owned::<Vision>(user)? {
+        Owned::Is(vision) if remote.as_tcp().is_some() => match owned::<TcpStream>(remote)? {
+            Owned::Is(remote) => {
+                let spliced = &ctx.state.spliced;
+                return super::vision::relay(
+                    spliced, *vision, *remote, buffers, idle, cancel, count,
+                )
+                .await;
+            }
+            Owned::Not(remote) => {
+                return relay_with(vision, remote, buffers, idle, cancel, count).await;
+            }
+        },
+        Owned::Is(vision) => vision as BoxIo,
+        Owned::Not(user) => user,
+    };
     relay_with(user, remote, buffers, idle, cancel, count).await
+}
+
+/// A boxed stream taken out of its box as a `T`, or left as it was.
+enum Owned<T> {
+    Is(Box<T>),
+    Not(BoxIo),
+}
+
+/// `io` itself when it is a `T`.
+fn owned<T: Io>(io: BoxIo) -> std::io::Result<Owned<T>> {
+    if !(&*io as &dyn Any).is::<T>() {
+        return Ok(Owned::Not(io));
+    }
+    let any: Box<dyn Any> = io;
+    // `is` said it is one: this cannot fail.
+    any.downcast::<T>()
+        .map(Owned::Is)
+        .map_err(|_| std::io::Error::other("a stream is not the type it said it was"))
 }
 
 /// Why a user's TCP connection could not be opened to its destination.

@@ -16,7 +16,7 @@
 use std::io::{self, Read};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 
 use ring::rand::{SecureRandom, SystemRandom};
@@ -25,6 +25,9 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
 use switchyard_proto::vision::{Filter, Padder, Status, Unpadder};
+use switchyard_tunnel::pump::{Activity, Buffers, Ended, Pumped, both_ways, pump};
+use switchyard_tunnel::splice;
+use tokio_util::sync::CancellationToken;
 
 use super::Prefixed;
 use super::records::Records;
@@ -74,6 +77,19 @@ pub(crate) struct Vision {
     out_at: usize,
     /// The inbound's counters.
     state: Arc<InboundState>,
+    /// Set once a direction is raw on TCP with nothing of it left here or in TLS.
+    raw: Arc<Raw>,
+}
+
+/// Which directions of a [`Vision`] stream are raw on its TCP socket with nothing of
+/// theirs left in Vision or TLS: from then on a relay may carry them inside the
+/// kernel on a second handle of the socket ([`Vision::socket`]).
+#[derive(Debug, Default)]
+pub(crate) struct Raw {
+    /// The client's writes: read raw from the socket.
+    pub(crate) up: AtomicBool,
+    /// The node's writes: TLS flushed, written raw.
+    pub(crate) down: AtomicBool,
 }
 
 impl Vision {
@@ -100,6 +116,7 @@ impl Vision {
             out: response.to_vec(),
             out_at: 0,
             state,
+            raw: Arc::default(),
         };
         if !first.is_empty() {
             v.take_blocks(first)?;
@@ -166,12 +183,24 @@ impl Vision {
         if self.writing == Writing::ToRaw {
             ready!(Pin::new(&mut self.tls).poll_flush(cx))?;
             self.writing = Writing::Raw;
+            self.raw.down.store(true, Ordering::Release);
         }
         Poll::Ready(Ok(()))
     }
 
     fn raw(&mut self) -> Pin<&mut Records<Prefixed<TcpStream>>> {
         Pin::new(self.tls.get_mut().0)
+    }
+
+    /// Which directions have gone raw ([`Raw`]).
+    pub(crate) fn raw_directions(&self) -> Arc<Raw> {
+        Arc::clone(&self.raw)
+    }
+
+    /// A second handle of the client's TCP socket, registered on its own, for moving
+    /// a raw direction inside the kernel while this stream keeps the other.
+    pub(crate) fn socket(&self) -> io::Result<TcpStream> {
+        splice::second_handle(self.tls.get_ref().0.get_ref().get_ref())
     }
 }
 
@@ -202,7 +231,14 @@ impl AsyncRead for Vision {
                 return Poll::Ready(Ok(()));
             }
             match this.reading {
-                Reading::Raw => return this.raw().poll_read(cx, buf),
+                Reading::Raw => {
+                    // Nothing of the client's is left here (drained above) nor in the
+                    // replayed prefix: the socket holds all the rest.
+                    if this.tls.get_ref().0.get_ref().buffered() == 0 {
+                        this.raw.up.store(true, Ordering::Release);
+                    }
+                    return this.raw().poll_read(cx, buf);
+                }
                 Reading::Tls => return Pin::new(&mut this.tls).poll_read(cx, buf),
                 Reading::Blocks => {
                     // Read into the caller's room, then take the blocks out of it: an
@@ -275,4 +311,51 @@ impl AsyncWrite for Vision {
             Writing::Blocks | Writing::Tls => Pin::new(&mut this.tls).poll_shutdown(cx),
         }
     }
+}
+
+/// Relays a Vision stream and a bare TCP destination: through the pump while a
+/// direction is in TLS, then, once Vision has made it raw ([`Raw`]), inside the
+/// kernel from socket to socket, as Xray does on Linux. Each direction switches on
+/// its own; the counts, half-closes, idle timeout and cancellation are the pump's.
+/// `spliced` counts the connection once, when its first direction goes in.
+pub(crate) async fn relay(
+    spliced: &std::sync::atomic::AtomicU64,
+    vision: Vision,
+    mut remote: TcpStream,
+    buffers: Buffers,
+    idle: std::time::Duration,
+    cancel: &CancellationToken,
+    count: impl Fn(u64, u64) + Send + Sync,
+) -> io::Result<Ended> {
+    let raw = vision.raw_directions();
+    let user = vision.socket()?;
+    let activity = Activity::new();
+    let (ur, uw) = tokio::io::split(vision);
+    let (mut rr, mut rw) = remote.split();
+    let first = AtomicBool::new(true);
+    let switched = || {
+        if first.swap(false, Ordering::Relaxed) {
+            spliced.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    let (count, activity, user, raw, switched) = (&count, &activity, &user, &raw, &switched);
+    let up = async move {
+        let up = move |n| count(n, 0);
+        if pump(ur, &mut rw, buffers.up, activity, up, Some(&raw.up)).await? == Pumped::Switched {
+            switched();
+            splice::one_way(user, rw.as_ref(), activity, up).await?;
+        }
+        Ok(())
+    };
+    let down = async move {
+        let down = move |n| count(0, n);
+        if pump(&mut rr, uw, buffers.down, activity, down, Some(&raw.down)).await?
+            == Pumped::Switched
+        {
+            switched();
+            splice::one_way(rr.as_ref(), user, activity, down).await?;
+        }
+        Ok(())
+    };
+    both_ways(up, down, activity, idle, cancel).await
 }

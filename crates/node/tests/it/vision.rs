@@ -215,6 +215,7 @@ async fn carries_everything(
     log: impl Fn() -> String,
 ) {
     let before = vision_counts(f).await;
+    let spliced_before = control::spliced(f).await;
     let plain = async {
         f.http.download_via_socks(socks, BIG).await?;
         f.http.upload_via_socks(socks, BIG).await
@@ -272,6 +273,9 @@ async fn carries_everything(
         "two Vision connections, both direct on the node's side, the upload on the client's: {after_plain:?} -> {after_tls:?}\n{}",
         log()
     );
+    // Plain HTTP stayed in TLS; both HTTPS connections went on inside the kernel
+    // once direct, the bytes checked above.
+    assert_eq!(control::spliced(f).await, spliced_before + 2);
     if let Err(e) = timeout(WAIT, f.udp.check_via_socks(socks, 20, 1200))
         .await
         .unwrap_or_else(|_| Err(anyhow::anyhow!("timed out")))
