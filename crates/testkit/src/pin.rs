@@ -63,6 +63,48 @@ impl Cores {
 /// started while taskset walks them may keep the old affinity.
 const PIN_ATTEMPTS: usize = 5;
 
+/// Pins the calling thread alone to `core`; returns its thread id (for reading its
+/// CPU time from `/proc/self/task/TID/stat`).
+pub fn pin_this_thread(core: usize) -> Result<u32> {
+    let link = std::fs::read_link("/proc/thread-self").context("reading /proc/thread-self")?;
+    let tid: u32 = link
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("/proc/thread-self is {}", link.display()))?;
+    let out = Command::new("taskset")
+        .args(["-p", "-c", &core.to_string(), &tid.to_string()])
+        .output()
+        .context("running taskset (util-linux) to pin a thread to a core")?;
+    if !out.status.success() {
+        bail!(
+            "taskset could not pin thread {tid} to core {core}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(tid)
+}
+
+/// CPU time (user and system) a process or thread has used, in seconds, from the
+/// `stat` file at `path` (`/proc/PID/stat`, `/proc/self/task/TID/stat`).
+pub fn cpu_seconds(path: &str) -> Result<f64> {
+    // USER_HZ: 100 on Linux.
+    const TICKS: f64 = 100.0;
+    let stat = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    // After the command name (in parentheses, may hold spaces): state is field 3,
+    // utime 14, stime 15.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| -> Result<f64> {
+        let v: u64 = fields
+            .get(i)
+            .and_then(|f| f.parse().ok())
+            .with_context(|| format!("{path}: no field {}", i + 3))?;
+        Ok(v as f64 / TICKS)
+    };
+    Ok(tick(11)? + tick(12)?)
+}
+
 /// Sets the CPU affinity of every thread of `pid` to `core` alone, and checks that
 /// every thread it has now runs there.
 pub fn pin(pid: u32, core: usize) -> Result<()> {
@@ -128,6 +170,28 @@ mod tests {
         let _ = child.kill();
         let _ = child.wait();
         assert_eq!(after, "0", "was {before}");
+    }
+
+    #[test]
+    fn a_thread_pins_itself_and_its_cpu_time_is_read() {
+        let tid = std::thread::spawn(|| {
+            let tid = pin_this_thread(0).expect("pin");
+            let status =
+                std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).expect("status");
+            assert!(status.contains("Cpus_allowed_list:\t0\n"), "{status}");
+            // Busy for a while: its CPU time shows it.
+            let start = std::time::Instant::now();
+            let mut x = 0u64;
+            while start.elapsed() < std::time::Duration::from_millis(200) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            let cpu = cpu_seconds(&format!("/proc/self/task/{tid}/stat")).expect("stat");
+            assert!(cpu >= 0.1, "{cpu} s after 200 ms busy");
+            tid
+        })
+        .join()
+        .expect("the thread");
+        assert!(tid > 0);
     }
 
     #[test]

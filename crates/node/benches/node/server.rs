@@ -21,9 +21,6 @@ use crate::case::{Case, Side};
 /// The variable naming our binary; by default the release build beside this bench.
 pub(crate) const BINARY_ENV: &str = "SWITCHYARD_BIN";
 
-/// `/proc/PID/stat` counts CPU time in clock ticks: `USER_HZ`, 100 on Linux.
-const CLOCK_TICKS: f64 = 100.0;
-
 /// How long a server may take to listen.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -159,20 +156,7 @@ impl Server {
 
     /// CPU time it has used so far (user and system, all threads), in seconds.
     pub(crate) fn cpu_seconds(&self) -> Result<f64> {
-        let path = format!("/proc/{}/stat", self.pid());
-        let stat = fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-        // Fields after the command name (which may hold spaces, within parentheses):
-        // state is field 3, utime 14 and stime 15.
-        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        let tick = |i: usize| -> Result<f64> {
-            let v: u64 = fields
-                .get(i)
-                .and_then(|f| f.parse().ok())
-                .with_context(|| format!("{path}: no field {}", i + 3))?;
-            Ok(v as f64 / CLOCK_TICKS)
-        };
-        Ok(tick(11)? + tick(12)?)
+        switchyard_testkit::pin::cpu_seconds(&format!("/proc/{}/stat", self.pid()))
     }
 
     fn pid(&self) -> u32 {

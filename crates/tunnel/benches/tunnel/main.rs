@@ -10,8 +10,13 @@
 //!   with the `tls` transport; the client connects to the server's forwarded port.
 //!
 //! Measured: bulk download over 1 and over [`BULK_WIDE`] parallel streams
-//! (connections), the time from opening a stream (connection) to its first byte
-//! back, and resident memory per idle stream. The table with the ratio ours / rathole
+//! (connections) with the tunnel's CPU time over it, the time from opening a stream
+//! (connection) to its first byte back, and resident memory per idle stream.
+//!
+//! On two or more cores the tunnel under test (both our halves' threads; rathole's
+//! server and client) runs pinned to core 0 and everything else (the client, the
+//! target) to the last core ([`switchyard_testkit::pin`]), so both tunnels get the
+//! same one core; `SWITCHYARD_BENCH_PIN=0` turns it off. The table with the ratio ours / rathole
 //! is printed and, when [`REPORT_ENV`] names a file, written there as Markdown
 //! (`cargo xtask bench tunnel` puts it into `docs/benchmarks.md`). Every process
 //! started here is killed when its owner is dropped.
@@ -41,6 +46,7 @@ use crate::ours::Tunnel;
 use crate::rathole::{Certs, Rathole};
 use crate::report::Report;
 use crate::target::Target;
+use switchyard_testkit::pin::Cores;
 
 /// Bytes per bulk case, split evenly over its streams.
 const BULK_BYTES: u64 = 512 << 20;
@@ -60,8 +66,14 @@ fn main() -> Result<()> {
         return ours::idle_child(&target);
     }
     let idle = raise_fd_limit()?;
+    // Pinned before any runtime starts: the client's threads and rathole's
+    // processes begin on the rest's core; the tunnel's are moved to the server's.
+    let cores = Cores::from_env()?;
+    if let Some(cores) = cores {
+        cores.pin_self()?;
+    }
     let rt = ours::runtime("client", 2)?;
-    let report = rt.block_on(run(idle))?;
+    let report = rt.block_on(run(idle, cores))?;
     rt.shutdown_background();
     let text = report.markdown();
     println!("\n{text}");
@@ -71,17 +83,28 @@ fn main() -> Result<()> {
     Ok(())
 }
 
-async fn run(idle: usize) -> Result<Report> {
+async fn run(idle: usize, cores: Option<Cores>) -> Result<Report> {
     let bin = rathole::binary()?;
     let certs = Certs::make()?;
     let target = Target::start().await?;
     let mut report = Report::new(idle);
+    report.pinning = cores.map_or_else(
+        || "none, every process and thread on every core".to_owned(),
+        |c| {
+            format!(
+                "the tunnel under test (our two halves' threads; rathole's server and \
+                 client) pinned to core {}, the client and the target to core {}",
+                c.server, c.rest
+            )
+        },
+    );
+    println!("pinning: {}", report.pinning);
 
     // TLS as negotiated, each through a one-off sniffing relay.
     {
         let listen = load::free_addr()?;
         let mut sniffer = Sniffer::start(listen).await?;
-        let tunnel = Tunnel::start(1, listen, sniffer.addr()).await?;
+        let tunnel = Tunnel::start(1, listen, sniffer.addr(), None).await?;
         report.tls_ours = sniffer.negotiated().await?;
         drop(tunnel);
         let control = load::free_addr()?;
@@ -96,9 +119,20 @@ async fn run(idle: usize) -> Result<Report> {
     );
 
     let listen = load::free_addr()?;
-    let tunnel = Tunnel::start(ours::LINKS, listen, listen).await?;
+    let tunnel = Tunnel::start(ours::LINKS, listen, listen, cores.map(|c| c.server)).await?;
     let control = load::free_addr()?;
     let rathole = Rathole::start(&bin, &certs, target.addr(), control, control).await?;
+    if let Some(cores) = cores {
+        rathole.pin(cores)?;
+    }
+    // The CPU time so far of what carries a way: nothing of its own for direct.
+    let cpu = |i: usize| -> Result<Option<f64>> {
+        Ok(match i {
+            1 => tunnel.cpu_seconds(),
+            2 if cores.is_some() => Some(rathole.cpu_seconds()?),
+            _ => None,
+        })
+    };
     let ways = [
         ("direct", Way::Tcp(target.addr())),
         ("ours", tunnel.way(target.addr())),
@@ -116,12 +150,24 @@ async fn run(idle: usize) -> Result<Report> {
             let order: [usize; 3] = if rep % 2 == 0 { [0, 1, 2] } else { [0, 2, 1] };
             for i in order {
                 let (name, way) = &ways[i];
+                let before = cpu(i)?;
                 let d = load::bulk(way, streams, BULK_BYTES)
                     .await
                     .with_context(|| format!("{name}: bulk over {streams} stream(s)"))?;
                 let mbps = BULK_BYTES as f64 / d.as_secs_f64() / 1e6;
-                println!("bulk x{streams:<2} {name:<8} {mbps:>8.0} MB/s");
                 report.bulk[case][i].push(mbps);
+                match (before, cpu(i)?) {
+                    (Some(before), Some(after)) => {
+                        // 10 ms clock ticks: never divide by less than one.
+                        let carries = BULK_BYTES as f64 / (after - before).max(0.01) / 1e6;
+                        println!(
+                            "bulk x{streams:<2} {name:<8} {mbps:>8.0} MB/s, its core carries \
+                             {carries:>6.0} MB/s"
+                        );
+                        report.carries[case][i].push(carries);
+                    }
+                    _ => println!("bulk x{streams:<2} {name:<8} {mbps:>8.0} MB/s"),
+                }
             }
         }
     }

@@ -8,10 +8,10 @@
 
 use std::io::{BufRead, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use switchyard_proto::Address;
 use switchyard_tunnel::credentials::{TunnelSecret, origin_credential};
 use switchyard_tunnel::frame::Open;
@@ -49,23 +49,67 @@ pub(crate) fn runtime(name: &str, threads: usize) -> Result<Runtime> {
         .with_context(|| format!("building the {name} runtime"))
 }
 
+/// Where the tunnel's threads run (pinned to one core, or anywhere) and which they
+/// are, for its CPU time.
+#[derive(Clone, Default)]
+struct Threads {
+    core: Option<usize>,
+    tids: Arc<Mutex<Vec<u32>>>,
+}
+
+impl Threads {
+    /// A runtime for one half: one worker when pinned (the core is all it has, as on
+    /// a one-core server), two otherwise; each of its threads pins itself.
+    fn runtime(&self, name: &str) -> Result<Runtime> {
+        let threads = self.clone();
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(if self.core.is_some() { 1 } else { 2 })
+            .thread_name(name)
+            .enable_all()
+            .on_thread_start(move || {
+                let Some(core) = threads.core else { return };
+                match switchyard_testkit::pin::pin_this_thread(core) {
+                    Ok(tid) => threads
+                        .tids
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(tid),
+                    Err(e) => eprintln!("a tunnel thread could not pin itself: {e:#}"),
+                }
+            })
+            .build()
+            .with_context(|| format!("building the {name} runtime"))
+    }
+
+    fn ids(&self) -> Vec<u32> {
+        self.tids.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
 /// The relay and origin halves, up and linked.
 pub(crate) struct Tunnel {
     relay: Option<Arc<RelayHalf>>,
     origin: Option<OriginHalf>,
     runtimes: Vec<Runtime>,
+    threads: Threads,
 }
 
 impl Tunnel {
     /// Starts both halves and waits for `links` links. The relay listens on
     /// `listen`; the origin dials `dialed`: `listen` itself, or a sniffing relay in
     /// front of it.
+    /// With `core`, every thread of both halves runs on that core alone.
     pub(crate) async fn start(
         links: usize,
         listen: SocketAddr,
         dialed: SocketAddr,
+        core: Option<usize>,
     ) -> Result<Self> {
-        let (relay_rt, origin_rt) = (runtime("relay", 2)?, runtime("origin", 2)?);
+        let threads = Threads {
+            core,
+            ..Threads::default()
+        };
+        let (relay_rt, origin_rt) = (threads.runtime("relay")?, threads.runtime("origin")?);
         let cert = issue(TUNNEL).context("issuing the tunnel certificate")?;
         let port = listen.port();
         let profile = Profile {
@@ -121,13 +165,35 @@ impl Tunnel {
             relay: Some(relay),
             origin: Some(origin),
             runtimes: vec![relay_rt, origin_rt],
+            threads,
         };
         let relay = tunnel.relay();
         load::wait_for("the tunnel's links", Duration::from_secs(15), || {
             relay.links() == links
         })
         .await?;
+        if core.is_some() && tunnel.threads.ids().len() < 2 {
+            bail!("the tunnel's threads did not pin themselves (see above)");
+        }
         Ok(tunnel)
+    }
+
+    /// CPU time both halves have used so far, in seconds: their threads' when pinned
+    /// (the only ones on that core), `None` unpinned.
+    pub(crate) fn cpu_seconds(&self) -> Option<f64> {
+        self.threads.core?;
+        let pid = std::process::id();
+        let mut sum = 0.0;
+        for tid in self.threads.ids() {
+            // A thread that has ended (tokio's blocking pool lets idle ones go) took
+            // its time with it; the workers, which carry the traffic, stay.
+            if let Ok(s) =
+                switchyard_testkit::pin::cpu_seconds(&format!("/proc/{pid}/task/{tid}/stat"))
+            {
+                sum += s;
+            }
+        }
+        Some(sum)
     }
 
     pub(crate) fn relay(&self) -> Arc<RelayHalf> {
@@ -187,7 +253,7 @@ pub(crate) fn idle_child(target: &str) -> Result<()> {
     let pid = std::process::id();
     let (tunnel, held) = client.block_on(async {
         let listen = load::free_addr()?;
-        let tunnel = Tunnel::start(LINKS, listen, listen).await?;
+        let tunnel = Tunnel::start(LINKS, listen, listen, None).await?;
         let way = tunnel.way(target);
         load::first_byte(&way, 20).await?;
         tokio::time::sleep(Duration::from_millis(300)).await;

@@ -225,6 +225,23 @@ impl Rathole {
     pub(crate) fn pids(&self) -> [u32; 2] {
         [self.server.id(), self.client.id()]
     }
+
+    /// Pins the server and the client to the tunnel's core.
+    pub(crate) fn pin(&self, cores: switchyard_testkit::pin::Cores) -> Result<()> {
+        for pid in self.pids() {
+            cores.pin_server(pid)?;
+        }
+        Ok(())
+    }
+
+    /// CPU time the server and the client have used so far, in seconds.
+    pub(crate) fn cpu_seconds(&self) -> Result<f64> {
+        let mut sum = 0.0;
+        for pid in self.pids() {
+            sum += switchyard_testkit::pin::cpu_seconds(&format!("/proc/{pid}/stat"))?;
+        }
+        Ok(sum)
+    }
 }
 
 impl Drop for Rathole {

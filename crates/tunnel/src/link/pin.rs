@@ -124,9 +124,16 @@ fn list(pins: &[Pin]) -> String {
     all.join(" or ")
 }
 
-/// The crypto every link uses: ring, as the rest of the workspace.
+/// The crypto every link uses: ring, as the rest of the workspace, with AES-128-GCM
+/// first. Both ends of a link are ours, so their order decides: AES-128-GCM costs
+/// about a fifth less per byte than AES-256-GCM (10 rounds against 14) with no
+/// practical loss of strength, and it is what Go's clients pick on AES hardware.
 pub fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider
+        .cipher_suites
+        .sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    Arc::new(provider)
 }
 
 /// Accepts exactly the pinned certificates (or keys) for one name. Several pins let a
@@ -261,6 +268,18 @@ impl ServerCertVerifier for PinnedVerifier {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn links_prefer_aes_128_gcm_and_keep_the_rest() {
+        let suites: Vec<_> = super::provider()
+            .cipher_suites
+            .iter()
+            .map(|s| s.suite())
+            .collect();
+        assert_eq!(suites[0], rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+        let all = rustls::crypto::ring::default_provider().cipher_suites.len();
+        assert_eq!(suites.len(), all);
+    }
+
     use super::*;
 
     #[test]
