@@ -30,6 +30,11 @@ use switchyard_proto::shadowsocks::Method;
 use switchyard_proto::shadowsocks::tcp::{LENGTH_CHUNK, MAX_CHUNK, Opener, Response, Sealer};
 use switchyard_proto::shadowsocks::tcp_server::RequestHead;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::net::tcp::OwnedReadHalf;
+
+mod writer;
+pub use writer::SsWriter;
 
 /// Bytes read from the peer at a time at the least (more when a longer chunk is
 /// being read).
@@ -122,31 +127,73 @@ impl<S> SsStream<S> {
     /// Seals `payload` into `out` in chunks of at most [`MAX_CHUNK`] bytes, the
     /// response's head (with the first chunk) first on a server's first write.
     fn seal(&mut self, payload: &[u8]) -> io::Result<()> {
-        let rest = if self.sealer.is_some() {
-            payload
-        } else {
-            let Some(p) = self.pending.take() else {
-                return Err(io::Error::other("shadowsocks: no sealer"));
-            };
-            let first = &payload[..payload.len().min(MAX_CHUNK)];
-            let sealer = Response {
-                method: p.method,
-                key: &p.key,
-                salt: &p.salt,
-                request_salt: &p.request_salt,
-                kind: 1,
-                now: unix_now(),
-            }
-            .seal(first, &mut self.out)
-            .map_err(invalid)?;
-            self.sealer = Some(sealer);
-            &payload[first.len()..]
-        };
-        if let Some(sealer) = &mut self.sealer {
-            sealer.seal(rest, &mut self.out);
-        }
-        Ok(())
+        seal(&mut self.sealer, &mut self.pending, payload, &mut self.out)
     }
+}
+
+impl SsStream<TcpStream> {
+    /// Parts a stream on a TCP socket into its reading side and a writer that seals
+    /// straight from another socket ([`SsWriter::write_from`]), each owning its half
+    /// of the socket, so the two directions of a relay run apart.
+    pub fn into_split(self) -> (SsStream<OwnedReadHalf>, SsWriter) {
+        let (read, write) = self.inner.into_split();
+        let reader = SsStream {
+            inner: read,
+            sealer: None,
+            pending: None,
+            opener: self.opener,
+            out: Vec::new(),
+            out_at: 0,
+            input: self.input,
+            in_at: self.in_at,
+            filled: self.filled,
+            plain: self.plain,
+            eof: self.eof,
+        };
+        let writer = SsWriter {
+            inner: write,
+            sealer: self.sealer,
+            pending: self.pending,
+            out: self.out[self.out_at..].to_vec(),
+            slots: Vec::new(),
+        };
+        (reader, writer)
+    }
+}
+
+/// Seals `payload` into `out` in chunks of at most [`MAX_CHUNK`] bytes; with no
+/// `sealer` yet (a server's first write), the `pending` response's head first, with
+/// the first chunk.
+fn seal(
+    sealer: &mut Option<Sealer>,
+    pending: &mut Option<PendingResponse>,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    let rest = if sealer.is_some() {
+        payload
+    } else {
+        let Some(p) = pending.take() else {
+            return Err(io::Error::other("shadowsocks: no sealer"));
+        };
+        let first = &payload[..payload.len().min(MAX_CHUNK)];
+        let sealed = Response {
+            method: p.method,
+            key: &p.key,
+            salt: &p.salt,
+            request_salt: &p.request_salt,
+            kind: 1,
+            now: unix_now(),
+        }
+        .seal(first, out)
+        .map_err(invalid)?;
+        *sealer = Some(sealed);
+        &payload[first.len()..]
+    };
+    if let Some(sealer) = sealer {
+        sealer.seal(rest, out);
+    }
+    Ok(())
 }
 
 fn invalid(e: impl std::fmt::Display) -> io::Error {
@@ -278,6 +325,7 @@ mod tests {
     use switchyard_proto::shadowsocks::keys::ClientKeys;
     use switchyard_proto::shadowsocks::tcp;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
 
     use super::*;
 
@@ -521,5 +569,87 @@ mod tests {
         client.read_to_end(&mut got).await.unwrap();
         assert_eq!(got, down);
         srv.await.unwrap();
+    }
+
+    /// A connected pair of TCP sockets on 127.0.0.1.
+    async fn tcp_pair() -> (TcpStream, TcpStream) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let near = TcpStream::connect(listener.local_addr().unwrap());
+        let (near, far) = tokio::join!(near, listener.accept());
+        (near.unwrap(), far.unwrap().0)
+    }
+
+    #[tokio::test]
+    async fn a_parted_writer_seals_what_it_reads_in_place_for_the_client() {
+        let method = Method::Aes256Gcm;
+        let user = vec![8u8; 32];
+        let keys = ClientKeys::from_parts(method, vec![vec![9u8; 32]], user.clone());
+        let to = Address::Domain("example.com".into(), 443);
+        let mut head = Vec::new();
+        let request = tcp::Request {
+            destination: &to,
+            padding: 1,
+            payload: b"",
+            now: unix_now(),
+        };
+        let (sealer, opener) = tcp::request(&keys, &[1u8; 32], &request, &mut head).unwrap();
+        let (client_tcp, server_tcp) = tcp_pair().await;
+        let mut client = SsStream::new(client_tcp, sealer, opener);
+        let mut wire_in = head.clone();
+        let opened = switchyard_proto::shadowsocks::tcp_server::open_request(
+            method,
+            &user,
+            1,
+            &mut wire_in,
+            unix_now(),
+        )
+        .unwrap()
+        .unwrap();
+        let response = PendingResponse {
+            method,
+            key: user,
+            salt: vec![2u8; 32],
+            request_salt: opened.salt.clone(),
+        };
+        let server = SsStream::serve(server_tcp, wire_in, opened, response);
+        let (_reader, mut writer) = server.into_split();
+        // What the destination sends: a few bytes (the response's head goes with
+        // them), a bulk that fills the places, then more after they are given back.
+        let (mut source, from) = tcp_pair().await;
+        let bulk: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let sent = {
+            let bulk = bulk.clone();
+            tokio::spawn(async move {
+                source.write_all(b"hi").await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                source.write_all(&bulk).await.unwrap();
+                source.shutdown().await.unwrap();
+            })
+        };
+        let carried = tokio::spawn(async move {
+            let mut total = 0;
+            let mut released = false;
+            loop {
+                let n = writer.write_from(&from).await.unwrap();
+                if n == 0 {
+                    writer.shutdown().await.unwrap();
+                    return (total, released);
+                }
+                total += n;
+                if total > 1_000_000 && !released {
+                    assert!(writer.holds_places(), "a bulk read grows the places");
+                    writer.release();
+                    released = true;
+                }
+            }
+        });
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).await.unwrap();
+        sent.await.unwrap();
+        let (total, released) = carried.await.unwrap();
+        assert!(released);
+        assert_eq!(total, 2 + bulk.len());
+        assert_eq!(&got[..2], b"hi");
+        assert!(got[2..] == bulk[..], "the bulk arrived changed");
     }
 }

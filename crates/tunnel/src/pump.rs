@@ -88,15 +88,31 @@ where
     let (ur, uw) = tokio::io::split(user);
     let (rr, rw) = tokio::io::split(remote);
     let count = &count;
-    let up = async {
-        pump(ur, rw, buffers.up, &activity, move |n| count(n, 0), None).await?;
-        Ok(())
-    };
-    let down = async {
-        pump(rr, uw, buffers.down, &activity, move |n| count(0, n), None).await?;
-        Ok(())
-    };
-    both_ways(up, down, &activity, idle, cancel).await
+    crate::both_ways!(
+        pump(ur, rw, buffers.up, &activity, move |n| count(n, 0), None),
+        pump(rr, uw, buffers.down, &activity, move |n| count(0, n), None),
+        activity,
+        idle,
+        cancel
+    )
+}
+
+/// Runs a relay's two directions (futures of `io::Result<_>`) to their end, the
+/// idle timeout of `activity` or `cancel`: an error either way ends both at once (a
+/// reset stream, a broken link); a clean end of one direction (half-close) lets the
+/// other finish. A macro, not a function, so that each direction's future is built
+/// where it is awaited and held once: a future handed through a function is stored
+/// at every level it passes (a relay's task was 8.6 KiB that way, 3.2 KiB this way).
+#[macro_export]
+macro_rules! both_ways {
+    ($up:expr, $down:expr, $activity:expr, $idle:expr, $cancel:expr $(,)?) => {{
+        let both = async { ::tokio::try_join!($up, $down).map(|_| ()) };
+        ::tokio::select! {
+            r = both => r.map(|()| $crate::pump::Ended::Closed),
+            () = $activity.idle_for($idle) => Ok($crate::pump::Ended::Idle),
+            () = $cancel.cancelled() => Ok($crate::pump::Ended::Cancelled),
+        }
+    }};
 }
 
 /// How a direction's [`pump`] stopped.
@@ -138,7 +154,7 @@ impl Activity {
     }
 
     /// Returns once nothing has moved for `idle`.
-    async fn idle_for(&self, idle: Duration) {
+    pub async fn idle_for(&self, idle: Duration) {
         loop {
             let since = Duration::from_millis(self.last.load(Ordering::Relaxed));
             let deadline = self.start + since + idle;
@@ -147,24 +163,6 @@ impl Activity {
             }
             tokio::time::sleep_until(deadline).await;
         }
-    }
-}
-
-/// Runs a relay's two directions to their end, its idle timeout or `cancel`.
-pub async fn both_ways(
-    up: impl Future<Output = io::Result<()>>,
-    down: impl Future<Output = io::Result<()>>,
-    activity: &Activity,
-    idle: Duration,
-    cancel: &CancellationToken,
-) -> io::Result<Ended> {
-    // An error either way ends both directions at once (a reset stream, a broken
-    // link); a clean end of one direction (half-close) lets the other finish.
-    let both = async { tokio::try_join!(up, down).map(|_| ()) };
-    tokio::select! {
-        r = both => r.map(|()| Ended::Closed),
-        () = activity.idle_for(idle) => Ok(Ended::Idle),
-        () = cancel.cancelled() => Ok(Ended::Cancelled),
     }
 }
 
@@ -257,6 +255,29 @@ mod tests {
         assert_eq!(back, vec![7u8; 5000]);
         assert_eq!(task.await.unwrap().unwrap(), Ended::Closed);
         assert_eq!(*counted.lock().unwrap(), (7, 5000));
+    }
+
+    #[tokio::test]
+    async fn a_relay_holds_each_directions_future_once() {
+        // Every open connection's task is this future: a direction's pump stored at
+        // each level it was handed through made it 8.6 KiB where 3.2 KiB do.
+        fn size<T>(_: &T) -> usize {
+            std::mem::size_of::<T>()
+        }
+        let (a, _a) = tokio::io::duplex(64);
+        let (b, _b) = tokio::io::duplex(64);
+        let activity = Activity::new();
+        let (r, w) = tokio::io::split(a);
+        let one = pump(r, w, BUFFER, &activity, |_| {}, None);
+        let one = size(&one);
+        let (a, _a) = tokio::io::duplex(64);
+        let cancel = CancellationToken::new();
+        let whole = relay(a, b, Duration::from_secs(1), &cancel, |_, _| {});
+        let whole = size(&whole);
+        assert!(
+            whole < 3 * one,
+            "a relay of {whole} bytes for two pumps of {one}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

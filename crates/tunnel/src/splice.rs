@@ -19,7 +19,7 @@ use tokio::io::Interest;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::pump::{Activity, Ended, both_ways};
+use crate::pump::{Activity, Ended};
 
 /// Bytes moved per `splice` call at most, and the pipe's capacity.
 pub const CHUNK: usize = 256 * 1024;
@@ -36,9 +36,13 @@ pub async fn relay(
 ) -> io::Result<Ended> {
     let activity = Activity::new();
     let count = &count;
-    let up = one_way(user, remote, &activity, move |n| count(n, 0));
-    let down = one_way(remote, user, &activity, move |n| count(0, n));
-    both_ways(up, down, &activity, idle, cancel).await
+    crate::both_ways!(
+        one_way(user, remote, &activity, move |n| count(n, 0)),
+        one_way(remote, user, &activity, move |n| count(0, n)),
+        activity,
+        idle,
+        cancel
+    )
 }
 
 /// Moves everything `from` sends to `to` inside the kernel, then half-closes `to`.

@@ -17,6 +17,8 @@ pub(crate) mod reality;
 mod records;
 mod shadowsocks;
 mod socks;
+#[path = "ss/relay.rs"]
+mod ss_relay;
 pub(crate) mod state;
 mod tcp;
 mod trojan;

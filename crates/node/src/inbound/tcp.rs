@@ -6,6 +6,7 @@ use std::any::Any;
 use std::sync::atomic::Ordering;
 
 use switchyard_transport::io::Io;
+use switchyard_transport::shadowsocks::SsStream;
 use tokio::net::TcpStream;
 
 use switchyard_tunnel::pump::{Ended, relay_with};
@@ -121,10 +122,12 @@ pub(crate) async fn relay(
     let user = match owned::<Vision>(user)? {
         Owned::Is(vision) if remote.as_tcp().is_some() => match owned::<TcpStream>(remote)? {
             Owned::Is(remote) => {
+                // Boxed: its future is larger than the plain relay's, and every
+                // connection's task would otherwise hold room for it.
                 let spliced = &ctx.state.spliced;
-                return super::vision::relay(
+                return Box::pin(super::vision::relay(
                     spliced, *vision, *remote, buffers, idle, cancel, count,
-                )
+                ))
                 .await;
             }
             Owned::Not(remote) => {
@@ -132,6 +135,23 @@ pub(crate) async fn relay(
             }
         },
         Owned::Is(vision) => vision as BoxIo,
+        Owned::Not(user) => user,
+    };
+    // Shadowsocks to a bare socket: the download sealed where it is read.
+    let user = match owned::<SsStream<TcpStream>>(user)? {
+        Owned::Is(ss) if remote.as_tcp().is_some() => match owned::<TcpStream>(remote)? {
+            Owned::Is(remote) => {
+                // Boxed, as Vision's above.
+                return Box::pin(super::ss_relay::relay(
+                    *ss, *remote, buffers, idle, cancel, count,
+                ))
+                .await;
+            }
+            Owned::Not(remote) => {
+                return relay_with(ss, remote, buffers, idle, cancel, count).await;
+            }
+        },
+        Owned::Is(ss) => ss as BoxIo,
         Owned::Not(user) => user,
     };
     relay_with(user, remote, buffers, idle, cancel, count).await

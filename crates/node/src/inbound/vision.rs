@@ -25,7 +25,7 @@ use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 
 use switchyard_proto::vision::{Filter, Padder, Status, Unpadder};
-use switchyard_tunnel::pump::{Activity, Buffers, Ended, Pumped, both_ways, pump};
+use switchyard_tunnel::pump::{Activity, Buffers, Ended, Pumped, pump};
 use switchyard_tunnel::splice;
 use tokio_util::sync::CancellationToken;
 
@@ -338,24 +338,29 @@ pub(crate) async fn relay(
             spliced.fetch_add(1, Ordering::Relaxed);
         }
     };
-    let (count, activity, user, raw, switched) = (&count, &activity, &user, &raw, &switched);
-    let up = async move {
-        let up = move |n| count(n, 0);
-        if pump(ur, &mut rw, buffers.up, activity, up, Some(&raw.up)).await? == Pumped::Switched {
-            switched();
-            splice::one_way(user, rw.as_ref(), activity, up).await?;
-        }
-        Ok(())
-    };
-    let down = async move {
-        let down = move |n| count(0, n);
-        if pump(&mut rr, uw, buffers.down, activity, down, Some(&raw.down)).await?
-            == Pumped::Switched
-        {
-            switched();
-            splice::one_way(rr.as_ref(), user, activity, down).await?;
-        }
-        Ok(())
-    };
-    both_ways(up, down, activity, idle, cancel).await
+    let (count, user, raw, switched) = (&count, &user, &raw, &switched);
+    let activity = &activity;
+    switchyard_tunnel::both_ways!(
+        async move {
+            let up = move |n| count(n, 0);
+            let pumped = pump(ur, &mut rw, buffers.up, activity, up, Some(&raw.up)).await?;
+            if pumped == Pumped::Switched {
+                switched();
+                splice::one_way(user, rw.as_ref(), activity, up).await?;
+            }
+            io::Result::Ok(())
+        },
+        async move {
+            let down = move |n| count(0, n);
+            let pumped = pump(&mut rr, uw, buffers.down, activity, down, Some(&raw.down)).await?;
+            if pumped == Pumped::Switched {
+                switched();
+                splice::one_way(rr.as_ref(), user, activity, down).await?;
+            }
+            io::Result::Ok(())
+        },
+        activity,
+        idle,
+        cancel
+    )
 }

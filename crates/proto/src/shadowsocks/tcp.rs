@@ -204,6 +204,22 @@ impl Sealer {
         }
     }
 
+    /// Seals one chunk laid out in place: `chunk` is room for the length chunk
+    /// ([`LENGTH_CHUNK`] bytes), the payload (1 to [`MAX_CHUNK`] bytes, already
+    /// there) and room for its tag ([`TAG_LEN`]); what [`Self::seal`] would append
+    /// for that payload, without copying it. `None` when the payload's length is out
+    /// of range (nothing is sealed then).
+    pub fn seal_laid_out(&mut self, chunk: &mut [u8]) -> Option<()> {
+        let len = chunk.len().checked_sub(LENGTH_CHUNK + TAG_LEN)?;
+        if !(1..=MAX_CHUNK).contains(&len) {
+            return None;
+        }
+        chunk[..2].copy_from_slice(&u16::try_from(len).ok()?.to_be_bytes());
+        self.cipher.encrypt_packet(&mut chunk[..LENGTH_CHUNK]);
+        self.cipher.encrypt_packet(&mut chunk[LENGTH_CHUNK..]);
+        Some(())
+    }
+
     /// Seals `out[at..]` in place, appending its tag.
     fn seal_in_place(&mut self, out: &mut Vec<u8>, at: usize) {
         out.resize(out.len() + TAG_LEN, 0);

@@ -444,3 +444,32 @@ proptest! {
         prop_assert_eq!(open_all(&mut opener, &wire, NOW, split).unwrap(), want);
     }
 }
+
+#[test]
+fn a_chunk_sealed_in_place_is_what_seal_appends() {
+    for method in methods() {
+        let key = key(method, 5);
+        let request_salt = key.clone();
+        let answer = response(method, &key, &request_salt);
+        let mut head = Vec::new();
+        let mut appended = answer.seal(b"x", &mut head).unwrap();
+        let mut laid = answer.seal(b"x", &mut Vec::new()).unwrap();
+        for len in [1, 1000, MAX_CHUNK] {
+            let payload = pattern(len);
+            let mut want = Vec::new();
+            appended.seal(&payload, &mut want);
+            let mut chunk = vec![0u8; LENGTH_CHUNK + len + TAG_LEN];
+            chunk[LENGTH_CHUNK..LENGTH_CHUNK + len].copy_from_slice(&payload);
+            assert_eq!(laid.seal_laid_out(&mut chunk), Some(()));
+            assert_eq!(chunk, want, "{method:?}, {len} bytes");
+        }
+        // Out of range: nothing sealed, the nonce not spent.
+        assert_eq!(laid.seal_laid_out(&mut [0u8; LENGTH_CHUNK + TAG_LEN]), None);
+        let too_long = LENGTH_CHUNK + MAX_CHUNK + 1 + TAG_LEN;
+        assert_eq!(laid.seal_laid_out(&mut vec![0u8; too_long]), None);
+        let (mut want, mut chunk) = (Vec::new(), vec![0u8; LENGTH_CHUNK + 3 + TAG_LEN]);
+        appended.seal(&[0, 0, 0], &mut want);
+        assert_eq!(laid.seal_laid_out(&mut chunk), Some(()));
+        assert_eq!(chunk, want);
+    }
+}
