@@ -40,6 +40,11 @@ pub use writer::SsWriter;
 /// being read).
 pub const READ_CHUNK: usize = 16 * 1024;
 
+/// Bytes read from the peer at a time at the least while no read has filled its
+/// room (a quiet or chatty stream): the read buffer is zeroed as it grows, so every
+/// idle connection would otherwise hold [`READ_CHUNK`].
+pub const SMALL_READ: usize = 1024;
+
 /// The most bytes one write seals: four whole chunks, sent with one write to the
 /// socket (a peer's reads and ours both count per chunk, so whole chunks are cheapest).
 pub const MAX_WRITE: usize = 4 * MAX_CHUNK;
@@ -79,6 +84,10 @@ pub struct SsStream<S> {
     /// Opened payload in `input` not read yet.
     plain: Range<usize>,
     eof: bool,
+    /// A read has filled all the room it had: reads now ask for [`READ_CHUNK`] at
+    /// the least. Until then they ask for [`SMALL_READ`], so a quiet stream holds
+    /// little.
+    bulk: bool,
 }
 
 impl<S> SsStream<S> {
@@ -97,6 +106,7 @@ impl<S> SsStream<S> {
             filled: 0,
             plain: 0..0,
             eof: false,
+            bulk: false,
         }
     }
 
@@ -116,6 +126,7 @@ impl<S> SsStream<S> {
             in_at: head.consumed,
             plain: head.payload,
             eof: false,
+            bulk: false,
         }
     }
 
@@ -149,6 +160,7 @@ impl SsStream<TcpStream> {
             filled: self.filled,
             plain: self.plain,
             eof: self.eof,
+            bulk: self.bulk,
         };
         let writer = SsWriter {
             inner: write,
@@ -269,13 +281,17 @@ impl<S: AsyncRead + Unpin> AsyncRead for SsStream<S> {
             }
             // The rest of the step, and the length chunk after it, in one read.
             let missing = this.opener.wants().saturating_sub(this.filled);
-            let room = this.filled + READ_CHUNK.max(missing + LENGTH_CHUNK);
+            let least = if this.bulk { READ_CHUNK } else { SMALL_READ };
+            let room = this.filled + least.max(missing + LENGTH_CHUNK);
             if this.input.len() < room {
                 this.input.resize(room, 0);
             }
             let mut rb = ReadBuf::new(&mut this.input[this.filled..]);
             ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
             let n = rb.filled().len();
+            if rb.remaining() == 0 {
+                this.bulk = true;
+            }
             this.filled += n;
             if n == 0 {
                 this.eof = true;
@@ -458,9 +474,10 @@ mod tests {
         }
     }
 
-    /// Whole chunks are read at once, and a read hands on every chunk already in.
-    #[tokio::test]
-    async fn reads_take_whole_chunks_and_hand_on_all_that_is_in() {
+    /// A client's request made (its sealer and the response's opener) and the
+    /// server's response to it beginning with `first`: its bytes on the wire and
+    /// the server's sealer for more.
+    fn a_response(first: &[u8]) -> (Sealer, Opener, Vec<u8>, Sealer) {
         let keys = keys();
         let salt = [0x42; 16];
         let to = Address::Ip("127.0.0.1:80".parse().unwrap());
@@ -472,7 +489,7 @@ mod tests {
         };
         let (sealer, opener) = tcp::request(&keys, &salt, &request, &mut Vec::new()).unwrap();
         let mut wire = Vec::new();
-        let mut server = Response {
+        let server = Response {
             method: Method::Aes128Gcm,
             key: keys.user(),
             salt: &[0x24; 16],
@@ -480,8 +497,15 @@ mod tests {
             kind: 1,
             now: unix_now(),
         }
-        .seal(b"hello ", &mut wire)
+        .seal(first, &mut wire)
         .unwrap();
+        (sealer, opener, wire, server)
+    }
+
+    /// Whole chunks are read at once, and a read hands on every chunk already in.
+    #[tokio::test]
+    async fn reads_take_whole_chunks_and_hand_on_all_that_is_in() {
+        let (sealer, opener, mut wire, mut server) = a_response(b"hello ");
         for _ in 0..10 {
             server.seal(&[b's'; 1000], &mut wire);
         }
@@ -491,23 +515,44 @@ mod tests {
         drop(b);
         let inner = Counting { inner: a, reads: 0 };
         let mut client = SsStream::new(inner, sealer, opener);
-        // The response's first chunk and the ten small ones, in one read.
-        assert!(
-            wire.len() - 3 * MAX_CHUNK < READ_CHUNK,
-            "all in the first read"
-        );
+        // The first read asks for little (a quiet stream holds little): it brings
+        // the response's first chunk and fills its room, so the stream is in bulk.
         let mut buf = vec![0u8; 1 << 16];
-        assert_eq!(client.read(&mut buf).await.unwrap(), 6 + 10_000);
-        assert_eq!(&buf[..7], b"hello s");
-        let mut rest = Vec::new();
-        client.read_to_end(&mut rest).await.unwrap();
-        assert_eq!(rest.len(), 3 * MAX_CHUNK);
-        // The first read brought the small chunks; then one read per big chunk
-        // (16 KiB reads took a dozen).
+        let n = client.read(&mut buf).await.unwrap();
+        assert!((6..=SMALL_READ).contains(&n), "{n} bytes");
+        assert!(client.bulk, "a read that filled its room");
         assert!(
-            client.get_ref().reads <= 4,
+            wire.len() - 3 * MAX_CHUNK < SMALL_READ + READ_CHUNK,
+            "the small chunks all in the second read"
+        );
+        let mut rest = buf[..n].to_vec();
+        client.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(rest.len(), 6 + 10_000 + 3 * MAX_CHUNK);
+        assert_eq!(&rest[..7], b"hello s");
+        // Then the small chunks in one read and one read per big chunk (16 KiB
+        // reads took a dozen).
+        assert!(
+            client.get_ref().reads <= 6,
             "{} reads",
             client.get_ref().reads
+        );
+    }
+
+    /// A stream that only ever gets a few bytes holds a small read buffer, not
+    /// [`READ_CHUNK`] (every idle connection of a node holds its buffer).
+    #[tokio::test]
+    async fn a_quiet_stream_holds_a_small_read_buffer() {
+        let (sealer, opener, wire, _) = a_response(b"hello");
+        let (a, mut b) = tokio::io::duplex(1 << 16);
+        b.write_all(&wire).await.unwrap();
+        let mut client = SsStream::new(a, sealer, opener);
+        let mut buf = [0u8; 64];
+        assert_eq!(client.read(&mut buf).await.unwrap(), 5);
+        assert!(!client.bulk);
+        assert!(
+            client.input.len() <= 2 * SMALL_READ,
+            "{} bytes held",
+            client.input.len()
         );
     }
 

@@ -32,8 +32,10 @@ pub(crate) const FALLBACK_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// fallback, or holds it and closes it.
 pub(crate) async fn reject(ctx: &Ctx, rt: &Runtime, stream: BoxIo, read: Vec<u8>, conn: &Conn) {
     match ctx.config.fallback {
-        Some(addr) => splice(ctx, rt, stream, read, conn, addr).await,
-        None => hold(ctx, rt, stream, conn).await,
+        // Boxed: every handshake that may refuse holds this future in its own, and
+        // a refused connection is rare; an accepted one should not pay its room.
+        Some(addr) => Box::pin(splice(ctx, rt, stream, read, conn, addr)).await,
+        None => Box::pin(hold(ctx, rt, stream, conn)).await,
     }
 }
 

@@ -27,7 +27,9 @@ mod vision;
 mod vless;
 mod xhttp;
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -451,8 +453,34 @@ pub(crate) async fn accept_each<L: Listener>(
     }
 }
 
-async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, mut conn: Conn) {
+/// What serves a connection once its handshakes are done, for as long as it lives.
+type Serving<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// One connection's task. It lives as long as the connection, so it holds only the
+/// future that serves it: the handshakes run in a box of their own, freed when they
+/// are done, and hand over the serving future, boxed at the size of its own path.
+/// (Written inline, the task held room for the largest path of all, 11 KiB, and the
+/// TLS session a handshake returned, for every connection; see
+/// `a_connections_task_holds_only_its_serving_future`.)
+async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, conn: Conn) {
     let rt = ctx.shared.runtime();
+    let serving = {
+        let open = Box::pin(open(&ctx, &rt, tcp, conn));
+        open.await
+    };
+    if let Some(serving) = serving {
+        serving.await;
+    }
+}
+
+/// The handshakes of a connection (TLS or REALITY, then WebSocket or HTTPUpgrade):
+/// what serves it then, or `None` when it ends here (refused, held, timed out).
+async fn open<'a>(
+    ctx: &'a Arc<Ctx>,
+    rt: &'a Arc<Runtime>,
+    tcp: TcpStream,
+    mut conn: Conn,
+) -> Option<Serving<'a>> {
     let local = tcp
         .local_addr()
         .unwrap_or_else(|_| SocketAddr::new(ctx.config.listen, ctx.config.port));
@@ -463,33 +491,41 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, mut conn: Conn) {
         ctx.config.protocol == Protocol::Vless && ctx.config.transport == Transport::Tcp;
     let stream: BoxIo = match &ctx.layer {
         Layer::Plain => Box::new(tcp),
-        Layer::Reality(reality) => match reality.accept(&ctx, &rt, tcp, &conn).await {
-            Some(tls) if vision_capable => return vless::serve_tls(&ctx, &rt, tls, conn).await,
+        Layer::Reality(reality) => match reality.accept(ctx, rt, tcp, &conn).await {
+            Some(tls) if vision_capable => {
+                return Some(Box::pin(vless::serve_tls(ctx, rt, Box::new(tls), conn)));
+            }
             Some(tls) => Box::new(tls),
-            None => return,
+            None => return None,
         },
         Layer::Tls(acceptor, acme) if vision_capable => {
             let raw = Records::new(Prefixed::new(Vec::new(), tcp), true);
             match timeout_at(conn.deadline, accept_tls(acceptor, acme.as_ref(), raw)).await {
-                Ok(Ok(Some(tls))) => return vless::serve_tls(&ctx, &rt, tls, conn).await,
-                Ok(Ok(None)) => return,
+                Ok(Ok(Some(tls))) => {
+                    return Some(Box::pin(vless::serve_tls(ctx, rt, Box::new(tls), conn)));
+                }
+                Ok(Ok(None)) => return None,
                 Ok(Err(e)) => {
-                    return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
+                    tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
+                    return None;
                 }
                 Err(_) => {
-                    return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake timed out");
+                    tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake timed out");
+                    return None;
                 }
             }
         }
         Layer::Tls(acceptor, acme) => {
             match timeout_at(conn.deadline, accept_tls(acceptor, acme.as_ref(), tcp)).await {
                 Ok(Ok(Some(tls))) => Box::new(tls),
-                Ok(Ok(None)) => return,
+                Ok(Ok(None)) => return None,
                 Ok(Err(e)) => {
-                    return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
+                    tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake: {e}");
+                    return None;
                 }
                 Err(_) => {
-                    return tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake timed out");
+                    tracing::debug!(%peer, inbound = %ctx.config.tag, "TLS handshake timed out");
+                    return None;
                 }
             }
         }
@@ -497,28 +533,22 @@ async fn handle(ctx: Arc<Ctx>, tcp: TcpStream, mut conn: Conn) {
     let stream = match &ctx.config.transport {
         Transport::Tcp => stream,
         Transport::Ws { path, host } => {
-            match upgrade(&ctx, &rt, stream, path, host.as_deref(), &mut conn).await {
-                Some(ws) => ws,
-                None => return,
-            }
+            upgrade(ctx, rt, stream, path, host.as_deref(), &mut conn).await?
         }
         Transport::HttpUpgrade { path, host } => {
-            match http_upgrade(&ctx, &rt, stream, path, host.as_deref(), &mut conn).await {
-                Some(up) => up,
-                None => return,
-            }
+            http_upgrade(ctx, rt, stream, path, host.as_deref(), &mut conn).await?
         }
         Transport::Grpc { service_name } => {
-            return grpc::serve(&ctx, &rt, stream, conn, service_name).await;
+            return Some(Box::pin(grpc::serve(ctx, rt, stream, conn, service_name)));
         }
-        Transport::Xhttp(_) => return xhttp::serve(&ctx, &rt, stream, conn).await,
+        Transport::Xhttp(_) => return Some(Box::pin(xhttp::serve(ctx, rt, stream, conn))),
     };
     match ctx.config.protocol {
-        Protocol::Vless => vless::serve(&ctx, &rt, stream, conn).await,
-        Protocol::Trojan => trojan::serve(&ctx, &rt, stream, conn).await,
-        Protocol::Socks => socks::serve(&ctx, &rt, stream, conn, local).await,
-        Protocol::Shadowsocks => {} // served by shadowsocks::start
-        Protocol::Hysteria2 => {}   // served by hysteria2::start
+        Protocol::Vless => Some(Box::pin(vless::serve(ctx, rt, stream, conn))),
+        Protocol::Trojan => Some(Box::pin(trojan::serve(ctx, rt, stream, conn))),
+        Protocol::Socks => Some(Box::pin(socks::serve(ctx, rt, stream, conn, local))),
+        Protocol::Shadowsocks => None, // served by shadowsocks::start
+        Protocol::Hysteria2 => None,   // served by hysteria2::start
     }
 }
 
@@ -657,6 +687,47 @@ mod tests {
             xhttp: None,
             trusted: Arc::new([]),
         })
+    }
+
+    /// The size of the future `f` returns.
+    fn output<F: FnOnce(A, B, C) -> Fut, A, B, C, Fut>(_: &F) -> usize {
+        std::mem::size_of::<Fut>()
+    }
+    fn output4<F: FnOnce(A, B, C, D) -> Fut, A, B, C, D, Fut>(_: &F) -> usize {
+        std::mem::size_of::<Fut>()
+    }
+
+    /// A connection's task lives as long as the connection: it holds the future that
+    /// serves it and nothing of the handshakes (it held room for the largest path
+    /// of all, 11 KiB, for every connection, and for the TLS session a handshake
+    /// returned).
+    #[test]
+    fn a_connections_task_holds_only_its_serving_future() {
+        let task = output(&handle);
+        let serving = [
+            output4(&vless::serve),
+            output4(&vless::serve_tls),
+            output4(&trojan::serve),
+        ];
+        let smallest = serving.into_iter().min().unwrap();
+        assert!(task < 1024, "a connection's task of {task} bytes");
+        assert!(
+            task < smallest / 4,
+            "{task} bytes for serving ones of {serving:?}"
+        );
+        let handshake = output4(&open);
+        assert!(
+            handshake > 2 * task,
+            "the handshakes ({handshake} bytes) are boxed"
+        );
+        // Shadowsocks' task holds the relay, not the handshake.
+        let ss = output(&shadowsocks::handle);
+        let ss_open = output4(&shadowsocks::open);
+        assert!(ss < ss_open + output7(&tcp::proxy), "{ss} bytes");
+    }
+
+    fn output7<F: FnOnce(A, B, C, D, E, G, H) -> Fut, A, B, C, D, E, G, H, Fut>(_: &F) -> usize {
+        std::mem::size_of::<Fut>()
     }
 
     /// A task that panics is counted and started again after a pause that doubles;

@@ -46,6 +46,7 @@ use switchyard_transport::listen::TcpListener;
 use super::state::InboundState;
 use super::{Conn, Ctx, fallback, tcp};
 use crate::config::SsMethod;
+use crate::outbound::Destination;
 use crate::runtime::Runtime;
 use crate::users::User;
 
@@ -238,10 +239,50 @@ pub(crate) fn start(ctx: Arc<Ctx>, listener: Arc<TcpListener>, socket: Arc<UdpSo
     });
 }
 
-async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, mut conn: Conn) {
+/// A request opened: the stream, its destination and user, and the connection.
+type Opened = (SsStream<TcpStream>, Destination, Arc<User>, Conn);
+
+/// One connection's task, which lives as long as the connection: the handshake runs
+/// in a box of its own, freed when it is done, so the task holds only the relay
+/// (as the other inbounds' tasks, `super::handle`).
+pub(super) async fn handle(inbound: Arc<Inbound>, tcp: TcpStream, conn: Conn) {
+    let rt = inbound.ctx.shared.runtime();
+    let opened = {
+        let open = Box::pin(open(&inbound, &rt, tcp, conn));
+        open.await
+    };
+    let Some((stream, target, user, conn)) = opened else {
+        return;
+    };
+    let preamble = tcp::Preamble {
+        response: &[],
+        first: &[],
+    };
+    let peer = conn.peer;
+    tcp::proxy(
+        &inbound.ctx,
+        &rt,
+        &user,
+        peer,
+        Box::new(stream),
+        target,
+        preamble,
+    )
+    .await;
+    // `conn` (its place among the inbound's handshakes) lives until the end.
+    drop(conn);
+}
+
+/// The handshake: the user found by the request's head, the head opened and its
+/// salt new; `None` when it was refused (and handed to the fallback or held).
+pub(super) async fn open(
+    inbound: &Inbound,
+    rt: &Arc<Runtime>,
+    mut tcp: TcpStream,
+    mut conn: Conn,
+) -> Option<Opened> {
     let ctx = &inbound.ctx;
-    let rt = ctx.shared.runtime();
-    let keys = inbound.keys(&rt);
+    let keys = inbound.keys(rt);
     let (peer, deadline) = (conn.peer, conn.deadline);
     let salt_len = inbound.method.salt_len();
     let eih = has_eih(inbound.method);
@@ -250,7 +291,8 @@ async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, mut conn: Conn) {
     let want = tcp_server::fixed_len(inbound.ss_method, identities);
     let mut head = Vec::with_capacity(want + 512);
     if !read_to(&mut tcp, &mut head, want, deadline).await {
-        return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
+        fallback::reject(ctx, rt, Box::new(tcp), head, &conn).await;
+        return None;
     }
     let (salt, rest) = head.split_at(salt_len);
     let found = if eih {
@@ -260,7 +302,8 @@ async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, mut conn: Conn) {
     };
     let Some((key, user)) = found else {
         tracing::debug!(%peer, inbound = %ctx.config.tag, "shadowsocks: unknown user");
-        return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
+        fallback::reject(ctx, rt, Box::new(tcp), head, &conn).await;
+        return None;
     };
     // Then the variable header, as long as the fixed one says (at most a chunk).
     // It is opened on a copy, so a refusal hands on the bytes as they came.
@@ -271,25 +314,29 @@ async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, mut conn: Conn) {
             Ok(None) => {
                 let more = head.len() + 1;
                 if !read_to(&mut tcp, &mut head, more, deadline).await {
-                    return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
+                    fallback::reject(ctx, rt, Box::new(tcp), head, &conn).await;
+                    return None;
                 }
             }
             Err(e) => {
                 tracing::debug!(%peer, inbound = %ctx.config.tag, user = %user.name, "shadowsocks: {e}");
-                return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
+                fallback::reject(ctx, rt, Box::new(tcp), head, &conn).await;
+                return None;
             }
         }
     };
     let (work, opened) = opened;
     if !inbound.state.shadowsocks().salts.accept(&opened.salt) {
         tracing::debug!(%peer, inbound = %ctx.config.tag, user = %user.name, "shadowsocks: replayed salt");
-        return fallback::reject(ctx, &rt, Box::new(tcp), head, &conn).await;
+        fallback::reject(ctx, rt, Box::new(tcp), head, &conn).await;
+        return None;
     }
     conn.authenticated();
     let target = opened.destination.clone();
     let mut response_salt = vec![0u8; salt_len];
     if SystemRandom::new().fill(&mut response_salt).is_err() {
-        return tracing::warn!(inbound = %ctx.config.tag, "shadowsocks: no randomness for a salt");
+        tracing::warn!(inbound = %ctx.config.tag, "shadowsocks: no randomness for a salt");
+        return None;
     }
     let response = PendingResponse {
         method: inbound.ss_method,
@@ -297,12 +344,12 @@ async fn handle(inbound: Arc<Inbound>, mut tcp: TcpStream, mut conn: Conn) {
         salt: response_salt,
         request_salt: opened.salt.clone(),
     };
-    let stream = SsStream::serve(tcp, work, opened, response);
-    let preamble = tcp::Preamble {
-        response: &[],
-        first: &[],
-    };
-    tcp::proxy(ctx, &rt, &user, peer, Box::new(stream), target, preamble).await;
+    Some((
+        SsStream::serve(tcp, work, opened, response),
+        target,
+        user,
+        conn,
+    ))
 }
 
 /// Reads from `tcp` into `buf` until it holds `want` bytes (reading no further

@@ -131,7 +131,8 @@ pub(crate) async fn relay(
                 .await;
             }
             Owned::Not(remote) => {
-                return relay_with(vision, remote, buffers, idle, cancel, count).await;
+                let pump = Box::pin(relay_with(vision, remote, buffers, idle, cancel, count));
+                return pump.await;
             }
         },
         Owned::Is(vision) => vision as BoxIo,
@@ -148,13 +149,17 @@ pub(crate) async fn relay(
                 .await;
             }
             Owned::Not(remote) => {
-                return relay_with(ss, remote, buffers, idle, cancel, count).await;
+                let pump = Box::pin(relay_with(ss, remote, buffers, idle, cancel, count));
+                return pump.await;
             }
         },
         Owned::Is(ss) => ss as BoxIo,
         Owned::Not(user) => user,
     };
-    relay_with(user, remote, buffers, idle, cancel, count).await
+    // Boxed, so that a connection spliced above holds no room for the pump's two
+    // directions (its task lives as long as the connection).
+    let pump = Box::pin(relay_with(user, remote, buffers, idle, cancel, count));
+    pump.await
 }
 
 /// A boxed stream taken out of its box as a `T`, or left as it was.

@@ -81,37 +81,42 @@ pub(crate) async fn serve(ctx: &Ctx, rt: &Runtime, stream: BoxIo, mut conn: Conn
     carry(ctx, rt, &a, stream, conn, &RESPONSE, first).await;
 }
 
-/// VLESS over TCP in TLS or REALITY: Vision when the client asks for it.
-pub(crate) async fn serve_tls(ctx: &Ctx, rt: &Runtime, tls: RawTls, mut conn: Conn) {
+/// VLESS over TCP in TLS or REALITY: Vision when the client asks for it. The TLS
+/// session comes boxed and the handshake runs in a block of its own, so that the
+/// relay's future (this one, for the connection's life) holds neither.
+pub(crate) async fn serve_tls(ctx: &Ctx, rt: &Runtime, tls: Box<RawTls>, mut conn: Conn) {
     let mut buf = Vec::with_capacity(512);
-    let mut stream = Some(tls);
-    let Some(a) = authenticate(ctx, rt, &mut stream, &mut buf, &mut conn).await else {
-        return;
-    };
-    let Some(mut tls) = stream else { return };
-    let first = &buf[a.used..];
-    match a.request.flow {
-        Flow::Vision => {
-            let vision = match Vision::new(tls, a.request.uuid, &RESPONSE, first, ctx.state.clone())
-            {
-                Ok(v) => v,
-                Err(e) => {
-                    return tracing::debug!(user = %a.user.name, inbound = %ctx.config.tag, "Vision: {e}");
+    let (a, stream, response, used) = {
+        let mut stream = Some(*tls);
+        let Some(a) = authenticate(ctx, rt, &mut stream, &mut buf, &mut conn).await else {
+            return;
+        };
+        let Some(mut tls) = stream else { return };
+        let (stream, response, used): (BoxIo, &[u8], usize) = match a.request.flow {
+            Flow::Vision => {
+                let first = &buf[a.used..];
+                match Vision::new(tls, a.request.uuid, &RESPONSE, first, ctx.state.clone()) {
+                    Ok(v) => (Box::new(v), &[], buf.len()),
+                    Err(e) => {
+                        return tracing::debug!(user = %a.user.name, inbound = %ctx.config.tag, "Vision: {e}");
+                    }
                 }
-            };
-            carry(ctx, rt, &a, Box::new(vision), conn, &[], &[]).await;
-        }
-        Flow::None => {
-            let tcp = matches!(a.request.command, Command::Tcp(_));
-            if tcp && ctx.config.flow == Some(InboundFlow::Vision) {
-                return tracing::info!(user = %a.user.name, inbound = %ctx.config.tag,
-                    "VLESS: this inbound's flow is xtls-rprx-vision and the client asked for none: closed");
             }
-            // No switch can come: rustls may read ahead as it likes.
-            tls.get_mut().0.unbound();
-            carry(ctx, rt, &a, Box::new(tls), conn, &RESPONSE, first).await;
-        }
-    }
+            Flow::None => {
+                let tcp = matches!(a.request.command, Command::Tcp(_));
+                if tcp && ctx.config.flow == Some(InboundFlow::Vision) {
+                    return tracing::info!(user = %a.user.name, inbound = %ctx.config.tag,
+                        "VLESS: this inbound's flow is xtls-rprx-vision and the client asked for none: closed");
+                }
+                // No switch can come: rustls may read ahead as it likes.
+                tls.get_mut().0.unbound();
+                let used = a.used;
+                (Box::new(tls), &RESPONSE, used)
+            }
+        };
+        (a, stream, response, used)
+    };
+    carry(ctx, rt, &a, stream, conn, response, &buf[used..]).await;
 }
 
 /// Carries an authenticated request's payload; `response` and `first` as in

@@ -43,17 +43,29 @@ impl SsWriter {
             self.out.clear();
         }
         if self.sealer.is_none() || self.slots.is_empty() {
-            // A small read into the stack; the places only once a read fills it (a
-            // bulk transfer), so an idle or chatty stream holds none.
-            let mut small = [0u8; SMALL];
-            let n = read(from, &mut [IoSliceMut::new(&mut small)]).await?;
+            // A small read into the stack, sealed before anything is awaited (so the
+            // future waiting here holds none of it); the places only once a read
+            // fills it (a bulk transfer), so an idle or chatty stream holds none.
+            let n = loop {
+                from.readable().await?;
+                let mut small = [0u8; SMALL];
+                match from.try_read(&mut small) {
+                    Ok(n) => {
+                        if n > 0 {
+                            seal(
+                                &mut self.sealer,
+                                &mut self.pending,
+                                &small[..n],
+                                &mut self.out,
+                            )?;
+                        }
+                        break n;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
+                }
+            };
             if n > 0 {
-                seal(
-                    &mut self.sealer,
-                    &mut self.pending,
-                    &small[..n],
-                    &mut self.out,
-                )?;
                 self.inner.write_all(&self.out).await?;
                 self.out.clear();
                 if n == SMALL {
