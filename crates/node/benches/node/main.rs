@@ -165,25 +165,24 @@ struct Measured {
 /// Both downloads, the server's CPU time over them, then the new connections.
 async fn measure(pair: &Pair, target: &Target, plan: &Plan) -> Result<Measured> {
     let proxy = pair.proxy()?;
-    let cpu_before = pair.server.cpu_seconds()?;
+    let cpu_before = pair.server.cpu()?;
     let started = std::time::Instant::now();
     let one = load::bulk(Some(proxy), target, plan.bulk_bytes, 1).await?;
-    let cpu_between = pair.server.cpu_seconds()?;
+    let cpu_between = pair.server.cpu()?;
     let many = load::bulk(Some(proxy), target, plan.bulk_bytes, BULK_WIDE).await?;
     let wall = started.elapsed().as_secs_f64();
-    let cpu_after = pair.server.cpu_seconds()?;
+    let cpu_after = pair.server.cpu()?;
     // The server's CPU time per GB carried, over both downloads.
-    let cpu = cpu_after - cpu_before;
+    let cpu = cpu_after.since(&cpu_before);
     let cpu_ms = cpu * 1e3 / (2.0 * plan.bulk_bytes as f64 / 1e9);
-    // The clock ticks at 10 ms: a download shorter than a few ticks has no figure.
-    let carries = |seconds: f64| plan.bulk_bytes as f64 / seconds.max(0.01) / 1e6;
+    let carries = |seconds: f64| plan.bulk_bytes as f64 / seconds.max(1e-6) / 1e6;
     let rate = load::connections_per_second(proxy, target, plan.cps_requests, CPS_BODY).await?;
     Ok(Measured {
         one,
         many,
         cpu_ms,
-        core_one: carries(cpu_between - cpu_before),
-        core_many: carries(cpu_after - cpu_between),
+        core_one: carries(cpu_between.since(&cpu_before)),
+        core_many: carries(cpu_after.since(&cpu_between)),
         busy: cpu / wall * 100.0,
         rate,
     })

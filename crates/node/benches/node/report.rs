@@ -330,8 +330,9 @@ fn footnote(plan: &Plan, pinning: &str) -> String {
          busy: the server's CPU time over both downloads per second of them; below 100 % \
          the client side, not the server, set the pace, and the CPU per GB is the \
          server's figure. Download: {bulk} MiB per case from \
-         the local HTTP target, every byte checked. Server CPU: the server process's user and \
-         system time (`/proc/PID/stat`) over both downloads, per GB; lower is better. New \
+         the local HTTP target, every byte checked. Server CPU: the server's threads' time on \
+         a CPU (`/proc/PID/task/*/schedstat`, nanoseconds) over both downloads, per GB; \
+         lower is better. New \
          connections: {cps} sequential requests for {CPS_BODY} bytes, each on a new \
          connection through the client and the server. Memory: the server's VmRSS growth \
          with {idle} idle proxied connections open, divided by {idle}, in a fresh server \

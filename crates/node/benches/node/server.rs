@@ -154,9 +154,9 @@ impl Server {
         Ok(kib * 1024)
     }
 
-    /// CPU time it has used so far (user and system, all threads), in seconds.
-    pub(crate) fn cpu_seconds(&self) -> Result<f64> {
-        switchyard_testkit::pin::cpu_seconds(&format!("/proc/{}/stat", self.pid()))
+    /// Its CPU time now (all threads, to the nanosecond).
+    pub(crate) fn cpu(&self) -> Result<switchyard_testkit::pin::CpuTime> {
+        switchyard_testkit::pin::CpuTime::of(self.pid())
     }
 
     fn pid(&self) -> u32 {

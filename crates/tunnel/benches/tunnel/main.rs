@@ -158,8 +158,7 @@ async fn run(idle: usize, cores: Option<Cores>) -> Result<Report> {
                 report.bulk[case][i].push(mbps);
                 match (before, cpu(i)?) {
                     (Some(before), Some(after)) => {
-                        // 10 ms clock ticks: never divide by less than one.
-                        let carries = BULK_BYTES as f64 / (after - before).max(0.01) / 1e6;
+                        let carries = BULK_BYTES as f64 / (after - before).max(1e-6) / 1e6;
                         println!(
                             "bulk x{streams:<2} {name:<8} {mbps:>8.0} MB/s, its core carries \
                              {carries:>6.0} MB/s"

@@ -187,9 +187,9 @@ impl Tunnel {
         for tid in self.threads.ids() {
             // A thread that has ended (tokio's blocking pool lets idle ones go) took
             // its time with it; the workers, which carry the traffic, stay.
-            if let Ok(s) =
-                switchyard_testkit::pin::cpu_seconds(&format!("/proc/{pid}/task/{tid}/stat"))
-            {
+            if let Ok(s) = switchyard_testkit::pin::thread_cpu_seconds(&format!(
+                "/proc/{pid}/task/{tid}/schedstat"
+            )) {
                 sum += s;
             }
         }
