@@ -43,7 +43,7 @@ pub const READ_CHUNK: usize = 16 * 1024;
 /// Bytes read from the peer at a time at the least while no read has filled its
 /// room (a quiet or chatty stream): the read buffer is zeroed as it grows, so every
 /// idle connection would otherwise hold [`READ_CHUNK`].
-pub const SMALL_READ: usize = 1024;
+const SMALL_READ: usize = 1024;
 
 /// The most bytes one write seals: four whole chunks, sent with one write to the
 /// socket (a peer's reads and ours both count per chunk, so whole chunks are cheapest).

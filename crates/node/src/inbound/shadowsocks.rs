@@ -49,6 +49,7 @@ use crate::config::SsMethod;
 use crate::outbound::Destination;
 use crate::runtime::Runtime;
 use crate::users::User;
+use switchyard_transport::BoxIo;
 
 pub(crate) use udp::bind as bind_udp;
 
@@ -239,8 +240,9 @@ pub(crate) fn start(ctx: Arc<Ctx>, listener: Arc<TcpListener>, socket: Arc<UdpSo
     });
 }
 
-/// A request opened: the stream, its destination and user, and the connection.
-type Opened = (SsStream<TcpStream>, Destination, Arc<User>, Conn);
+/// A request opened: the stream (boxed: the task would otherwise keep room for the
+/// stream itself while it relays it), its destination and user, and the connection.
+type Opened = (BoxIo, Destination, Arc<User>, Conn);
 
 /// One connection's task, which lives as long as the connection: the handshake runs
 /// in a box of its own, freed when it is done, so the task holds only the relay
@@ -259,16 +261,7 @@ pub(super) async fn handle(inbound: Arc<Inbound>, tcp: TcpStream, conn: Conn) {
         first: &[],
     };
     let peer = conn.peer;
-    tcp::proxy(
-        &inbound.ctx,
-        &rt,
-        &user,
-        peer,
-        Box::new(stream),
-        target,
-        preamble,
-    )
-    .await;
+    tcp::proxy(&inbound.ctx, &rt, &user, peer, stream, target, preamble).await;
     // `conn` (its place among the inbound's handshakes) lives until the end.
     drop(conn);
 }
@@ -344,12 +337,8 @@ pub(super) async fn open(
         salt: response_salt,
         request_salt: opened.salt.clone(),
     };
-    Some((
-        SsStream::serve(tcp, work, opened, response),
-        target,
-        user,
-        conn,
-    ))
+    let stream: BoxIo = Box::new(SsStream::serve(tcp, work, opened, response));
+    Some((stream, target, user, conn))
 }
 
 /// Reads from `tcp` into `buf` until it holds `want` bytes (reading no further
