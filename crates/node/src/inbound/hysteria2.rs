@@ -266,9 +266,14 @@ async fn stream(
     let Ok(stream) = accept.ok().await else {
         return;
     };
-    let ended = switchyard_tunnel::pump::relay(stream, remote, rt.idle_timeout, &cancel, |u, d| {
-        admission.add(u, d);
-    })
+    let ended = switchyard_tunnel::pump::relay_with(
+        stream,
+        remote,
+        super::buffers::HYSTERIA2,
+        rt.idle_timeout,
+        &cancel,
+        |u, d| admission.add(u, d),
+    )
     .await;
     tracing::trace!(user = %user.name, %dest, ?ended, "hysteria2 stream closed");
 }
@@ -300,9 +305,14 @@ async fn sniffed_stream(
         }
         admission.add(first.len() as u64, 0);
     }
-    let ended = switchyard_tunnel::pump::relay(stream, remote, rt.idle_timeout, cancel, |u, d| {
-        admission.add(u, d);
-    })
+    let ended = switchyard_tunnel::pump::relay_with(
+        stream,
+        remote,
+        super::buffers::HYSTERIA2,
+        rt.idle_timeout,
+        cancel,
+        |u, d| admission.add(u, d),
+    )
     .await;
     tracing::trace!(user = %user.name, %dest, ?ended, "hysteria2 stream closed");
 }
