@@ -137,15 +137,4 @@ mod tests {
         ));
         assert_eq!(ss, SHADOWSOCKS);
     }
-
-    #[test]
-    fn hysteria2_reads_a_grpc_message_worth_toward_the_user() {
-        assert_eq!(
-            HYSTERIA2,
-            Buffers {
-                up: 16 * 1024,
-                down: 256 * 1024
-            }
-        );
-    }
 }
