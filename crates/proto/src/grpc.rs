@@ -293,27 +293,34 @@ impl Decoder {
 /// be at most [`MAX_PAYLOAD_LEN`] (callers split longer writes); the header is at
 /// most [`MAX_HEADER_LEN`] bytes.
 pub fn encode_header(n: usize, out: &mut Vec<u8>) {
+    let (header, len) = header(n);
+    out.extend_from_slice(&header[..len]);
+}
+
+/// The header [`encode_header`] appends, in the first `.1` bytes of `.0`: for a
+/// writer that puts it in room left in front of a payload it already holds.
+pub fn header(n: usize) -> ([u8; MAX_HEADER_LEN], usize) {
     let n = n.min(MAX_PAYLOAD_LEN);
-    let mut varint = [0u8; 5];
-    let mut len = 0;
+    let mut out = [0u8; MAX_HEADER_LEN];
+    // The flag byte, four of length and the field's tag come before the varint.
+    let mut at = 6;
     let mut v = n;
     loop {
         let b = (v & 0x7f) as u8;
         v >>= 7;
         if v == 0 {
-            varint[len] = b;
-            len += 1;
+            out[at] = b;
+            at += 1;
             break;
         }
-        varint[len] = b | 0x80;
-        len += 1;
+        out[at] = b | 0x80;
+        at += 1;
     }
-    // 1 + 5 + 1 MiB fits in u32 by far.
-    let message = (1 + len + n) as u32;
-    out.push(0);
-    out.extend_from_slice(&message.to_be_bytes());
-    out.push(0x0A);
-    out.extend_from_slice(&varint[..len]);
+    // The tag, the varint and the payload; 1 + 5 + 1 MiB fits in u32 by far.
+    let message = (at - 5 + n) as u32;
+    out[1..5].copy_from_slice(&message.to_be_bytes());
+    out[5] = 0x0A;
+    (out, at)
 }
 
 #[cfg(test)]

@@ -137,3 +137,28 @@ proptest! {
         let _ = decode_in(&bytes, step);
     }
 }
+
+#[test]
+fn a_header_is_seven_to_nine_bytes_up_to_a_quarter_mebibyte() {
+    // Flag, length, tag: 6 bytes; the varint 1 byte to 127, 2 to 16,383, 3 beyond.
+    for (n, len) in [
+        (0, 7),
+        (127, 7),
+        (128, 8),
+        (16_383, 8),
+        (16_384, 9),
+        (261_964, 9),
+    ] {
+        let (header, got) = header(n);
+        assert_eq!(got, len, "{n} bytes of payload");
+        let mut appended = Vec::new();
+        encode_header(n, &mut appended);
+        assert_eq!(&header[..got], &appended[..]);
+        let message = u32::from_be_bytes(header[1..5].try_into().unwrap()) as usize;
+        assert_eq!(
+            message,
+            len - 5 + n,
+            "the length counts the tag, varint and payload"
+        );
+    }
+}

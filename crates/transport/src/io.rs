@@ -29,6 +29,26 @@ impl<T: AsyncRead + AsyncWrite + Send + Unpin + Any> Io for T {
 /// A boxed [`Io`]: what a stack of layers ends in.
 pub type BoxIo = Box<dyn Io>;
 
+/// The writing half of a stream that takes what it writes by value: each chunk comes
+/// with [`headroom`](Self::headroom) bytes free in front of its payload, the writer
+/// puts its framing there and sends the chunk as it is, where an [`AsyncWrite`] would
+/// copy the payload into a buffer of its own (a gRPC stream's messages). Flow control
+/// is the writer's: a write returns once the chunk is taken.
+pub trait ChunkWrite: Send + Unpin {
+    /// Bytes left free in front of each chunk's payload.
+    fn headroom(&self) -> usize;
+
+    /// Sends `chunk`, its payload after the first [`headroom`](Self::headroom) bytes
+    /// (a chunk shorter than that is an `InvalidInput` error), whole.
+    fn write_chunk(
+        &mut self,
+        chunk: bytes::BytesMut,
+    ) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+
+    /// Ends this direction: the peer reads the end of the stream.
+    fn shutdown(&mut self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+}
+
 /// A stream that first replays bytes already read from it (a ClientHello, a header's
 /// tail, data that came with a handshake).
 pub struct Prefixed<S> {

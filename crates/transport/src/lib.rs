@@ -53,4 +53,4 @@ pub mod shadowsocks;
 pub mod ws;
 pub mod xhttp;
 
-pub use io::{BoxIo, Io, Prefixed};
+pub use io::{BoxIo, ChunkWrite, Io, Prefixed};

@@ -7,6 +7,8 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use bytes::BytesMut;
+use switchyard_transport::ChunkWrite;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -216,10 +218,223 @@ where
     }
 }
 
+/// [`relay_with`] for a user whose writing half takes chunks by value
+/// ([`ChunkWrite`]: a gRPC stream's): the download is read into buffers handed
+/// over whole ([`pump_chunks`]), the upload pumped as usual.
+pub async fn relay_chunks<UR, UW, R>(
+    (user_read, user_write): (UR, UW),
+    remote: R,
+    buffers: Buffers,
+    idle: Duration,
+    cancel: &CancellationToken,
+    count: impl Fn(u64, u64) + Send + Sync,
+) -> io::Result<Ended>
+where
+    UR: AsyncRead + Send + Unpin,
+    UW: ChunkWrite,
+    R: AsyncRead + AsyncWrite + Send,
+{
+    let activity = Activity::new();
+    let (rr, rw) = tokio::io::split(remote);
+    let count = &count;
+    crate::both_ways!(
+        pump(
+            user_read,
+            rw,
+            buffers.up,
+            &activity,
+            move |n| count(n, 0),
+            None
+        ),
+        pump_chunks(rr, user_write, buffers.down, &activity, move |n| count(
+            0, n
+        )),
+        activity,
+        idle,
+        cancel
+    )
+}
+
+/// [`pump`] into a [`ChunkWrite`]: while busy, each read lands in a buffer of its own
+/// with the writer's headroom in front, and the writer takes the buffer itself (frames
+/// it in place, keeps it until sent) instead of copying it. While quiet, reads go to
+/// a small buffer in the task and are copied out (a few bytes), as [`pump`]'s are, so
+/// an idle direction holds no large buffer.
+pub async fn pump_chunks<Rd, W>(
+    mut r: Rd,
+    mut w: W,
+    size: usize,
+    activity: &Activity,
+    count: impl Fn(u64),
+) -> io::Result<Pumped>
+where
+    Rd: AsyncRead + Unpin,
+    W: ChunkWrite,
+{
+    let headroom = w.headroom();
+    let size = size.max(SMALL_BUFFER);
+    let mut small = [0u8; SMALL_BUFFER];
+    let mut busy = false;
+    loop {
+        let mut chunk;
+        if busy {
+            chunk = BytesMut::with_capacity(headroom + size);
+            chunk.resize(headroom, 0);
+            // Reads are cancel-safe: a timed-out read loses nothing.
+            match tokio::time::timeout(RELEASE_AFTER, r.read_buf(&mut chunk)).await {
+                Ok(n) => {
+                    n?;
+                }
+                Err(_) => {
+                    busy = false;
+                    continue;
+                }
+            }
+        } else {
+            let n = r.read(&mut small).await?;
+            busy = n == SMALL_BUFFER;
+            chunk = BytesMut::with_capacity(headroom + n);
+            chunk.resize(headroom, 0);
+            chunk.extend_from_slice(&small[..n]);
+        }
+        let n = chunk.len() - headroom;
+        if n == 0 {
+            // Half-close: the other direction may still carry the answer.
+            let _ = w.shutdown().await;
+            return Ok(Pumped::Ended);
+        }
+        w.write_chunk(chunk).await?;
+        count(n as u64);
+        activity.moved();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
+
+    /// A relay's `count` adding up into `counted`.
+    fn counter(counted: &Arc<Mutex<(u64, u64)>>) -> impl Fn(u64, u64) + Send + Sync + use<> {
+        let counted = counted.clone();
+        move |u, d| {
+            let mut g = counted.lock().unwrap();
+            g.0 += u;
+            g.1 += d;
+        }
+    }
+
+    /// A [`ChunkWrite`] that keeps what it is handed: each chunk's payload and
+    /// capacity, and whether it was shut down.
+    #[derive(Default, Clone)]
+    struct Kept(Arc<Mutex<(Vec<Chunk>, bool)>>);
+
+    /// A chunk's payload and the capacity of its buffer.
+    type Chunk = (Vec<u8>, usize);
+
+    impl ChunkWrite for Kept {
+        fn headroom(&self) -> usize {
+            7
+        }
+        async fn write_chunk(&mut self, chunk: BytesMut) -> io::Result<()> {
+            assert!(chunk.len() > 7, "a chunk of {} bytes", chunk.len());
+            let kept = (chunk[7..].to_vec(), chunk.capacity());
+            self.0.lock().unwrap().0.push(kept);
+            Ok(())
+        }
+        async fn shutdown(&mut self) -> io::Result<()> {
+            self.0.lock().unwrap().1 = true;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn chunks_carry_the_download_whole_with_the_writers_headroom() {
+        let (user, mut user_peer) = tokio::io::duplex(1 << 16);
+        let (remote, mut remote_peer) = tokio::io::duplex(1 << 20);
+        let kept = Kept::default();
+        let counted = Arc::new(Mutex::new((0u64, 0u64)));
+        let (c, k) = (counted.clone(), kept.clone());
+        let cancel = CancellationToken::new();
+        let buffers = Buffers {
+            up: BUFFER,
+            down: 100_000,
+        };
+        let task = tokio::spawn(async move {
+            let (user_read, _) = tokio::io::split(user);
+            relay_chunks(
+                (user_read, k),
+                remote,
+                buffers,
+                Duration::from_secs(60),
+                &cancel,
+                counter(&c),
+            )
+            .await
+        });
+        // The upload goes through the plain pump.
+        user_peer.write_all(b"get").await.unwrap();
+        user_peer.shutdown().await.unwrap();
+        let mut got = [0u8; 3];
+        remote_peer.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"get");
+        let sent: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+        remote_peer.write_all(&sent).await.unwrap();
+        remote_peer.shutdown().await.unwrap();
+        assert_eq!(task.await.unwrap().unwrap(), Ended::Closed);
+        let (chunks, shut) = kept.0.lock().unwrap().clone();
+        assert!(shut, "the end of the download shuts the writer down");
+        let carried: Vec<u8> = chunks.iter().flat_map(|(p, _)| p.clone()).collect();
+        assert!(carried == sent, "the bytes came through changed");
+        // Quiet: the first read is the task's small buffer, copied out at its size;
+        // then each read is a buffer of the headroom and the direction's size.
+        assert_eq!(chunks[0].0.len(), SMALL_BUFFER);
+        assert_eq!(chunks[0].1, 7 + SMALL_BUFFER);
+        assert!(
+            chunks[1..]
+                .iter()
+                .all(|(p, cap)| *cap == 7 + 100_000 && p.len() <= 100_000)
+        );
+        assert!(
+            chunks.len() < 12,
+            "{} chunks for 300,000 bytes",
+            chunks.len()
+        );
+        assert_eq!(*counted.lock().unwrap(), (3, 300_000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_download_gives_its_large_buffer_back() {
+        let (remote, mut remote_peer) = tokio::io::duplex(1 << 16);
+        let kept = Kept::default();
+        let k = kept.clone();
+        let activity = Activity::new();
+        let task = tokio::spawn(async move {
+            let activity = activity;
+            pump_chunks(remote, k, 100_000, &activity, |_| {}).await
+        });
+        // A full small read makes the direction busy: the next read has 100,000 bytes.
+        remote_peer.write_all(&[1u8; SMALL_BUFFER]).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        remote_peer.write_all(b"busy").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        // Quiet past RELEASE_AFTER: the buffer is dropped, the next read is small.
+        tokio::time::sleep(RELEASE_AFTER + Duration::from_millis(10)).await;
+        remote_peer.write_all(b"quiet").await.unwrap();
+        drop(remote_peer);
+        assert_eq!(task.await.unwrap().unwrap(), Pumped::Ended);
+        let (chunks, shut) = kept.0.lock().unwrap().clone();
+        assert!(shut);
+        let sizes: Vec<(usize, usize)> = chunks.iter().map(|(p, c)| (p.len(), *c)).collect();
+        assert_eq!(
+            sizes,
+            [
+                (SMALL_BUFFER, 7 + SMALL_BUFFER),
+                (4, 7 + 100_000),
+                (5, 7 + 5)
+            ]
+        );
+    }
 
     #[tokio::test]
     async fn carries_both_ways_with_half_close_and_counts() {
@@ -230,18 +445,7 @@ mod tests {
         let c = counted.clone();
         let cancel = CancellationToken::new();
         let task = tokio::spawn(async move {
-            relay(
-                user,
-                remote,
-                Duration::from_secs(60),
-                &cancel,
-                move |u, d| {
-                    let mut g = c.lock().unwrap();
-                    g.0 += u;
-                    g.1 += d;
-                },
-            )
-            .await
+            relay(user, remote, Duration::from_secs(60), &cancel, counter(&c)).await
         });
         user_peer.write_all(b"request").await.unwrap();
         user_peer.shutdown().await.unwrap();

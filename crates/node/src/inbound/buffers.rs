@@ -32,7 +32,10 @@ pub(crate) const SHADOWSOCKS: Buffers = Buffers {
 /// sixteen frames of one TLS record each for one that does not (grpc-go's: Xray).
 /// 16 KiB reads made a second frame and two more records of a few bytes each, and
 /// 64 KiB ones four times the frames, window updates and flushes to Go's client
-/// (measured in `cargo xtask bench node`, see `docs/benchmarks.md`).
+/// (measured in `cargo xtask bench node`, see `docs/benchmarks.md`). Each busy read is
+/// a buffer of its own that becomes the message where it lies (`tcp::relay`: the
+/// header goes in room kept in front, h2 keeps the buffer until it is written), not a
+/// slice copied into a message.
 pub(crate) const GRPC_DOWN: usize = grpc::MAX_WRITE;
 
 /// XHTTP, toward the user: four HTTP/2 DATA frames' worth ([`grpc::FRAME_PAYLOAD`]

@@ -89,6 +89,15 @@ impl<S> Gated<S> {
             left: limit,
         }
     }
+
+    /// The stream itself once its gate is open (nothing left to limit), or this.
+    pub(crate) fn into_open(self) -> Result<S, Self> {
+        if self.gate.is_open() {
+            Ok(self.inner)
+        } else {
+            Err(self)
+        }
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Gated<S> {

@@ -5,15 +5,16 @@ use std::net::SocketAddr;
 use std::any::Any;
 use std::sync::atomic::Ordering;
 
+use switchyard_transport::grpc::GrpcStream;
 use switchyard_transport::io::Io;
 use switchyard_transport::shadowsocks::SsStream;
 use tokio::net::TcpStream;
 
-use switchyard_tunnel::pump::{Ended, relay_with};
+use switchyard_tunnel::pump::{Ended, relay_chunks, relay_with};
 use tokio::io::AsyncWriteExt;
 
 use super::vision::Vision;
-use super::{BoxIo, Ctx};
+use super::{BoxIo, Ctx, Gated};
 use crate::accounting::now_ms;
 use crate::outbound::{Destination, Dialer, Plan};
 use crate::route::Network;
@@ -104,7 +105,8 @@ pub(crate) async fn proxy(
 /// Relays `user` and `remote` for the inbound: inside the kernel when both are bare
 /// TCP sockets (nothing of ours to encrypt or frame either way: a plain inbound
 /// dialing straight out, a fallback, a REALITY inbound's borrowed site), through the
-/// pump with the inbound's buffers otherwise.
+/// pump with the inbound's buffers otherwise; toward a gRPC user the pump's reads are
+/// handed to the stream as its messages (`pump::relay_chunks`), not copied into them.
 pub(crate) async fn relay(
     ctx: &Ctx,
     user: BoxIo,
@@ -154,6 +156,25 @@ pub(crate) async fn relay(
             }
         },
         Owned::Is(ss) => ss as BoxIo,
+        Owned::Not(user) => user,
+    };
+    // gRPC: each read toward the user becomes a message where it lies.
+    let user = match owned::<Gated<GrpcStream>>(user)? {
+        Owned::Is(gated) => match gated.into_open() {
+            Ok(grpc) => {
+                // Boxed, as the plain relay below.
+                let pump = Box::pin(relay_chunks(
+                    grpc.into_split(),
+                    remote,
+                    buffers,
+                    idle,
+                    cancel,
+                    count,
+                ));
+                return pump.await;
+            }
+            Err(gated) => Box::new(gated) as BoxIo,
+        },
         Owned::Not(user) => user,
     };
     // Boxed, so that a connection spliced above holds no room for the pump's two

@@ -18,7 +18,7 @@ mod stream;
 
 pub use client::{Pool, Target};
 pub use server::{ServeError, Settings, read_preface, serve};
-pub use stream::{FRAME_PAYLOAD, GrpcStream, MAX_WRITE};
+pub use stream::{FRAME_PAYLOAD, GrpcReader, GrpcStream, GrpcWriter, MAX_WRITE};
 
 #[cfg(test)]
 mod tests;

@@ -90,6 +90,12 @@ pub async fn read_preface<S: AsyncRead + Unpin>(
     Ok(Prefixed::new(read, stream))
 }
 
+/// What h2 holds of a stream's messages until its connection writes them: two
+/// whole messages of [`super::MAX_WRITE`], so that while one goes out the next is
+/// taken whole where the pump read it (h2's default, 400 KiB, left room for 1.5 and
+/// cut every other message, its rest copied behind a header of its own).
+const SEND_BUFFER: usize = 2 * (super::MAX_WRITE + switchyard_proto::grpc::MAX_HEADER_LEN);
+
 /// Serves one HTTP/2 connection on `io` (its preface unread, as [`read_preface`]
 /// gives it back) until it closes: each `POST /{service_name}/Tun` (or `TunMulti`)
 /// with a gRPC content type is answered `200` and handed to `each` with its mode;
@@ -110,6 +116,7 @@ pub async fn serve<S: Io + 'static>(
         .initial_window_size(settings.stream_window)
         .initial_connection_window_size(settings.connection_window)
         .max_header_list_size(16 * 1024)
+        .max_send_buffer_size(SEND_BUFFER)
         .handshake::<_, Bytes>(io);
     let mut connection = timeout_at(deadline, handshake)
         .await

@@ -7,11 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll, ready};
 
-use bytes::{Buf, Bytes};
+use bytes::{Buf, Bytes, BytesMut};
 use h2::{RecvStream, SendStream};
 use http::HeaderMap;
 use switchyard_proto::grpc::{self, Decoder, Mode};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::io::ChunkWrite;
 
 /// The most payload one write frames in one gRPC message: 261,964 bytes (about
 /// 256 KiB). To a peer that takes large frames (Go's HTTP/2 client: sing-box, mihomo)
@@ -70,26 +72,38 @@ impl Drop for Counted {
 /// send capacity (so nothing queues beyond one message), and the receive window is
 /// released as the bytes are read, so a slow reader slows its peer. Shutting down
 /// ends the request (a client) or answers trailers `grpc-status: 0` (a server).
+/// [`into_split`](Self::into_split) parts its two directions.
 pub struct GrpcStream {
-    send: SendStream<Bytes>,
+    read: GrpcReader,
+    write: GrpcWriter,
+    mode: Mode,
+    /// A server's stream: its request's `X-Forwarded-For` lines.
+    forwarded_for: Vec<String>,
+}
+
+/// A [`GrpcStream`]'s reading half: the messages that come, decoded.
+pub struct GrpcReader {
     recv: Recv,
     decoder: Decoder,
     /// Received bytes not yet decoded (the rest of one DATA frame).
     chunk: Bytes,
+}
+
+/// A [`GrpcStream`]'s writing half: an [`AsyncWrite`] that copies what it is given
+/// into each message, and a [`ChunkWrite`] that frames a chunk where it lies.
+pub struct GrpcWriter {
+    send: SendStream<Bytes>,
     side: Side,
-    mode: Mode,
     shut: bool,
-    _counted: Option<Counted>,
-    /// A server's stream: its request's `X-Forwarded-For` lines.
-    forwarded_for: Vec<String>,
     /// The most of a message one DATA frame carries.
     frame_payload: usize,
+    _counted: Option<Counted>,
 }
 
 impl std::fmt::Debug for GrpcStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GrpcStream")
-            .field("side", &self.side)
+            .field("side", &self.write.side)
             .field("mode", &self.mode)
             .finish_non_exhaustive()
     }
@@ -119,16 +133,20 @@ impl GrpcStream {
         counted: Option<Counted>,
     ) -> Self {
         Self {
-            send,
-            recv,
-            decoder: Decoder::new(),
-            chunk: Bytes::new(),
-            side,
+            read: GrpcReader {
+                recv,
+                decoder: Decoder::new(),
+                chunk: Bytes::new(),
+            },
+            write: GrpcWriter {
+                send,
+                side,
+                shut: false,
+                frame_payload: FRAME_PAYLOAD,
+                _counted: counted,
+            },
             mode,
-            shut: false,
-            _counted: counted,
             forwarded_for: Vec::new(),
-            frame_payload: FRAME_PAYLOAD,
         }
     }
 
@@ -146,7 +164,7 @@ impl GrpcStream {
     /// The stream sending messages in DATA frames of at most `payload` bytes (at
     /// least one byte; [`FRAME_PAYLOAD`] unless the peer takes larger frames).
     pub(crate) fn with_frame_payload(mut self, payload: usize) -> Self {
-        self.frame_payload = payload.max(1);
+        self.write.frame_payload = payload.max(1);
         self
     }
 
@@ -154,6 +172,11 @@ impl GrpcStream {
     pub(crate) fn with_forwarded_for(mut self, lines: Vec<String>) -> Self {
         self.forwarded_for = lines;
         self
+    }
+
+    /// The two directions apart, each driven on its own.
+    pub fn into_split(self) -> (GrpcReader, GrpcWriter) {
+        (self.read, self.write)
     }
 }
 
@@ -185,6 +208,34 @@ fn status_error(headers: &HeaderMap) -> Option<std::io::Error> {
 }
 
 impl AsyncRead for GrpcStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.read).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for GrpcStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.write).poll_write(cx, data)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.write).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.write).poll_shutdown(cx)
+    }
+}
+
+impl AsyncRead for GrpcReader {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -259,7 +310,87 @@ impl AsyncRead for GrpcStream {
     }
 }
 
-impl AsyncWrite for GrpcStream {
+impl GrpcWriter {
+    /// Waits for send capacity: the payload bytes one message may carry now, from 1
+    /// to `want`. Exactly a whole message's room is asked for, so none is left over
+    /// after it (a few bytes left over would make the next message one byte long).
+    fn poll_room(&mut self, cx: &mut Context<'_>, want: usize) -> Poll<std::io::Result<usize>> {
+        if self.shut {
+            return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
+        }
+        self.send.reserve_capacity(grpc::header(want).1 + want);
+        while self.send.capacity() == 0 {
+            match ready!(self.send.poll_capacity(cx)) {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Poll::Ready(Err(h2_io(e))),
+                None => return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into())),
+            }
+        }
+        // The header goes with its payload; it may pass the capacity by at most its
+        // own few bytes, which h2 holds until the window opens.
+        let room = self.send.capacity();
+        if room >= grpc::header(want).1 + want {
+            return Poll::Ready(Ok(want));
+        }
+        // The header of a payload shorter than `room` is no longer than its own.
+        Poll::Ready(Ok(room.saturating_sub(grpc::header(room).1).clamp(1, want)))
+    }
+
+    /// Sends one whole message (header and payload) in frames of `frame_payload`.
+    fn send_message(&mut self, mut message: Bytes) -> std::io::Result<()> {
+        while !message.is_empty() {
+            let frame = message.split_to(message.len().min(self.frame_payload));
+            self.send.send_data(frame, false).map_err(h2_io)?;
+        }
+        Ok(())
+    }
+}
+
+impl ChunkWrite for GrpcWriter {
+    fn headroom(&self) -> usize {
+        grpc::MAX_HEADER_LEN
+    }
+
+    /// The first message's header goes in the room in front of its payload, and the
+    /// message to h2 as it lies: no copy. A window too short for the whole chunk
+    /// takes it in several messages, each what fits; after the first, each header
+    /// goes in a frame of its own ahead of its payload, still a part of the same
+    /// buffer (a reader slower than the sender).
+    async fn write_chunk(&mut self, mut chunk: BytesMut) -> std::io::Result<()> {
+        const ROOM: usize = grpc::MAX_HEADER_LEN;
+        let Some(left) = chunk.len().checked_sub(ROOM) else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a chunk shorter than its headroom",
+            ));
+        };
+        if left == 0 {
+            return Ok(());
+        }
+        let n = std::future::poll_fn(|cx| self.poll_room(cx, left.min(MAX_WRITE))).await?;
+        let (header, len) = grpc::header(n);
+        chunk[ROOM - len..ROOM].copy_from_slice(&header[..len]);
+        chunk.advance(ROOM - len);
+        let mut rest = chunk.freeze();
+        self.send_message(rest.split_to(len + n))?;
+        while !rest.is_empty() {
+            let want = rest.len().min(MAX_WRITE);
+            let n = std::future::poll_fn(|cx| self.poll_room(cx, want)).await?;
+            let (header, len) = grpc::header(n);
+            self.send
+                .send_data(Bytes::copy_from_slice(&header[..len]), false)
+                .map_err(h2_io)?;
+            self.send_message(rest.split_to(n))?;
+        }
+        Ok(())
+    }
+
+    async fn shutdown(&mut self) -> std::io::Result<()> {
+        std::future::poll_fn(|cx| Pin::new(&mut *self).poll_shutdown(cx)).await
+    }
+}
+
+impl AsyncWrite for GrpcWriter {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -269,36 +400,13 @@ impl AsyncWrite for GrpcStream {
         if data.is_empty() {
             return Poll::Ready(Ok(0));
         }
-        if this.shut {
-            return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
-        }
-        let want = data.len().min(MAX_WRITE);
-        this.send.reserve_capacity(want + grpc::MAX_HEADER_LEN);
-        while this.send.capacity() == 0 {
-            match ready!(this.send.poll_capacity(cx)) {
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Poll::Ready(Err(h2_io(e))),
-                None => return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into())),
-            }
-        }
-        // The header goes with its payload; it may pass the capacity by at most its
-        // own few bytes, which h2 holds until the window opens.
-        let n = this
-            .send
-            .capacity()
-            .saturating_sub(grpc::MAX_HEADER_LEN)
-            .clamp(1, want);
+        let n = ready!(this.poll_room(cx, data.len().min(MAX_WRITE)))?;
         let mut message = Vec::with_capacity(grpc::MAX_HEADER_LEN + n);
         grpc::encode_header(n, &mut message);
         message.extend_from_slice(&data[..n]);
-        let mut message = Bytes::from(message);
-        while !message.is_empty() {
-            let frame = message.split_to(message.len().min(this.frame_payload));
-            this.send.send_data(frame, false).map_err(h2_io)?;
-        }
+        this.send_message(Bytes::from(message))?;
         Poll::Ready(Ok(n))
     }
-
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         // The connection's task writes what was sent.
         Poll::Ready(Ok(()))

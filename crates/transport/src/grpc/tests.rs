@@ -396,3 +396,94 @@ async fn a_message_goes_in_one_frame_to_a_client_that_takes_large_ones() {
     );
     assert_eq!(frames[..16].iter().sum::<usize>(), 261_964 + 9);
 }
+
+/// What a raw HTTP/2 client with a stream window of `window` bytes (frames up to
+/// 1 MiB) gets when a server's stream writes one chunk of `len` payload bytes through
+/// [`ChunkWrite`]: each message's payload length, and the payload.
+async fn messages_of_one_chunk(window: u32, len: usize) -> (Vec<usize>, Vec<u8>) {
+    use crate::io::ChunkWrite;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let sent: Vec<u8> = (0..len).map(|i| (i % 249) as u8).collect();
+    let payload = sent.clone();
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let io = read_preface(tcp, deadline()).await.unwrap();
+        let _ = serve(io, "svc", &Settings::default(), deadline(), move |s| {
+            let payload = payload.clone();
+            tokio::spawn(async move {
+                let (_read, mut write) = s.into_split();
+                let mut chunk = bytes::BytesMut::zeroed(write.headroom());
+                chunk.extend_from_slice(&payload);
+                write.write_chunk(chunk).await.unwrap();
+                ChunkWrite::shutdown(&mut write).await.unwrap();
+            });
+        })
+        .await;
+    });
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let (mut client, connection) = h2::client::Builder::new()
+        .initial_window_size(window)
+        .initial_connection_window_size(1 << 20)
+        .max_frame_size(1 << 20)
+        .handshake::<_, Bytes>(tcp)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::post("http://example.test/svc/Tun")
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let (response, _send) = client.send_request(request, false).unwrap();
+    let mut body = response.await.unwrap().into_body();
+    let mut wire = Vec::new();
+    while let Some(data) = body.data().await {
+        let data = data.unwrap();
+        let _ = body.flow_control().release_capacity(data.len());
+        wire.extend_from_slice(&data);
+    }
+    // Each message: flag, length, the field's tag, its varint length, the payload.
+    let (mut lens, mut got, mut rest) = (Vec::new(), Vec::new(), &wire[..]);
+    while !rest.is_empty() {
+        let message = u32::from_be_bytes(rest[1..5].try_into().unwrap()) as usize;
+        assert_eq!(rest[5], 0x0A);
+        let (mut n, mut at, mut shift) = (0usize, 6, 0);
+        loop {
+            n |= usize::from(rest[at] & 0x7f) << shift;
+            at += 1;
+            shift += 7;
+            if rest[at - 1] & 0x80 == 0 {
+                break;
+            }
+        }
+        assert_eq!(at - 5 + n, message, "the message's length holds its field");
+        lens.push(n);
+        got.extend_from_slice(&rest[at..at + n]);
+        rest = &rest[at + n..];
+    }
+    assert!(got == sent, "the payload came through changed");
+    (lens, got)
+}
+
+#[tokio::test]
+async fn a_chunk_goes_as_one_message_framed_where_it_lies() {
+    // A window wider than the chunk: one message, whatever its varint's length.
+    for len in [1, 127, 128, 100_000, MAX_WRITE] {
+        assert_eq!(messages_of_one_chunk(1 << 20, len).await.0, [len]);
+    }
+    // A chunk longer than one message: MAX_WRITE, then the rest.
+    let (lens, _) = messages_of_one_chunk(1 << 20, MAX_WRITE + 10).await;
+    assert_eq!(lens, [MAX_WRITE, 10]);
+}
+
+#[tokio::test]
+async fn a_short_window_takes_a_chunk_in_messages_of_what_fits() {
+    // A 40,000-byte window: the first message is what fits with room for the
+    // header of a payload that long (9 bytes), the rest as the client reads.
+    let (lens, _) = messages_of_one_chunk(40_000, 100_000).await;
+    assert_eq!(lens[0], 40_000 - 9);
+    assert_eq!(lens.iter().sum::<usize>(), 100_000);
+    assert!(lens.iter().all(|&n| n <= 40_000 - 9), "{lens:?}");
+}
