@@ -259,7 +259,8 @@ where
 /// with the writer's headroom in front, and the writer takes the buffer itself (frames
 /// it in place, keeps it until sent) instead of copying it. While quiet, reads go to
 /// a small buffer in the task and are copied out (a few bytes), as [`pump`]'s are, so
-/// an idle direction holds no large buffer.
+/// an idle direction holds no large buffer; so is a busy read shorter than [`BUFFER`],
+/// its large buffer kept for the next read.
 pub async fn pump_chunks<Rd, W>(
     mut r: Rd,
     mut w: W,
@@ -275,11 +276,16 @@ where
     let size = size.max(SMALL_BUFFER);
     let mut small = [0u8; SMALL_BUFFER];
     let mut busy = false;
+    // The large buffer a short read left unused, for the next read.
+    let mut spare: Option<BytesMut> = None;
     loop {
         let mut chunk;
         if busy {
-            chunk = BytesMut::with_capacity(headroom + size);
-            chunk.resize(headroom, 0);
+            chunk = spare.take().unwrap_or_else(|| {
+                let mut c = BytesMut::with_capacity(headroom + size);
+                c.resize(headroom, 0);
+                c
+            });
             // Reads are cancel-safe: a timed-out read loses nothing.
             match tokio::time::timeout(RELEASE_AFTER, r.read_buf(&mut chunk)).await {
                 Ok(n) => {
@@ -289,6 +295,16 @@ where
                     busy = false;
                     continue;
                 }
+            }
+            let n = chunk.len() - headroom;
+            if n > 0 && n < BUFFER {
+                // A short read is copied out (a few bytes, as a quiet one's are), so
+                // the writer does not keep a large buffer for them.
+                let mut short = BytesMut::with_capacity(headroom + n);
+                short.extend_from_slice(&chunk);
+                chunk.truncate(headroom);
+                spare = Some(chunk);
+                chunk = short;
             }
         } else {
             let n = r.read(&mut small).await?;
@@ -413,25 +429,33 @@ mod tests {
             let activity = activity;
             pump_chunks(remote, k, 100_000, &activity, |_| {}).await
         });
+        let pause = || tokio::time::sleep(Duration::from_millis(10));
         // A full small read makes the direction busy: the next read has 100,000 bytes.
         remote_peer.write_all(&[1u8; SMALL_BUFFER]).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        pause().await;
+        remote_peer.write_all(&[2u8; 50_000]).await.unwrap();
+        pause().await;
+        // A short busy read is copied out at its size.
         remote_peer.write_all(b"busy").await.unwrap();
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        pause().await;
         // Quiet past RELEASE_AFTER: the buffer is dropped, the next read is small.
         tokio::time::sleep(RELEASE_AFTER + Duration::from_millis(10)).await;
-        remote_peer.write_all(b"quiet").await.unwrap();
+        remote_peer.write_all(&[3u8; 50_000]).await.unwrap();
+        pause().await;
         drop(remote_peer);
         assert_eq!(task.await.unwrap().unwrap(), Pumped::Ended);
         let (chunks, shut) = kept.0.lock().unwrap().clone();
         assert!(shut);
         let sizes: Vec<(usize, usize)> = chunks.iter().map(|(p, c)| (p.len(), *c)).collect();
+        let (small, large) = (7 + SMALL_BUFFER, 7 + 100_000);
         assert_eq!(
             sizes,
             [
-                (SMALL_BUFFER, 7 + SMALL_BUFFER),
-                (4, 7 + 100_000),
-                (5, 7 + 5)
+                (SMALL_BUFFER, small),
+                (50_000, large),
+                (4, 7 + 4),
+                (SMALL_BUFFER, small),
+                (50_000 - SMALL_BUFFER, large)
             ]
         );
     }

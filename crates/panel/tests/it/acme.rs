@@ -72,9 +72,7 @@ async fn the_panel_gets_its_certificate_by_acme_keeps_it_and_renews_it() {
     panel.shutdown().await;
 
     // Restarted: the stored certificate, at once.
-    let panel = Panel::start(config(dir.path(), listen, &pebble, 30))
-        .await
-        .unwrap();
+    let panel = crate::common::start_again(|| config(dir.path(), listen, &pebble, 30)).await;
     assert_eq!(
         served(listen, &pebble).await,
         first,
@@ -84,9 +82,8 @@ async fn the_panel_gets_its_certificate_by_acme_keeps_it_and_renews_it() {
 
     // Fewer days left than renew_days: renewed at start, the same account.
     let account = std::fs::read_to_string(stored.join("account.json")).unwrap();
-    let panel = Panel::start(config(dir.path(), listen, &pebble, MAX_RENEW_DAYS))
-        .await
-        .unwrap();
+    let panel =
+        crate::common::start_again(|| config(dir.path(), listen, &pebble, MAX_RENEW_DAYS)).await;
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if served(listen, &pebble).await != first {

@@ -227,7 +227,7 @@ async fn traffic_is_counted_once_across_restarts_and_a_channel_cut() {
         download(port, &id, t, MIB).await,
         "the node serves while the panel is away"
     );
-    let panel = Panel::start(config(dir.path(), channel)).await.unwrap();
+    let panel = crate::common::start_again(|| config(dir.path(), channel)).await;
     counted_exactly(panel.state.store().as_ref(), user, &target, head).await;
 
     // The node restarts (from its state directory alone).

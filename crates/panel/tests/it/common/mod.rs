@@ -350,3 +350,23 @@ pub async fn one_user(h: &Harness, t: &str) -> (Value, Value) {
         .ok(StatusCode::CREATED);
     (c, user)
 }
+
+/// The panel started again on the ports its last run held. Those came from the
+/// ephemeral range, and while they were free another test's outgoing connection may
+/// have taken one as its source port (a clean-clone CI run failed so: "Address
+/// already in use"): the bind is tried again until that connection is gone.
+pub async fn start_again(config: impl Fn() -> PanelConfig) -> switchyard_panel::Panel {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match switchyard_panel::Panel::start(config()).await {
+            Ok(panel) => return panel,
+            Err(switchyard_panel::run::StartError::Bind { source, .. })
+                if source.kind() == std::io::ErrorKind::AddrInUse
+                    && std::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("the panel starting again: {e}"),
+        }
+    }
+}
