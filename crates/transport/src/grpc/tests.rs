@@ -328,26 +328,43 @@ async fn a_dead_connection_is_replaced() {
     assert_eq!(e.step, Step::Tcp);
 }
 
-/// The DATA frames a raw HTTP/2 client that takes frames of up to `max_frame` bytes
-/// (unset: the protocol's 16 KiB) gets for one write of `len` bytes from a stream: the
-/// length of each, until the whole message is in.
-async fn frames_of_one_write(max_frame: Option<u32>, len: usize) -> Vec<usize> {
+/// A server on 127.0.0.1 whose one stream runs `write`, and a raw HTTP/2 client
+/// (`builder`) that asks for it: the body of the answer, for the test to read, and the
+/// request's body, which keeps the request open while it is held.
+async fn one_stream<F>(
+    write: impl Fn(GrpcStream) -> F + Send + 'static,
+    builder: &h2::client::Builder,
+) -> (h2::RecvStream, h2::SendStream<Bytes>)
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(async move {
         let (tcp, _) = listener.accept().await.unwrap();
         let io = read_preface(tcp, deadline()).await.unwrap();
-        let _ = serve(io, "svc", &Settings::default(), deadline(), move |mut s| {
-            tokio::spawn(async move {
-                s.write_all(&vec![7u8; len]).await.unwrap();
-                s.shutdown().await.unwrap();
-            });
+        let _ = serve(io, "svc", &Settings::default(), deadline(), move |s| {
+            tokio::spawn(write(s));
         })
         .await;
     });
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .unwrap();
+    let (mut client, connection) = builder.handshake::<_, Bytes>(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let request = http::Request::post("http://example.test/svc/Tun")
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let (response, send) = client.send_request(request, false).unwrap();
+    (response.await.unwrap().into_body(), send)
+}
+
+/// The DATA frames a raw HTTP/2 client that takes frames of up to `max_frame` bytes
+/// (unset: the protocol's 16 KiB) gets for one write of `len` bytes from a stream: the
+/// length of each, until the whole message is in.
+async fn frames_of_one_write(max_frame: Option<u32>, len: usize) -> Vec<usize> {
     let mut builder = h2::client::Builder::new();
     // Windows wide enough that flow control does not cut the message.
     builder
@@ -356,14 +373,11 @@ async fn frames_of_one_write(max_frame: Option<u32>, len: usize) -> Vec<usize> {
     if let Some(max) = max_frame {
         builder.max_frame_size(max);
     }
-    let (mut client, connection) = builder.handshake::<_, Bytes>(tcp).await.unwrap();
-    tokio::spawn(connection);
-    let request = http::Request::post("http://example.test/svc/Tun")
-        .header("content-type", "application/grpc")
-        .body(())
-        .unwrap();
-    let (response, _send) = client.send_request(request, false).unwrap();
-    let mut body = response.await.unwrap().into_body();
+    let write = move |mut s: GrpcStream| async move {
+        s.write_all(&vec![7u8; len]).await.unwrap();
+        s.shutdown().await.unwrap();
+    };
+    let (mut body, _send) = one_stream(write, &builder).await;
     let mut header = Vec::new();
     encode_header(len, &mut header);
     let mut frames = Vec::new();
@@ -402,42 +416,24 @@ async fn a_message_goes_in_one_frame_to_a_client_that_takes_large_ones() {
 /// [`ChunkWrite`]: each message's payload length, and the payload.
 async fn messages_of_one_chunk(window: u32, len: usize) -> (Vec<usize>, Vec<u8>) {
     use crate::io::ChunkWrite;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let sent: Vec<u8> = (0..len).map(|i| (i % 249) as u8).collect();
     let payload = sent.clone();
-    tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let io = read_preface(tcp, deadline()).await.unwrap();
-        let _ = serve(io, "svc", &Settings::default(), deadline(), move |s| {
-            let payload = payload.clone();
-            tokio::spawn(async move {
-                let (_read, mut write) = s.into_split();
-                let mut chunk = bytes::BytesMut::zeroed(write.headroom());
-                chunk.extend_from_slice(&payload);
-                write.write_chunk(chunk).await.unwrap();
-                ChunkWrite::shutdown(&mut write).await.unwrap();
-            });
-        })
-        .await;
-    });
-    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .unwrap();
-    let (mut client, connection) = h2::client::Builder::new()
+    let write = move |s: GrpcStream| {
+        let payload = payload.clone();
+        async move {
+            let (_read, mut write) = s.into_split();
+            let mut chunk = bytes::BytesMut::zeroed(write.headroom());
+            chunk.extend_from_slice(&payload);
+            write.write_chunk(chunk).await.unwrap();
+            ChunkWrite::shutdown(&mut write).await.unwrap();
+        }
+    };
+    let mut builder = h2::client::Builder::new();
+    builder
         .initial_window_size(window)
         .initial_connection_window_size(1 << 20)
-        .max_frame_size(1 << 20)
-        .handshake::<_, Bytes>(tcp)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let request = http::Request::post("http://example.test/svc/Tun")
-        .header("content-type", "application/grpc")
-        .body(())
-        .unwrap();
-    let (response, _send) = client.send_request(request, false).unwrap();
-    let mut body = response.await.unwrap().into_body();
+        .max_frame_size(1 << 20);
+    let (mut body, _send) = one_stream(write, &builder).await;
     let mut wire = Vec::new();
     while let Some(data) = body.data().await {
         let data = data.unwrap();
